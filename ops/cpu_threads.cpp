@@ -1,0 +1,51 @@
+// oneTBB and OpenBLAS thread caps, and the OPENBLAS_CORETYPE re-exec.
+#include "ops/cpu_threads.hpp"
+
+#include <cblas.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <tbb/global_control.h>
+
+namespace pipeworks {
+namespace {
+std::mutex g_mutex;
+std::unique_ptr<tbb::global_control> g_tbb_cap;
+int g_threads = 0;
+}  // namespace
+
+void set_cpu_threads(int n) {
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::lock_guard lock(g_mutex);
+  g_tbb_cap.reset();
+  g_tbb_cap = std::make_unique<tbb::global_control>(
+      tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(n));
+  openblas_set_num_threads(n);
+  g_threads = n;
+}
+
+int cpu_threads() {
+  std::lock_guard lock(g_mutex);
+  if (g_threads > 0) return g_threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::string blas_core_name() {
+  const char* name = openblas_get_corename();
+  return name ? name : "unknown";
+}
+
+void reexec_without_openblas_coretype(char** argv) {
+  if (!std::getenv("OPENBLAS_CORETYPE")) return;
+  const char* keep = std::getenv("PIPEWORKS_KEEP_OPENBLAS_CORETYPE");
+  if (keep && std::string(keep) == "1") return;
+  unsetenv("OPENBLAS_CORETYPE");
+  execv("/proc/self/exe", argv);
+  // execv failed: carry on with the forced kernels rather than stop.
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,103 @@
+// tensor: an owning n-d array with a shape, a dtype and a device; tensor_view<T>: a typed,
+// non-owning window onto storage that someone else owns.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pipeworks {
+
+enum class dtype : std::uint8_t { f32, f64, i32 };
+
+std::size_t dtype_size(dtype dt);
+// The safetensors spelling: "F32", "F64", "I32".
+std::string_view dtype_name(dtype dt);
+
+template <class T> constexpr dtype dtype_of();
+template <> constexpr dtype dtype_of<float>() { return dtype::f32; }
+template <> constexpr dtype dtype_of<double>() { return dtype::f64; }
+template <> constexpr dtype dtype_of<std::int32_t>() { return dtype::i32; }
+
+enum class device_kind : std::uint8_t { cpu, cuda };
+
+struct device {
+  device_kind kind = device_kind::cpu;
+  int index = 0;
+  static device cpu() { return {}; }
+  std::string to_string() const;
+  bool operator==(const device&) const = default;
+};
+
+using shape_t = std::vector<std::int64_t>;
+std::int64_t numel(const shape_t& shape);
+std::string shape_string(const shape_t& shape);  // "[2, 3]"
+
+// A non-owning typed view: data pointer plus shape, row-major and contiguous.
+template <class T>
+struct tensor_view {
+  T* data = nullptr;
+  shape_t shape;
+  std::int64_t numel() const { return pipeworks::numel(shape); }
+  std::span<T> span() const { return {data, static_cast<std::size_t>(numel())}; }
+};
+
+// The owner of one buffer. Move-only: a tensor is handed over, never shared for writing.
+class tensor {
+ public:
+  tensor() = default;
+  // Zero-filled storage of the given shape.
+  explicit tensor(shape_t shape, dtype dt = dtype::f32, device dev = device::cpu());
+  tensor(tensor&&) noexcept = default;
+  tensor& operator=(tensor&&) noexcept = default;
+  tensor(const tensor&) = delete;
+  tensor& operator=(const tensor&) = delete;
+
+  tensor clone() const;
+  // Same storage under a new shape with the same number of elements.
+  void reshape(shape_t shape);
+
+  const shape_t& shape() const { return shape_; }
+  std::int64_t dim(int i) const { return shape_.at(static_cast<std::size_t>(i)); }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  std::int64_t numel() const { return pipeworks::numel(shape_); }
+  dtype type() const { return dtype_; }
+  device where() const { return device_; }
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  bool empty() const { return storage_ == nullptr; }
+
+  std::byte* bytes() { return storage_.get(); }
+  const std::byte* bytes() const { return storage_.get(); }
+
+  // Typed access; throws pipeworks_error when T does not match the dtype.
+  template <class T> T* data() {
+    check_type(dtype_of<T>());
+    return reinterpret_cast<T*>(storage_.get());
+  }
+  template <class T> const T* data() const {
+    check_type(dtype_of<T>());
+    return reinterpret_cast<const T*>(storage_.get());
+  }
+  template <class T> std::span<T> span() { return {data<T>(), static_cast<std::size_t>(numel())}; }
+  template <class T> std::span<const T> span() const {
+    return {data<T>(), static_cast<std::size_t>(numel())};
+  }
+  template <class T> tensor_view<T> view() { return {data<T>(), shape_}; }
+  template <class T> tensor_view<const T> view() const { return {data<T>(), shape_}; }
+
+ private:
+  struct aligned_free {
+    void operator()(std::byte* p) const;
+  };
+  void check_type(dtype want) const;
+
+  shape_t shape_;
+  dtype dtype_ = dtype::f32;
+  device device_;
+  std::unique_ptr<std::byte[], aligned_free> storage_;
+};
+
+}  // namespace pipeworks

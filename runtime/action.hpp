@@ -1,0 +1,48 @@
+// An action of a pipeline program (F, B, I, W, sends, receives, REDUCE, STEP) and its text form
+// "{stage}{kind}{microbatch}", compatible with PyTorch's torch.distributed.pipelining ("1F0", "2SEND_F3").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/result.hpp"
+
+namespace pipeworks {
+
+enum class action_kind : std::uint8_t {
+  forward,      // F
+  backward,     // B: full backward (input and weight gradient)
+  input_grad,   // I: input-gradient half of a backward (PyTorch spells it I)
+  weight_grad,  // W: weight-gradient half of a backward
+  send_f,       // SEND_F: send the forward activation to the next stage
+  recv_f,       // RECV_F: receive the forward activation from the previous stage
+  send_b,       // SEND_B: send the input gradient to the previous stage
+  recv_b,       // RECV_B: receive the output gradient from the next stage
+  reduce,       // REDUCE: all-reduce the gradients of a replicated stage
+  step,         // STEP: optimizer step, makes a new weight version
+};
+
+std::string_view kind_name(action_kind k);  // "F", "B", "I", "W", "SEND_F", ..., "STEP"
+bool is_compute(action_kind k);             // F, B, I, W
+bool is_comm(action_kind k);                // SEND_*, RECV_*
+bool has_microbatch(action_kind k);         // everything but REDUCE and STEP
+
+struct action {
+  int stage = 0;        // (virtual) stage index, as in PyTorch's text form
+  action_kind kind = action_kind::forward;
+  int microbatch = -1;  // -1 for REDUCE and STEP
+
+  bool operator==(const action&) const = default;
+};
+
+std::string to_string(const action& a);       // "1F0", "0SEND_B2", "1STEP"
+result<action> parse_action(std::string_view text);
+
+// A device's (rank's) ordered program.
+using program = std::vector<action>;
+
+std::string to_string(const program& p);      // actions joined by single spaces
+result<program> parse_program(std::string_view text);  // space- or comma-separated
+
+}  // namespace pipeworks

@@ -1,0 +1,77 @@
+// A schedule as data: one program per rank plus the weight-version rule, and the generators
+// that build them (GPipe, 1F1B, interleaved, zero bubble, BFS, PipeDream, 2BW, cyclic).
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/result.hpp"
+#include "runtime/action.hpp"
+
+namespace pipeworks {
+
+enum class schedule_kind {
+  gpipe, one_f_one_b, interleaved, zb_h1, zb_h2, bfs, pipedream, pipedream_vs, two_bw, cyclic,
+};
+std::string_view schedule_name(schedule_kind k);        // "gpipe", "1f1b", ..., "2bw", "cyclic"
+result<schedule_kind> parse_schedule_kind(std::string_view name);
+bool is_flush(schedule_kind k);  // synchronous: every microbatch of step t uses version t
+
+struct schedule_params {
+  int stages = 1;        // p: devices in one pipeline
+  int microbatches = 1;  // m: microbatches per optimizer step, per replica
+  int chunks = 1;        // v: virtual stages per device (interleaved, bfs)
+  int replicas = 1;      // w: data-parallel replicas of every stage
+  int steps = 1;         // optimizer steps the programs cover
+};
+
+// Which weight version a (virtual stage, microbatch) uses for its forward and its backward.
+// Microbatch ids are global over steps: microbatch k of step t has id t*m + k. Version numbers
+// count optimizer steps of that stage: version 0 is the initial weights.
+struct version_use {
+  int forward = 0;
+  int backward = 0;
+};
+
+struct schedule {
+  schedule_kind kind = schedule_kind::gpipe;
+  schedule_params params;
+  int virtual_stages = 1;  // p * v: model pieces in order
+  // device_of[s]: the device (0..p-1) that runs virtual stage s.
+  std::vector<int> device_of;
+  // programs[r]: rank r = replica * p + device. Every rank of a replica group has the same
+  // program; microbatch ids in the actions are that replica's own (0 .. steps*m - 1).
+  std::vector<program> programs;
+  // versions[s][mb]: the version rule for virtual stage s and global microbatch id mb.
+  std::vector<std::vector<version_use>> versions;
+  // One line stating the version rule, for people.
+  std::string version_rule;
+
+  int ranks() const { return static_cast<int>(programs.size()); }
+  int total_microbatches() const { return params.microbatches * params.steps; }
+  int rank_of(int replica, int device) const { return replica * params.stages + device; }
+};
+
+// Generators: compute-only programs (F, B or I/W, REDUCE, STEP), before lowering.
+// Each returns an error that says why the parameters are not permitted and what would work.
+result<schedule> make_schedule(schedule_kind kind, const schedule_params& params);
+result<schedule> gpipe(const schedule_params& params);
+result<schedule> one_f_one_b(const schedule_params& params);
+result<schedule> interleaved(const schedule_params& params);
+result<schedule> zero_bubble_h1(const schedule_params& params);
+result<schedule> zero_bubble_h2(const schedule_params& params);
+result<schedule> breadth_first(const schedule_params& params);
+result<schedule> pipedream(const schedule_params& params);
+result<schedule> pipedream_vertical_sync(const schedule_params& params);
+result<schedule> pipedream_2bw(const schedule_params& params);
+result<schedule> cyclic(const schedule_params& params);
+
+// The lowering pass: adds SEND_F/RECV_F/SEND_B/RECV_B pairs between virtual stages that sit on
+// different devices. Sends are asynchronous; a RECV waits for its SEND.
+schedule lower_communication(const schedule& compute_only);
+
+// CSV: one row per rank, cells are action strings (PyTorch's pipelining format).
+std::string to_csv(const schedule& s);
+result<std::vector<program>> parse_csv(std::string_view text);
+
+}  // namespace pipeworks
