@@ -1,0 +1,36 @@
+// A timeline: what ran where and when, in simulated or measured seconds. The simulator and real
+// runs both produce one; the trace writers (Chrome JSON, SVG, text) consume it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/action.hpp"
+
+namespace pipeworks {
+
+enum class stream_kind : std::uint8_t { compute = 0, send = 1, recv = 2 };
+
+struct timeline_event {
+  int rank = 0;                 // trace process: rank = replica * p + device
+  stream_kind stream = stream_kind::compute;
+  action act;                   // what ran (stage, kind, microbatch)
+  double start = 0.0;           // seconds from the start of the run
+  double end = 0.0;
+  int version = -1;             // weight version used by F, B, I, W; -1 otherwise
+  std::int64_t flow_id = -1;    // a SEND and its RECV carry the same id; -1 otherwise
+};
+
+struct timeline {
+  std::string title;            // e.g. "1f1b p=4 m=8 (simulated)"
+  int ranks = 0;
+  int devices_per_replica = 0;  // p
+  std::vector<timeline_event> events;
+  double makespan() const {
+    double t = 0.0;
+    for (const auto& e : events) t = e.end > t ? e.end : t;
+    return t;
+  }
+};
+
+}  // namespace pipeworks
