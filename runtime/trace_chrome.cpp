@@ -1,0 +1,129 @@
+// Chrome trace-event JSON writer: metadata names each rank and stream, then one complete event per
+// action and a flow event pair per matched SEND/RECV.
+#include "runtime/trace_chrome.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+namespace pipeworks {
+namespace {
+
+using nlohmann::json;
+
+constexpr double us_per_s = 1e6;
+
+const char* stream_name(stream_kind s) {
+  switch (s) {
+    case stream_kind::compute: return "compute";
+    case stream_kind::send: return "send";
+    case stream_kind::recv: return "recv";
+  }
+  return "compute";
+}
+
+int rank_count(const timeline& t) {
+  int n = t.ranks;
+  for (const auto& e : t.events) n = e.rank + 1 > n ? e.rank + 1 : n;
+  return n;
+}
+
+json metadata(const char* name, int pid, int tid, json args) {
+  return json{{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+bool is_send(action_kind k) { return k == action_kind::send_f || k == action_kind::send_b; }
+bool is_recv(action_kind k) { return k == action_kind::recv_f || k == action_kind::recv_b; }
+
+// Flows are matched by category, name and id, so both ends must name the payload the same way.
+const char* flow_name(action_kind k) {
+  return k == action_kind::send_f || k == action_kind::recv_f ? "activation" : "gradient";
+}
+
+}  // namespace
+
+std::string to_chrome_trace(const timeline& t) {
+  const int ranks = rank_count(t);
+  const int p = t.devices_per_replica > 0 ? t.devices_per_replica : (ranks > 0 ? ranks : 1);
+  json events = json::array();
+
+  for (int r = 0; r < ranks; ++r) {
+    const std::string label = "rank " + std::to_string(r) + " (replica " + std::to_string(r / p) +
+                              ", device " + std::to_string(r % p) + ")";
+    events.push_back(metadata("process_name", r, 0, {{"name", label}}));
+    events.push_back(metadata("process_sort_index", r, 0, {{"sort_index", r}}));
+    for (stream_kind s : {stream_kind::compute, stream_kind::send, stream_kind::recv}) {
+      const int tid = static_cast<int>(s);
+      events.push_back(metadata("thread_name", r, tid, {{"name", stream_name(s)}}));
+      events.push_back(metadata("thread_sort_index", r, tid, {{"sort_index", tid}}));
+    }
+  }
+
+  // A flow is drawn only when both its SEND and its RECV are in the timeline.
+  std::unordered_map<std::int64_t, int> flow_ends;  // bit 1: SEND seen, bit 2: RECV seen
+  for (const auto& e : t.events) {
+    if (e.flow_id < 0) continue;
+    if (is_send(e.act.kind)) flow_ends[e.flow_id] |= 1;
+    if (is_recv(e.act.kind)) flow_ends[e.flow_id] |= 2;
+  }
+
+  for (const auto& e : t.events) {
+    const int tid = static_cast<int>(e.stream);
+    const double ts = e.start * us_per_s;
+    json args{{"microbatch", e.act.microbatch},
+              {"stage", e.act.stage},
+              {"version", e.version},
+              {"kind", std::string(kind_name(e.act.kind))}};
+    if (e.flow_id >= 0) args["flow_id"] = e.flow_id;
+    events.push_back(json{{"ph", "X"},
+                          {"name", to_string(e.act)},
+                          {"cat", is_comm(e.act.kind) ? "comm" : "compute"},
+                          {"pid", e.rank},
+                          {"tid", tid},
+                          {"ts", ts},
+                          {"dur", (e.end - e.start) * us_per_s},
+                          {"args", std::move(args)}});
+    if (e.flow_id < 0 || flow_ends[e.flow_id] != 3) continue;
+    json flow{{"name", flow_name(e.act.kind)}, {"cat", "flow"}, {"id", e.flow_id},
+              {"pid", e.rank}, {"tid", tid}, {"ts", ts}};
+    if (is_send(e.act.kind)) {
+      flow["ph"] = "s";
+    } else {
+      flow["ph"] = "f";
+      flow["bp"] = "e";  // bind to the enclosing slice: the RECV itself
+    }
+    events.push_back(std::move(flow));
+  }
+
+  json doc{{"traceEvents", std::move(events)},
+           {"displayTimeUnit", "ms"},
+           {"otherData", {{"title", t.title}, {"ranks", ranks}, {"devices_per_replica", p}}}};
+  return doc.dump();
+}
+
+status write_chrome_trace(const timeline& t, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return make_error("cannot write the trace: cannot open " + tmp + " for writing");
+    out << to_chrome_trace(t) << '\n';
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return make_error("cannot write the trace to " + tmp + " (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    return make_error("cannot write the trace: renaming " + tmp + " to " + path + " failed: " +
+                      ec.message());
+  }
+  return status::success();
+}
+
+}  // namespace pipeworks

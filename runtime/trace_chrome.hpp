@@ -1,0 +1,22 @@
+// Chrome trace-event JSON from a timeline, for Perfetto and chrome://tracing: a process per rank,
+// a thread per stream, complete events per action and flow arrows from each SEND to its RECV.
+#pragma once
+#include <string>
+
+#include "ops/result.hpp"
+#include "runtime/timeline.hpp"
+
+namespace pipeworks {
+
+// The trace as a JSON object {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}.
+// pid = rank, tid = stream (0 compute, 1 send, 2 recv); ts and dur are in microseconds.
+// Each action is a complete event ("ph":"X") named by its text ("1F3") with args microbatch,
+// stage, version and kind. A SEND and the RECV with the same flow_id are joined by a flow
+// ("ph":"s" on the SEND, "ph":"f" with "bp":"e" on the RECV, id = flow_id).
+std::string to_chrome_trace(const timeline& t);
+
+// Writes to_chrome_trace(t) to `path` through a temporary file and a rename, so a reader never
+// sees half a trace.
+status write_chrome_trace(const timeline& t, const std::string& path);
+
+}  // namespace pipeworks
