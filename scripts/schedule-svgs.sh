@@ -69,10 +69,11 @@ for s in schedules:
     for p, m in sizes:
         row += cells(s, p, m)
     lines.append("| " + " | ".join(row) + " |")
-note = ("Simulated with unit costs (F = 1, B = 2, and I = W = 1 where the backward is split; free communication). Peak activations and peak "
-        "versions are the largest over the stages: microbatches whose activations are stashed at "
-        "once, and live weight versions. Interleaved and BFS use 2 chunks; pipedream, "
-        "pipedream-vs, 2bw and cyclic cover 2 steps. Made by scripts/schedule-svgs.sh.")
+note = ("Simulated with unit costs (F = 1, B = 2, and I = W = 1 where the backward is split; "
+        "free communication). Peak activations and peak versions are the largest over the "
+        "stages: microbatches whose activations are stashed at once, and live weight versions. "
+        "Interleaved and BFS use 2 chunks; pipedream, pipedream-vs, 2bw and cyclic cover 2 steps. "
+        "Made by scripts/schedule-svgs.sh.")
 with open(table, "w") as f:
     f.write("\n".join(lines) + "\n\n" + note + "\n")
 print(f"wrote {table}")
