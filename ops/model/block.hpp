@@ -1,0 +1,62 @@
+// block<T>: one pipeline-cuttable piece of a model. A block is const and holds no weights: its
+// parameters are a slice of a param_set arena, its activations are tensors handed over, and what
+// backward needs travels in a stash that the forward returns. B = samples in the microbatch.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ops/layers/layer_cost.hpp"
+#include "ops/model/param_set.hpp"
+#include "ops/tensor.hpp"
+
+namespace pipeworks {
+
+// What every block of one microbatch may read: the targets for the loss block (i32 labels (B)
+// or next-token ids (B, T)); null targets ask the loss block for logits instead of a loss.
+struct microbatch_ctx {
+  std::int64_t batch = 0;
+  std::shared_ptr<const tensor> targets;
+};
+
+// A microbatch: the first block's input (f32 images (B, 784) for mlp, i32 token ids (B, T) for
+// gpt), handed over to block 0, plus the context.
+struct microbatch {
+  tensor input;
+  microbatch_ctx ctx;
+};
+
+// What a block's forward saved for its backward. Only the block that made it reads it.
+struct stash {
+  std::vector<tensor> saved;
+};
+
+struct block_forward {
+  tensor output;  // the next block's input; for a loss block: the loss, shape (1), or logits
+  stash saved;
+};
+
+template <class T>
+class block {
+ public:
+  virtual ~block() = default;
+  virtual std::string name() const = 0;  // "h.3", "fc1", ...
+  // This block's tensors, in arena order, with their full Hugging Face names.
+  virtual std::vector<param_spec> params() const = 0;
+  // Fills this block's slice w deterministically from seed (one stream per tensor name).
+  virtual void init(std::span<T> w, std::uint64_t seed) const = 0;
+  // w: this block's slice of a param_set. Takes the input over; may keep it in the stash.
+  virtual block_forward forward(const T* w, tensor input, const microbatch_ctx& ctx) const = 0;
+  // Adds this microbatch's gradients into dw (this block's slice of a gradient param_set) and
+  // returns the gradient of the input (an empty tensor for a first block). For a loss block
+  // dout is (1): the factor on the loss (1/m under accumulation over m microbatches).
+  virtual tensor backward(const T* w, T* dw, stash saved, tensor dout,
+                          const microbatch_ctx& ctx) const = 0;
+  // The sum of its layers' costs, per sample, at element size sizeof(T).
+  virtual layer_cost cost() const = 0;
+  virtual bool is_loss() const { return false; }
+};
+
+}  // namespace pipeworks

@@ -1,0 +1,81 @@
+// gpt: GPT-2 over bytes. Blocks: the embedding (wte + wpe), one per transformer layer
+// (pre-LayerNorm attention and GELU MLP with residuals), and the head (ln_f, untied lm_head,
+// cross-entropy). Tensor names and layouts follow Hugging Face's GPT-2.
+// B = batch, T = sequence length (<= context), C = width, NH = heads, V = vocab (256).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ops/model/model.hpp"
+
+namespace pipeworks {
+
+struct gpt_config {
+  int context = 64;
+  int layers = 2;
+  int heads = 2;
+  int width = 64;
+  int vocab = 256;
+  bool operator==(const gpt_config&) const = default;
+};
+
+gpt_config gpt_tiny();   // context 64, 2 layers, 2 heads, width 64
+gpt_config gpt_small();  // context 128, 8 layers, 4 heads, width 256
+
+template <class T> model<T> make_gpt(const gpt_config& cfg);
+
+// tokens i32 (B, T) -> x (B, T, C). Saves the tokens.
+template <class T>
+class gpt_embedding_block final : public block<T> {
+ public:
+  explicit gpt_embedding_block(const gpt_config& cfg) : cfg_(cfg) {}
+  std::string name() const override { return "embedding"; }
+  std::vector<param_spec> params() const override;
+  void init(std::span<T> w, std::uint64_t seed) const override;
+  block_forward forward(const T* w, tensor tokens, const microbatch_ctx& ctx) const override;
+  tensor backward(const T* w, T* dw, stash s, tensor dout,
+                  const microbatch_ctx& ctx) const override;
+  layer_cost cost() const override;
+
+ private:
+  gpt_config cfg_;
+};
+
+// transformer.h.{i}: x + attn(ln_1(x)), then + mlp(ln_2(·)); (B, T, C) -> (B, T, C).
+template <class T>
+class gpt_transformer_block final : public block<T> {
+ public:
+  gpt_transformer_block(const gpt_config& cfg, int layer);
+  std::string name() const override { return "h." + std::to_string(layer_); }
+  std::vector<param_spec> params() const override;
+  void init(std::span<T> w, std::uint64_t seed) const override;
+  block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
+  tensor backward(const T* w, T* dw, stash s, tensor dout,
+                  const microbatch_ctx& ctx) const override;
+  layer_cost cost() const override;
+
+ private:
+  gpt_config cfg_;
+  int layer_;
+  std::vector<std::int64_t> off_;  // offsets of the tensors in params() order
+};
+
+// ln_f + lm_head + cross-entropy: (B, T, C) -> loss (1), or logits (B, T, V) without targets.
+template <class T>
+class gpt_head_block final : public block<T> {
+ public:
+  explicit gpt_head_block(const gpt_config& cfg) : cfg_(cfg) {}
+  std::string name() const override { return "head"; }
+  std::vector<param_spec> params() const override;
+  void init(std::span<T> w, std::uint64_t seed) const override;
+  block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
+  tensor backward(const T* w, T* dw, stash s, tensor dout,
+                  const microbatch_ctx& ctx) const override;
+  layer_cost cost() const override;
+  bool is_loss() const override { return true; }
+
+ private:
+  gpt_config cfg_;
+};
+
+}  // namespace pipeworks

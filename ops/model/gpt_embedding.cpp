@@ -1,0 +1,63 @@
+// GPT embedding block: x[b, t] = wte[tokens[b, t]] + wpe[t].
+#include "ops/model/gpt.hpp"
+
+#include "ops/layers/embedding.hpp"
+#include "ops/model/init.hpp"
+#include "ops/result.hpp"
+
+namespace pipeworks {
+
+template <class T>
+std::vector<param_spec> gpt_embedding_block<T>::params() const {
+  return {{"transformer.wte.weight", {cfg_.vocab, cfg_.width}},
+          {"transformer.wpe.weight", {cfg_.context, cfg_.width}}};
+}
+
+template <class T>
+void gpt_embedding_block<T>::init(std::span<T> w, std::uint64_t seed) const {
+  std::size_t nwte = static_cast<std::size_t>(cfg_.vocab) * cfg_.width;
+  fill_normal(w.subspan(0, nwte), seed, "transformer.wte.weight", 0.02);
+  fill_normal(w.subspan(nwte), seed, "transformer.wpe.weight", 0.02);
+}
+
+template <class T>
+block_forward gpt_embedding_block<T>::forward(const T* w, tensor tokens,
+                                              const microbatch_ctx& ctx) const {
+  if (tokens.rank() != 2 || tokens.dim(0) != ctx.batch || tokens.dim(1) > cfg_.context)
+    throw pipeworks_error("gpt embedding: expected token ids (" + std::to_string(ctx.batch) +
+                          ", T <= " + std::to_string(cfg_.context) + "), got " +
+                          shape_string(tokens.shape()));
+  const int B = static_cast<int>(tokens.dim(0)), Tn = static_cast<int>(tokens.dim(1));
+  const int C = cfg_.width;
+  const std::int32_t* ids = tokens.data<std::int32_t>();
+  for (std::int64_t i = 0; i < tokens.numel(); ++i)
+    if (ids[i] < 0 || ids[i] >= cfg_.vocab)
+      throw pipeworks_error("gpt embedding: token id " + std::to_string(ids[i]) +
+                            " outside the vocabulary of " + std::to_string(cfg_.vocab));
+  tensor x({B, Tn, C}, dtype_of<T>());
+  embedding_forward(x.data<T>(), ids, w, w + static_cast<std::int64_t>(cfg_.vocab) * C, B, Tn, C);
+  block_forward r{std::move(x), {}};
+  r.saved.saved.push_back(std::move(tokens));
+  return r;
+}
+
+template <class T>
+tensor gpt_embedding_block<T>::backward(const T*, T* dw, stash s, tensor dout,
+                                        const microbatch_ctx&) const {
+  const tensor& tokens = s.saved.at(0);
+  const int B = static_cast<int>(tokens.dim(0)), Tn = static_cast<int>(tokens.dim(1));
+  const int C = cfg_.width;
+  embedding_backward(dw, dw + static_cast<std::int64_t>(cfg_.vocab) * C, dout.data<T>(),
+                     tokens.data<std::int32_t>(), B, Tn, C);
+  return {};
+}
+
+template <class T>
+layer_cost gpt_embedding_block<T>::cost() const {
+  return embedding_cost(cfg_.context, cfg_.vocab, cfg_.context, cfg_.width, sizeof(T));
+}
+
+template class gpt_embedding_block<float>;
+template class gpt_embedding_block<double>;
+
+}  // namespace pipeworks

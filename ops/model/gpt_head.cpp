@@ -1,0 +1,95 @@
+// GPT head block: ln_f, the untied lm_head (V, C) without bias, and the cross-entropy loss.
+#include "ops/model/gpt.hpp"
+
+#include "ops/layers/cross_entropy.hpp"
+#include "ops/layers/layernorm.hpp"
+#include "ops/layers/linear.hpp"
+#include "ops/model/init.hpp"
+#include "ops/result.hpp"
+
+namespace pipeworks {
+
+template <class T>
+std::vector<param_spec> gpt_head_block<T>::params() const {
+  const int C = cfg_.width;
+  return {{"transformer.ln_f.weight", {C}},
+          {"transformer.ln_f.bias", {C}},
+          {"lm_head.weight", {cfg_.vocab, C}}};
+}
+
+template <class T>
+void gpt_head_block<T>::init(std::span<T> w, std::uint64_t seed) const {
+  const std::size_t C = static_cast<std::size_t>(cfg_.width);
+  fill_value(w.subspan(0, C), T(1));
+  fill_value(w.subspan(C, C), T(0));
+  fill_normal(w.subspan(2 * C), seed, "lm_head.weight", 0.02);
+}
+
+// saved: x (B, T, C), lnf (B, T, C), mean and rstd (B, T), probs (B, T, V).
+template <class T>
+block_forward gpt_head_block<T>::forward(const T* w, tensor x, const microbatch_ctx& ctx) const {
+  const int C = cfg_.width, V = cfg_.vocab;
+  if (x.rank() != 3 || x.dim(0) != ctx.batch || x.dim(2) != C)
+    throw pipeworks_error("gpt head: expected (" + std::to_string(ctx.batch) + ", T, " +
+                          std::to_string(C) + "), got " + shape_string(x.shape()));
+  const std::int64_t B = x.dim(0), Tn = x.dim(1), N = B * Tn;
+  const T* lnw = w;
+  const T* lnb = w + C;
+  const T* wlm = w + 2 * C;
+  tensor lnf({B, Tn, C}, dtype_of<T>()), mean({B, Tn}, dtype_of<T>()), rstd({B, Tn}, dtype_of<T>());
+  layernorm_forward(lnf.data<T>(), mean.data<T>(), rstd.data<T>(), x.data<T>(), lnw, lnb, N, C);
+  tensor logits({B, Tn, V}, dtype_of<T>());
+  linear_forward(logits.data<T>(), lnf.data<T>(), wlm, static_cast<const T*>(nullptr), N, C, V,
+                 weight_layout::out_in);
+  if (!ctx.targets) return {std::move(logits), {}};
+  if (ctx.targets->numel() != N)
+    throw pipeworks_error("gpt head: expected " + std::to_string(N) + " targets, got " +
+                          std::to_string(ctx.targets->numel()));
+  tensor probs({B, Tn, V}, dtype_of<T>());
+  T loss = cross_entropy_forward(probs.data<T>(), logits.data<T>(),
+                                 ctx.targets->data<std::int32_t>(), N, V);
+  block_forward r{scalar_tensor<T>(loss), {}};
+  r.saved.saved.push_back(std::move(x));
+  r.saved.saved.push_back(std::move(lnf));
+  r.saved.saved.push_back(std::move(mean));
+  r.saved.saved.push_back(std::move(rstd));
+  r.saved.saved.push_back(std::move(probs));
+  return r;
+}
+
+template <class T>
+tensor gpt_head_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
+                                   const microbatch_ctx& ctx) const {
+  const int C = cfg_.width, V = cfg_.vocab;
+  const tensor& x = s.saved.at(0);
+  const tensor& lnf = s.saved.at(1);
+  const tensor& mean = s.saved.at(2);
+  const tensor& rstd = s.saved.at(3);
+  tensor& probs = s.saved.at(4);
+  const std::int64_t B = x.dim(0), Tn = x.dim(1), N = B * Tn;
+  tensor dlogits({B, Tn, V}, dtype_of<T>());
+  cross_entropy_backward(dlogits.data<T>(), probs.data<T>(), ctx.targets->data<std::int32_t>(),
+                         loss_value<T>(dout), N, V);
+  probs = tensor();
+  tensor dlnf({B, Tn, C}, dtype_of<T>());
+  linear_backward(dlnf.data<T>(), dw + 2 * C, static_cast<T*>(nullptr), dlogits.data<T>(),
+                  lnf.data<T>(), w + 2 * C, N, C, V, weight_layout::out_in);
+  tensor dx({B, Tn, C}, dtype_of<T>());
+  layernorm_backward(dx.data<T>(), dw, dw + C, dlnf.data<T>(), x.data<T>(), w, mean.data<T>(),
+                     rstd.data<T>(), N, C);
+  return dx;
+}
+
+template <class T>
+layer_cost gpt_head_block<T>::cost() const {
+  const int Tn = cfg_.context, C = cfg_.width, V = cfg_.vocab;
+  layer_cost c = layernorm_cost(Tn, C, sizeof(T));
+  c += linear_cost(Tn, C, V, false, sizeof(T));
+  c += cross_entropy_cost(Tn, V, sizeof(T));
+  return c;
+}
+
+template class gpt_head_block<float>;
+template class gpt_head_block<double>;
+
+}  // namespace pipeworks

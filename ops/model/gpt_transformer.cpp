@@ -1,0 +1,165 @@
+// GPT transformer block transformer.h.{i}: pre-LayerNorm attention and GELU MLP, each with a
+// residual. Shapes: x (B, T, C); qkv (B, T, 3C); att (B, NH, T, T); fch (B, T, 4C).
+#include <algorithm>
+#include <cmath>
+
+#include "ops/layers/activation.hpp"
+#include "ops/layers/attention.hpp"
+#include "ops/layers/layernorm.hpp"
+#include "ops/layers/linear.hpp"
+#include "ops/model/gpt.hpp"
+#include "ops/model/init.hpp"
+#include "ops/result.hpp"
+
+namespace pipeworks {
+namespace {
+
+// Tensor order in the block's slice (and in params()).
+enum : int { ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcp_w, fcp_b };
+// Stash order.
+enum : int { s_x, s_ln1, s_ln1_mean, s_ln1_rstd, s_qkv, s_att, s_atty, s_res2, s_ln2, s_ln2_mean,
+             s_ln2_rstd, s_fch, s_fch_gelu, s_count };
+constexpr auto in_out = weight_layout::in_out;
+
+}  // namespace
+
+template <class T>
+gpt_transformer_block<T>::gpt_transformer_block(const gpt_config& cfg, int layer)
+    : cfg_(cfg), layer_(layer), off_(spec_offsets(params())) {}
+
+template <class T>
+std::vector<param_spec> gpt_transformer_block<T>::params() const {
+  const std::int64_t C = cfg_.width;
+  const std::string p = "transformer.h." + std::to_string(layer_) + ".";
+  return {{p + "ln_1.weight", {C}},          {p + "ln_1.bias", {C}},
+          {p + "attn.c_attn.weight", {C, 3 * C}}, {p + "attn.c_attn.bias", {3 * C}},
+          {p + "attn.c_proj.weight", {C, C}},     {p + "attn.c_proj.bias", {C}},
+          {p + "ln_2.weight", {C}},          {p + "ln_2.bias", {C}},
+          {p + "mlp.c_fc.weight", {C, 4 * C}},    {p + "mlp.c_fc.bias", {4 * C}},
+          {p + "mlp.c_proj.weight", {4 * C, C}},  {p + "mlp.c_proj.bias", {C}}};
+}
+
+// GPT-2: weights normal(0, 0.02), residual projections scaled by 1/sqrt(2 layers), biases 0,
+// layernorm weight 1 and bias 0.
+template <class T>
+void gpt_transformer_block<T>::init(std::span<T> w, std::uint64_t seed) const {
+  const auto specs = params();
+  const double proj_std = 0.02 / std::sqrt(2.0 * cfg_.layers);
+  for (int k = 0; k < static_cast<int>(specs.size()); ++k) {
+    std::span<T> s = w.subspan(static_cast<std::size_t>(off_[k]),
+                               static_cast<std::size_t>(off_[k + 1] - off_[k]));
+    switch (k) {
+      case ln1_w: case ln2_w: fill_value(s, T(1)); break;
+      case attn_w: case fc_w: fill_normal(s, seed, specs[k].name, 0.02); break;
+      case proj_w: case fcp_w: fill_normal(s, seed, specs[k].name, proj_std); break;
+      default: fill_value(s, T(0)); break;
+    }
+  }
+}
+
+template <class T>
+block_forward gpt_transformer_block<T>::forward(const T* w, tensor x,
+                                                const microbatch_ctx& ctx) const {
+  const int C = cfg_.width, NH = cfg_.heads;
+  if (x.rank() != 3 || x.dim(0) != ctx.batch || x.dim(1) > cfg_.context || x.dim(2) != C)
+    throw pipeworks_error(name() + ": expected (" + std::to_string(ctx.batch) + ", T, " +
+                          std::to_string(C) + "), got " + shape_string(x.shape()));
+  const int B = static_cast<int>(x.dim(0)), Tn = static_cast<int>(x.dim(1));
+  const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
+  auto make = [](shape_t s) { return tensor(std::move(s), dtype_of<T>()); };
+  auto W = [&](int k) { return w + off_[k]; };
+  std::vector<tensor> s(s_count);
+  s[s_ln1] = make({B, Tn, C});
+  s[s_ln1_mean] = make({B, Tn});
+  s[s_ln1_rstd] = make({B, Tn});
+  s[s_qkv] = make({B, Tn, 3 * C});
+  s[s_att] = make({B, NH, Tn, Tn});
+  s[s_atty] = make({B, Tn, C});
+  s[s_res2] = make({B, Tn, C});
+  s[s_ln2] = make({B, Tn, C});
+  s[s_ln2_mean] = make({B, Tn});
+  s[s_ln2_rstd] = make({B, Tn});
+  s[s_fch] = make({B, Tn, 4 * C});
+  s[s_fch_gelu] = make({B, Tn, 4 * C});
+  tensor out = make({B, Tn, C});
+  auto d = [&](int i) { return s[i].template data<T>(); };
+  const T* xp = x.data<T>();
+  T* op = out.data<T>();
+
+  layernorm_forward(d(s_ln1), d(s_ln1_mean), d(s_ln1_rstd), xp, W(ln1_w), W(ln1_b), N, C);
+  linear_forward(d(s_qkv), d(s_ln1), W(attn_w), W(attn_b), N, C, 3 * C, in_out);
+  attention_forward(d(s_atty), d(s_att), d(s_qkv), B, Tn, C, NH);
+  linear_forward(op, d(s_atty), W(proj_w), W(proj_b), N, C, C, in_out);  // op: attn projection
+  T* res2 = d(s_res2);
+  for (std::int64_t i = 0; i < N * C; ++i) res2[i] = xp[i] + op[i];
+  layernorm_forward(d(s_ln2), d(s_ln2_mean), d(s_ln2_rstd), res2, W(ln2_w), W(ln2_b), N, C);
+  linear_forward(d(s_fch), d(s_ln2), W(fc_w), W(fc_b), N, C, 4 * C, in_out);
+  gelu_forward(d(s_fch_gelu), d(s_fch), N * 4 * C);
+  linear_forward(op, d(s_fch_gelu), W(fcp_w), W(fcp_b), N, 4 * C, C, in_out);
+  for (std::int64_t i = 0; i < N * C; ++i) op[i] += res2[i];
+
+  s[s_x] = std::move(x);
+  return {std::move(out), stash{std::move(s)}};
+}
+
+template <class T>
+tensor gpt_transformer_block<T>::backward(const T* w, T* dw, stash st, tensor dout,
+                                          const microbatch_ctx&) const {
+  const int C = cfg_.width, NH = cfg_.heads;
+  std::vector<tensor>& s = st.saved;
+  if (static_cast<int>(s.size()) != s_count) throw pipeworks_error(name() + ": bad stash");
+  const int B = static_cast<int>(s[s_x].dim(0)), Tn = static_cast<int>(s[s_x].dim(1));
+  const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
+  auto make = [](shape_t sh) { return tensor(std::move(sh), dtype_of<T>()); };
+  auto W = [&](int k) { return w + off_[k]; };
+  auto dW = [&](int k) { return dw + off_[k]; };
+  auto d = [&](int i) { return s[i].template data<T>(); };
+
+  // dout is the gradient of the block's output and, through the residual, of res2.
+  T* dres2 = dout.data<T>();
+  tensor dfch_gelu = make({B, Tn, 4 * C});
+  linear_backward(dfch_gelu.data<T>(), dW(fcp_w), dW(fcp_b), dres2, d(s_fch_gelu), W(fcp_w), N,
+                  4 * C, C, in_out);
+  tensor dfch = make({B, Tn, 4 * C});
+  gelu_backward(dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C);
+  dfch_gelu = tensor();
+  tensor dln2 = make({B, Tn, C});
+  linear_backward(dln2.data<T>(), dW(fc_w), dW(fc_b), dfch.data<T>(), d(s_ln2), W(fc_w), N, C,
+                  4 * C, in_out);
+  dfch = tensor();
+  layernorm_backward(dres2, dW(ln2_w), dW(ln2_b), dln2.data<T>(), d(s_res2), W(ln2_w),
+                     d(s_ln2_mean), d(s_ln2_rstd), N, C);
+  tensor datty = make({B, Tn, C});
+  linear_backward(datty.data<T>(), dW(proj_w), dW(proj_b), dres2, d(s_atty), W(proj_w), N, C, C,
+                  in_out);
+  tensor dqkv = make({B, Tn, 3 * C});
+  attention_backward(dqkv.data<T>(), datty.data<T>(), d(s_qkv), d(s_att), B, Tn, C, NH);
+  tensor dln1 = std::move(datty);  // reuse: same shape, zeroed below
+  std::fill_n(dln1.data<T>(), N * C, T(0));
+  linear_backward(dln1.data<T>(), dW(attn_w), dW(attn_b), dqkv.data<T>(), d(s_ln1), W(attn_w), N,
+                  C, 3 * C, in_out);
+  // dx = dres2 (the residual) + the gradient through ln_1.
+  layernorm_backward(dres2, dW(ln1_w), dW(ln1_b), dln1.data<T>(), d(s_x), W(ln1_w),
+                     d(s_ln1_mean), d(s_ln1_rstd), N, C);
+  return dout;
+}
+
+template <class T>
+layer_cost gpt_transformer_block<T>::cost() const {
+  const int Tn = cfg_.context, C = cfg_.width, NH = cfg_.heads;
+  const int e = sizeof(T);
+  layer_cost c = layernorm_cost(Tn, C, e);
+  c += linear_cost(Tn, C, 3 * C, true, e);
+  c += attention_cost(Tn, C, NH, e);
+  c += linear_cost(Tn, C, C, true, e);
+  c += layernorm_cost(Tn, C, e);
+  c += linear_cost(Tn, C, 4 * C, true, e);
+  c += gelu_cost(static_cast<std::int64_t>(Tn) * 4 * C, e);
+  c += linear_cost(Tn, 4 * C, C, true, e);
+  return c;
+}
+
+template class gpt_transformer_block<float>;
+template class gpt_transformer_block<double>;
+
+}  // namespace pipeworks

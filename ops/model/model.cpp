@@ -1,0 +1,93 @@
+// model<T> bookkeeping and the stage-range forward/backward loops.
+#include "ops/model/model.hpp"
+
+#include "ops/result.hpp"
+
+namespace pipeworks {
+
+template <class T>
+model<T>::model(std::string name, std::vector<std::unique_ptr<const block<T>>> blocks)
+    : name_(std::move(name)), blocks_(std::move(blocks)) {}
+
+template <class T>
+param_set model<T>::make_params(int first, int last) const {
+  if (last < 0) last = size();
+  if (first < 0 || first > last || last > size())
+    throw pipeworks_error("model " + name_ + ": block range [" + std::to_string(first) + ", " +
+                          std::to_string(last) + ") is outside 0.." + std::to_string(size()));
+  std::vector<std::vector<param_spec>> specs;
+  for (int b = first; b < last; ++b) specs.push_back(at(b).params());
+  return param_set(specs, first, dtype_of<T>());
+}
+
+template <class T>
+param_set model<T>::init_params(std::uint64_t seed, int first, int last) const {
+  param_set p = make_params(first, last);
+  for (int b = p.first_block(); b < p.end_block(); ++b) at(b).init(p.block_values<T>(b), seed);
+  return p;
+}
+
+template <class T>
+std::vector<layer_cost> model<T>::costs() const {
+  std::vector<layer_cost> c;
+  for (const auto& b : blocks_) c.push_back(b->cost());
+  return c;
+}
+
+template <class T>
+std::int64_t model<T>::param_count() const {
+  std::int64_t n = 0;
+  for (const auto& b : blocks_)
+    for (const auto& s : b->params()) n += numel(s.shape);
+  return n;
+}
+
+template <class T>
+stage_forward forward_blocks(const model<T>& m, const param_set& p, tensor input,
+                             const microbatch_ctx& ctx) {
+  stage_forward r;
+  r.saved.reserve(static_cast<std::size_t>(p.block_count()));
+  for (int b = p.first_block(); b < p.end_block(); ++b) {
+    block_forward f = m.at(b).forward(p.block_data<T>(b), std::move(input), ctx);
+    input = std::move(f.output);
+    r.saved.push_back(std::move(f.saved));
+  }
+  r.output = std::move(input);
+  return r;
+}
+
+template <class T>
+tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
+                       std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx) {
+  if (static_cast<int>(saved.size()) != p.block_count())
+    throw pipeworks_error("backward_blocks: the stash has " + std::to_string(saved.size()) +
+                          " blocks, the stage " + std::to_string(p.block_count()));
+  for (int b = p.end_block() - 1; b >= p.first_block(); --b) {
+    std::size_t i = static_cast<std::size_t>(b - p.first_block());
+    dout = m.at(b).backward(p.block_data<T>(b), g.block_data<T>(b), std::move(saved[i]),
+                            std::move(dout), ctx);
+  }
+  return dout;
+}
+
+template <class T> T loss_value(const tensor& loss) { return loss.data<T>()[0]; }
+
+template <class T> tensor scalar_tensor(T v) {
+  tensor t({1}, dtype_of<T>());
+  t.data<T>()[0] = v;
+  return t;
+}
+
+#define PIPEWORKS_INSTANTIATE(T)                                                              \
+  template class model<T>;                                                                    \
+  template stage_forward forward_blocks<T>(const model<T>&, const param_set&, tensor,         \
+                                           const microbatch_ctx&);                            \
+  template tensor backward_blocks<T>(const model<T>&, const param_set&, param_set&,           \
+                                     std::vector<stash>, tensor, const microbatch_ctx&);      \
+  template T loss_value<T>(const tensor&);                                                    \
+  template tensor scalar_tensor<T>(T);
+PIPEWORKS_INSTANTIATE(float)
+PIPEWORKS_INSTANTIATE(double)
+#undef PIPEWORKS_INSTANTIATE
+
+}  // namespace pipeworks

@@ -1,0 +1,58 @@
+// model<T>: an ordered list of blocks, so a pipeline can cut between any two; plus running a
+// contiguous range of blocks (a stage) forward and backward over one param_set.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/model/block.hpp"
+#include "ops/model/param_set.hpp"
+
+namespace pipeworks {
+
+template <class T>
+class model {
+ public:
+  model(std::string name, std::vector<std::unique_ptr<const block<T>>> blocks);
+  model(model&&) noexcept = default;
+  model& operator=(model&&) noexcept = default;
+
+  const std::string& name() const { return name_; }
+  int size() const { return static_cast<int>(blocks_.size()); }
+  const block<T>& at(int i) const { return *blocks_.at(static_cast<std::size_t>(i)); }
+
+  // Zero-filled parameters for blocks [first, last); last < 0 means to the end.
+  param_set make_params(int first = 0, int last = -1) const;
+  // GPT-2 / PyTorch-style init, deterministic from seed and independent of the split.
+  param_set init_params(std::uint64_t seed, int first = 0, int last = -1) const;
+  std::vector<layer_cost> costs() const;
+  std::int64_t param_count() const;
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<const block<T>>> blocks_;
+};
+
+struct stage_forward {
+  tensor output;
+  std::vector<stash> saved;  // one per block of the stage
+};
+
+// Runs blocks [p.first_block(), p.end_block()) forward on input.
+template <class T>
+stage_forward forward_blocks(const model<T>& m, const param_set& p, tensor input,
+                             const microbatch_ctx& ctx);
+
+// Runs the same blocks backward in reverse order, adding into g (same layout as p). Returns the
+// gradient of the stage's input (empty when the stage starts at a first block).
+template <class T>
+tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
+                       std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx);
+
+// The value of a loss block's output (shape (1)).
+template <class T> T loss_value(const tensor& loss);
+// A (1) tensor holding v: the dout of a loss block.
+template <class T> tensor scalar_tensor(T v);
+
+}  // namespace pipeworks
