@@ -36,7 +36,7 @@ std::string markup_problem(const std::string& svg) {
     if (tag.empty()) return "empty tag";
     if (tag[0] == '?' || tag[0] == '!') continue;
     if (tag[0] == '/') {
-      if (open.empty() || open.back() != tag.substr(1)) return "mismatched </" + tag.substr(1) + ">";
+      if (open.empty() || open.back() != tag.substr(1)) return "mismatched </" + tag.substr(1);
       open.pop_back();
       continue;
     }
