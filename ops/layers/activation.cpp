@@ -1,0 +1,76 @@
+// ReLU and GELU (tanh approximation), elementwise and parallel over chunks of the input.
+#include "ops/layers/activation.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include "ops/kernels/fast_math.hpp"
+#include "ops/kernels/parallel.hpp"
+
+namespace pipeworks {
+namespace {
+
+constexpr std::int64_t elementwise_grain = 1 << 15;
+constexpr double gelu_k = 0.044715;
+
+}  // namespace
+
+// n = number of elements; every buffer is (n).
+template <class T>
+void relu_forward(T* out, const T* inp, std::int64_t n) {
+  parallel_for(n, elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; i++) out[i] = inp[i] > T(0) ? inp[i] : T(0);
+  });
+}
+
+template <class T>
+void relu_backward(T* dinp, const T* dout, const T* inp, std::int64_t n) {
+  parallel_for(n, elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; i++) dinp[i] += inp[i] > T(0) ? dout[i] : T(0);
+  });
+}
+
+template <class T>
+void gelu_forward(T* out, const T* inp, std::int64_t n) {
+  const T s = std::sqrt(T(2) / std::numbers::pi_v<T>), k = T(gelu_k);
+  parallel_for(n, elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; i++) {
+      const T x = inp[i];
+      out[i] = T(0.5) * x * (T(1) + fast_tanh(s * (x + k * x * x * x)));
+    }
+  });
+}
+
+// gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3k x^2), u = s (x + k x^3)
+template <class T>
+void gelu_backward(T* dinp, const T* dout, const T* inp, std::int64_t n) {
+  const T s = std::sqrt(T(2) / std::numbers::pi_v<T>), k = T(gelu_k);
+  parallel_for(n, elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; i++) {
+      const T x = inp[i];
+      const T t = fast_tanh(s * (x + k * x * x * x));
+      const T du = s * (T(1) + T(3) * k * x * x);
+      dinp[i] += dout[i] * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+    }
+  });
+}
+
+// Counted per element: ReLU 1 FLOP (the compare); GELU 9 (the cubic, the scalings, the final
+// product) with tanh counted as one.
+layer_cost relu_cost(std::int64_t elements, int elem_bytes) {
+  return {0, elements * elem_bytes, elements * elem_bytes, elements};
+}
+layer_cost gelu_cost(std::int64_t elements, int elem_bytes) {
+  return {0, elements * elem_bytes, elements * elem_bytes, 9 * elements};
+}
+
+#define PIPEWORKS_ACTIVATION(T)                                                \
+  template void relu_forward<T>(T*, const T*, std::int64_t);                   \
+  template void relu_backward<T>(T*, const T*, const T*, std::int64_t);        \
+  template void gelu_forward<T>(T*, const T*, std::int64_t);                   \
+  template void gelu_backward<T>(T*, const T*, const T*, std::int64_t);
+PIPEWORKS_ACTIVATION(float)
+PIPEWORKS_ACTIVATION(double)
+#undef PIPEWORKS_ACTIVATION
+
+}  // namespace pipeworks
