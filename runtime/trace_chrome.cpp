@@ -2,10 +2,12 @@
 // action and a flow event pair per matched SEND/RECV.
 #include "runtime/trace_chrome.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +45,37 @@ const char* flow_name(action_kind k) {
   return k == action_kind::send_f || k == action_kind::recv_f ? "activation" : "gradient";
 }
 
+// Perfetto drops slices that overlap on one track without nesting, and sends in flight can
+// overlap. So each event gets a lane: the first on its (rank, stream) that is free at its start.
+// Lane 0 is tid = stream; lane k is tid = stream + streams * k.
+constexpr int streams = 3;
+
+std::vector<int> assign_lanes(const timeline& t) {
+  std::vector<std::size_t> order(t.events.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = t.events[a];
+    const auto& y = t.events[b];
+    if (x.rank != y.rank) return x.rank < y.rank;
+    if (x.stream != y.stream) return x.stream < y.stream;
+    return x.start < y.start;
+  });
+  std::vector<int> lane(t.events.size(), 0);
+  std::vector<double> lane_end;  // per lane of the current (rank, stream): when it is free
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto& e = t.events[order[i]];
+    if (i == 0 || t.events[order[i - 1]].rank != e.rank ||
+        t.events[order[i - 1]].stream != e.stream)
+      lane_end.clear();
+    std::size_t l = 0;
+    while (l < lane_end.size() && lane_end[l] > e.start) ++l;
+    if (l == lane_end.size()) lane_end.push_back(e.end);
+    lane_end[l] = std::max(e.end, e.start);
+    lane[order[i]] = static_cast<int>(l);
+  }
+  return lane;
+}
+
 }  // namespace
 
 std::string to_chrome_trace(const timeline& t) {
@@ -50,15 +83,30 @@ std::string to_chrome_trace(const timeline& t) {
   const int p = t.devices_per_replica > 0 ? t.devices_per_replica : (ranks > 0 ? ranks : 1);
   json events = json::array();
 
+  const std::vector<int> lane = assign_lanes(t);
+  std::vector<int> lanes(static_cast<std::size_t>(ranks) * streams, 1);  // per (rank, stream)
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (e.rank < 0) continue;
+    int& n = lanes[static_cast<std::size_t>(e.rank) * streams + static_cast<int>(e.stream)];
+    n = std::max(n, lane[i] + 1);
+  }
+
   for (int r = 0; r < ranks; ++r) {
     const std::string label = "rank " + std::to_string(r) + " (replica " + std::to_string(r / p) +
                               ", device " + std::to_string(r % p) + ")";
     events.push_back(metadata("process_name", r, 0, {{"name", label}}));
     events.push_back(metadata("process_sort_index", r, 0, {{"sort_index", r}}));
     for (stream_kind s : {stream_kind::compute, stream_kind::send, stream_kind::recv}) {
-      const int tid = static_cast<int>(s);
-      events.push_back(metadata("thread_name", r, tid, {{"name", stream_name(s)}}));
-      events.push_back(metadata("thread_sort_index", r, tid, {{"sort_index", tid}}));
+      const int n = lanes[static_cast<std::size_t>(r) * streams + static_cast<int>(s)];
+      for (int l = 0; l < n; ++l) {
+        const int tid = static_cast<int>(s) + streams * l;
+        std::string name = stream_name(s);
+        if (l > 0) name += " (" + std::to_string(l + 1) + ")";
+        events.push_back(metadata("thread_name", r, tid, {{"name", name}}));
+        events.push_back(metadata("thread_sort_index", r, tid,
+                                  {{"sort_index", static_cast<int>(s) * 1000 + l}}));
+      }
     }
   }
 
@@ -70,8 +118,9 @@ std::string to_chrome_trace(const timeline& t) {
     if (is_recv(e.act.kind)) flow_ends[e.flow_id] |= 2;
   }
 
-  for (const auto& e : t.events) {
-    const int tid = static_cast<int>(e.stream);
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    const int tid = static_cast<int>(e.stream) + streams * lane[i];
     const double ts = e.start * us_per_s;
     json args{{"microbatch", e.act.microbatch},
               {"stage", e.act.stage},

@@ -9,7 +9,8 @@
 namespace pipeworks {
 
 // The trace as a JSON object {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}.
-// pid = rank, tid = stream (0 compute, 1 send, 2 recv); ts and dur are in microseconds.
+// pid = rank, tid = stream (0 compute, 1 send, 2 recv); events that overlap on one stream (sends
+// in flight) spill onto extra threads, tid = stream + 3 * lane. ts and dur are in microseconds.
 // Each action is a complete event ("ph":"X") named by its text ("1F3") with args microbatch,
 // stage, version and kind. A SEND and the RECV with the same flow_id are joined by a flow
 // ("ph":"s" on the SEND, "ph":"f" with "bp":"e" on the RECV, id = flow_id).

@@ -133,3 +133,36 @@ TEST_CASE("write_chrome_trace writes the file whole, or says why not", "[runtime
   CHECK_FALSE(bad.ok());
   CHECK_THAT(bad.message(), Catch::Contains("t.json"));
 }
+
+TEST_CASE("chrome trace spreads overlapping sends over extra threads", "[runtime]") {
+  using k = action_kind;
+  timeline t;
+  t.ranks = 2;
+  t.devices_per_replica = 2;
+  t.events = {
+      ev(0, stream_kind::send, {0, k::send_f, 0}, 0.0, 2.0, -1, 1),
+      ev(0, stream_kind::send, {0, k::send_f, 1}, 1.0, 3.0, -1, 2),  // overlaps the first
+      ev(0, stream_kind::send, {0, k::send_f, 2}, 3.0, 4.0, -1, 3),  // first lane is free again
+      ev(1, stream_kind::recv, {1, k::recv_f, 0}, 0.0, 2.0, -1, 1),
+      ev(1, stream_kind::recv, {1, k::recv_f, 1}, 1.0, 3.0, -1, 2),
+      ev(1, stream_kind::recv, {1, k::recv_f, 2}, 3.0, 4.0, -1, 3),
+  };
+  const json doc = json::parse(to_chrome_trace(t));
+  std::map<std::string, int> tid_of;
+  std::map<std::int64_t, int> flow_start_tid;
+  std::map<std::pair<int, int>, std::string> threads;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") tid_of[e["name"]] = e["tid"];
+    if (e["ph"] == "s") flow_start_tid[e["id"]] = e["tid"];
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      threads[{e["pid"], e["tid"]}] = e["args"]["name"];
+  }
+  CHECK(tid_of["0SEND_F0"] == 1);
+  CHECK(tid_of["0SEND_F1"] == 4);
+  CHECK(tid_of["0SEND_F2"] == 1);
+  CHECK(tid_of["1RECV_F1"] == 5);
+  CHECK(flow_start_tid[2] == 4);
+  CHECK(threads[{0, 4}] == "send (2)");
+  CHECK(threads[{1, 5}] == "recv (2)");
+  CHECK(threads.count({0, 5}) == 0);  // no second recv lane where nothing overlaps
+}
