@@ -1,0 +1,81 @@
+// The single-device trainer: gradient accumulation over m microbatches per step, then one
+// optimizer update that makes a new weight snapshot. This is the `--schedule none` reference.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "ops/model/model.hpp"
+#include "ops/optim/lr_schedule.hpp"
+#include "ops/optim/optimizer.hpp"
+#include "ops/train/microbatches.hpp"
+
+namespace pipeworks {
+
+struct train_config {
+  std::int64_t steps = 100;
+  int microbatches = 1;           // m: the minibatch is split into m microbatches of B/m
+  optimizer_config optim;         // optim.lr is the peak rate
+  double min_lr = 0.0;            // the cosine schedule's floor
+  std::int64_t warmup_steps = 0;  // linear warmup, then cosine decay to min_lr at the last step
+  double clip_grad_norm = 0.0;    // > 0: scale the gradient down to this global L2 norm
+  bool decay_vectors = false;     // also apply weight decay to rank-1 tensors (biases, norms)
+};
+
+status validate(const train_config& cfg);
+
+struct step_metrics {
+  std::int64_t step = 0;   // 1-based: the number of updates done
+  std::int64_t steps = 0;  // planned total
+  double loss = 0;         // mean over the step's microbatches
+  double lr = 0;
+  double grad_norm = 0;    // before clipping
+  double samples_per_s = 0;  // this step's samples over its wall time
+  double step_s = 0;         // this step's wall time
+  double elapsed_s = 0;      // since the trainer was made
+  std::int64_t samples = 0;  // samples seen so far
+};
+
+template <class T>
+class trainer {
+ public:
+  // The model must outlive the trainer.
+  trainer(const model<T>& m, param_set initial, train_config cfg);
+
+  // One optimizer step on one minibatch. An error for a bad split or a non-finite loss.
+  result<step_metrics> step(const minibatch& mb);
+
+  // Forward and backward of one microbatch at the current weights, adding scale * dloss/dw into
+  // the gradient buffer. Returns the microbatch's loss.
+  T accumulate(microbatch mb, T scale);
+  // Clip (if configured) and apply the accumulated gradient; then zero it.
+  status apply(double lr);
+
+  const param_snapshot& weights() const { return weights_; }
+  const param_set& gradients() const { return grads_; }
+  const train_config& config() const { return cfg_; }
+  std::int64_t steps_done() const { return step_; }
+  double lr_for(std::int64_t step) const;
+
+ private:
+  const model<T>& model_;
+  train_config cfg_;
+  param_snapshot weights_;
+  param_set grads_;
+  std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
+  std::int64_t step_ = 0;
+  std::int64_t samples_ = 0;
+  double elapsed_s_ = 0;
+  double last_grad_norm_ = 0;
+};
+
+// Supplies the minibatch of each step (0-based).
+using minibatch_fn = std::function<result<minibatch>(std::int64_t step)>;
+// Called after every step.
+using metrics_fn = std::function<void(const step_metrics&)>;
+
+// Runs the trainer to cfg.steps, calling on_step after each step. Returns the last metrics.
+template <class T>
+result<step_metrics> train_loop(trainer<T>& t, const minibatch_fn& next, const metrics_fn& on_step);
+
+}  // namespace pipeworks
