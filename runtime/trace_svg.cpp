@@ -80,6 +80,13 @@ std::string short_label(const action& a) {
   }
 }
 
+// Characters in UTF-8 text, for the label widths.
+int glyphs(std::string_view s) {
+  int n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 std::string escape(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -163,11 +170,15 @@ double swatch(std::string& out, double x, double y, action a, std::string_view c
 std::string to_svg(const timeline& t, const svg_options& options) {
   int ranks = t.ranks;
   int max_mb = -1;
+  int max_stage = 0;
   for (const auto& e : t.events) {
     ranks = std::max(ranks, e.rank + 1);
-    if (e.stream == stream_kind::compute) max_mb = std::max(max_mb, e.act.microbatch);
+    if (e.stream != stream_kind::compute) continue;
+    max_mb = std::max(max_mb, e.act.microbatch);
+    max_stage = std::max(max_stage, e.act.stage);
   }
   const int p = t.devices_per_replica > 0 ? t.devices_per_replica : std::max(ranks, 1);
+  const int chunks = max_stage / p + 1;
   const double makespan = t.makespan();
   const int width = std::max(options.width, margin_left + margin_right + 100);
   const int row_h = std::max(options.row_height, 8);
@@ -247,9 +258,15 @@ std::string to_svg(const timeline& t, const svg_options& options) {
                  version,
                  " [", fmt(e.start), ", ", fmt(e.end), "]</title></rect>\n"});
     if (l.hatch) rect(out, x, y, w, h, std::string("url(#") + l.hatch + ")", "class=\"hatch\"");
-    std::string label = short_label(e.act);
-    if (w < label.size() * char_width + 4) label = std::to_string(e.act.microbatch);
-    if (e.act.microbatch >= 0 && w >= label.size() * char_width + 4) {
+    // A later chunk of an interleaved or looped schedule (virtual stage s >= p): a dark bar on
+    // top, and one prime per chunk in the label ("F3′").
+    const int chunk = e.act.stage / p;
+    if (chunk > 0) rect(out, x, y, w, 3, "#000", "fill-opacity=\"0.6\" class=\"chunk\"");
+    std::string primes;
+    for (int c = 0; c < chunk && c < 3; ++c) primes += "′";
+    std::string label = short_label(e.act) + primes;
+    if (w < glyphs(label) * char_width + 4) label = std::to_string(e.act.microbatch) + primes;
+    if (e.act.microbatch >= 0 && w >= glyphs(label) * char_width + 4) {
       append(out, {"<text x=\"", num(x + w / 2), "\" y=\"", num(y + h / 2 + 4), "\" fill=\"",
                    text_colour(l.fill), "\">", escape(label), "</text>\n"});
     }
@@ -297,6 +314,12 @@ std::string to_svg(const timeline& t, const svg_options& options) {
   x = swatch(out, x, y, action{0, action_kind::step, -1}, "STEP");
   rect(out, x, y, 22, 14, "#f1f1f1");
   text(out, x + 27, y + 11, "idle (bubble)", "font-size=\"11\"");
+  if (chunks > 1) {
+    x += 27 + 13 * char_width + 14;
+    rect(out, x, y, 22, 14, look_of(action{0, action_kind::forward, 0}).fill);
+    rect(out, x, y, 22, 3, "#000", "fill-opacity=\"0.6\"");
+    text(out, x + 27, y + 11, "later chunk (F3′, F3″)", "font-size=\"11\"");
+  }
   out += "</g>\n";
   out += "</svg>\n";
   return out;

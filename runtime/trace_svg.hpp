@@ -15,7 +15,9 @@ struct svg_options {
 // Draws the compute stream of every rank. Each action is a <rect class="act"> (so a picture has
 // exactly one per compute event) with a <title> tooltip. The fill is the microbatch's palette
 // colour: F light, B full colour, I full colour striped, W light striped, REDUCE and STEP grey.
-// Boxes wide enough carry their kind and microbatch ("F3"); each row ends with its idle share.
+// Boxes wide enough carry their kind and microbatch ("F3"); a later chunk of an interleaved or
+// looped schedule (virtual stage >= p) has a dark bar on top and a prime per chunk ("F3′").
+// Each row ends with its idle share.
 std::string to_svg(const timeline& t, const svg_options& options = {});
 
 }  // namespace pipeworks

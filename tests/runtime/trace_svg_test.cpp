@@ -109,3 +109,24 @@ TEST_CASE("svg timeline colours microbatches apart and tells F from B", "[runtim
   CHECK(fill_of("0F0") != fill_of("0B0"));
   CHECK(markup_problem(to_svg(timeline{})) == "");
 }
+
+TEST_CASE("svg timeline marks the later chunks of an interleaved schedule", "[runtime]") {
+  using k = action_kind;
+  timeline t;
+  t.ranks = 2;
+  t.devices_per_replica = 2;
+  // Virtual stages 0 and 1 are chunk 0 of devices 0 and 1; stages 2 and 3 are chunk 1.
+  t.events = {
+      timeline_event{0, stream_kind::compute, action{0, k::forward, 4}, 0, 1, 0, -1},
+      timeline_event{1, stream_kind::compute, action{1, k::forward, 4}, 1, 2, 0, -1},
+      timeline_event{0, stream_kind::compute, action{2, k::forward, 4}, 2, 3, 0, -1},
+      timeline_event{1, stream_kind::compute, action{3, k::forward, 4}, 3, 4, 0, -1},
+  };
+  const std::string svg = to_svg(t);
+  CHECK(markup_problem(svg) == "");
+  CHECK(count(svg, "class=\"chunk\"") == 2);
+  CHECK(count(svg, ">F4</text>") == 2);
+  CHECK(count(svg, ">F4′</text>") == 2);
+  CHECK(svg.find("later chunk") != std::string::npos);
+  CHECK(to_svg(small_timeline()).find("later chunk") == std::string::npos);
+}
