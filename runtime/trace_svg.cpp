@@ -21,7 +21,8 @@ constexpr int margin_left = 120;
 constexpr int margin_right = 80;
 constexpr int title_height = 48;
 constexpr int row_gap = 6;
-constexpr double char_width = 6.6;  // of the 11px label font, roughly
+constexpr double char_width = 6.6;        // of the 11px label font, roughly
+constexpr double small_char_width = 4.9;  // of the 8px version font
 
 struct rgb {
   int r, g, b;
@@ -179,6 +180,13 @@ std::string to_svg(const timeline& t, const svg_options& options) {
   }
   const int p = t.devices_per_replica > 0 ? t.devices_per_replica : std::max(ranks, 1);
   const int chunks = max_stage / p + 1;
+  bool show_versions = false;  // more than one weight version among the actions
+  int first_version = -1;
+  for (const auto& e : t.events) {
+    if (e.stream != stream_kind::compute || e.version < 0) continue;
+    if (first_version < 0) first_version = e.version;
+    show_versions = show_versions || e.version != first_version;
+  }
   const double makespan = t.makespan();
   const int width = std::max(options.width, margin_left + margin_right + 100);
   const int row_h = std::max(options.row_height, 8);
@@ -188,7 +196,8 @@ std::string to_svg(const timeline& t, const svg_options& options) {
   const double rows_bottom = rows_top + ranks * (row_h + row_gap);
   const double axis_y = rows_bottom + 2;
   const double legend_y = axis_y + 46;
-  const int height = static_cast<int>(legend_y + 52);
+  const int legend_rows = chunks > 1 || show_versions ? 3 : 2;
+  const int height = static_cast<int>(legend_y + 22 * legend_rows + 8);
   const auto row_y = [&](int r) { return rows_top + r * (row_h + row_gap); };
 
   // Busy time per rank on the compute stream, for the idle shares.
@@ -266,9 +275,18 @@ std::string to_svg(const timeline& t, const svg_options& options) {
     for (int c = 0; c < chunk && c < 3; ++c) primes += "′";
     std::string label = short_label(e.act) + primes;
     if (w < glyphs(label) * char_width + 4) label = std::to_string(e.act.microbatch) + primes;
+    const char* ink = text_colour(l.fill);
+    const double baseline = show_versions ? y + h / 2 + 1 : y + h / 2 + 4;
     if (e.act.microbatch >= 0 && w >= glyphs(label) * char_width + 4) {
-      append(out, {"<text x=\"", num(x + w / 2), "\" y=\"", num(y + h / 2 + 4), "\" fill=\"",
-                   text_colour(l.fill), "\">", escape(label), "</text>\n"});
+      append(out, {"<text x=\"", num(x + w / 2), "\" y=\"", num(baseline), "\" fill=\"", ink,
+                   "\">", escape(label), "</text>\n"});
+    }
+    // The weight version, small, under the label, when the picture has more than one.
+    std::string v(1, 'v');
+    v += std::to_string(e.version);
+    if (show_versions && e.version >= 0 && w >= glyphs(v) * small_char_width + 3) {
+      append(out, {"<text class=\"version\" x=\"", num(x + w / 2), "\" y=\"", num(y + h - 2.5),
+                   "\" font-size=\"8\" fill=\"", ink, "\">", v, "</text>\n"});
     }
   }
   out += "</g>\n";
@@ -314,11 +332,23 @@ std::string to_svg(const timeline& t, const svg_options& options) {
   x = swatch(out, x, y, action{0, action_kind::step, -1}, "STEP");
   rect(out, x, y, 22, 14, "#f1f1f1");
   text(out, x + 27, y + 11, "idle (bubble)", "font-size=\"11\"");
+  // Notes, when they apply: chunk marks and weight versions.
+  if (chunks > 1 || show_versions) {
+    x = margin_left;
+    y += 22;
+    text(out, margin_left - 8, y + 11, "marks", "font-size=\"11\" text-anchor=\"end\"");
+  }
   if (chunks > 1) {
-    x += 27 + 13 * char_width + 14;
     rect(out, x, y, 22, 14, look_of(action{0, action_kind::forward, 0}).fill);
     rect(out, x, y, 22, 3, "#000", "fill-opacity=\"0.6\"");
-    text(out, x + 27, y + 11, "later chunk (F3′, F3″)", "font-size=\"11\"");
+    const std::string caption = "later chunk of a device (F3′, F3″)";
+    text(out, x + 27, y + 11, caption, "font-size=\"11\"");
+    x += 27 + glyphs(caption) * char_width + 14;
+  }
+  if (show_versions) {
+    rect(out, x, y, 22, 14, look_of(action{0, action_kind::forward, 0}).fill);
+    text(out, x + 11, y + 12, "v1", "font-size=\"8\" text-anchor=\"middle\"");
+    text(out, x + 27, y + 11, "weight version the action used", "font-size=\"11\"");
   }
   out += "</g>\n";
   out += "</svg>\n";

@@ -130,3 +130,21 @@ TEST_CASE("svg timeline marks the later chunks of an interleaved schedule", "[ru
   CHECK(svg.find("later chunk") != std::string::npos);
   CHECK(to_svg(small_timeline()).find("later chunk") == std::string::npos);
 }
+
+TEST_CASE("svg timeline shows weight versions only when they differ", "[runtime]") {
+  using k = action_kind;
+  timeline t;
+  t.ranks = 1;
+  t.events = {
+      timeline_event{0, stream_kind::compute, action{0, k::forward, 0}, 0, 1, 0, -1},
+      timeline_event{0, stream_kind::compute, action{0, k::backward, 0}, 1, 3, 0, -1},
+      timeline_event{0, stream_kind::compute, action{0, k::step, -1}, 3, 4, -1, -1},
+      timeline_event{0, stream_kind::compute, action{0, k::forward, 1}, 4, 5, 1, -1},
+  };
+  const std::string svg = to_svg(t);
+  CHECK(markup_problem(svg) == "");
+  CHECK(count(svg, "class=\"version\"") == 3);  // not on the STEP
+  CHECK(count(svg, ">v1</text>") == 2);         // the F of microbatch 1, and the legend
+  CHECK(svg.find("weight version the action used") != std::string::npos);
+  CHECK(count(to_svg(small_timeline()), "class=\"version\"") == 0);
+}
