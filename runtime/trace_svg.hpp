@@ -17,7 +17,8 @@ struct svg_options {
 // colour: F light, B full colour, I full colour striped, W light striped, REDUCE and STEP grey.
 // Boxes wide enough carry their kind and microbatch ("F3"); a later chunk of an interleaved or
 // looped schedule (virtual stage >= p) has a dark bar on top and a prime per chunk ("F3′").
-// Each row ends with its idle share.
+// When the actions used more than one weight version, each box shows its version ("v1") under
+// the label. Each row ends with its idle share.
 std::string to_svg(const timeline& t, const svg_options& options = {});
 
 }  // namespace pipeworks
