@@ -1,0 +1,243 @@
+// The simulator's cost model: checks, derived REDUCE times and the costs.json reader.
+#include "runtime/cost_model.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace pipeworks {
+
+namespace {
+
+using json = nlohmann::json;
+
+bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0.0; }
+
+std::string num(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+
+// Rejects keys outside `allowed`, naming the first one and the keys that would work.
+status only_keys(const json& j, const std::string& where, std::initializer_list<const char*> allowed) {
+  if (!j.is_object()) return make_error("costs.json: " + where + " must be an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : allowed) known = known || it.key() == k;
+    if (known) continue;
+    std::string list;
+    for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
+    return make_error("costs.json: unknown key \"" + it.key() + "\" in " + where + "; known keys: " + list);
+  }
+  return {};
+}
+
+template <class T>
+status read_number(const json& j, const char* key, const std::string& where, T& out) {
+  if (!j.contains(key)) return {};
+  const json& v = j.at(key);
+  if (!v.is_number()) {
+    return make_error("costs.json: " + where + "." + key + " must be a number, not " + v.dump());
+  }
+  out = static_cast<T>(v.get<double>());
+  return {};
+}
+
+#define PW_TRY(expr)                 \
+  do {                               \
+    status st_ = (expr);             \
+    if (!st_) return error{st_.message()}; \
+  } while (0)
+
+result<link_cost> read_link(const json& j, const std::string& where, bool with_ends, link_cost out = {}) {
+  if (with_ends) {
+    PW_TRY(only_keys(j, where, {"latency", "bandwidth", "from", "to"}));
+  } else {
+    PW_TRY(only_keys(j, where, {"latency", "bandwidth"}));
+  }
+  PW_TRY(read_number(j, "latency", where, out.latency));
+  PW_TRY(read_number(j, "bandwidth", where, out.bandwidth));
+  return out;
+}
+
+status check_link(const link_cost& l, const std::string& where) {
+  if (!finite_nonneg(l.latency)) {
+    return make_error("cost model: " + where + " latency " + num(l.latency) + " must be finite and >= 0");
+  }
+  if (!(l.bandwidth > 0.0)) {
+    return make_error("cost model: " + where + " bandwidth " + num(l.bandwidth) +
+                      " must be > 0 bytes/s (leave it out for an infinitely fast link)");
+  }
+  return {};
+}
+
+}  // namespace
+
+const link_cost& cost_model::link_between(int a, int b) const {
+  for (const auto& l : links) {
+    if ((l.from == a && l.to == b) || (l.from == b && l.to == a)) return l.cost;
+  }
+  return link;
+}
+
+double cost_model::reduce_time(int s, int replicas) const {
+  if (replicas <= 1) return 0.0;
+  const stage_cost& c = stage(s);
+  if (c.reduce >= 0.0) return c.reduce;
+  const double w = replicas;
+  return 2.0 * (w - 1.0) / w * reduce_link.transfer(c.param_bytes) + 2.0 * (w - 1.0) * reduce_link.latency;
+}
+
+status cost_model::check(int virtual_stages, int devices_per_replica) const {
+  if (stages.empty()) return make_error("cost model: no stage costs; give one entry for all stages or one per stage");
+  if (stages.size() != 1 && static_cast<int>(stages.size()) != virtual_stages) {
+    return make_error("cost model: " + std::to_string(stages.size()) + " stage entries for a schedule with " +
+                      std::to_string(virtual_stages) + " virtual stages; give 1 (for all) or " +
+                      std::to_string(virtual_stages));
+  }
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const stage_cost& c = stages[s];
+    const std::string where = "stage " + std::to_string(s);
+    for (auto [name, x] : {std::pair{"forward", c.forward}, {"backward", c.backward},
+                           {"weight_grad", c.weight_grad}, {"step", c.step}}) {
+      if (!finite_nonneg(x)) {
+        return make_error("cost model: " + where + " " + name + " time " + num(x) + " must be finite and >= 0");
+      }
+    }
+    if (c.weight_grad > c.backward) {
+      return make_error("cost model: " + where + " weight_grad " + num(c.weight_grad) + " exceeds backward " +
+                        num(c.backward) + "; W is part of B (I = B - W), so give W <= B");
+    }
+    if (!std::isfinite(c.reduce)) return make_error("cost model: " + where + " reduce time must be finite");
+    if (c.activation_bytes < 0 || c.boundary_bytes < 0 || c.param_bytes < 0) {
+      return make_error("cost model: " + where + " byte counts must be >= 0");
+    }
+  }
+  if (devices.empty()) return make_error("cost model: no device entries; give one for all devices or one per device");
+  if (devices.size() != 1 && static_cast<int>(devices.size()) != devices_per_replica) {
+    return make_error("cost model: " + std::to_string(devices.size()) + " device entries for " +
+                      std::to_string(devices_per_replica) + " devices per replica; give 1 (for all) or " +
+                      std::to_string(devices_per_replica));
+  }
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (!(devices[d].speed > 0.0) || !std::isfinite(devices[d].speed)) {
+      return make_error("cost model: device " + std::to_string(d) + " speed " + num(devices[d].speed) +
+                        " must be finite and > 0 (1 is nominal)");
+    }
+    if (devices[d].memory < 0) {
+      return make_error("cost model: device " + std::to_string(d) + " memory must be >= 0 (0 = unlimited)");
+    }
+  }
+  if (status st = check_link(link, "link"); !st) return st;
+  if (status st = check_link(reduce_link, "reduce_link"); !st) return st;
+  for (const auto& l : links) {
+    const std::string where = "link " + std::to_string(l.from) + "-" + std::to_string(l.to);
+    if (l.from < 0 || l.to < 0 || l.from >= devices_per_replica || l.to >= devices_per_replica) {
+      return make_error("cost model: " + where + " names a device outside 0.." +
+                        std::to_string(devices_per_replica - 1));
+    }
+    if (status st = check_link(l.cost, where); !st) return st;
+  }
+  return {};
+}
+
+cost_model uniform_costs(double forward, double backward, double weight_grad) {
+  cost_model c;
+  c.stages[0].forward = forward;
+  c.stages[0].backward = backward;
+  c.stages[0].weight_grad = weight_grad;
+  return c;
+}
+
+result<cost_model> parse_cost_model(std::string_view json_text) {
+  json j;
+  try {
+    j = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::parse_error& e) {
+    return make_error(std::string("costs.json is not valid JSON: ") + e.what());
+  }
+  PW_TRY(only_keys(j, "the top level", {"stages", "link", "links", "reduce_link", "devices"}));
+  cost_model c;
+  if (j.contains("stages")) {
+    const json& st = j.at("stages");
+    if (!st.is_array() || st.empty()) {
+      return make_error("costs.json: \"stages\" must be a non-empty array of stage objects");
+    }
+    c.stages.clear();
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      const std::string where = "stages[" + std::to_string(i) + "]";
+      const json& s = st[i];
+      PW_TRY(only_keys(s, where, {"forward", "backward", "weight_grad", "step", "reduce", "activation_bytes",
+                                  "boundary_bytes", "param_bytes"}));
+      stage_cost sc;
+      PW_TRY(read_number(s, "forward", where, sc.forward));
+      PW_TRY(read_number(s, "backward", where, sc.backward));
+      PW_TRY(read_number(s, "weight_grad", where, sc.weight_grad));
+      PW_TRY(read_number(s, "step", where, sc.step));
+      PW_TRY(read_number(s, "reduce", where, sc.reduce));
+      PW_TRY(read_number(s, "activation_bytes", where, sc.activation_bytes));
+      PW_TRY(read_number(s, "boundary_bytes", where, sc.boundary_bytes));
+      PW_TRY(read_number(s, "param_bytes", where, sc.param_bytes));
+      c.stages.push_back(sc);
+    }
+  }
+  if (j.contains("link")) {
+    auto l = read_link(j.at("link"), "link", false);
+    if (!l) return l.err();
+    c.link = *l;
+  }
+  if (j.contains("reduce_link")) {
+    auto l = read_link(j.at("reduce_link"), "reduce_link", false);
+    if (!l) return l.err();
+    c.reduce_link = *l;
+  }
+  if (j.contains("links")) {
+    const json& ls = j.at("links");
+    if (!ls.is_array()) return make_error("costs.json: \"links\" must be an array of {from, to, latency, bandwidth}");
+    for (std::size_t i = 0; i < ls.size(); ++i) {
+      const std::string where = "links[" + std::to_string(i) + "]";
+      if (!ls[i].is_object() || !ls[i].contains("from") || !ls[i].contains("to")) {
+        return make_error("costs.json: " + where + " needs \"from\" and \"to\" device numbers");
+      }
+      auto l = read_link(ls[i], where, true, c.link);
+      if (!l) return l.err();
+      device_link dl;
+      dl.cost = *l;
+      PW_TRY(read_number(ls[i], "from", where, dl.from));
+      PW_TRY(read_number(ls[i], "to", where, dl.to));
+      c.links.push_back(dl);
+    }
+  }
+  if (j.contains("devices")) {
+    const json& ds = j.at("devices");
+    if (!ds.is_array() || ds.empty()) {
+      return make_error("costs.json: \"devices\" must be a non-empty array of {speed, memory}");
+    }
+    c.devices.clear();
+    for (std::size_t i = 0; i < ds.size(); ++i) {
+      const std::string where = "devices[" + std::to_string(i) + "]";
+      PW_TRY(only_keys(ds[i], where, {"speed", "memory"}));
+      device_cost dc;
+      PW_TRY(read_number(ds[i], "speed", where, dc.speed));
+      PW_TRY(read_number(ds[i], "memory", where, dc.memory));
+      c.devices.push_back(dc);
+    }
+  }
+  return c;
+}
+
+result<cost_model> load_cost_model(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error("cannot open cost file '" + path + "'; give the path of a costs.json");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  auto c = parse_cost_model(buf.str());
+  if (!c) return make_error(path + ": " + c.message());
+  return c;
+}
+
+}  // namespace pipeworks
