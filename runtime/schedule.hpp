@@ -46,6 +46,9 @@ struct schedule {
   std::vector<std::vector<version_use>> versions;
   // One line stating the version rule, for people.
   std::string version_rule;
+  // True once lower_communication has added SEND/RECV pairs: the validator then requires a RECV
+  // before every compute action whose input comes from another device.
+  bool lowered = false;
 
   int ranks() const { return static_cast<int>(programs.size()); }
   int total_microbatches() const { return params.microbatches * params.steps; }
@@ -72,6 +75,13 @@ schedule lower_communication(const schedule& compute_only);
 
 // CSV: one row per rank, cells are action strings (PyTorch's pipelining format).
 std::string to_csv(const schedule& s);
+std::string to_csv(const std::vector<program>& programs);
 result<std::vector<program>> parse_csv(std::string_view text);
+
+// A schedule around hand-written or imported programs (one per rank, rank = replica * p + device):
+// virtual stage s runs on device s % p, one step of m = (largest microbatch id + 1) microbatches,
+// versions by the latest-version rule. `lowered` says whether the programs carry SEND/RECV.
+result<schedule> schedule_from_programs(std::vector<program> programs, int devices, int chunks = 1,
+                                        int replicas = 1, bool lowered = true);
 
 }  // namespace pipeworks

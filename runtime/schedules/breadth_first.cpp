@@ -1,0 +1,31 @@
+// Looped breadth-first pipeline (Lamy-Poirier, "Breadth-First Pipeline Parallelism", 2022):
+// v chunks per device, virtual stage c * p + d on device d. Each step, a device runs the
+// forwards of all microbatches through chunk 0, then chunk 1, ..., then the backwards chunk by
+// chunk in reverse, newest microbatch first (as PyTorch's ScheduleLoopedBFS). Synchronous.
+#include "runtime/schedules/builder.hpp"
+#include "runtime/version_rule.hpp"
+
+namespace pipeworks {
+
+result<schedule> breadth_first(const schedule_params& params) {
+  if (auto ok = schedules::check_params("bfs", params, true); !ok) return error{ok.message()};
+  schedule s = schedules::start_schedule(schedule_kind::bfs, params);
+  const int p = params.stages, v = params.chunks, m = params.microbatches;
+  for (int d = 0; d < p; ++d) {
+    program& prog = s.programs[d];
+    for (int t = 0; t < params.steps; ++t) {
+      for (int c = 0; c < v; ++c)
+        for (int k = 0; k < m; ++k) schedules::add(prog, c * p + d, action_kind::forward, t * m + k);
+      for (int c = v - 1; c >= 0; --c)
+        for (int k = m - 1; k >= 0; --k)
+          schedules::add(prog, c * p + d, action_kind::backward, t * m + k);
+    }
+  }
+  schedules::add_updates(s);
+  schedules::replicate(s);
+  s.versions = flush_versions(s.virtual_stages, m, params.steps);
+  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
+  return s;
+}
+
+}  // namespace pipeworks

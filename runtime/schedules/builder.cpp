@@ -1,0 +1,95 @@
+// Helpers every schedule generator shares; see builder.hpp.
+#include "runtime/schedules/builder.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <vector>
+
+namespace pipeworks::schedules {
+
+status check_params(std::string_view name, const schedule_params& params, bool allows_chunks) {
+  const std::string n(name);
+  if (params.stages < 1)
+    return make_error(n + ": the stage count p must be at least 1 (got " +
+                      std::to_string(params.stages) + ")");
+  if (params.microbatches < 1)
+    return make_error(n + ": the microbatch count m must be at least 1 (got " +
+                      std::to_string(params.microbatches) + ")");
+  if (params.chunks < 1)
+    return make_error(n + ": the chunk count v must be at least 1 (got " +
+                      std::to_string(params.chunks) + ")");
+  if (!allows_chunks && params.chunks != 1)
+    return make_error(n + " runs one chunk per device, so v must be 1 (got " +
+                      std::to_string(params.chunks) +
+                      "); use interleaved or bfs for several chunks per device");
+  if (params.replicas < 1)
+    return make_error(n + ": the replica count w must be at least 1 (got " +
+                      std::to_string(params.replicas) + ")");
+  if (params.steps < 1)
+    return make_error(n + ": the step count must be at least 1 (got " +
+                      std::to_string(params.steps) + ")");
+  // Microbatch ids are ints, and every rank holds about 2 * v * m * steps actions.
+  const long long ids = static_cast<long long>(params.microbatches) * params.steps;
+  const long long actions = 2LL * ids * params.chunks * params.stages * params.replicas;
+  if (ids > INT_MAX / 2 || actions > (1LL << 34))
+    return make_error(n + ": p * v * w * m * steps is too large to hold as programs (" +
+                      std::to_string(actions) + " actions); use fewer microbatches or steps");
+  return status::success();
+}
+
+schedule start_schedule(schedule_kind kind, const schedule_params& params) {
+  schedule s;
+  s.kind = kind;
+  s.params = params;
+  s.virtual_stages = params.stages * params.chunks;
+  s.device_of.resize(s.virtual_stages);
+  for (int v = 0; v < s.virtual_stages; ++v) s.device_of[v] = v % params.stages;
+  s.programs.assign(static_cast<std::size_t>(params.stages) * params.replicas, program{});
+  return s;
+}
+
+void add_one_f_one_b(program& p, int stage, int stages, int first, int count) {
+  const int warmup = std::min(stages - stage - 1, count);
+  for (int k = 0; k < warmup; ++k) add(p, stage, action_kind::forward, first + k);
+  // Steady state: F(k + warmup) then B(k), so that warmup + 1 microbatches are in flight.
+  for (int k = 0; k + warmup < count; ++k) {
+    add(p, stage, action_kind::forward, first + k + warmup);
+    add(p, stage, action_kind::backward, first + k);
+  }
+  for (int k = count - warmup; k < count; ++k) add(p, stage, action_kind::backward, first + k);
+}
+
+void add_updates(schedule& s) {
+  const int m = s.params.microbatches;
+  const int steps = s.params.steps;
+  const bool reduce = s.params.replicas > 1;
+  for (int d = 0; d < s.params.stages; ++d) {
+    program& old_prog = s.programs[d];
+    bool split = false;  // does this device split backwards into I and W?
+    for (const action& a : old_prog) split = split || a.kind == action_kind::weight_grad;
+    const action_kind closes = split ? action_kind::weight_grad : action_kind::backward;
+    // done[s * steps + t]: backwards of step t that stage s has finished so far.
+    std::vector<int> done(static_cast<std::size_t>(s.virtual_stages) * steps, 0);
+    program out;
+    out.reserve(old_prog.size() + 2 * static_cast<std::size_t>(steps) * s.params.chunks);
+    for (const action& a : old_prog) {
+      out.push_back(a);
+      if (a.kind != closes) continue;
+      const int t = a.microbatch / m;
+      if (++done[static_cast<std::size_t>(a.stage) * steps + t] == m) {
+        if (reduce) out.push_back(action{a.stage, action_kind::reduce, -1});
+        out.push_back(action{a.stage, action_kind::step, -1});
+      }
+    }
+    old_prog = std::move(out);
+  }
+}
+
+void replicate(schedule& s) {
+  const int p = s.params.stages;
+  for (int q = 1; q < s.params.replicas; ++q)
+    for (int d = 0; d < p; ++d) s.programs[s.rank_of(q, d)] = s.programs[d];
+}
+
+}  // namespace pipeworks::schedules

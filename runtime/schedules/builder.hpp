@@ -1,0 +1,36 @@
+// Helpers every schedule generator shares: argument checks, an empty schedule with its layout,
+// optimizer updates after each step's backwards, and copying programs to the replicas.
+#pragma once
+#include <string_view>
+
+#include "ops/result.hpp"
+#include "runtime/schedule.hpp"
+
+namespace pipeworks::schedules {
+
+// Checks p, m, v, w and steps for generator `name`; `allows_chunks` is false for schedules with
+// one chunk per device. The message says which value is wrong and what would work.
+status check_params(std::string_view name, const schedule_params& params, bool allows_chunks);
+
+// A schedule with no actions yet: kind, params, p * v virtual stages, virtual stage s on device
+// s % p, and p * w empty programs.
+schedule start_schedule(schedule_kind kind, const schedule_params& params);
+
+// Appends F or B of (stage, microbatch) to a program.
+inline void add(program& p, int stage, action_kind kind, int microbatch) {
+  p.push_back(action{stage, kind, microbatch});
+}
+
+// Appends the 1F1B order of `stage` (of `stages`) for microbatches first .. first + count - 1:
+// min(stages - stage - 1, count) warm-up forwards, then F and B alternating, then the remaining Bs.
+void add_one_f_one_b(program& p, int stage, int stages, int first, int count);
+
+// Adds the optimizer update of each virtual stage, [REDUCE s when w > 1] then STEP s, right after
+// the m-th backward (B, or W for split backwards) of that stage in each step, in replica 0's
+// programs. Microbatch id mb belongs to step mb / m.
+void add_updates(schedule& s);
+
+// Copies replica 0's programs (ranks 0 .. p-1) to replicas 1 .. w-1; microbatch ids stay local.
+void replicate(schedule& s);
+
+}  // namespace pipeworks::schedules

@@ -1,0 +1,26 @@
+// GPipe (Huang et al., 2019): each step, every stage runs all forwards, then all backwards in the
+// same microbatch order, then its optimizer update. Synchronous: step t uses version t.
+#include "runtime/schedules/builder.hpp"
+#include "runtime/version_rule.hpp"
+
+namespace pipeworks {
+
+result<schedule> gpipe(const schedule_params& params) {
+  if (auto ok = schedules::check_params("gpipe", params, false); !ok) return error{ok.message()};
+  schedule s = schedules::start_schedule(schedule_kind::gpipe, params);
+  const int m = params.microbatches;
+  for (int d = 0; d < params.stages; ++d) {
+    program& p = s.programs[d];
+    for (int t = 0; t < params.steps; ++t) {
+      for (int k = 0; k < m; ++k) schedules::add(p, d, action_kind::forward, t * m + k);
+      for (int k = 0; k < m; ++k) schedules::add(p, d, action_kind::backward, t * m + k);
+    }
+  }
+  schedules::add_updates(s);
+  schedules::replicate(s);
+  s.versions = flush_versions(s.virtual_stages, m, params.steps);
+  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
+  return s;
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,515 @@
+// The schedule validator: static checks over per-(replica, stage, microbatch) counters, then an
+// event-driven run of the programs that finds deadlocks; both linear in the number of actions.
+#include "runtime/validate.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeworks {
+
+namespace {
+
+// How often each action kind appears for one (replica, virtual stage, microbatch), saturating.
+struct counts {
+  std::uint8_t f = 0, b = 0, i = 0, w = 0, sf = 0, rf = 0, sb = 0, rb = 0;
+};
+
+void bump(std::uint8_t& c) {
+  if (c < 255) ++c;
+}
+
+std::string act(int stage, action_kind kind, int mb) { return to_string(action{stage, kind, mb}); }
+
+class validator {
+ public:
+  explicit validator(const schedule& s) : s_(s) {}
+
+  status run() {
+    if (auto st = check_layout(); !st) return st;
+    if (auto st = scan_programs(); !st) return st;
+    if (auto st = check_pairs(); !st) return st;
+    return simulate();
+  }
+
+ private:
+  const schedule& s_;
+  int p_ = 1, w_ = 1, stages_ = 1, mbs_ = 0, ranks_ = 0;
+  bool lowered_ = false;
+  std::vector<counts> counts_;  // [slot(q, s, mb)]
+
+  std::size_t slot(int q, int stage, int mb) const {
+    return (static_cast<std::size_t>(q) * stages_ + stage) * mbs_ + mb;
+  }
+  int rank_of(int q, int stage) const { return q * p_ + s_.device_of[stage]; }
+  bool crosses(int a, int b) const { return s_.device_of[a] != s_.device_of[b]; }
+  std::string where(int r, std::size_t pos) const {
+    return to_string(s_.programs[r][pos]) + " (rank " + std::to_string(r) + ", action " +
+           std::to_string(pos) + ")";
+  }
+
+  status check_layout() {
+    p_ = s_.params.stages;
+    w_ = s_.params.replicas;
+    stages_ = s_.virtual_stages;
+    mbs_ = s_.total_microbatches();
+    ranks_ = s_.ranks();
+    if (p_ < 1 || w_ < 1 || stages_ < 1 || mbs_ < 0)
+      return make_error("schedule layout: p, w and the virtual stage count must be at least 1 "
+                        "(got p = " + std::to_string(p_) + ", w = " + std::to_string(w_) +
+                        ", virtual stages = " + std::to_string(stages_) + ")");
+    if (static_cast<int>(s_.device_of.size()) != stages_)
+      return make_error("schedule layout: device_of has " + std::to_string(s_.device_of.size()) +
+                        " entries for " + std::to_string(stages_) +
+                        " virtual stages; give one device per virtual stage");
+    for (int v = 0; v < stages_; ++v)
+      if (s_.device_of[v] < 0 || s_.device_of[v] >= p_)
+        return make_error("schedule layout: virtual stage " + std::to_string(v) +
+                          " is placed on device " + std::to_string(s_.device_of[v]) +
+                          ", but there are only devices 0.." + std::to_string(p_ - 1));
+    if (ranks_ != p_ * w_)
+      return make_error("schedule layout: " + std::to_string(ranks_) + " programs for p = " +
+                        std::to_string(p_) + " devices x w = " + std::to_string(w_) +
+                        " replicas; give one program per rank (" + std::to_string(p_ * w_) + ")");
+    lowered_ = s_.lowered;
+    for (const program& prog : s_.programs)
+      for (const action& a : prog) lowered_ = lowered_ || is_comm(a.kind);
+    counts_.assign(static_cast<std::size_t>(w_) * stages_ * mbs_, counts{});
+    return status::success();
+  }
+
+  // Per rank, in program order: placement, ranges, duplicates, and local order (a B after its F,
+  // a W after its I, a SEND after its producer, a RECV before its consumer).
+  status scan_programs() {
+    for (int r = 0; r < ranks_; ++r) {
+      const int q = r / p_, d = r % p_;
+      const program& prog = s_.programs[r];
+      for (std::size_t pos = 0; pos < prog.size(); ++pos) {
+        const action& a = prog[pos];
+        const int s = a.stage, mb = a.microbatch;
+        if (s < 0 || s >= stages_)
+          return make_error(where(r, pos) + ": stage " + std::to_string(s) +
+                            " does not exist; the schedule has virtual stages 0.." +
+                            std::to_string(stages_ - 1));
+        if (s_.device_of[s] != d)
+          return make_error(where(r, pos) + ": stage " + std::to_string(s) + " runs on device " +
+                            std::to_string(s_.device_of[s]) + ", but rank " + std::to_string(r) +
+                            " is device " + std::to_string(d) + " of replica " +
+                            std::to_string(q) + "; move it to rank " + std::to_string(rank_of(q, s)));
+        if (!has_microbatch(a.kind)) continue;
+        if (mb < 0 || mb >= mbs_)
+          return make_error(where(r, pos) + ": microbatch " + std::to_string(mb) +
+                            " is out of range; with m = " + std::to_string(s_.params.microbatches) +
+                            " and " + std::to_string(s_.params.steps) +
+                            " steps the ids are 0.." + std::to_string(mbs_ - 1));
+        counts& c = counts_[slot(q, s, mb)];
+        auto twice = [&](std::uint8_t n) -> status {
+          if (n == 0) return status::success();
+          return make_error(where(r, pos) + " appears more than once for replica " +
+                            std::to_string(q) + "; every action runs exactly once");
+        };
+        switch (a.kind) {
+          case action_kind::forward:
+            if (auto st = twice(c.f); !st) return st;
+            bump(c.f);
+            if (s > 0 && crosses(s - 1, s) && lowered_ && c.rf == 0)
+              return make_error(where(r, pos) + " has no " + act(s, action_kind::recv_f, mb) +
+                                " before it, but its input comes from stage " +
+                                std::to_string(s - 1) + " on device " +
+                                std::to_string(s_.device_of[s - 1]) + "; add the RECV_F before it "
+                                "(lower_communication does this)");
+            if (s > 0 && !crosses(s - 1, s) && counts_[slot(q, s - 1, mb)].f == 0)
+              return make_error(where(r, pos) + " comes before " +
+                                act(s - 1, action_kind::forward, mb) +
+                                " on the same device, which produces its input; run it after");
+            break;
+          case action_kind::backward:
+          case action_kind::input_grad: {
+            const char* name = a.kind == action_kind::backward ? "B" : "I";
+            if (c.f == 0)
+              return make_error(where(r, pos) + ": a " + name + " before its F; " +
+                                act(s, action_kind::forward, mb) + " must come earlier on rank " +
+                                std::to_string(r));
+            if (c.b || c.i)
+              return make_error(where(r, pos) + ": the backward of microbatch " +
+                                std::to_string(mb) + " on stage " + std::to_string(s) +
+                                " appears more than once (B and I count as the same backward)");
+            bump(a.kind == action_kind::backward ? c.b : c.i);
+            if (s + 1 < stages_ && crosses(s, s + 1) && lowered_ && c.rb == 0)
+              return make_error(where(r, pos) + " has no " + act(s, action_kind::recv_b, mb) +
+                                " before it, but its output gradient comes from stage " +
+                                std::to_string(s + 1) + " on device " +
+                                std::to_string(s_.device_of[s + 1]) + "; add the RECV_B before it "
+                                "(lower_communication does this)");
+            if (s + 1 < stages_ && !crosses(s, s + 1)) {
+              const counts& next = counts_[slot(q, s + 1, mb)];
+              if (next.b == 0 && next.i == 0)
+                return make_error(where(r, pos) + " comes before the backward of stage " +
+                                  std::to_string(s + 1) + " for microbatch " + std::to_string(mb) +
+                                  " on the same device, which produces its output gradient");
+            }
+            break;
+          }
+          case action_kind::weight_grad:
+            if (c.i == 0)
+              return make_error(where(r, pos) + ": a W before its I; " +
+                                act(s, action_kind::input_grad, mb) + " must come earlier on rank " +
+                                std::to_string(r) + (c.b ? " (it ran a full B instead: drop the W)"
+                                                         : ""));
+            if (auto st = twice(c.w); !st) return st;
+            bump(c.w);
+            break;
+          case action_kind::send_f:
+            if (s + 1 >= stages_)
+              return make_error(where(r, pos) + ": the last stage has no next stage to send to");
+            if (c.f == 0)
+              return make_error(where(r, pos) + " comes before " +
+                                act(s, action_kind::forward, mb) + ", which produces what it sends");
+            if (auto st = twice(c.sf); !st) return st;
+            bump(c.sf);
+            break;
+          case action_kind::recv_f:
+            if (s == 0)
+              return make_error(where(r, pos) + ": stage 0 has no previous stage to receive from");
+            if (auto st = twice(c.rf); !st) return st;
+            bump(c.rf);
+            break;
+          case action_kind::send_b:
+            if (s == 0)
+              return make_error(where(r, pos) + ": stage 0 has no previous stage to send to");
+            if (c.b == 0 && c.i == 0)
+              return make_error(where(r, pos) + " comes before " +
+                                act(s, action_kind::backward, mb) + " (or " +
+                                act(s, action_kind::input_grad, mb) +
+                                "), which produces what it sends");
+            if (auto st = twice(c.sb); !st) return st;
+            bump(c.sb);
+            break;
+          case action_kind::recv_b:
+            if (s + 1 >= stages_)
+              return make_error(where(r, pos) + ": the last stage has no next stage to receive "
+                                "from");
+            if (auto st = twice(c.rb); !st) return st;
+            bump(c.rb);
+            break;
+          default:
+            break;
+        }
+      }
+    }
+    return status::success();
+  }
+
+  // Every (replica, stage, microbatch) has one F and one backward, and sends pair with receives.
+  status check_pairs() {
+    for (int q = 0; q < w_; ++q)
+      for (int s = 0; s < stages_; ++s)
+        for (int mb = 0; mb < mbs_; ++mb) {
+          const counts& c = counts_[slot(q, s, mb)];
+          const std::string rank = "rank " + std::to_string(rank_of(q, s));
+          if (c.f == 0)
+            return make_error("microbatch " + std::to_string(mb) + " never runs on stage " +
+                              std::to_string(s) + " (replica " + std::to_string(q) + "): " +
+                              rank + " has no " + act(s, action_kind::forward, mb) +
+                              "; every stage runs F and B (or I and W) for every microbatch");
+          if (c.b == 0 && c.i == 0)
+            return make_error("microbatch " + std::to_string(mb) + " is never consumed on stage " +
+                              std::to_string(s) + ": " + act(s, action_kind::forward, mb) +
+                              " on " + rank + " has no " + act(s, action_kind::backward, mb) +
+                              " (or " + act(s, action_kind::input_grad, mb) + " and " +
+                              act(s, action_kind::weight_grad, mb) + ") after it");
+          if (c.i && c.w == 0)
+            return make_error(act(s, action_kind::input_grad, mb) + " on " + rank + " has no " +
+                              act(s, action_kind::weight_grad, mb) +
+                              ": the weight gradient of microbatch " + std::to_string(mb) +
+                              " is never computed");
+          if (s + 1 < stages_) {
+            const counts& next = counts_[slot(q, s + 1, mb)];
+            const std::string to = "rank " + std::to_string(rank_of(q, s + 1));
+            if (c.sf && !next.rf)
+              return make_error("unmatched send: " + act(s, action_kind::send_f, mb) + " on " +
+                                rank + " has no " + act(s + 1, action_kind::recv_f, mb) + " on " +
+                                to);
+            if (!c.sf && next.rf)
+              return make_error("unmatched receive: " + act(s + 1, action_kind::recv_f, mb) +
+                                " on " + to + " waits for " + act(s, action_kind::send_f, mb) +
+                                ", which " + rank + " never sends");
+          }
+          if (s > 0) {
+            const counts& prev = counts_[slot(q, s - 1, mb)];
+            const std::string to = "rank " + std::to_string(rank_of(q, s - 1));
+            if (c.sb && !prev.rb)
+              return make_error("unmatched send: " + act(s, action_kind::send_b, mb) + " on " +
+                                rank + " has no " + act(s - 1, action_kind::recv_b, mb) + " on " +
+                                to);
+            if (!c.sb && prev.rb)
+              return make_error("unmatched receive: " + act(s - 1, action_kind::recv_b, mb) +
+                                " on " + to + " waits for " + act(s, action_kind::send_b, mb) +
+                                ", which " + rank + " never sends");
+          }
+        }
+    return status::success();
+  }
+
+  // --- The run: each rank advances while its next action is ready; a rank that blocks on
+  // another rank is woken when that rank produces what it waits for. Each action runs once and
+  // each wake-up follows one produced event, so the run is linear. Logical steps for the grid:
+  // step(a) = 1 + max(step of the previous action on the rank, step of what a waited for).
+
+  std::vector<std::size_t> pc_;
+  std::vector<char> blocked_;
+  std::vector<int> last_step_;
+  std::vector<std::vector<int>> step_at_;  // [rank][position]
+  std::vector<int> f_step_, g_step_, sf_step_, sb_step_;  // [slot], -1 until done
+  std::vector<int> reduces_done_;                         // [q * stages + s]
+  std::vector<std::vector<int>> arrived_count_, arrived_step_;  // [s][k-th REDUCE of s]
+  std::vector<char> arrived_;                                   // rank counted at its REDUCE
+  std::vector<int> worklist_;
+
+  void wake(int r) {
+    if (blocked_[r]) {
+      blocked_[r] = 0;
+      worklist_.push_back(r);
+    }
+  }
+
+  void advance(int r) {
+    const int q = r / p_;
+    const program& prog = s_.programs[r];
+    while (pc_[r] < prog.size()) {
+      const action& a = prog[pc_[r]];
+      const int s = a.stage, mb = a.microbatch;
+      int dep = -1;
+      bool ready = true;
+      switch (a.kind) {
+        case action_kind::forward:
+          if (s > 0 && crosses(s - 1, s) && !lowered_) {
+            dep = f_step_[slot(q, s - 1, mb)];
+            ready = dep >= 0;
+          }
+          break;
+        case action_kind::backward:
+        case action_kind::input_grad:
+          if (s + 1 < stages_ && crosses(s, s + 1) && !lowered_) {
+            dep = g_step_[slot(q, s + 1, mb)];
+            ready = dep >= 0;
+          }
+          break;
+        case action_kind::recv_f:
+          dep = sf_step_[slot(q, s - 1, mb)];
+          ready = dep >= 0;
+          break;
+        case action_kind::recv_b:
+          dep = sb_step_[slot(q, s + 1, mb)];
+          ready = dep >= 0;
+          break;
+        case action_kind::reduce: {
+          const int k = reduces_done_[q * stages_ + s];
+          if (static_cast<int>(arrived_count_[s].size()) <= k) {
+            arrived_count_[s].resize(k + 1, 0);
+            arrived_step_[s].resize(k + 1, -1);
+          }
+          if (!arrived_[r]) {
+            arrived_[r] = 1;
+            ++arrived_count_[s][k];
+            arrived_step_[s][k] = std::max(arrived_step_[s][k], last_step_[r]);
+          }
+          ready = arrived_count_[s][k] == w_;
+          dep = arrived_step_[s][k];
+          break;
+        }
+        default:
+          break;
+      }
+      if (!ready) {
+        blocked_[r] = 1;
+        return;
+      }
+      const int st = std::max(last_step_[r], dep) + 1;
+      step_at_[r][pc_[r]] = st;
+      last_step_[r] = st;
+      switch (a.kind) {
+        case action_kind::forward:
+          f_step_[slot(q, s, mb)] = st;
+          if (!lowered_ && s + 1 < stages_ && crosses(s, s + 1)) wake(rank_of(q, s + 1));
+          break;
+        case action_kind::backward:
+        case action_kind::input_grad:
+          g_step_[slot(q, s, mb)] = st;
+          if (!lowered_ && s > 0 && crosses(s - 1, s)) wake(rank_of(q, s - 1));
+          break;
+        case action_kind::send_f:
+          sf_step_[slot(q, s, mb)] = st;
+          wake(rank_of(q, s + 1));
+          break;
+        case action_kind::send_b:
+          sb_step_[slot(q, s, mb)] = st;
+          wake(rank_of(q, s - 1));
+          break;
+        case action_kind::reduce:
+          ++reduces_done_[q * stages_ + s];
+          arrived_[r] = 0;
+          for (int other = 0; other < w_; ++other)
+            if (other != q) wake(rank_of(other, s));
+          break;
+        default:
+          break;
+      }
+      ++pc_[r];
+    }
+  }
+
+  status simulate() {
+    pc_.assign(ranks_, 0);
+    blocked_.assign(ranks_, 0);
+    last_step_.assign(ranks_, -1);
+    arrived_.assign(ranks_, 0);
+    step_at_.resize(ranks_);
+    for (int r = 0; r < ranks_; ++r) step_at_[r].assign(s_.programs[r].size(), -1);
+    f_step_.assign(counts_.size(), -1);
+    g_step_.assign(counts_.size(), -1);
+    sf_step_.assign(counts_.size(), -1);
+    sb_step_.assign(counts_.size(), -1);
+    counts_.clear();
+    counts_.shrink_to_fit();
+    reduces_done_.assign(static_cast<std::size_t>(w_) * stages_, 0);
+    arrived_count_.assign(stages_, {});
+    arrived_step_.assign(stages_, {});
+    for (int r = ranks_ - 1; r >= 0; --r) worklist_.push_back(r);
+    while (!worklist_.empty()) {
+      const int r = worklist_.back();
+      worklist_.pop_back();
+      advance(r);
+    }
+    std::vector<int> stuck;
+    for (int r = 0; r < ranks_; ++r)
+      if (pc_[r] < s_.programs[r].size()) stuck.push_back(r);
+    if (stuck.empty()) return status::success();
+    return make_error(deadlock_report(stuck));
+  }
+
+  // What the stuck action of rank r waits for, in words.
+  std::string waits_for(int r) const {
+    const int q = r / p_;
+    const action& a = s_.programs[r][pc_[r]];
+    const int s = a.stage, mb = a.microbatch;
+    auto other = [&](int stage, const std::string& what) {
+      const int o = rank_of(q, stage);
+      std::string text = what + " on rank " + std::to_string(o);
+      if (pc_[o] < s_.programs[o].size())
+        text += ", which is itself stuck at " + to_string(s_.programs[o][pc_[o]]);
+      else
+        text += ", which finished without it";
+      return text;
+    };
+    switch (a.kind) {
+      case action_kind::forward: return other(s - 1, act(s - 1, action_kind::forward, mb));
+      case action_kind::backward:
+      case action_kind::input_grad:
+        return other(s + 1, "the backward " + act(s + 1, action_kind::backward, mb) + "/" +
+                                act(s + 1, action_kind::input_grad, mb));
+      case action_kind::recv_f: return other(s - 1, act(s - 1, action_kind::send_f, mb));
+      case action_kind::recv_b: return other(s + 1, act(s + 1, action_kind::send_b, mb));
+      case action_kind::reduce: {
+        std::string text = "the other replicas of stage " + std::to_string(s) + " to reach REDUCE";
+        for (int o = 0; o < w_; ++o) {
+          const int orank = rank_of(o, s);
+          if (orank == r) continue;
+          text += "; rank " + std::to_string(orank) +
+                  (pc_[orank] < s_.programs[orank].size()
+                       ? " is stuck at " + to_string(s_.programs[orank][pc_[orank]])
+                       : " has finished");
+        }
+        return text;
+      }
+      default:
+        return "nothing it can get";
+    }
+  }
+
+  std::string deadlock_report(const std::vector<int>& stuck) const {
+    constexpr std::size_t max_columns = 16;
+    constexpr int max_rows = 48;
+    std::vector<int> shown;
+    if (static_cast<std::size_t>(ranks_) <= max_columns) {
+      for (int r = 0; r < ranks_; ++r) shown.push_back(r);
+    } else {
+      for (std::size_t i = 0; i < stuck.size() && i < max_columns; ++i) shown.push_back(stuck[i]);
+    }
+    int first_stuck_row = 1 << 30, last_stuck_row = 0;
+    for (int r : stuck) {
+      first_stuck_row = std::min(first_stuck_row, last_step_[r] + 1);
+      last_stuck_row = std::max(last_stuck_row, last_step_[r] + 1);
+    }
+    const int lo = std::max(0, first_stuck_row - 8);
+    const int hi = std::min(last_stuck_row, lo + max_rows - 1);
+    const int rows = hi - lo + 1;
+    std::vector<std::vector<std::string>> cells(shown.size(), std::vector<std::string>(rows));
+    std::vector<char> row_stuck(rows, 0);
+    for (std::size_t c = 0; c < shown.size(); ++c) {
+      const int r = shown[c];
+      const program& prog = s_.programs[r];
+      for (std::size_t pos = 0; pos < pc_[r]; ++pos) {
+        const int st = step_at_[r][pos];
+        if (st >= lo && st <= hi) cells[c][st - lo] = to_string(prog[pos]);
+      }
+      if (pc_[r] < prog.size()) {
+        const int st = last_step_[r] + 1;
+        if (st >= lo && st <= hi) {
+          cells[c][st - lo] = "[" + to_string(prog[pc_[r]]) + "]";
+          row_stuck[st - lo] = 1;
+        }
+      }
+    }
+    const std::string hi_text = std::to_string(hi);
+    auto label = [&](int step) {
+      std::string n = std::to_string(step);
+      return "step " + std::string(hi_text.size() - n.size(), '0') + n;
+    };
+    const std::size_t label_width = label(hi).size();
+    std::vector<std::size_t> width(shown.size());
+    for (std::size_t c = 0; c < shown.size(); ++c) {
+      width[c] = ("rank " + std::to_string(shown[c])).size();
+      for (const auto& cell : cells[c]) width[c] = std::max(width[c], cell.size());
+    }
+    auto pad = [](std::string text, std::size_t n) {
+      text.resize(std::max(n, text.size()), ' ');
+      return text;
+    };
+    std::string out = "deadlock: " + std::to_string(stuck.size()) + " of " +
+                      std::to_string(ranks_) +
+                      " ranks cannot finish their programs; [..] marks the action each waits at\n";
+    if (lo > 0) out += "(steps 0.." + std::to_string(lo - 1) + " not shown)\n";
+    std::string header(label_width + 2, ' ');
+    for (std::size_t c = 0; c < shown.size(); ++c)
+      header += pad("rank " + std::to_string(shown[c]), width[c]) + " ";
+    while (header.back() == ' ') header.pop_back();
+    out += header + "\n";
+    for (int row = 0; row < rows; ++row) {
+      std::string line = label(lo + row) + ": ";
+      for (std::size_t c = 0; c < shown.size(); ++c) line += pad(cells[c][row], width[c]) + " ";
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      if (row_stuck[row]) line += "  <-- stuck";
+      out += line + "\n";
+    }
+    if (hi < last_stuck_row) out += "(later steps not shown)\n";
+    std::size_t explained = 0;
+    for (int r : stuck) {
+      if (explained == max_columns) {
+        out += "... and " + std::to_string(stuck.size() - explained) + " more stuck ranks\n";
+        break;
+      }
+      out += "rank " + std::to_string(r) + " waits at " + to_string(s_.programs[r][pc_[r]]) +
+             " for " + waits_for(r) + "\n";
+      ++explained;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+status validate(const schedule& s) { return validator(s).run(); }
+
+}  // namespace pipeworks

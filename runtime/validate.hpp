@@ -1,0 +1,21 @@
+// The schedule validator: checks that a schedule's programs are complete, that sends and
+// receives pair up, and that every rank runs to the end without deadlock. Linear time.
+#pragma once
+#include "ops/result.hpp"
+#include "runtime/schedule.hpp"
+
+namespace pipeworks {
+
+// Returns ok, or an error that names the first problem found and the rank and action involved:
+//  - an action on the wrong device, an unknown stage, or a microbatch id outside 0 .. steps*m-1;
+//  - an action twice; a B (or I) before its F on a stage; a W before its I; a SEND before the
+//    action that produces what it sends;
+//  - a microbatch never consumed (F without B, or I without W) or missing on some stage;
+//  - in lowered schedules (schedule::lowered, or any SEND/RECV present): an unmatched send or
+//    receive, or a compute action whose input comes from another device with no RECV before it;
+//  - a deadlock, shown as a step x rank grid with the stuck action of each rank marked.
+// Sends are buffered; a RECV waits for its SEND; F(s) on another device than s-1 waits for it
+// (through RECV_F once lowered); REDUCE s waits until every replica of stage s reaches it.
+status validate(const schedule& s);
+
+}  // namespace pipeworks
