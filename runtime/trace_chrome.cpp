@@ -3,9 +3,15 @@
 #include "runtime/trace_chrome.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
+#include <sstream>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +51,18 @@ const char* flow_name(action_kind k) {
   return k == action_kind::send_f || k == action_kind::recv_f ? "activation" : "gradient";
 }
 
+// Appends `key` and then the number, in the shortest form that reads back exactly.
+template <class Number>
+void append_field(std::string& buf, std::string_view key, Number value) {
+  buf += key;
+  if constexpr (std::is_floating_point_v<Number>) {
+    if (!std::isfinite(value)) value = 0;  // JSON has no inf or nan
+  }
+  char digits[32];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  buf.append(digits, end);
+}
+
 // Perfetto drops slices that overlap on one track without nesting, and sends in flight can
 // overlap. So each event gets a lane: the first on its (rank, stream) that is free at its start.
 // Lane 0 is tid = stream; lane k is tid = stream + streams * k.
@@ -76,12 +94,19 @@ std::vector<int> assign_lanes(const timeline& t) {
   return lane;
 }
 
-}  // namespace
-
-std::string to_chrome_trace(const timeline& t) {
+// Writes the trace event by event, so a long timeline never becomes one JSON tree in memory.
+// The keys come in nlohmann's sorted order, as json::dump would write the whole document.
+void write_trace(const timeline& t, std::ostream& out) {
   const int ranks = rank_count(t);
   const int p = t.devices_per_replica > 0 ? t.devices_per_replica : (ranks > 0 ? ranks : 1);
-  json events = json::array();
+  const json other{{"title", t.title}, {"ranks", ranks}, {"devices_per_replica", p}};
+  out << R"({"displayTimeUnit":"ms","otherData":)" << other.dump() << R"(,"traceEvents":[)";
+  bool first = true;
+  const auto emit = [&](const json& event) {  // metadata: few, so nlohmann is fine
+    if (!first) out << ',';
+    first = false;
+    out << event.dump();
+  };
 
   const std::vector<int> lane = assign_lanes(t);
   std::vector<int> lanes(static_cast<std::size_t>(ranks) * streams, 1);  // per (rank, stream)
@@ -95,17 +120,16 @@ std::string to_chrome_trace(const timeline& t) {
   for (int r = 0; r < ranks; ++r) {
     const std::string label = "rank " + std::to_string(r) + " (replica " + std::to_string(r / p) +
                               ", device " + std::to_string(r % p) + ")";
-    events.push_back(metadata("process_name", r, 0, {{"name", label}}));
-    events.push_back(metadata("process_sort_index", r, 0, {{"sort_index", r}}));
+    emit(metadata("process_name", r, 0, {{"name", label}}));
+    emit(metadata("process_sort_index", r, 0, {{"sort_index", r}}));
     for (stream_kind s : {stream_kind::compute, stream_kind::send, stream_kind::recv}) {
       const int n = lanes[static_cast<std::size_t>(r) * streams + static_cast<int>(s)];
       for (int l = 0; l < n; ++l) {
         const int tid = static_cast<int>(s) + streams * l;
         std::string name = stream_name(s);
         if (l > 0) name += " (" + std::to_string(l + 1) + ")";
-        events.push_back(metadata("thread_name", r, tid, {{"name", name}}));
-        events.push_back(metadata("thread_sort_index", r, tid,
-                                  {{"sort_index", static_cast<int>(s) * 1000 + l}}));
+        emit(metadata("thread_name", r, tid, {{"name", name}}));
+        emit(metadata("thread_sort_index", r, tid, {{"sort_index", static_cast<int>(s) * 1000 + l}}));
       }
     }
   }
@@ -118,39 +142,54 @@ std::string to_chrome_trace(const timeline& t) {
     if (is_recv(e.act.kind)) flow_ends[e.flow_id] |= 2;
   }
 
+  // Actions and flows, formatted by hand: nlohmann costs microseconds per event, and a long
+  // simulation has millions of them. The strings here are action text and fixed names.
+  std::string buf;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
     const int tid = static_cast<int>(e.stream) + streams * lane[i];
     const double ts = e.start * us_per_s;
-    json args{{"microbatch", e.act.microbatch},
-              {"stage", e.act.stage},
-              {"version", e.version},
-              {"kind", std::string(kind_name(e.act.kind))}};
-    if (e.flow_id >= 0) args["flow_id"] = e.flow_id;
-    events.push_back(json{{"ph", "X"},
-                          {"name", to_string(e.act)},
-                          {"cat", is_comm(e.act.kind) ? "comm" : "compute"},
-                          {"pid", e.rank},
-                          {"tid", tid},
-                          {"ts", ts},
-                          {"dur", (e.end - e.start) * us_per_s},
-                          {"args", std::move(args)}});
-    if (e.flow_id < 0 || flow_ends[e.flow_id] != 3) continue;
-    json flow{{"name", flow_name(e.act.kind)}, {"cat", "flow"}, {"id", e.flow_id},
-              {"pid", e.rank}, {"tid", tid}, {"ts", ts}};
-    if (is_send(e.act.kind)) {
-      flow["ph"] = "s";
-    } else {
-      flow["ph"] = "f";
-      flow["bp"] = "e";  // bind to the enclosing slice: the RECV itself
+    buf.clear();
+    buf += first ? "" : ",";
+    first = false;
+    buf += R"({"args":{"kind":")";
+    buf += kind_name(e.act.kind);
+    if (e.flow_id >= 0) append_field(buf, R"(","flow_id":)", e.flow_id);
+    else buf += '"';
+    append_field(buf, R"(,"microbatch":)", e.act.microbatch);
+    append_field(buf, R"(,"stage":)", e.act.stage);
+    append_field(buf, R"(,"version":)", e.version);
+    buf += is_comm(e.act.kind) ? R"(},"cat":"comm")" : R"(},"cat":"compute")";
+    append_field(buf, R"(,"dur":)", (e.end - e.start) * us_per_s);
+    buf += R"(,"name":")";
+    buf += to_string(e.act);
+    append_field(buf, R"(","ph":"X","pid":)", e.rank);
+    append_field(buf, R"(,"tid":)", tid);
+    append_field(buf, R"(,"ts":)", ts);
+    buf += '}';
+    if (e.flow_id >= 0 && flow_ends[e.flow_id] == 3) {
+      // "bp":"e" binds the flow's end to the enclosing slice: the RECV itself.
+      buf += is_send(e.act.kind) ? R"(,{"cat":"flow")" : R"(,{"bp":"e","cat":"flow")";
+      append_field(buf, R"(,"id":)", e.flow_id);
+      buf += R"(,"name":")";
+      buf += flow_name(e.act.kind);
+      buf += is_send(e.act.kind) ? R"(","ph":"s")" : R"(","ph":"f")";
+      append_field(buf, R"(,"pid":)", e.rank);
+      append_field(buf, R"(,"tid":)", tid);
+      append_field(buf, R"(,"ts":)", ts);
+      buf += '}';
     }
-    events.push_back(std::move(flow));
+    out << buf;
   }
+  out << "]}";
+}
 
-  json doc{{"traceEvents", std::move(events)},
-           {"displayTimeUnit", "ms"},
-           {"otherData", {{"title", t.title}, {"ranks", ranks}, {"devices_per_replica", p}}}};
-  return doc.dump();
+}  // namespace
+
+std::string to_chrome_trace(const timeline& t) {
+  std::ostringstream out;
+  write_trace(t, out);
+  return std::move(out).str();
 }
 
 status write_chrome_trace(const timeline& t, const std::string& path) {
@@ -158,7 +197,8 @@ status write_chrome_trace(const timeline& t, const std::string& path) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return make_error("cannot write the trace: cannot open " + tmp + " for writing");
-    out << to_chrome_trace(t) << '\n';
+    write_trace(t, out);
+    out << '\n';
     out.close();
     if (!out) {
       std::remove(tmp.c_str());
