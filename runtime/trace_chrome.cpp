@@ -129,7 +129,8 @@ void write_trace(const timeline& t, std::ostream& out) {
         std::string name = stream_name(s);
         if (l > 0) name += " (" + std::to_string(l + 1) + ")";
         emit(metadata("thread_name", r, tid, {{"name", name}}));
-        emit(metadata("thread_sort_index", r, tid, {{"sort_index", static_cast<int>(s) * 1000 + l}}));
+        const int sort_index = static_cast<int>(s) * 1000 + l;
+        emit(metadata("thread_sort_index", r, tid, {{"sort_index", sort_index}}));
       }
     }
   }
