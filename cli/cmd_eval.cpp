@@ -1,0 +1,94 @@
+// `pipeworks eval`: the mean cross-entropy of a gpt checkpoint over the first N
+// non-overlapping windows of ctx+1 bytes of a text file, from offset 0.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "ops/cpu_threads.hpp"
+#include "ops/data/text.hpp"
+#include "ops/model/model_spec.hpp"
+#include "ops/model/param_io.hpp"
+#include "ops/train/evaluate.hpp"
+#include "ops/train/sources.hpp"
+
+namespace pipeworks::cli {
+namespace {
+
+// A CLI11 check with a plain message: "--flag: must be a positive integer, got '0'".
+CLI::Validator number_check(bool integer, bool allow_zero) {
+  const std::string what = std::string(allow_zero ? "a non-negative " : "a positive ") +
+                           (integer ? "integer" : "number");
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        try {
+          std::size_t pos = 0;
+          const double v = integer ? static_cast<double>(std::stoll(s, &pos)) : std::stod(s, &pos);
+          if (pos == s.size() && (allow_zero ? v >= 0 : v > 0)) return {};
+        } catch (const std::exception&) {
+        }
+        return "must be " + what + ", got '" + s + "'";
+      },
+      allow_zero ? "NONNEGATIVE" : "POSITIVE");
+}
+const CLI::Validator positive_int = number_check(true, false);
+const CLI::Validator nonnegative_int = number_check(true, true);
+const CLI::Validator positive_number = number_check(false, false);
+const CLI::Validator nonnegative_number = number_check(false, true);
+
+struct eval_options {
+  std::string model, checkpoint, text;
+  std::int64_t windows = 0, batch = 16;
+  int threads = 0;
+  bool json = false;
+};
+
+int run_eval(const eval_options& o) {
+  auto spec = parse_model_spec(o.model);
+  if (!spec) throw CLI::ValidationError("--model", spec.message());
+  if (!spec->is_gpt())
+    throw CLI::ValidationError("--model", "eval measures text loss and needs a gpt model, not " +
+                                              spec->name);
+  set_cpu_threads(o.threads);
+  model<float> net = build_model<float>(*spec);
+  param_set weights = net.make_params();
+  if (status s = load_params(o.checkpoint, weights); !s) throw pipeworks_error(s.message());
+  auto text = load_text(o.text);
+  if (!text) throw pipeworks_error(text.message());
+  auto windows = text_windows(text->view(), o.windows, spec->gpt().context, o.text);
+  if (!windows) throw pipeworks_error(windows.message());
+  auto loss = mean_loss(net, weights, *windows, o.batch);
+  if (!loss) throw pipeworks_error(loss.message());
+  if (o.json)
+    std::cout << nlohmann::json{{"loss", *loss}, {"windows", o.windows}}.dump() << std::endl;
+  else
+    std::printf("loss %.6f (mean cross-entropy, nats) over %lld windows of %d bytes of %s\n",
+                *loss, static_cast<long long>(o.windows), spec->gpt().context + 1,
+                o.text.c_str());
+  return exit_ok;
+}
+
+const bool registered = register_command(
+    "eval", "Mean cross-entropy of a gpt checkpoint on a text file",
+    [](CLI::App& sub) -> command_runner {
+      auto o = std::make_shared<eval_options>();
+      sub.add_option("--model", o->model, "gpt-tiny, gpt-small, or a JSON model file")
+          ->required();
+      sub.add_option("--checkpoint", o->checkpoint, "safetensors file written by train --save")
+          ->required();
+      sub.add_option("--text", o->text, "text file (or directory) to score")->required();
+      sub.add_option("--windows", o->windows,
+                     "the first N non-overlapping windows of ctx+1 bytes, from offset 0")
+          ->required()->check(positive_int);
+      sub.add_option("--batch", o->batch, "windows per forward pass")
+          ->check(positive_int)->capture_default_str();
+      sub.add_option("--threads", o->threads, "CPU threads (0: all cores)")
+          ->check(nonnegative_int)->capture_default_str();
+      sub.add_flag("--json", o->json, "print {\"loss\": x, \"windows\": N}");
+      return [o] { return run_eval(*o); };
+    });
+
+}  // namespace
+}  // namespace pipeworks::cli

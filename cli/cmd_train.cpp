@@ -1,0 +1,256 @@
+// `pipeworks train`: single-device training of mlp or gpt with progress, JSON metrics, a final
+// evaluation (mlp test accuracy, gpt held-out loss), a text sample and an optional checkpoint.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/progress.hpp"
+#include "ops/cpu_threads.hpp"
+#include "ops/model/model_spec.hpp"
+#include "ops/model/param_io.hpp"
+#include "ops/train/evaluate.hpp"
+#include "ops/train/sample.hpp"
+#include "ops/train/sources.hpp"
+
+namespace pipeworks::cli {
+namespace {
+
+// A CLI11 check with a plain message: "--flag: must be a positive integer, got '0'".
+CLI::Validator number_check(bool integer, bool allow_zero) {
+  const std::string what = std::string(allow_zero ? "a non-negative " : "a positive ") +
+                           (integer ? "integer" : "number");
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        try {
+          std::size_t pos = 0;
+          const double v = integer ? static_cast<double>(std::stoll(s, &pos)) : std::stod(s, &pos);
+          if (pos == s.size() && (allow_zero ? v >= 0 : v > 0)) return {};
+        } catch (const std::exception&) {
+        }
+        return "must be " + what + ", got '" + s + "'";
+      },
+      allow_zero ? "NONNEGATIVE" : "POSITIVE");
+}
+const CLI::Validator positive_int = number_check(true, false);
+const CLI::Validator nonnegative_int = number_check(true, true);
+const CLI::Validator positive_number = number_check(false, false);
+const CLI::Validator nonnegative_number = number_check(false, true);
+
+struct train_options {
+  std::string model, data, save, optimizer = "adamw";
+  std::int64_t steps = 300, batch = 16, epochs = 0, warmup = -1, sample = 200, eval_windows = 64;
+  int microbatches = 1, threads = 0;
+  double lr = 1e-3, min_lr_ratio = 0.1, weight_decay = -1, clip = 1.0, temperature = 0.8;
+  std::uint64_t seed = 1;
+  bool json = false;
+};
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) out.push_back((c < 32 && c != '\n' && c != '\t') || c == 127 ? '?' : c);
+  return out;
+}
+
+std::string dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Checks the values CLI11 cannot; throws CLI::ValidationError naming the flag.
+model_spec validate(train_options& o) {
+  auto spec = parse_model_spec(o.model);
+  if (!spec) throw CLI::ValidationError("--model", spec.message());
+  if (o.batch % o.microbatches != 0)
+    throw CLI::ValidationError("--microbatches", "--batch " + std::to_string(o.batch) +
+                                                     " is not divisible by --microbatches " +
+                                                     std::to_string(o.microbatches));
+  if (o.epochs > 0 && spec->is_gpt())
+    throw CLI::ValidationError("--epochs", "--epochs is for mlp; use --steps for gpt");
+  if (o.warmup >= o.steps && o.epochs == 0)
+    throw CLI::ValidationError("--warmup", "--warmup must be smaller than --steps");
+  if (o.temperature <= 0) throw CLI::ValidationError("--temperature", "must be > 0");
+  if (o.data.empty()) o.data = spec->is_gpt() ? fortunes_default_dir : fashion_mnist_default_dir;
+  return *spec;
+}
+
+train_config make_config(const train_options& o) {
+  train_config c;
+  c.steps = o.steps;
+  c.microbatches = o.microbatches;
+  auto kind = parse_optimizer_kind(o.optimizer);
+  c.optim = default_optimizer_config(kind.value());
+  c.optim.lr = o.lr;
+  if (o.weight_decay >= 0) c.optim.weight_decay = o.weight_decay;
+  c.min_lr = o.lr * o.min_lr_ratio;
+  c.warmup_steps = o.warmup >= 0 ? o.warmup : std::min<std::int64_t>(o.steps / 10, 100);
+  c.clip_grad_norm = o.clip;
+  return c;
+}
+
+int run_train(train_options& o) {
+  model_spec spec = validate(o);
+  set_cpu_threads(o.threads);
+  model<float> net = build_model<float>(spec);
+
+  // Data: the training source, and the held-out set for the final evaluation.
+  std::shared_ptr<const image_dataset> train_images;
+  std::shared_ptr<const text_corpus> corpus;
+  minibatch held_out;
+  text_split split;
+  if (spec.is_gpt()) {
+    auto text = load_text(o.data);
+    if (!text) throw pipeworks_error(text.message());
+    corpus = std::make_shared<const text_corpus>(std::move(*text));
+    split = split_text(corpus->view());
+    auto windows = text_windows(split.validation, o.eval_windows, spec.gpt().context,
+                                o.data + " (validation part)");
+    if (!windows) throw pipeworks_error(windows.message());
+    held_out = std::move(*windows);
+  } else {
+    auto tr = load_fashion_mnist(dataset_split::train, o.data);
+    if (!tr) throw pipeworks_error(tr.message());
+    auto te = load_fashion_mnist(dataset_split::test, o.data);
+    if (!te) throw pipeworks_error(te.message());
+    train_images = std::make_shared<const image_dataset>(std::move(*tr));
+    held_out = image_set(*te);
+    if (o.batch > train_images->size())
+      throw CLI::ValidationError("--batch", "larger than the " +
+                                                std::to_string(train_images->size()) +
+                                                " training images");
+    if (o.epochs > 0) o.steps = o.epochs * (train_images->size() / o.batch);
+  }
+  train_config cfg = make_config(o);
+  if (status s = validate(cfg); !s) throw CLI::ValidationError("train", s.message());
+  minibatch_fn next =
+      spec.is_gpt() ? text_minibatches(split.train, o.batch, spec.gpt().context, o.seed)
+                    : image_minibatches(train_images, o.batch, o.seed);
+
+  if (!o.json)
+    std::printf("pipeworks train: %s (%lld parameters, %d blocks) on %s, %lld steps of batch %lld"
+                " (%d microbatches), %s lr %g, %d threads, BLAS core %s\n",
+                spec.name.c_str(), static_cast<long long>(net.param_count()), net.size(),
+                o.data.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.batch),
+                o.microbatches, o.optimizer.c_str(), o.lr, cpu_threads(), blas_core_name().c_str());
+  std::fflush(stdout);
+
+  trainer<float> t(net, net.init_params(o.seed), cfg);
+  progress_line progress(stdout, o.json);
+  double total_samples_s = 0;
+  auto last = train_loop<float>(t, next, [&](const step_metrics& m) {
+    total_samples_s = m.elapsed_s > 0 ? static_cast<double>(m.samples) / m.elapsed_s : 0;
+    if (o.json)
+      std::cout << dump({{"step", m.step}, {"loss", m.loss}, {"lr", m.lr},
+                         {"grad_norm", m.grad_norm}, {"samples_per_s", m.samples_per_s},
+                         {"elapsed_s", m.elapsed_s}})
+                << std::endl;
+    progress.update({m.step, m.steps, m.loss, m.lr, m.samples_per_s, m.elapsed_s});
+  });
+  progress.finish();
+  if (!last) throw pipeworks_error(last.message());
+  const param_set& weights = *t.weights();
+
+  nlohmann::json summary{{"final_loss", last->loss}, {"steps", last->step},
+                         {"samples_per_s", total_samples_s}, {"elapsed_s", last->elapsed_s},
+                         {"model", spec.name}};
+  std::string sample;
+  if (spec.is_gpt()) {
+    auto loss = mean_loss(net, weights, held_out, 16);
+    if (!loss) throw pipeworks_error(loss.message());
+    summary["eval_loss"] = *loss;
+    summary["eval_windows"] = held_out.inputs.dim(0);
+    if (o.sample > 0) {
+      sample = sample_text(net, weights, spec.gpt(), "\n",
+                           {.bytes = o.sample, .temperature = o.temperature, .seed = o.seed});
+      summary["sample"] = sample;
+    }
+  } else {
+    auto acc = accuracy(net, weights, held_out, 1000);
+    if (!acc) throw pipeworks_error(acc.message());
+    summary["test_accuracy"] = *acc;
+  }
+  if (!o.save.empty()) {
+    metadata_map meta{{"pipeworks.model", to_json(spec).dump()},
+                      {"pipeworks.steps", std::to_string(last->step)}};
+    if (status s = save_params(o.save, weights, meta); !s) throw pipeworks_error(s.message());
+    summary["checkpoint"] = o.save;
+  }
+
+  if (o.json) {
+    std::cout << dump(summary) << std::endl;
+    return exit_ok;
+  }
+  std::printf("final loss %.4f (training loss of step %lld), %.1f samples/s over %s\n",
+              last->loss, static_cast<long long>(last->step), total_samples_s,
+              format_duration(last->elapsed_s).c_str());
+  if (spec.is_gpt())
+    std::printf("held-out loss %.4f over %lld windows of %s\n", summary["eval_loss"].get<double>(),
+                static_cast<long long>(held_out.inputs.dim(0)), o.data.c_str());
+  else
+    std::printf("test accuracy %.2f%% on %lld images\n",
+                100.0 * summary["test_accuracy"].get<double>(),
+                static_cast<long long>(held_out.inputs.dim(0)));
+  if (!sample.empty())
+    std::printf("sample (%lld bytes, temperature %g):\n%s\n", static_cast<long long>(o.sample),
+                o.temperature, printable(sample).c_str());
+  if (!o.save.empty())
+    std::printf("outputs: checkpoint %s (safetensors, Hugging Face names)\n", o.save.c_str());
+  else
+    std::printf("outputs: none written (use --save FILE for a checkpoint)\n");
+  return exit_ok;
+}
+
+const bool registered = register_command(
+    "train", "Train mlp or gpt on one device", [](CLI::App& sub) -> command_runner {
+      auto o = std::make_shared<train_options>();
+      sub.add_option("--model", o->model, "mlp, gpt-tiny, gpt-small, or a JSON model file")
+          ->required();
+      sub.add_option("--data", o->data,
+                     "Fashion-MNIST directory (mlp) or a text file or directory (gpt); default "
+                     "the Debian package's location");
+      sub.add_option("--steps", o->steps, "optimizer steps")->check(positive_int)
+          ->capture_default_str();
+      sub.add_option("--epochs", o->epochs, "mlp: train this many epochs (sets --steps)")
+          ->check(positive_int);
+      sub.add_option("--batch", o->batch, "samples per optimizer step")
+          ->check(positive_int)->capture_default_str();
+      sub.add_option("--microbatches", o->microbatches,
+                     "split each batch into m microbatches and accumulate their gradients")
+          ->check(positive_int)->capture_default_str();
+      sub.add_option("--lr", o->lr, "peak learning rate")->check(positive_number)
+          ->capture_default_str();
+      sub.add_option("--min-lr-ratio", o->min_lr_ratio,
+                     "the cosine schedule ends at lr times this")
+          ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      sub.add_option("--warmup", o->warmup,
+                     "linear warmup steps (default: a tenth of the steps, at most 100)")
+          ->check(nonnegative_int);
+      sub.add_option("--optimizer", o->optimizer, "sgd or adamw")
+          ->check(CLI::IsMember({"sgd", "adamw"}))->capture_default_str();
+      sub.add_option("--weight-decay", o->weight_decay,
+                     "weight decay on matrices (default: sgd 0, adamw 0.01)")
+          ->check(nonnegative_number);
+      sub.add_option("--clip", o->clip, "clip the gradient's global norm to this (0: off)")
+          ->check(nonnegative_number)->capture_default_str();
+      sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
+      sub.add_option("--threads", o->threads, "CPU threads (0: all cores)")
+          ->check(nonnegative_int)->capture_default_str();
+      sub.add_option("--save", o->save, "write the final weights to this safetensors file");
+      sub.add_option("--sample", o->sample, "gpt: bytes of text to generate at the end")
+          ->check(nonnegative_int)->capture_default_str();
+      sub.add_option("--temperature", o->temperature, "gpt: sampling temperature")
+          ->check(positive_number)->capture_default_str();
+      sub.add_option("--eval-windows", o->eval_windows,
+                     "gpt: held-out windows for the final loss (0: all)")
+          ->check(nonnegative_int)->capture_default_str();
+      sub.add_flag("--json", o->json,
+                   "one JSON object per line; the last has final_loss, steps, samples_per_s "
+                   "(and test_accuracy for mlp, eval_loss for gpt)");
+      return [o] { return run_train(*o); };
+    });
+
+}  // namespace
+}  // namespace pipeworks::cli
