@@ -30,27 +30,35 @@ void relu_backward(T* dinp, const T* dout, const T* inp, std::int64_t n) {
   });
 }
 
+// gelu(x) = x sigmoid(2u) = x / (1 + e^(-2u)), u = s (x + k x^3), s = sqrt(2/pi): the same
+// function as 0.5 x (1 + tanh u), accurate in the negative tail too.
 template <class T>
 void gelu_forward(T* out, const T* inp, std::int64_t n) {
   const T s = std::sqrt(T(2) / std::numbers::pi_v<T>), k = T(gelu_k);
   parallel_for(n, elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; i++) {
       const T x = inp[i];
-      out[i] = T(0.5) * x * (T(1) + fast_tanh(s * (x + k * x * x * x)));
+      out[i] = x / (T(1) + fast_exp(T(-2) * s * (x + k * x * x * x)));
     }
   });
 }
 
-// gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3k x^2), u = s (x + k x^3)
+// gelu'(x) = 0.5 (1 + tanh u) + 0.5 x sech^2(u) du/dx, du/dx = s (1 + 3k x^2). With
+// e = e^(-2|u|) in (0, 1]: tanh u = sign(u) (1 - e) / (1 + e), sech^2 u = 4 e / (1 + e)^2,
+// which never overflow and keep their relative accuracy where tanh saturates.
 template <class T>
 void gelu_backward(T* dinp, const T* dout, const T* inp, std::int64_t n) {
   const T s = std::sqrt(T(2) / std::numbers::pi_v<T>), k = T(gelu_k);
   parallel_for(n, elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; i++) {
       const T x = inp[i];
-      const T t = fast_tanh(s * (x + k * x * x * x));
+      const T u = s * (x + k * x * x * x);
+      const T e = fast_exp(T(-2) * std::fabs(u));
+      const T r = T(1) / (T(1) + e);
+      const T tanh_u = std::copysign((T(1) - e) * r, u);
+      const T sech2_u = T(4) * e * r * r;
       const T du = s * (T(1) + T(3) * k * x * x);
-      dinp[i] += dout[i] * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+      dinp[i] += dout[i] * (T(0.5) * (T(1) + tanh_u) + T(0.5) * x * sech2_u * du);
     }
   });
 }
