@@ -2,6 +2,7 @@
 // against torch.optim.SGD.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <vector>
 
 #include "ops/optim/optimizer.hpp"
@@ -70,4 +71,19 @@ TEST_CASE("sgd_update leaves the old weights alone when writing new ones", "[ops
   REQUIRE(w == std::vector<float>{1.0f, 2.0f});
   REQUIRE(out[0] == Approx(0.95f));
   REQUIRE(out[1] == Approx(2.05f));
+}
+
+TEST_CASE("sgd on a large array splits across threads with the same result", "[ops][optim]") {
+  const std::size_t n = (std::size_t{1} << 17) + 5;
+  std::vector<float> w(n), g(n), vel(n, 0.2f), out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    w[i] = std::sin(static_cast<float>(i));
+    g[i] = std::cos(static_cast<float>(i) * 0.5f);
+  }
+  std::vector<float> vel2 = vel, out2(n);
+  sgd_update<float>(out, w, g, vel, 0.05, 0.9, 1e-4);
+  for (std::size_t i = 0; i < n; ++i)
+    sgd_update<float>({&out2[i], 1}, {&w[i], 1}, {&g[i], 1}, {&vel2[i], 1}, 0.05, 0.9, 1e-4);
+  REQUIRE(out == out2);
+  REQUIRE(vel == vel2);
 }
