@@ -1,0 +1,49 @@
+// Tests for runtime/csv.cpp: CSV export and import in PyTorch's pipelining format.
+#include <catch2/catch.hpp>
+
+#include "runtime/schedule.hpp"
+
+using namespace pipeworks;
+
+TEST_CASE("CSV export writes one row per rank of action strings", "[runtime]") {
+  auto s = one_f_one_b({2, 2, 1, 1, 1});
+  REQUIRE(s.ok());
+  CHECK(to_csv(*s) == "0F0,0F1,0B0,0B1,0STEP\n1F0,1B0,1F1,1B1,1STEP\n");
+}
+
+TEST_CASE("CSV round trip of lowered schedules", "[runtime]") {
+  for (schedule_kind kind : {schedule_kind::gpipe, schedule_kind::interleaved,
+                             schedule_kind::pipedream, schedule_kind::bfs}) {
+    const int v = kind == schedule_kind::interleaved || kind == schedule_kind::bfs ? 2 : 1;
+    auto s = make_schedule(kind, {3, 6, v, 2, 2});
+    REQUIRE(s.ok());
+    const schedule l = lower_communication(*s);
+    auto back = parse_csv(to_csv(l));
+    REQUIRE(back.ok());
+    CHECK(*back == l.programs);
+  }
+}
+
+TEST_CASE("CSV import reads what Python's csv.writer writes", "[runtime]") {
+  // csv.writer ends rows with \r\n and writes None (an idle slot) as an empty cell.
+  auto rows = parse_csv("0F0,,0F1,0B0,0B1\r\n,1F0,1B0,1F1,1B1\r\n");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  CHECK(to_string((*rows)[0]) == "0F0 0F1 0B0 0B1");
+  CHECK(to_string((*rows)[1]) == "1F0 1B0 1F1 1B1");
+  auto quoted = parse_csv("\"0F0\", 0B0\n1REDUCE_GRAD");
+  REQUIRE(quoted.ok());
+  CHECK(to_string((*quoted)[0]) == "0F0 0B0");
+  CHECK(to_string((*quoted)[1]) == "1REDUCE");
+  auto empty_rank = parse_csv("0F0,0B0\n\n");
+  REQUIRE(empty_rank.ok());
+  CHECK(empty_rank->size() == 2);
+  CHECK((*empty_rank)[1].empty());
+}
+
+TEST_CASE("CSV import names the line and column of a bad cell", "[runtime]") {
+  auto bad = parse_csv("0F0,0B0\n1F0,1Z0\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.message(), Catch::Contains("line 2, column 2"));
+  CHECK_THAT(bad.message(), Catch::Contains("unknown kind"));
+}
