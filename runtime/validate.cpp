@@ -266,6 +266,7 @@ class validator {
   std::vector<std::vector<int>> arrived_count_, arrived_step_;  // [s][k-th REDUCE of s]
   std::vector<char> arrived_;                                   // rank counted at its REDUCE
   std::vector<int> worklist_;
+  bool record_ = false;
 
   void wake(int r) {
     if (blocked_[r]) {
@@ -327,17 +328,19 @@ class validator {
         return;
       }
       const int st = std::max(last_step_[r], dep) + 1;
-      step_at_[r][pc_[r]] = st;
+      if (record_) step_at_[r][pc_[r]] = st;
       last_step_[r] = st;
       switch (a.kind) {
         case action_kind::forward:
+          if (lowered_) break;  // consumers on other devices wait on the SEND_F instead
           f_step_[slot(q, s, mb)] = st;
-          if (!lowered_ && s + 1 < stages_ && crosses(s, s + 1)) wake(rank_of(q, s + 1));
+          if (s + 1 < stages_ && crosses(s, s + 1)) wake(rank_of(q, s + 1));
           break;
         case action_kind::backward:
         case action_kind::input_grad:
+          if (lowered_) break;
           g_step_[slot(q, s, mb)] = st;
-          if (!lowered_ && s > 0 && crosses(s - 1, s)) wake(rank_of(q, s - 1));
+          if (s > 0 && crosses(s - 1, s)) wake(rank_of(q, s - 1));
           break;
         case action_kind::send_f:
           sf_step_[slot(q, s, mb)] = st;
@@ -360,19 +363,35 @@ class validator {
     }
   }
 
+  // Runs the programs; on a deadlock, runs them again recording each action's step for the grid.
   status simulate() {
+    const std::size_t slots = counts_.size();
+    counts_.clear();
+    counts_.shrink_to_fit();
+    run_programs(slots, false);
+    std::vector<int> stuck;
+    for (int r = 0; r < ranks_; ++r)
+      if (pc_[r] < s_.programs[r].size()) stuck.push_back(r);
+    if (stuck.empty()) return status::success();
+    run_programs(slots, true);
+    return make_error(deadlock_report(stuck));
+  }
+
+  void run_programs(std::size_t slots, bool record) {
+    record_ = record;
     pc_.assign(ranks_, 0);
     blocked_.assign(ranks_, 0);
     last_step_.assign(ranks_, -1);
     arrived_.assign(ranks_, 0);
-    step_at_.resize(ranks_);
-    for (int r = 0; r < ranks_; ++r) step_at_[r].assign(s_.programs[r].size(), -1);
-    f_step_.assign(counts_.size(), -1);
-    g_step_.assign(counts_.size(), -1);
-    sf_step_.assign(counts_.size(), -1);
-    sb_step_.assign(counts_.size(), -1);
-    counts_.clear();
-    counts_.shrink_to_fit();
+    if (record) {
+      step_at_.resize(ranks_);
+      for (int r = 0; r < ranks_; ++r) step_at_[r].assign(s_.programs[r].size(), -1);
+    }
+    // Lowered programs wait on sends; compute-only ones wait on the producing F or backward.
+    f_step_.assign(lowered_ ? 0 : slots, -1);
+    g_step_.assign(lowered_ ? 0 : slots, -1);
+    sf_step_.assign(lowered_ ? slots : 0, -1);
+    sb_step_.assign(lowered_ ? slots : 0, -1);
     reduces_done_.assign(static_cast<std::size_t>(w_) * stages_, 0);
     arrived_count_.assign(stages_, {});
     arrived_step_.assign(stages_, {});
@@ -382,11 +401,6 @@ class validator {
       worklist_.pop_back();
       advance(r);
     }
-    std::vector<int> stuck;
-    for (int r = 0; r < ranks_; ++r)
-      if (pc_[r] < s_.programs[r].size()) stuck.push_back(r);
-    if (stuck.empty()) return status::success();
-    return make_error(deadlock_report(stuck));
   }
 
   // What the stuck action of rank r waits for, in words.
