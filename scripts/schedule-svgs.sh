@@ -3,8 +3,9 @@
 # docs/schedules/table.md: simulated bubble fraction, peak activations and peak versions per schedule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ "${SKIP_BUILD:-0}" != 1 ]]; then scripts/build.sh; fi
-bin=build/bin/pipeworks
+# PIPEWORKS_BIN=path/to/pipeworks uses a binary already built instead of building build/.
+bin="${PIPEWORKS_BIN:-build/bin/pipeworks}"
+if [[ -z "${PIPEWORKS_BIN:-}" ]]; then scripts/build.sh; fi
 out=docs/schedules
 mkdir -p "$out"
 
@@ -60,12 +61,13 @@ def cells(s, p, m):
     versions = max(st["peak_versions"] for st in stages)
     return [f'{100 * r["bubble_fraction"]:.1f}%', str(inflight), str(versions)]
 
-head = ["schedule"]
+asynchronous = {"pipedream", "pipedream-vs", "2bw", "cyclic"}
+head = ["schedule", "steps"]
 for p, m in sizes:
     head += [f"bubble p={p} m={m}", f"peak activations p={p} m={m}", f"peak versions p={p} m={m}"]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 for s in schedules:
-    row = [s]
+    row = [s, "2" if s in asynchronous else "1"]
     for p, m in sizes:
         row += cells(s, p, m)
     lines.append("| " + " | ".join(row) + " |")
