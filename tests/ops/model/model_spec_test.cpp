@@ -1,0 +1,50 @@
+// Tests for model specs: named models, JSON files, and clear errors for bad ones.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/model/model_spec.hpp"
+
+using namespace pipeworks;
+
+TEST_CASE("named models parse", "[ops]") {
+  REQUIRE(parse_model_spec("gpt-small")->gpt() == gpt_small());
+  REQUIRE(parse_model_spec("gpt-tiny")->gpt() == gpt_tiny());
+  REQUIRE_FALSE(parse_model_spec("mlp")->is_gpt());
+  auto bad = parse_model_spec("gpt-huge");
+  REQUIRE_FALSE(bad.ok());
+  REQUIRE_THAT(bad.message(), Catch::Contains("gpt-huge") && Catch::Contains("gpt-small"));
+}
+
+TEST_CASE("the example model files parse", "[ops]") {
+  auto g = parse_model_spec(PIPEWORKS_SOURCE_DIR "/models/gpt-mini.json");
+  REQUIRE(g.ok());
+  REQUIRE(g->gpt() == gpt_config{.context = 64, .layers = 4, .heads = 4, .width = 128});
+  auto m = parse_model_spec(PIPEWORKS_SOURCE_DIR "/models/mlp-wide.json");
+  REQUIRE(m.ok());
+  REQUIRE(m->mlp().hidden == std::vector<int>{512, 256});
+  REQUIRE(build_model<float>(*m).size() == 3);
+}
+
+TEST_CASE("JSON specs round-trip and bad ones name the problem", "[ops]") {
+  model_spec s = *parse_model_spec("gpt-small");
+  auto back = model_spec_from_json(to_json(s), "x");
+  REQUIRE(back->gpt() == gpt_small());
+  auto bad = [](const char* text) {
+    return model_spec_from_json(nlohmann::json::parse(text), "m.json").message();
+  };
+  REQUIRE_THAT(bad(R"({"type": "gpt", "width": 10, "heads": 4})"), Catch::Contains("multiple"));
+  REQUIRE_THAT(bad(R"({"type": "gpt", "layerz": 3})"), Catch::Contains("layerz"));
+  REQUIRE_THAT(bad(R"({"type": "gpt", "context": -1})"), Catch::Contains("context"));
+  REQUIRE_THAT(bad(R"({"type": "rnn"})"), Catch::Contains("type"));
+  REQUIRE_THAT(bad(R"({"type": "mlp", "hidden": [0]})"), Catch::Contains("hidden"));
+  const auto path = std::filesystem::temp_directory_path() / "pipeworks_bad_model.json";
+  std::ofstream(path) << "{not json";
+  REQUIRE_THAT(parse_model_spec(path.string()).message(), Catch::Contains("not valid JSON"));
+  std::filesystem::remove(path);
+  REQUIRE_THAT(parse_model_spec("/no/such/model.json").message(),
+               Catch::Contains("/no/such/model.json"));
+}
