@@ -85,8 +85,10 @@ std::vector<int> assign_lanes(const timeline& t) {
     if (i == 0 || t.events[order[i - 1]].rank != e.rank ||
         t.events[order[i - 1]].stream != e.stream)
       lane_end.clear();
+    // Ends that pass the start by rounding noise (1e-9 relative) do not count as overlaps.
+    const double start = e.start + 1e-9 * std::max(1.0, std::abs(e.start));
     std::size_t l = 0;
-    while (l < lane_end.size() && lane_end[l] > e.start) ++l;
+    while (l < lane_end.size() && lane_end[l] > start) ++l;
     if (l == lane_end.size()) lane_end.push_back(e.end);
     lane_end[l] = std::max(e.end, e.start);
     lane[order[i]] = static_cast<int>(l);

@@ -166,3 +166,14 @@ TEST_CASE("chrome trace spreads overlapping sends over extra threads", "[runtime
   CHECK(threads[{1, 5}] == "recv (2)");
   CHECK(threads.count({0, 5}) == 0);  // no second recv lane where nothing overlaps
 }
+
+TEST_CASE("chrome trace ignores rounding noise when it looks for overlaps", "[runtime]") {
+  using k = action_kind;
+  timeline t;
+  t.ranks = 1;
+  t.events = {ev(0, stream_kind::compute, {0, k::backward, 0}, 30.0, 32.0, 0),
+              ev(0, stream_kind::compute, {0, k::reduce, -1}, 31.999999999999996, 32.3)};
+  const json doc = json::parse(to_chrome_trace(t));
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X") CHECK(e["tid"] == 0);
+}
