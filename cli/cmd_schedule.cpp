@@ -14,7 +14,7 @@ namespace {
 struct schedule_options {
   std::string kind;
   int stages = 0, microbatches = 0, chunks = 1, replicas = 1, steps = 1;
-  bool csv = false, lowered = false;
+  bool csv = false, pytorch = false, lowered = false;
 };
 
 // "--flag: must be an integer of at least 1, got '0'", raised as a usage error (exit 2).
@@ -45,7 +45,7 @@ int run_schedule(const schedule_options& o) {
     return exit_failure;
   }
   if (o.csv) {
-    std::cout << to_csv(s);
+    std::cout << (o.pytorch ? to_pytorch_csv(s.programs) : to_csv(s));
     return exit_ok;
   }
   std::cout << "# " << schedule_name(s.kind) << ": p=" << o.stages << " m=" << o.microbatches
@@ -76,6 +76,9 @@ const bool registered = register_command(
       sub.add_option("--steps", o->steps, "optimizer steps the programs cover")
           ->capture_default_str();
       sub.add_flag("--csv", o->csv, "print CSV, one row per rank (PyTorch's _dump_csv format)");
+      sub.add_flag("--pytorch", o->pytorch,
+                   "with --csv: leave out STEP and write REDUCE as REDUCE_GRAD, for PyTorch's "
+                   "_load_csv");
       sub.add_flag("--lowered", o->lowered, "add SEND/RECV pairs between devices");
       return [o] { return run_schedule(*o); };
     });

@@ -26,3 +26,10 @@ TEST_CASE("bfs invariants over several m and v", "[runtime]") {
       CHECK(validate(lower_communication(*s)).ok());
     }
 }
+
+TEST_CASE("bfs versions: step t uses version t", "[runtime]") {
+  auto s = breadth_first({2, 3, 2, 1, 2});
+  REQUIRE(s.ok());
+  for (int st = 0; st < 4; ++st)
+    for (int mb = 0; mb < 6; ++mb) CHECK(s->versions[st][mb].backward == mb / 3);
+}

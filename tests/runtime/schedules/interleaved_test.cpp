@@ -51,3 +51,13 @@ TEST_CASE("interleaved needs m to be a multiple of p when v > 1", "[runtime]") {
   REQUIRE(one.ok());
   CHECK(one->programs == one_f_one_b({4, 6, 1, 1, 1})->programs);
 }
+
+TEST_CASE("interleaved versions: step t uses version t on every virtual stage", "[runtime]") {
+  auto s = interleaved({2, 4, 3, 1, 2});
+  REQUIRE(s.ok());
+  REQUIRE(s->versions.size() == 6);
+  for (int st = 0; st < 6; ++st) {
+    for (int mb = 0; mb < 8; ++mb) CHECK(s->versions[st][mb].forward == mb / 4);
+    CHECK(peak_live_versions(*s, st) == 1);
+  }
+}
