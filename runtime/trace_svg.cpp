@@ -17,7 +17,7 @@ constexpr const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "
                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#3b3eac"};
 constexpr int palette_size = sizeof(palette) / sizeof(palette[0]);
 
-constexpr int margin_left = 120;
+constexpr int min_margin_left = 90;  // grows to fit the row names
 constexpr int margin_right = 80;
 constexpr int title_height = 48;
 constexpr int row_gap = 6;
@@ -188,6 +188,13 @@ std::string to_svg(const timeline& t, const svg_options& options) {
     show_versions = show_versions || e.version != first_version;
   }
   const double makespan = t.makespan();
+  // Row names: "device d", or "replica x · device d" when the stages are replicated.
+  const auto row_name = [&](int r) {
+    return ranks > p ? "replica " + std::to_string(r / p) + " · device " + std::to_string(r % p)
+                     : "device " + std::to_string(r);
+  };
+  const int margin_left = std::max(
+      min_margin_left, static_cast<int>(glyphs(row_name(std::max(ranks - 1, 0))) * 7.2) + 16);
   const int width = std::max(options.width, margin_left + margin_right + 100);
   const int row_h = std::max(options.row_height, 8);
   const double plot_w = width - margin_left - margin_right;
@@ -239,9 +246,7 @@ std::string to_svg(const timeline& t, const svg_options& options) {
   for (int r = 0; r < ranks; ++r) {
     const double y = row_y(r);
     rect(out, margin_left, y, plot_w, row_h, "#f1f1f1", "class=\"row\"");
-    const std::string name = ranks > p ? "replica " + std::to_string(r / p) + " · device " +
-                                             std::to_string(r % p)
-                                       : "device " + std::to_string(r);
+    const std::string name = row_name(r);
     text(out, margin_left - 8, y + row_h / 2.0 + 4, name, "font-size=\"12\" text-anchor=\"end\"");
     char idle[32];
     const double share = makespan > 0 ? 1.0 - busy[r] / makespan : 0.0;
