@@ -1,0 +1,56 @@
+// Inputs for the train and eval CLI tests: a small deterministic text file, a tiny custom GPT
+// config, and a checkpoint made by a few steps of `pipeworks train`.
+#pragma once
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "run_cli.hpp"
+
+namespace pipeworks::cli_test {
+
+inline const std::string fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
+
+// About `bytes` bytes of repetitive English, so a tiny model has something to learn.
+inline std::string small_text(std::size_t bytes = 20000) {
+  const char* lines[] = {"the quick brown fox jumps over the lazy dog.\n",
+                         "a stitch in time saves nine, said the old tailor.\n",
+                         "pipelines keep every stage busy when the bubbles are small.\n",
+                         "to be or not to be, that is the question.\n"};
+  std::string text;
+  for (std::size_t i = 0; text.size() < bytes; ++i) text += std::to_string(i % 97) + " " + lines[i % 4];
+  text.resize(bytes);
+  return text;
+}
+
+// A GPT smaller than gpt-tiny: context 16, 1 layer, 2 heads, width 32.
+inline const std::string custom_gpt_json =
+    R"({"type": "gpt", "context": 16, "layers": 1, "heads": 2, "width": 32})";
+
+// Every stdout line of a --json run parsed; fails the test on a line that is not JSON.
+inline std::vector<nlohmann::json> json_lines(const cli_result& r) {
+  std::vector<nlohmann::json> objects;
+  for (const auto& line : nonempty_lines(r.out)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    INFO("not JSON: " << line);
+    REQUIRE_FALSE(j.is_discarded());
+    objects.push_back(std::move(j));
+  }
+  return objects;
+}
+
+// Trains `model` for a few steps on `text` with --save `checkpoint`; returns the last JSON line.
+inline nlohmann::json train_checkpoint(const std::string& model, const std::string& text,
+                                       const std::string& checkpoint, int steps = 5) {
+  const cli_result r = run_cli({"train", "--model", model, "--data", text, "--steps", std::to_string(steps),
+                                "--batch", "4", "--eval-windows", "4", "--sample", "16", "--save", checkpoint,
+                                "--json"});
+  INFO("train " << model << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto lines = json_lines(r);
+  REQUIRE_FALSE(lines.empty());
+  return lines.back();
+}
+
+}  // namespace pipeworks::cli_test
