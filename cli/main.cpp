@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "cli/command.hpp"
 #include "ops/cpu_threads.hpp"
@@ -34,6 +35,19 @@ int main(int argc, char** argv) {
   for (const auto& c : cli::commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     runners[sub] = c.setup(*sub);
+  }
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const auto& c : cli::commands()) {
+      known += (known.empty() ? "" : ", ") + c.name;
+      found = found || c.name == argv[1];
+    }
+    if (!found) {
+      std::cerr << "pipeworks: unknown command '" << argv[1] << "'; known commands: " << known
+                << ".\nRun 'pipeworks --help' for usage.\n";
+      return cli::exit_usage;
+    }
   }
   try {
     app.parse(argc, argv);
