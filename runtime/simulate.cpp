@@ -27,9 +27,10 @@ enum : std::uint8_t {
   has_input_b = 4,  // the output gradient is on this device
   igrad_done = 8,   // I (or B) ran
   bwd_done = 16,    // the last backward (B or W) ran: the stash is freed
+  sent_f = 32,      // the forward input's SEND ran: arrival_f_ holds its arrival time
+  sent_b = 64,      // the output gradient's SEND ran: arrival_b_ holds its arrival time
 };
 
-constexpr double not_sent = -1.0;
 
 // Allocates large arrays on 2 MiB transparent huge pages where the kernel allows it. A large
 // simulation touches a few slots of every rank's rows in turn; with 4 KiB pages that is a TLB
@@ -62,6 +63,32 @@ struct huge_page_allocator {
 template <class T>
 using big_vector = std::vector<T, huge_page_allocator<T>>;
 
+// An array whose elements are not initialised, on huge pages when large: untouched parts cost
+// neither a write nor a page.
+template <class T>
+class raw_array {
+ public:
+  raw_array() = default;
+  raw_array(const raw_array&) = delete;
+  raw_array& operator=(const raw_array&) = delete;
+  ~raw_array() { release(); }
+  void reset(std::size_t n) {
+    release();
+    data_ = huge_page_allocator<T>().allocate(n);
+    n_ = n;
+  }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  void release() {
+    if (data_ != nullptr) huge_page_allocator<T>().deallocate(data_, n_);
+    data_ = nullptr;
+  }
+  T* data_ = nullptr;
+  std::size_t n_ = 0;
+};
+
 // Asks for huge pages under memory that is allocated but not yet touched (a reserved vector).
 void advise_huge_pages(void* p, std::size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
@@ -74,14 +101,6 @@ void advise_huge_pages(void* p, std::size_t bytes) {
   (void)bytes;
 #endif
 }
-
-// An action in 8 bytes, the programs of all ranks in one huge-page array.
-struct packed_action {
-  std::int32_t microbatch;
-  std::uint32_t stage_kind;  // stage << 8 | kind
-  int stage() const { return static_cast<int>(stage_kind >> 8); }
-  action_kind kind() const { return static_cast<action_kind>(stage_kind & 0xff); }
-};
 
 std::string fmt(double x) {
   std::ostringstream s;
@@ -144,26 +163,18 @@ class simulator {
                           " is not a device in 0.." + std::to_string(p_ - 1));
       }
     }
-    if (v_ >= (1 << 24)) return make_error("simulate: more than 2^24 virtual stages; use fewer stages or chunks");
     if (status st = c_.check(v_, p_); !st) return st;
 
-    // One pass over the programs: count, check stage/microbatch ranges and placement, pack.
+    // One pass over the programs: count, check stage/microbatch ranges and placement.
     std::int64_t total = 0;
-    for (const program& prog : s_.programs) total += static_cast<std::int64_t>(prog.size());
-    ops_.resize(static_cast<std::size_t>(total));
-    begin_.assign(r_ + 1, 0);
-    total = 0;
     int max_mb = -1;
     int max_steps = 0;
     for (int r = 0; r < r_; ++r) {
       const program& prog = s_.programs[r];
-      begin_[r] = static_cast<std::size_t>(total);
       total += static_cast<std::int64_t>(prog.size());
       int steps = 0;
       for (std::size_t i = 0; i < prog.size(); ++i) {
         const action& a = prog[i];
-        ops_[begin_[r] + i] = packed_action{a.microbatch, static_cast<std::uint32_t>(a.stage) << 8 |
-                                                              static_cast<std::uint32_t>(a.kind)};
         if (a.stage < 0 || a.stage >= v_) {
           return make_error("simulate: rank " + std::to_string(r) + " action " + std::to_string(i) + " names stage " +
                             std::to_string(a.stage) + ", outside 0.." + std::to_string(v_ - 1));
@@ -185,7 +196,6 @@ class simulator {
       }
       max_steps = std::max(max_steps, steps);
     }
-    begin_[r_] = static_cast<std::size_t>(total);
     total_ = total;
     m_ = std::max(max_mb + 1, 1);
     nver_ = max_steps + 1;
@@ -219,8 +229,8 @@ class simulator {
 
     const std::size_t keys = static_cast<std::size_t>(w_) * v_ * m_;
     state_.assign(keys, 0);
-    arrival_f_.assign(keys, not_sent);
-    arrival_b_.assign(keys, not_sent);
+    arrival_f_.reset(keys);  // read only after a SEND wrote them (sent_f / sent_b)
+    arrival_b_.reset(keys);
     table_ok_ = static_cast<int>(s_.versions.size()) == v_;
     for (int st = 0; table_ok_ && st < v_; ++st) table_ok_ = static_cast<int>(s_.versions[st].size()) >= m_;
     if (!table_ok_) stash_version_.assign(keys, 0);
@@ -276,8 +286,8 @@ class simulator {
 
   // ---- the hot loop: run rank r until it blocks or finishes ----
   bool advance(int r) {
-    const packed_action* prog = ops_.data() + begin_[r];
-    const std::size_t n = begin_[r + 1] - begin_[r];
+    const action* prog = s_.programs[r].data();
+    const std::size_t n = s_.programs[r].size();
     const int rep = r / p_;
     std::size_t pc = pc_[r];
     double t = free_[r];
@@ -285,11 +295,10 @@ class simulator {
     bool ok = true;
     while (pc < n) {
       // The next visit to this rank comes after most other ranks ran: fetch its program now.
-      __builtin_prefetch(prog + pc + 8);
-      const packed_action pa = prog[pc];
-      const int st = pa.stage();
-      const int mb = pa.microbatch;
-      const action a{st, pa.kind(), mb};
+      __builtin_prefetch(prog + std::min(pc + 8, n));
+      const action& a = prog[pc];
+      const int st = a.stage;
+      const int mb = a.microbatch;
       switch (a.kind) {
         case action_kind::forward: {
           const std::size_t k = key(rep, st, mb);
@@ -352,6 +361,7 @@ class simulator {
           send_free_[r] = end;
           const std::size_t k = key(rep, to, mb);
           (fwd ? arrival_f_ : arrival_b_)[k] = end + (fwd ? lat_f_[st] : lat_b_[st]);
+          state_[k] |= fwd ? sent_f : sent_b;
           record(r, stream_kind::send, a, start, end, -1, flow(k, fwd));
           const int dest = rep * p_ + device_of_[to];
           if (waiting_[dest] == flow(k, fwd)) {  // wake the receiver only if it waits for this
@@ -364,16 +374,15 @@ class simulator {
         case action_kind::recv_b: {
           const bool fwd = a.kind == action_kind::recv_f;
           const std::size_t k = key(rep, st, mb);
-          const double arrive = (fwd ? arrival_f_ : arrival_b_)[k];
           __builtin_prefetch(&(fwd ? arrival_f_ : arrival_b_)[k] + 8);  // the next microbatches'
           __builtin_prefetch(&state_[k] + 64);
-          if (arrive == not_sent) {  // wait for the SEND
+          if (!(state_[k] & (fwd ? sent_f : sent_b))) {  // wait for the SEND
             pc_[r] = pc;
             free_[r] = t;
             waiting_[r] = flow(k, fwd);
             return true;
           }
-          const double end = std::max(t, arrive);
+          const double end = std::max(t, (fwd ? arrival_f_ : arrival_b_)[k]);
           state_[k] |= fwd ? has_input_f : has_input_b;
           record(r, stream_kind::recv, a, t, end, -1, flow(k, fwd));
           t = end;
@@ -607,11 +616,9 @@ class simulator {
   std::vector<int> device_of_;
   std::vector<double> t_f_, t_b_, t_i_, t_w_, t_step_, t_reduce_, xfer_f_, lat_f_, xfer_b_, lat_b_;
   std::vector<std::int64_t> act_bytes_, param_bytes_, memory_;
-  big_vector<packed_action> ops_;  // every rank's program, rank r at begin_[r] .. begin_[r + 1]
-  std::vector<std::size_t> begin_;
   // per (replica, stage, microbatch)
   big_vector<std::uint8_t> state_;
-  big_vector<double> arrival_f_, arrival_b_;
+  raw_array<double> arrival_f_, arrival_b_;
   big_vector<int> stash_version_;
   bool table_ok_ = false;
   // per (replica, stage): weight versions
