@@ -117,7 +117,8 @@ int run_simulate(const simulate_flags& o) {
   sopt.record_timeline = o.text || !o.trace.empty() || !o.svg.empty();
   auto sim = simulate(lower_communication(*made), costs, sopt);
   if (!sim) {
-    std::cerr << "pipeworks simulate: " << sim.message() << "\n";
+    const std::string& m = sim.message();  // the library's messages start with "simulate: "
+    std::cerr << "pipeworks " << (m.rfind("simulate: ", 0) == 0 ? m : "simulate: " + m) << "\n";
     return exit_failure;
   }
   if (!o.trace.empty()) {

@@ -236,8 +236,10 @@ result<cost_model> load_cost_model(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   auto c = parse_cost_model(buf.str());
-  if (!c) return make_error(path + ": " + c.message());
-  return c;
+  if (c) return c;
+  const std::string prefix = "costs.json: ";
+  const std::string& m = c.message();
+  return make_error(path + ": " + (m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m));
 }
 
 }  // namespace pipeworks
