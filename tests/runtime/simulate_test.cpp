@@ -388,3 +388,37 @@ TEST_CASE("simulate: every built-in schedule runs to the end on a small grid", "
     }
   }
 }
+
+TEST_CASE("simulate: timeline versions come from the schedule's version table", "[runtime][generators]") {
+  for (auto k : {schedule_kind::two_bw, schedule_kind::pipedream, schedule_kind::zb_h2}) {
+    auto s = make_schedule(k, params(3, 3, 1, 1, 3));
+    REQUIRE(s.ok());
+    const simulation sim = run(lower_communication(*s), uniform_costs(1.0, 2.0, 1.0));
+    int compute = 0;
+    for (const auto& e : sim.trace.events) {
+      if (!is_compute(e.act.kind)) {
+        CHECK(e.version == -1);
+        continue;
+      }
+      ++compute;
+      const version_use& v = s->versions[e.act.stage][e.act.microbatch];
+      INFO(schedule_name(k) << " " << to_string(e.act));
+      CHECK(e.version == (e.act.kind == action_kind::forward ? v.forward : v.backward));
+    }
+    CHECK(compute == 3 * 9 * (k == schedule_kind::zb_h2 ? 3 : 2));
+  }
+}
+
+TEST_CASE("simulate: peak activation bytes follow the stashed microbatches", "[runtime][generators]") {
+  cost_model c = uniform_costs(1.0, 2.0, 1.0);
+  c.stages[0].activation_bytes = 1000;
+  for (int p : {2, 4}) {
+    const simulation o = run_kind(schedule_kind::one_f_one_b, params(p, 3 * p), c);
+    const simulation h2 = run_kind(schedule_kind::zb_h2, params(p, 3 * p), c);
+    for (int s = 0; s < p; ++s) {
+      CHECK(o.stages[s].peak_activation_bytes == 1000 * (p - s));
+      CHECK(h2.stages[s].peak_activation_bytes == 1000 * h2.stages[s].peak_inflight);
+    }
+    CHECK(h2.stages[p - 1].peak_activation_bytes == 1000 * (2 * p - 1));
+  }
+}
