@@ -238,7 +238,6 @@ class simulator {
     const std::size_t groups = static_cast<std::size_t>(w_) * v_;
     newest_.assign(groups, 0);
     live_.assign(groups, 1);
-    peak_live_.assign(groups, 1);
     refs_.assign(groups * nver_, 0);
 
     pc_.assign(r_, 0);
@@ -483,7 +482,6 @@ class simulator {
   }
   int rank_of(int rep, int st) const { return rep * p_ + device_of_[st]; }
   void note_live(int r, std::size_t g) {
-    if (live_[g] > peak_live_[g]) peak_live_[g] = live_[g];
     if (live_[g] > stats_[r].peak_versions) stats_[r].peak_versions = live_[g];
   }
 
@@ -622,7 +620,7 @@ class simulator {
   big_vector<int> stash_version_;
   bool table_ok_ = false;
   // per (replica, stage): weight versions
-  std::vector<int> newest_, live_, peak_live_, refs_;
+  std::vector<int> newest_, live_, refs_;
   // per rank
   std::vector<std::size_t> pc_;
   std::vector<double> free_, send_free_;
