@@ -13,7 +13,7 @@ namespace pipeworks {
 namespace {
 
 // Query rows per block; block r0..r1 only needs keys 0..r1.
-constexpr int row_block = 64;
+constexpr int row_block = 32;
 
 }  // namespace
 
