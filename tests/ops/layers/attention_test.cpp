@@ -61,7 +61,7 @@ void check_gradients(int B, int Tn, int C, int NH, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("attention forward matches the definition", "[ops]") {
-  for (int Tn : {5, 70, 129}) {  // one row block, two, and a ragged third
+  for (int Tn : {5, 70, 129}) {  // one row block, then several with a ragged last one
     const int B = 2, C = 8, NH = 2;
     const auto qkv = random_values(std::int64_t(B) * Tn * 3 * C, 1, -2, 2);
     std::vector<double> out(std::size_t(B) * Tn * C), att(std::size_t(B) * NH * Tn * Tn, 7.0);
@@ -84,7 +84,7 @@ TEST_CASE("attention forward matches the definition", "[ops]") {
 
 TEST_CASE("attention backward matches finite differences", "[ops]") {
   check_gradients(2, 5, 8, 2, 2);
-  check_gradients(1, 70, 8, 2, 4);  // spans two row blocks
+  check_gradients(1, 70, 8, 2, 4);  // spans several row blocks, the last one ragged
 }
 
 TEST_CASE("attention backward adds into dqkv", "[ops]") {
