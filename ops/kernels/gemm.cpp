@@ -72,8 +72,8 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, 
   });
 }
 
-#define PIPEWORKS_GEMM(T)                                                                       \
-  template void gemm<T>(bool, bool, int, int, int, T, const T*, int, const T*, int, T, T*, int); \
+#define PIPEWORKS_GEMM(T)                                                                         \
+  template void gemm<T>(bool, bool, int, int, int, T, const T*, int, const T*, int, T, T*, int);  \
   template void gemm_serial<T>(bool, bool, int, int, int, T, const T*, int, const T*, int, T, T*, \
                                int);
 PIPEWORKS_GEMM(float)

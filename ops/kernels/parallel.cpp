@@ -1,10 +1,10 @@
 // The thread count the kernels split their work for: oneTBB's current cap.
 #include "ops/kernels/parallel.hpp"
 
-#include <algorithm>
-
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
+
+#include <algorithm>
 
 namespace pipeworks {
 

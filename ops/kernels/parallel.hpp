@@ -1,11 +1,11 @@
 // oneTBB helpers for the CPU kernels: a chunked parallel loop that stays serial for small inputs,
 // and a sum whose rounding does not depend on the thread count or the scheduling.
 #pragma once
-#include <cstdint>
-
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
+
+#include <cstdint>
 
 namespace pipeworks {
 
@@ -30,7 +30,9 @@ T parallel_sum(std::int64_t n, std::int64_t grain, const F& fn) {
   if (n <= grain) return fn(std::int64_t{0}, n);
   return tbb::parallel_deterministic_reduce(
       tbb::blocked_range<std::int64_t>(0, n, grain), T(0),
-      [&](const tbb::blocked_range<std::int64_t>& r, T acc) { return acc + fn(r.begin(), r.end()); },
+      [&](const tbb::blocked_range<std::int64_t>& r, T acc) {
+        return acc + fn(r.begin(), r.end());
+      },
       [](T a, T b) { return a + b; });
 }
 

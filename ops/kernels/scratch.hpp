@@ -7,10 +7,12 @@
 namespace pipeworks {
 
 // One slot per use, so that a kernel holding a slot can call another kernel that holds another.
-enum class scratch_slot { attention = 0, layernorm_row, layernorm_partials, count };
+enum class scratch_slot { attention = 0, layernorm_row, count };
 
 // A buffer of at least n elements of T, private to the calling thread, valid until the same
-// thread asks for the same slot again. Contents are unspecified.
+// thread asks for the same slot again. Contents are unspecified. Take a slot only inside a task
+// body that does not wait on oneTBB work: a waiting thread may run another task that takes the
+// same slot.
 template <class T>
 T* thread_scratch(std::size_t n, scratch_slot slot) {
   thread_local std::vector<T> buffers[static_cast<int>(scratch_slot::count)];

@@ -72,10 +72,10 @@ layer_cost gelu_cost(std::int64_t elements, int elem_bytes) {
   return {0, elements * elem_bytes, elements * elem_bytes, 9 * elements};
 }
 
-#define PIPEWORKS_ACTIVATION(T)                                                \
-  template void relu_forward<T>(T*, const T*, std::int64_t);                   \
-  template void relu_backward<T>(T*, const T*, const T*, std::int64_t);        \
-  template void gelu_forward<T>(T*, const T*, std::int64_t);                   \
+#define PIPEWORKS_ACTIVATION(T)                                         \
+  template void relu_forward<T>(T*, const T*, std::int64_t);            \
+  template void relu_backward<T>(T*, const T*, const T*, std::int64_t); \
+  template void gelu_forward<T>(T*, const T*, std::int64_t);            \
   template void gelu_backward<T>(T*, const T*, const T*, std::int64_t);
 PIPEWORKS_ACTIVATION(float)
 PIPEWORKS_ACTIVATION(double)

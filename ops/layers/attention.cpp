@@ -29,8 +29,8 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int N
       const T* q = qkv + b * Tn * C3 + h * hs;  // (T, hs) rows of stride 3C
       const T* k = q + C;
       const T* v = q + 2 * C;
-      T* a = att + bh * Tn * Tn;          // (T, T)
-      T* o = out + b * Tn * C + h * hs;   // (T, hs) rows of stride C
+      T* a = att + bh * Tn * Tn;         // (T, T)
+      T* o = out + b * Tn * C + h * hs;  // (T, hs) rows of stride C
       for (int r0 = 0; r0 < Tn; r0 += row_block) {
         const int r1 = std::min(Tn, r0 + row_block), rows = r1 - r0;
         // a[r0:r1, 0:r1] = scale q[r0:r1] k[0:r1]^T
@@ -110,8 +110,8 @@ layer_cost attention_cost(int Tn, int C, int NH, int elem_bytes) {
   return c;
 }
 
-#define PIPEWORKS_ATTENTION(T)                                                     \
-  template void attention_forward<T>(T*, T*, const T*, int, int, int, int);        \
+#define PIPEWORKS_ATTENTION(T)                                              \
+  template void attention_forward<T>(T*, T*, const T*, int, int, int, int); \
   template void attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int);
 PIPEWORKS_ATTENTION(float)
 PIPEWORKS_ATTENTION(double)

@@ -1,9 +1,10 @@
-// Softmax cross-entropy over V classes, parallel over positions; the loss is the mean of
-// log-sum-exp(logits) - logit[target], which stays finite for any finite logits.
+// Softmax cross-entropy, parallel over positions: the mean of logsumexp(logits) - logit[target],
+// finite for any finite logits. A target outside [0, V) throws, naming its position.
 #include "ops/layers/cross_entropy.hpp"
 
 #include "ops/kernels/parallel.hpp"
 #include "ops/kernels/softmax.hpp"
+#include "ops/result.hpp"
 
 namespace pipeworks {
 namespace {
@@ -21,8 +22,12 @@ T cross_entropy_forward(T* probs, const T* logits, const std::int32_t* targets, 
   const T total = parallel_sum<T>(N, row_grain(V), [&](std::int64_t lo, std::int64_t hi) {
     T sum = 0;
     for (std::int64_t n = lo; n < hi; n++) {
+      const std::int32_t t = targets[n];
+      if (t < 0 || t >= V)
+        throw pipeworks_error("cross_entropy: target " + std::to_string(t) + " at position " +
+                              std::to_string(n) + " is outside [0, " + std::to_string(V) + ")");
       const T lse = softmax_row(probs + n * V, logits + n * V, V);
-      sum += lse - logits[n * V + targets[n]];
+      sum += lse - logits[n * V + t];
     }
     return sum;
   });
@@ -54,7 +59,7 @@ layer_cost cross_entropy_cost(std::int64_t positions, int V, int elem_bytes) {
   return c;
 }
 
-#define PIPEWORKS_CROSS_ENTROPY(T)                                                          \
+#define PIPEWORKS_CROSS_ENTROPY(T)                                                           \
   template T cross_entropy_forward<T>(T*, const T*, const std::int32_t*, std::int64_t, int); \
   template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, T, std::int64_t, int);
 PIPEWORKS_CROSS_ENTROPY(float)

@@ -60,7 +60,7 @@ layer_cost embedding_cost(int Tn, int V, int maxT, int C, int elem_bytes) {
   return c;
 }
 
-#define PIPEWORKS_EMBEDDING(T)                                                                  \
+#define PIPEWORKS_EMBEDDING(T)                                                                    \
   template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, int, int, int); \
   template void embedding_backward<T>(T*, T*, const T*, const std::int32_t*, int, int, int);
 PIPEWORKS_EMBEDDING(float)

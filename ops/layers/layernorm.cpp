@@ -3,6 +3,7 @@
 #include "ops/layers/layernorm.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "ops/kernels/parallel.hpp"
 #include "ops/kernels/reduce.hpp"
@@ -57,11 +58,14 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
 // With xhat = (x - mean) rstd and g = weight * dout:
 // dx = rstd (g - mean(g) - xhat mean(g xhat)); dweight += xhat dout; dbias += dout.
 template <class T>
-void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                        const T* weight, const T* mean, const T* rstd, std::int64_t N, int C) {
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                        const T* mean, const T* rstd, std::int64_t N, int C) {
   const std::int64_t chunks = (N + backward_chunk_rows - 1) / backward_chunk_rows;
-  // partials (chunks, 2, C): per chunk the dweight row, then the dbias row
-  T* partials = thread_scratch<T>(std::size_t(chunks) * 2 * C, scratch_slot::layernorm_partials);
+  // partials (chunks, 2, C): per chunk the dweight row, then the dbias row. A fresh buffer (a
+  // few kB, microseconds): per-thread scratch is unsafe here because this thread may run other
+  // oneTBB tasks while it waits for the loop below.
+  std::vector<T> partial_buffer(std::size_t(chunks) * 2 * C);
+  T* partials = partial_buffer.data();
   parallel_for(chunks, 1, [&](std::int64_t clo, std::int64_t chi) {
     T* row = thread_scratch<T>(2 * std::size_t(C), scratch_slot::layernorm_row);
     T* xhat = row;
@@ -69,7 +73,6 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
     for (std::int64_t c = clo; c < chi; c++) {
       T* pw = partials + c * 2 * C;
       T* pb = pw + C;
-      for (int i = 0; i < 2 * C; i++) pw[i] = T(0);
       const std::int64_t end = std::min(N, (c + 1) * backward_chunk_rows);
       for (std::int64_t n = c * backward_chunk_rows; n < end; n++)
         backward_row(dinp + n * C, pw, pb, xhat, g, inp + n * C, dout + n * C, weight, mean[n],
@@ -93,7 +96,7 @@ layer_cost layernorm_cost(std::int64_t positions, int C, int elem_bytes) {
   return c;
 }
 
-#define PIPEWORKS_LAYERNORM(T)                                                                   \
+#define PIPEWORKS_LAYERNORM(T)                                                                     \
   template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, std::int64_t, int); \
   template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,          \
                                       const T*, std::int64_t, int);

@@ -11,7 +11,8 @@ namespace pipeworks {
 namespace {
 
 int checked_rows(std::int64_t N) {
-  if (N > INT_MAX) throw pipeworks_error("linear: " + std::to_string(N) + " rows exceed the BLAS limit");
+  if (N > INT_MAX)
+    throw pipeworks_error("linear: " + std::to_string(N) + " rows exceed the BLAS limit");
   return static_cast<int>(N);
 }
 
@@ -27,10 +28,11 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, std::i
   const bool out_in = layout == weight_layout::out_in;
   T beta = 0;
   if (bias) {  // out starts as the bias in every row; the product is added to it
-    parallel_for(N, std::max<std::int64_t>(1, bias_grain / OC), [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t n = lo; n < hi; n++)
-        for (int o = 0; o < OC; o++) out[n * OC + o] = bias[o];
-    });
+    parallel_for(N, std::max<std::int64_t>(1, bias_grain / OC),
+                 [&](std::int64_t lo, std::int64_t hi) {
+                   for (std::int64_t n = lo; n < hi; n++)
+                     for (int o = 0; o < OC; o++) out[n * OC + o] = bias[o];
+                 });
     beta = 1;
   }
   // out (N, OC) += inp (N, C) · W, with W (C, OC) or W^T for (OC, C)
@@ -51,7 +53,8 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
       gemm(true, false, C, OC, rows, T(1), inp, C, dout, OC, T(1), dweight, OC);
   }
   if (dbias) {  // dbias (OC) += column sums of dout; split over columns, so no two tasks share one
-    const std::int64_t col_grain = std::max<std::int64_t>(32, bias_grain / std::max<std::int64_t>(N, 1));
+    const std::int64_t col_grain =
+        std::max<std::int64_t>(32, bias_grain / std::max<std::int64_t>(N, 1));
     parallel_for(OC, col_grain, [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t n = 0; n < N; n++)
         for (std::int64_t o = lo; o < hi; o++) dbias[o] += dout[n * OC + o];
@@ -69,10 +72,10 @@ layer_cost linear_cost(std::int64_t positions, int C, int OC, bool bias, int ele
   return c;
 }
 
-#define PIPEWORKS_LINEAR(T)                                                                      \
-  template void linear_forward<T>(T*, const T*, const T*, const T*, std::int64_t, int, int,       \
-                                  weight_layout);                                                \
-  template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, std::int64_t, int,   \
+#define PIPEWORKS_LINEAR(T)                                                                     \
+  template void linear_forward<T>(T*, const T*, const T*, const T*, std::int64_t, int, int,     \
+                                  weight_layout);                                               \
+  template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, std::int64_t, int, \
                                    int, weight_layout);
 PIPEWORKS_LINEAR(float)
 PIPEWORKS_LINEAR(double)

@@ -1,10 +1,9 @@
 // Tests for the float exp approximation against libm in double, over its whole useful
 // range, and the limits it must reach.
-#include <catch2/catch.hpp>
-
-#include <cmath>
-
 #include "ops/kernels/fast_math.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
 
 using namespace pipeworks;
 
@@ -21,6 +20,4 @@ TEST_CASE("exp_approx is within 2e-7 relative of exp", "[ops]") {
   CHECK(std::isinf(exp_approx(200.0f)));
 }
 
-TEST_CASE("the double overload is libm's", "[ops]") {
-  CHECK(fast_exp(0.3) == std::exp(0.3));
-}
+TEST_CASE("the double overload is libm's", "[ops]") { CHECK(fast_exp(0.3) == std::exp(0.3)); }

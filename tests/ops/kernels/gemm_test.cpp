@@ -1,10 +1,11 @@
 // Tests for gemm: every transpose combination with strided operands against a naive product,
 // in double and float, serial and cut into oneTBB blocks along rows and along columns.
-#include <catch2/catch.hpp>
+#include "ops/kernels/gemm.hpp"
 
 #include <tbb/global_control.h>
 
-#include "ops/kernels/gemm.hpp"
+#include <catch2/catch.hpp>
+
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -19,13 +20,15 @@ void check_product(int M, int N, int K, bool ta, bool tb, bool serial, double to
   const int pad = 3;
   const int a_rows = ta ? K : M, a_cols = ta ? M : K, b_rows = tb ? N : K, b_cols = tb ? K : N;
   const int lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
-  const auto a = random_values(std::int64_t(a_rows) * lda, 1), b = random_values(std::int64_t(b_rows) * ldb, 2);
+  const auto a = random_values(std::int64_t(a_rows) * lda, 1),
+             b = random_values(std::int64_t(b_rows) * ldb, 2);
   const auto c0 = random_values(std::int64_t(M) * ldc, 3);
   const std::vector<T> at(a.begin(), a.end()), bt(b.begin(), b.end());
   std::vector<T> c(c0.begin(), c0.end());
   const double alpha = 0.5, beta = 2.0;
   if (serial)
-    gemm_serial<T>(ta, tb, M, N, K, T(alpha), at.data(), lda, bt.data(), ldb, T(beta), c.data(), ldc);
+    gemm_serial<T>(ta, tb, M, N, K, T(alpha), at.data(), lda, bt.data(), ldb, T(beta), c.data(),
+                   ldc);
   else
     gemm<T>(ta, tb, M, N, K, T(alpha), at.data(), lda, bt.data(), ldb, T(beta), c.data(), ldc);
   for (int i = 0; i < M; i++)

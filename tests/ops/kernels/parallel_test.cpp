@@ -1,14 +1,13 @@
 // Tests for the oneTBB helpers: every index visited once, small inputs on the calling thread,
 // and sums that come out bit-identical on one thread and on two.
-#include <catch2/catch.hpp>
-
-#include <atomic>
-#include <thread>
-#include <vector>
+#include "ops/kernels/parallel.hpp"
 
 #include <tbb/global_control.h>
 
-#include "ops/kernels/parallel.hpp"
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <thread>
+#include <vector>
 
 using namespace pipeworks;
 

@@ -1,7 +1,8 @@
 // Tests for the lane-split row reductions, with lengths around the lane count.
+#include "ops/kernels/reduce.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "ops/kernels/reduce.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;

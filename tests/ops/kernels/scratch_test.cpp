@@ -1,9 +1,8 @@
 // Tests for the per-thread scratch buffers: reuse, growth, and slots kept apart.
-#include <catch2/catch.hpp>
-
-#include <thread>
-
 #include "ops/kernels/scratch.hpp"
+
+#include <catch2/catch.hpp>
+#include <thread>
 
 using namespace pipeworks;
 

@@ -1,10 +1,10 @@
 // Tests for the softmax row kernels: probabilities, log-sum-exp, large inputs, and the
 // backward against finite differences.
-#include <catch2/catch.hpp>
+#include "ops/kernels/softmax.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "ops/kernels/softmax.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -33,7 +33,10 @@ TEST_CASE("softmax_backward_row matches finite differences", "[ops]") {
   auto x = random_values(n, 2, -2, 2);
   const auto proj = random_values(n, 3);
   std::vector<double> p(n);
-  auto loss = [&] { softmax_row(p.data(), x.data(), n); return dot(p, proj); };
+  auto loss = [&] {
+    softmax_row(p.data(), x.data(), n);
+    return dot(p, proj);
+  };
   loss();
   std::vector<double> dx(n);
   softmax_backward_row(dx.data(), p.data(), proj.data(), n);

@@ -1,10 +1,10 @@
 // Tests for ReLU and GELU: values against the formulas, finite-difference gradients, float
 // against double (which exercises the fast float tanh), and accumulation into gradients.
-#include <catch2/catch.hpp>
+#include "ops/layers/activation.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "ops/layers/activation.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -36,11 +36,17 @@ TEST_CASE("relu and gelu backward match finite differences", "[ops]") {
     if (std::fabs(v) < 1e-3) v = 0.5;  // keep ReLU's kink out of the difference step
   const auto proj = random_values(n, 3);
   std::vector<double> out(n), dx(n);
-  auto relu_loss = [&] { relu_forward(out.data(), x.data(), n); return dot(out, proj); };
+  auto relu_loss = [&] {
+    relu_forward(out.data(), x.data(), n);
+    return dot(out, proj);
+  };
   relu_backward(dx.data(), proj.data(), x.data(), n);
   CHECK(gradcheck(relu_loss, x.data(), n, dx.data()).max_rel_error < 1e-6);
   std::fill(dx.begin(), dx.end(), 0.0);
-  auto gelu_loss = [&] { gelu_forward(out.data(), x.data(), n); return dot(out, proj); };
+  auto gelu_loss = [&] {
+    gelu_forward(out.data(), x.data(), n);
+    return dot(out, proj);
+  };
   gelu_backward(dx.data(), proj.data(), x.data(), n);
   CHECK(gradcheck(gelu_loss, x.data(), n, dx.data()).max_rel_error < 1e-6);
 }

@@ -1,11 +1,11 @@
 // Tests for causal self-attention: a naive reference (loops, no GEMMs), finite-difference
 // gradients for qkv at a tiny size and at one spanning several row blocks, the saved
 // probabilities, accumulation, and float against double.
-#include <catch2/catch.hpp>
+#include "ops/layers/attention.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "ops/layers/attention.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -34,7 +34,8 @@ std::vector<double> reference(const std::vector<double>& qkv, int B, int Tn, int
         for (int i = 0; i < hs; i++) {
           double o = 0;
           for (int j = 0; j <= t; j++)
-            o += std::exp(s[j] - m) / z * qkv[(std::size_t(b) * Tn + j) * 3 * C + 2 * C + h * hs + i];
+            o += std::exp(s[j] - m) / z *
+                 qkv[(std::size_t(b) * Tn + j) * 3 * C + 2 * C + h * hs + i];
           out[(std::size_t(b) * Tn + t) * C + h * hs + i] = o;
         }
       }
@@ -67,7 +68,8 @@ TEST_CASE("attention forward matches the definition", "[ops]") {
     std::vector<double> out(std::size_t(B) * Tn * C), att(std::size_t(B) * NH * Tn * Tn, 7.0);
     attention_forward(out.data(), att.data(), qkv.data(), B, Tn, C, NH);
     const auto want = reference(qkv, B, Tn, C, NH);
-    for (std::size_t i = 0; i < out.size(); i++) REQUIRE(out[i] == Approx(want[i]).epsilon(1e-12).margin(1e-14));
+    for (std::size_t i = 0; i < out.size(); i++)
+      REQUIRE(out[i] == Approx(want[i]).epsilon(1e-12).margin(1e-14));
     // Saved probabilities: rows sum to 1 over the causal part, zero above the diagonal.
     for (int bh = 0; bh < B * NH; bh++)
       for (int t = 0; t < Tn; t++) {

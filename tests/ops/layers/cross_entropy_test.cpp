@@ -1,10 +1,10 @@
 // Tests for softmax cross-entropy: the loss against log-softmax by definition, stability for
 // huge logits, finite-difference gradients, accumulation, and float against double.
-#include <catch2/catch.hpp>
+#include "ops/layers/cross_entropy.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "ops/layers/cross_entropy.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -27,7 +27,8 @@ TEST_CASE("cross-entropy forward is the mean negative log-softmax of the target"
     double z = 0;
     for (int v = 0; v < V; v++) z += std::exp(logits[n * V + v]);
     want -= std::log(std::exp(logits[n * V + targets[n]]) / z) / N;
-    for (int v = 0; v < V; v++) REQUIRE(probs[n * V + v] == Approx(std::exp(logits[n * V + v]) / z));
+    for (int v = 0; v < V; v++)
+      REQUIRE(probs[n * V + v] == Approx(std::exp(logits[n * V + v]) / z));
   }
   CHECK(loss == Approx(want).epsilon(1e-12));
 }
@@ -72,7 +73,8 @@ TEST_CASE("cross-entropy in float agrees with double across parallel chunks", "[
   std::vector<double> probs(n * v), d(n * v);
   std::vector<float> probs_f(n * v), d_f(n * v);
   const double loss = cross_entropy_forward(probs.data(), logits.data(), t.data(), n, v);
-  const float loss_f = cross_entropy_forward(probs_f.data(), to_float(logits).data(), t.data(), n, v);
+  const float loss_f =
+      cross_entropy_forward(probs_f.data(), to_float(logits).data(), t.data(), n, v);
   CHECK(loss_f == Approx(loss).epsilon(1e-6));
   CHECK(nmse(probs_f, probs) < 1e-12);
   cross_entropy_backward(d.data(), probs.data(), t.data(), 1.0, n, v);
@@ -85,4 +87,11 @@ TEST_CASE("cross-entropy cost saves the probabilities", "[ops]") {
   CHECK(c.param_bytes == 0);
   CHECK(c.saved_bytes_per_sample == 128 * 256 * 4 + 128 * 4);
   CHECK(c.flops_per_sample > 0);
+}
+
+TEST_CASE("cross-entropy rejects a target outside the vocabulary, naming it", "[ops]") {
+  std::vector<double> logits(2 * V), probs(2 * V);
+  const std::vector<std::int32_t> bad = {1, V};
+  CHECK_THROWS_WITH(cross_entropy_forward(probs.data(), logits.data(), bad.data(), 2, V),
+                    Catch::Contains("target 9 at position 1"));
 }

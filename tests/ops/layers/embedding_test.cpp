@@ -1,8 +1,9 @@
 // Tests for the token plus position embedding: the lookup, finite-difference gradients of both
 // tables with repeated tokens, and accumulation into the gradients.
+#include "ops/layers/embedding.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "ops/layers/embedding.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -56,7 +57,8 @@ TEST_CASE("embedding in float agrees with double at a parallel size", "[ops]") {
   const int b = 4, t = 64, c = 96, v = 256;
   std::vector<std::int32_t> tok(b * t);
   for (int i = 0; i < b * t; i++) tok[i] = (i * 37) % v;
-  const auto wte = random_values(v * c, 7), wpe = random_values(t * c, 8), dy = random_values(b * t * c, 9);
+  const auto wte = random_values(v * c, 7), wpe = random_values(t * c, 8),
+             dy = random_values(b * t * c, 9);
   std::vector<double> out(b * t * c), dwte(v * c), dwpe(t * c);
   std::vector<float> out_f(b * t * c), dwte_f(v * c), dwpe_f(t * c);
   embedding_forward(out.data(), tok.data(), wte.data(), wpe.data(), b, t, c);

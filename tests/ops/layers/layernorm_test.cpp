@@ -1,10 +1,10 @@
 // Tests for layernorm: normalised rows, finite-difference gradients for input, weight and bias,
 // a row count that spans several backward chunks, and float against double.
-#include <catch2/catch.hpp>
+#include "ops/layers/layernorm.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "ops/layers/layernorm.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -16,7 +16,8 @@ TEST_CASE("layernorm forward gives rows of mean 0 and variance 1 before the affi
   const auto x = random_values(N * C, 1, -3, 5);
   const std::vector<double> ones(C, 1.0), zeros(C, 0.0);
   std::vector<double> out(N * C), mean(N), rstd(N);
-  layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), ones.data(), zeros.data(), N, C);
+  layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), ones.data(), zeros.data(), N,
+                    C);
   for (int n = 0; n < N; n++) {
     double m = 0, v = 0, xm = 0, xv = 0;
     for (int i = 0; i < C; i++) m += out[n * C + i] / C, xm += x[n * C + i] / C;
@@ -62,8 +63,8 @@ TEST_CASE("layernorm backward adds into its gradients", "[ops]") {
   std::vector<double> dx(N * C), dw(C), db(C), dx2(N * C, 1.0), dw2(C, 1.0), db2(C, 1.0);
   layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(),
                      rstd.data(), N, C);
-  layernorm_backward(dx2.data(), dw2.data(), db2.data(), dy.data(), x.data(), w.data(),
-                     mean.data(), rstd.data(), N, C);
+  layernorm_backward(dx2.data(), dw2.data(), db2.data(), dy.data(), x.data(), w.data(), mean.data(),
+                     rstd.data(), N, C);
   for (std::size_t i = 0; i < dx.size(); i++) REQUIRE(dx2[i] == Approx(dx[i] + 1.0));
   for (int i = 0; i < C; i++) REQUIRE(dw2[i] == Approx(dw[i] + 1.0));
   for (int i = 0; i < C; i++) REQUIRE(db2[i] == Approx(db[i] + 1.0));
@@ -72,13 +73,15 @@ TEST_CASE("layernorm backward adds into its gradients", "[ops]") {
 TEST_CASE("layernorm in float agrees with double", "[ops]") {
   const std::int64_t N = 300;
   const int C = 64;
-  const auto x = random_values(N * C, 10, -3, 3), w = random_values(C, 11), b = random_values(C, 12);
+  const auto x = random_values(N * C, 10, -3, 3), w = random_values(C, 11),
+             b = random_values(C, 12);
   const auto dy = random_values(N * C, 13);
   std::vector<double> out(N * C), mean(N), rstd(N), dx(N * C), dw(C), db(C);
   std::vector<float> out_f(N * C), mean_f(N), rstd_f(N), dx_f(N * C), dw_f(C), db_f(C);
   const auto xf = to_float(x), wf = to_float(w), bf = to_float(b), dyf = to_float(dy);
   layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-  layernorm_forward(out_f.data(), mean_f.data(), rstd_f.data(), xf.data(), wf.data(), bf.data(), N, C);
+  layernorm_forward(out_f.data(), mean_f.data(), rstd_f.data(), xf.data(), wf.data(), bf.data(), N,
+                    C);
   CHECK(nmse(out_f, out) < 1e-12);
   layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(),
                      rstd.data(), N, C);

@@ -1,8 +1,9 @@
 // Tests for the linear layer: a naive reference product, finite-difference gradients in both
 // weight layouts with and without bias, accumulation into gradients, float against double.
+#include "ops/layers/linear.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "ops/layers/linear.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -36,7 +37,8 @@ TEST_CASE("linear forward matches a naive product in both layouts", "[ops]") {
       const double* bias = with_bias ? b.data() : nullptr;
       linear_forward(out.data(), x.data(), w.data(), bias, N, C, OC, layout);
       const auto want = reference(x, w, bias, layout);
-      for (std::size_t i = 0; i < out.size(); i++) REQUIRE(out[i] == Approx(want[i]).epsilon(1e-12));
+      for (std::size_t i = 0; i < out.size(); i++)
+        REQUIRE(out[i] == Approx(want[i]).epsilon(1e-12));
     }
   }
 }
@@ -65,7 +67,8 @@ TEST_CASE("linear backward matches finite differences", "[ops]") {
 }
 
 TEST_CASE("linear backward adds into gradients and skips null ones", "[ops]") {
-  const auto x = random_values(N * C, 8), w = random_values(C * OC, 9), dy = random_values(N * OC, 10);
+  const auto x = random_values(N * C, 8), w = random_values(C * OC, 9),
+             dy = random_values(N * OC, 10);
   std::vector<double> dx(N * C), dw(C * OC), db(OC);
   linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, C, OC,
                   weight_layout::in_out);
