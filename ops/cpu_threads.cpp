@@ -24,7 +24,9 @@ void set_cpu_threads(int n) {
   g_tbb_cap.reset();
   g_tbb_cap = std::make_unique<tbb::global_control>(
       tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(n));
-  openblas_set_num_threads(n);
+  // OpenBLAS stays single-threaded: gemm cuts large products into oneTBB tasks, each one
+  // OpenBLAS call, so oneTBB alone decides how many cores are busy.
+  openblas_set_num_threads(1);
   g_threads = n;
 }
 

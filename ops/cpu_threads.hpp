@@ -5,7 +5,8 @@
 
 namespace pipeworks {
 
-// Sets OpenBLAS's thread count and caps oneTBB's parallelism to n (n <= 0: all cores).
+// Caps oneTBB's parallelism at n (n <= 0: all cores) and keeps OpenBLAS single-threaded, since
+// the GEMMs run as oneTBB tasks of single-threaded OpenBLAS calls.
 // Call once at start-up; later calls replace the cap.
 void set_cpu_threads(int n);
 int cpu_threads();
