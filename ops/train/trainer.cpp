@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 namespace pipeworks {
 
@@ -19,7 +20,7 @@ template <class T>
 trainer<T>::trainer(const model<T>& m, param_set initial, train_config cfg)
     : model_(m), cfg_(cfg), grads_(initial.zeros_like()) {
   state_.resize(initial.entries().size());
-  weights_ = std::make_shared<const param_set>(std::move(initial));
+  weights_ = std::make_shared<param_set>(std::move(initial));
 }
 
 template <class T>
@@ -47,8 +48,12 @@ status trainer<T>::apply(double lr) {
     const T f = static_cast<T>(cfg_.clip_grad_norm / (last_grad_norm_ + 1e-6));
     for (T& x : g) x *= f;
   }
-  // A new snapshot; the old one stays valid for whoever still holds it.
-  param_set next = weights_->zeros_like();
+  // A new snapshot; the old one stays valid for whoever still holds it. The buffer of a version
+  // that nobody held any more is reused, so a step allocates nothing when no one keeps versions.
+  std::shared_ptr<param_set> next = spare_ && spare_.use_count() == 1
+                                        ? std::move(spare_)
+                                        : std::make_shared<param_set>(weights_->zeros_like());
+  spare_.reset();
   const auto& entries = weights_->entries();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const param_entry& e = entries[i];
@@ -56,10 +61,10 @@ status trainer<T>::apply(double lr) {
     if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
     std::span<const T> w = weights_->values<T>(e);
     std::span<const T> ge = grads_.values<T>(e);
-    if (status s = optimizer_step<T>(oc, lr, w, ge, state_[i], next.values<T>(e), e.name); !s)
+    if (status s = optimizer_step<T>(oc, lr, w, ge, state_[i], next->values<T>(e), e.name); !s)
       return s;
   }
-  weights_ = std::make_shared<const param_set>(std::move(next));
+  spare_ = std::exchange(weights_, std::move(next));
   std::fill(g.begin(), g.end(), T(0));
   return {};
 }

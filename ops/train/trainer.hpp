@@ -51,7 +51,7 @@ class trainer {
   // Clip (if configured) and apply the accumulated gradient; then zero it.
   status apply(double lr);
 
-  const param_snapshot& weights() const { return weights_; }
+  param_snapshot weights() const { return weights_; }
   const param_set& gradients() const { return grads_; }
   const train_config& config() const { return cfg_; }
   std::int64_t steps_done() const { return step_; }
@@ -60,7 +60,8 @@ class trainer {
  private:
   const model<T>& model_;
   train_config cfg_;
-  param_snapshot weights_;
+  std::shared_ptr<param_set> weights_;  // handed out only as const snapshots
+  std::shared_ptr<param_set> spare_;    // a retired version nobody else held: the next output
   param_set grads_;
   std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
   std::int64_t step_ = 0;

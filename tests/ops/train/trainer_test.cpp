@@ -69,6 +69,9 @@ TEST_CASE("a step makes a new snapshot and leaves the old one untouched", "[ops]
   REQUIRE(std::equal(copy.begin(), copy.end(), before->values<double>().begin()));
   REQUIRE_FALSE(std::equal(copy.begin(), copy.end(), t.weights()->values<double>().begin()));
   for (double g : t.gradients().values<double>()) REQUIRE(g == 0.0);
+  // Versions nobody holds are recycled; one still held is never written again.
+  for (int s = 0; s < 3; ++s) REQUIRE(t.step(random_images(4, 5, 2, 20 + s)).ok());
+  REQUIRE(std::equal(copy.begin(), copy.end(), before->values<double>().begin()));
 }
 
 TEST_CASE("a non-finite loss stops the run with a clear error", "[ops]") {
