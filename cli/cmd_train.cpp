@@ -1,6 +1,7 @@
 // `pipeworks train`: single-device training of mlp or gpt with progress, JSON metrics, a final
 // evaluation (mlp test accuracy, gpt held-out loss), a text sample and an optional checkpoint.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -42,7 +43,7 @@ const CLI::Validator positive_number = number_check(false, false);
 const CLI::Validator nonnegative_number = number_check(false, true);
 
 struct train_options {
-  std::string model, data, save, optimizer = "adamw";
+  std::string model, data, save, metrics, optimizer = "adamw";
   std::int64_t steps = 300, batch = 16, epochs = 0, warmup = -1, sample = 200, eval_windows = 64;
   int microbatches = 1, threads = 0;
   double lr = 1e-3, min_lr_ratio = 0.1, weight_decay = -1, clip = 1.0, temperature = 0.8;
@@ -50,9 +51,13 @@ struct train_options {
   bool json = false;
 };
 
+// ASCII only: a sampled byte may be half of a UTF-8 character.
 std::string printable(const std::string& s) {
   std::string out;
-  for (unsigned char c : s) out.push_back((c < 32 && c != '\n' && c != '\t') || c == 127 ? '?' : c);
+  for (unsigned char c : s) {
+    const bool control = c < 32 && c != '\n' && c != '\t';
+    out.push_back(control || c >= 127 ? '?' : static_cast<char>(c));
+  }
   return out;
 }
 
@@ -137,16 +142,21 @@ int run_train(train_options& o) {
                 o.microbatches, o.optimizer.c_str(), o.lr, cpu_threads(), blas_core_name().c_str());
   std::fflush(stdout);
 
+  std::ofstream metrics_file;
+  if (!o.metrics.empty()) {
+    metrics_file.open(o.metrics);
+    if (!metrics_file) throw pipeworks_error("cannot write the metrics file " + o.metrics);
+  }
   trainer<float> t(net, net.init_params(o.seed), cfg);
   progress_line progress(stdout, o.json);
   double total_samples_s = 0;
   auto last = train_loop<float>(t, next, [&](const step_metrics& m) {
     total_samples_s = m.elapsed_s > 0 ? static_cast<double>(m.samples) / m.elapsed_s : 0;
-    if (o.json)
-      std::cout << dump({{"step", m.step}, {"loss", m.loss}, {"lr", m.lr},
-                         {"grad_norm", m.grad_norm}, {"samples_per_s", m.samples_per_s},
-                         {"elapsed_s", m.elapsed_s}})
-                << std::endl;
+    const std::string line =
+        dump({{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm},
+              {"samples_per_s", m.samples_per_s}, {"elapsed_s", m.elapsed_s}});
+    if (o.json) std::cout << line << std::endl;
+    if (metrics_file.is_open()) metrics_file << line << "\n";
     progress.update({m.step, m.steps, m.loss, m.lr, m.samples_per_s, m.elapsed_s});
   });
   progress.finish();
@@ -179,6 +189,11 @@ int run_train(train_options& o) {
     summary["checkpoint"] = o.save;
   }
 
+  if (metrics_file.is_open()) {
+    metrics_file << dump(summary) << "\n";
+    metrics_file.close();
+    if (metrics_file.fail()) throw pipeworks_error("writing the metrics file " + o.metrics + " failed");
+  }
   if (o.json) {
     std::cout << dump(summary) << std::endl;
     return exit_ok;
@@ -198,8 +213,12 @@ int run_train(train_options& o) {
                 o.temperature, printable(sample).c_str());
   if (!o.save.empty())
     std::printf("outputs: checkpoint %s (safetensors, Hugging Face names)\n", o.save.c_str());
-  else
-    std::printf("outputs: none written (use --save FILE for a checkpoint)\n");
+  if (!o.metrics.empty())
+    std::printf("outputs: metrics %s (one JSON object per step, then the summary)\n",
+                o.metrics.c_str());
+  if (o.save.empty() && o.metrics.empty())
+    std::printf("outputs: none written (use --save FILE for a checkpoint, --metrics FILE for "
+                "the metrics)\n");
   return exit_ok;
 }
 
@@ -239,6 +258,8 @@ const bool registered = register_command(
       sub.add_option("--threads", o->threads, "CPU threads (0: all cores)")
           ->check(nonnegative_int)->capture_default_str();
       sub.add_option("--save", o->save, "write the final weights to this safetensors file");
+      sub.add_option("--metrics", o->metrics,
+                     "also write the --json lines to this file (progress stays on screen)");
       sub.add_option("--sample", o->sample, "gpt: bytes of text to generate at the end")
           ->check(nonnegative_int)->capture_default_str();
       sub.add_option("--temperature", o->temperature, "gpt: sampling temperature")

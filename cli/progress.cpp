@@ -36,6 +36,8 @@ void progress_line::update(const progress_state& s) {
                 static_cast<long long>(s.step), static_cast<long long>(s.steps), pct, s.loss, s.lr,
                 smoothed_rate_, format_duration(s.elapsed_s).c_str(), format_duration(eta).c_str());
   if (live_) {
+    if (s.step < s.steps && last_draw_s_ >= 0 && s.elapsed_s - last_draw_s_ < 0.1) return;
+    last_draw_s_ = s.elapsed_s;
     std::fprintf(out_, "\r\033[K%s", line);
     open_ = true;
   } else if (s.step >= next_print_ || s.step == s.steps) {

@@ -29,6 +29,7 @@ class progress_line {
   bool open_ = false;
   double smoothed_rate_ = 0;  // samples/s, exponentially smoothed
   std::int64_t next_print_ = 1;
+  double last_draw_s_ = -1;  // elapsed_s of the last redraw: at most ten a second
 };
 
 }  // namespace pipeworks::cli

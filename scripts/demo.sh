@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Quick start, command one: set up, build, and run the main job (gpt-small on the fortunes text).
+# About 2.5 minutes of training on 2 cores (450 steps of 8 windows of 128 bytes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 mkdir -p out
 exec build/bin/pipeworks train --model gpt-small --data /usr/share/games/fortunes \
-  --steps 300 --batch 16 --lr 3e-3 --optimizer adamw --seed 1 \
-  --save out/gpt-small.safetensors --sample 200
+  --steps 450 --batch 8 --lr 2e-3 --warmup 30 --optimizer adamw --seed 1 \
+  --save out/gpt-small.safetensors --metrics out/gpt-small.jsonl --sample 200
