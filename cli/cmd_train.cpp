@@ -47,6 +47,7 @@ struct train_options {
   std::int64_t steps = 300, batch = 16, epochs = 0, warmup = -1, sample = 200, eval_windows = 64;
   int microbatches = 1, threads = 0;
   double lr = 1e-3, min_lr_ratio = 0.1, weight_decay = -1, clip = 1.0, temperature = 0.8;
+  double beta2 = 0.999;
   std::uint64_t seed = 1;
   bool json = false;
 };
@@ -90,6 +91,7 @@ train_config make_config(const train_options& o) {
   c.optim = default_optimizer_config(kind.value());
   c.optim.lr = o.lr;
   if (o.weight_decay >= 0) c.optim.weight_decay = o.weight_decay;
+  c.optim.beta2 = o.beta2;
   c.min_lr = o.lr * o.min_lr_ratio;
   c.warmup_steps = o.warmup >= 0 ? o.warmup : std::min<std::int64_t>(o.steps / 10, 100);
   c.clip_grad_norm = o.clip;
@@ -252,6 +254,8 @@ const bool registered = register_command(
       sub.add_option("--weight-decay", o->weight_decay,
                      "weight decay on matrices (default: sgd 0, adamw 0.01)")
           ->check(nonnegative_number);
+      sub.add_option("--beta2", o->beta2, "adamw: the second-moment decay")
+          ->check(CLI::Range(0.0, 0.99999))->capture_default_str();
       sub.add_option("--clip", o->clip, "clip the gradient's global norm to this (0: off)")
           ->check(nonnegative_number)->capture_default_str();
       sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
