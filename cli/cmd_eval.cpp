@@ -57,6 +57,12 @@ int run_eval(const eval_options& o) {
   if (status s = load_params(o.checkpoint, weights); !s) throw pipeworks_error(s.message());
   auto text = load_text(o.text);
   if (!text) throw pipeworks_error(text.message());
+  const auto fit = static_cast<std::int64_t>(text->bytes.size()) / (spec->gpt().context + 1);
+  if (o.windows > fit)
+    throw CLI::ValidationError("--windows", o.text + " has room for " + std::to_string(fit) +
+                                                " windows of " +
+                                                std::to_string(spec->gpt().context + 1) +
+                                                " bytes, not " + std::to_string(o.windows));
   auto windows = text_windows(text->view(), o.windows, spec->gpt().context, o.text);
   if (!windows) throw pipeworks_error(windows.message());
   auto loss = mean_loss(net, weights, *windows, o.batch);

@@ -113,6 +113,11 @@ int run_train(train_options& o) {
     if (!text) throw pipeworks_error(text.message());
     corpus = std::make_shared<const text_corpus>(std::move(*text));
     split = split_text(corpus->view());
+    const auto fit = static_cast<std::int64_t>(split.validation.size()) / (spec.gpt().context + 1);
+    if (o.eval_windows > fit)
+      throw CLI::ValidationError("--eval-windows", "the held-out part of " + o.data + " has room for " +
+                                                       std::to_string(fit) + " windows, not " +
+                                                       std::to_string(o.eval_windows));
     auto windows = text_windows(split.validation, o.eval_windows, spec.gpt().context,
                                 o.data + " (validation part)");
     if (!windows) throw pipeworks_error(windows.message());

@@ -39,6 +39,14 @@ struct stage_forward {
   std::vector<stash> saved;  // one per block of the stage
 };
 
+// What a stage keeps from F(k) to B(k): the weight version the forward used (B must use the
+// same one, which keeps that version alive), every block's stash, and the microbatch context.
+struct stage_stash {
+  param_snapshot weights;
+  std::vector<stash> saved;
+  microbatch_ctx ctx;
+};
+
 // Runs blocks [p.first_block(), p.end_block()) forward on input.
 template <class T>
 stage_forward forward_blocks(const model<T>& m, const param_set& p, tensor input,
