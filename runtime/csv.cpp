@@ -39,6 +39,7 @@ result<std::vector<program>> parse_csv(std::string_view text) {
   std::vector<program> rows;
   std::size_t pos = 0;
   int line = 0;
+  int blank_lines = 0;
   // Rows end at "\n" or "\r\n" (Python's csv.writer writes "\r\n"); a final newline is optional.
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
@@ -47,6 +48,11 @@ result<std::vector<program>> parse_csv(std::string_view text) {
     pos = end + 1;
     ++line;
     if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    // blank_lines: how many rows at the end so far come from blank lines.
+    if (row.find_first_not_of(" \t") == std::string_view::npos)
+      ++blank_lines;
+    else
+      blank_lines = 0;
     program prog;
     std::size_t cell_start = 0;
     int column = 0;
@@ -69,6 +75,12 @@ result<std::vector<program>> parse_csv(std::string_view text) {
       cell_start = comma + 1;
     }
     rows.push_back(std::move(prog));
+  }
+  // A file that ends in blank lines ("...\n\n") has no extra ranks: drop trailing blank lines.
+  // An empty rank in the middle stays, and so does a last row of empty cells (",,").
+  while (!rows.empty() && rows.back().empty() && blank_lines > 0) {
+    rows.pop_back();
+    --blank_lines;
   }
   return rows;
 }

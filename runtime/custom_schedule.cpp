@@ -1,6 +1,7 @@
 // schedule_from_programs: wraps hand-written or imported programs (CSV, tests) in a schedule
 // value, so that the validator and the simulator can take them like a generated one.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "runtime/schedule.hpp"
@@ -20,13 +21,50 @@ result<schedule> schedule_from_programs(std::vector<program> programs, int devic
                       " programs for " + std::to_string(devices) + " devices x " +
                       std::to_string(replicas) + " replicas; give one program per rank (" +
                       std::to_string(ranks) + ")");
-  int max_mb = -1;
-  for (const program& p : programs)
-    for (const action& a : p) max_mb = std::max(max_mb, a.microbatch);
+  const long long virtual_stages = static_cast<long long>(devices) * chunks;
+  if (virtual_stages > (1 << 24))
+    return make_error("schedule_from_programs: " + std::to_string(virtual_stages) +
+                      " virtual stages (devices x chunks) is too many");
+  // Every microbatch needs an F on every stage, so an id at or above the number of actions
+  // cannot belong to a complete schedule; rejecting it bounds the tables sized by the ids.
+  std::int64_t actions = 0;
+  for (const program& p : programs) actions += static_cast<std::int64_t>(p.size());
+  std::int64_t max_mb = -1;
+  for (std::size_t r = 0; r < programs.size(); ++r)
+    for (std::size_t pos = 0; pos < programs[r].size(); ++pos) {
+      const action& a = programs[r][pos];
+      if (!has_microbatch(a.kind)) continue;
+      if (a.microbatch < 0 || a.microbatch >= actions)
+        return make_error("schedule_from_programs: " + to_string(a) + " (rank " +
+                          std::to_string(r) + ", action " + std::to_string(pos) +
+                          ") names microbatch " + std::to_string(a.microbatch) +
+                          ", but the programs hold only " + std::to_string(actions) +
+                          " actions, so ids must lie in 0.." + std::to_string(actions - 1) +
+                          "; number microbatches 0, 1, 2, ... without gaps");
+      max_mb = std::max<std::int64_t>(max_mb, a.microbatch);
+    }
+  // Steps: the most STEPs any (rank, virtual stage) runs; the validator checks each runs as many.
+  std::int64_t steps = 0;
+  std::vector<std::int64_t> per_stage(static_cast<std::size_t>(virtual_stages), 0);
+  for (const program& p : programs) {
+    std::fill(per_stage.begin(), per_stage.end(), 0);
+    for (const action& a : p)
+      if (a.kind == action_kind::step && a.stage >= 0 && a.stage < virtual_stages)
+        steps = std::max(steps, ++per_stage[a.stage]);
+  }
+  const std::int64_t total = std::max<std::int64_t>(max_mb + 1, 1);
+  if (steps > 0 && total % steps != 0)
+    return make_error("schedule_from_programs: microbatch ids 0.." + std::to_string(total - 1) +
+                      " do not divide into " + std::to_string(steps) +
+                      " steps (the STEP count per stage); every step needs the same number of "
+                      "microbatches, so use a multiple of " + std::to_string(steps) + " ids");
   schedule s;
-  s.kind = schedule_kind::gpipe;  // no built-in kind; the programs say everything
-  s.params = {devices, std::max(max_mb + 1, 1), chunks, replicas, 1};
-  s.virtual_stages = devices * chunks;
+  s.kind = schedule_kind::gpipe;  // placeholder: custom_programs says there is no built-in kind
+  s.custom_programs = true;
+  s.steps_known = steps > 0;
+  const int step_count = static_cast<int>(std::max<std::int64_t>(steps, 1));
+  s.params = {devices, static_cast<int>(total / step_count), chunks, replicas, step_count};
+  s.virtual_stages = static_cast<int>(virtual_stages);
   s.device_of.resize(s.virtual_stages);
   for (int v = 0; v < s.virtual_stages; ++v) s.device_of[v] = v % devices;
   s.programs = std::move(programs);

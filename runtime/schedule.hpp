@@ -31,6 +31,7 @@ struct schedule_params {
 struct version_use {
   int forward = 0;
   int backward = 0;
+  bool operator==(const version_use&) const = default;
 };
 
 struct schedule {
@@ -49,6 +50,12 @@ struct schedule {
   // True once lower_communication has added SEND/RECV pairs: the validator then requires a RECV
   // before every compute action whose input comes from another device.
   bool lowered = false;
+  // Whether the programs must carry exactly params.steps STEPs per (replica, virtual stage).
+  // False only for hand-written programs without any STEP (schedule_from_programs).
+  bool steps_known = true;
+  // Made by schedule_from_programs: no built-in kind (kind is a placeholder), versions by the
+  // latest-version rule; the validator checks the table against that rule.
+  bool custom_programs = false;
 
   int ranks() const { return static_cast<int>(programs.size()); }
   int total_microbatches() const { return params.microbatches * params.steps; }
@@ -68,6 +75,9 @@ result<schedule> pipedream(const schedule_params& params);
 result<schedule> pipedream_vertical_sync(const schedule_params& params);
 result<schedule> pipedream_2bw(const schedule_params& params);
 result<schedule> cyclic(const schedule_params& params);
+// Cyclic's version rule: microbatch k of step t >= 1 uses version t-1 when k < this split
+// (min(m, p - 1 + floor((w - 1) m / w))), else t; see runtime/schedules/cyclic.cpp.
+int cyclic_version_split(const schedule_params& params);
 
 // The lowering pass: adds SEND_F/RECV_F/SEND_B/RECV_B pairs between virtual stages that sit on
 // different devices. Sends are asynchronous; a RECV waits for its SEND.
@@ -82,8 +92,10 @@ std::string to_pytorch_csv(const std::vector<program>& programs);
 result<std::vector<program>> parse_csv(std::string_view text);
 
 // A schedule around hand-written or imported programs (one per rank, rank = replica * p + device):
-// virtual stage s runs on device s % p, one step of m = (largest microbatch id + 1) microbatches,
-// versions by the latest-version rule. `lowered` says whether the programs carry SEND/RECV.
+// virtual stage s runs on device s % p. The step count is the number of STEPs per stage (the most
+// of any stage; 1 with steps_known = false when there are none), and m = (largest microbatch
+// id + 1) / steps, which must divide evenly. Versions by the latest-version rule. Microbatch ids
+// must be below the number of actions in the programs. `lowered`: the programs carry SEND/RECV.
 result<schedule> schedule_from_programs(std::vector<program> programs, int devices, int chunks = 1,
                                         int replicas = 1, bool lowered = true);
 

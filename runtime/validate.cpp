@@ -2,6 +2,8 @@
 // event-driven run of the programs that finds deadlocks; both linear in the number of actions.
 #include "runtime/validate.hpp"
 
+#include "runtime/validate_updates.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -30,7 +32,8 @@ class validator {
     if (auto st = check_layout(); !st) return st;
     if (auto st = scan_programs(); !st) return st;
     if (auto st = check_pairs(); !st) return st;
-    return simulate();
+    if (auto st = simulate(); !st) return st;
+    return detail::validate_updates(s_);
   }
 
  private:
@@ -53,9 +56,10 @@ class validator {
     p_ = s_.params.stages;
     w_ = s_.params.replicas;
     stages_ = s_.virtual_stages;
-    mbs_ = s_.total_microbatches();
     ranks_ = s_.ranks();
-    if (p_ < 1 || w_ < 1 || stages_ < 1 || mbs_ < 0)
+    const std::int64_t mbs =
+        static_cast<std::int64_t>(s_.params.microbatches) * std::max(s_.params.steps, 0);
+    if (p_ < 1 || w_ < 1 || stages_ < 1 || mbs < 0)
       return make_error("schedule layout: p, w and the virtual stage count must be at least 1 "
                         "(got p = " + std::to_string(p_) + ", w = " + std::to_string(w_) +
                         ", virtual stages = " + std::to_string(stages_) + ")");
@@ -72,6 +76,18 @@ class validator {
       return make_error("schedule layout: " + std::to_string(ranks_) + " programs for p = " +
                         std::to_string(p_) + " devices x w = " + std::to_string(w_) +
                         " replicas; give one program per rank (" + std::to_string(p_ * w_) + ")");
+    // A complete schedule runs an F of every microbatch on every stage of every replica, so the
+    // programs hold at least w * stages * m * steps actions; this also bounds the tables below.
+    std::int64_t actions = 0;
+    for (const program& prog : s_.programs) actions += static_cast<std::int64_t>(prog.size());
+    const std::int64_t groups = static_cast<std::int64_t>(w_) * stages_;
+    if (mbs > actions / groups)  // mbs * groups > actions, without overflow
+      return make_error("schedule layout: m = " + std::to_string(s_.params.microbatches) + " x " +
+                        std::to_string(s_.params.steps) + " steps on " + std::to_string(stages_) +
+                        " virtual stages x " + std::to_string(w_) + " replicas needs an F per "
+                        "microbatch, stage and replica, but the programs hold only " +
+                        std::to_string(actions) + " actions; check m and the step count");
+    mbs_ = static_cast<int>(mbs);
     lowered_ = s_.lowered;
     for (const program& prog : s_.programs)
       for (const action& a : prog) lowered_ = lowered_ || is_comm(a.kind);

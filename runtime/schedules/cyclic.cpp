@@ -1,19 +1,29 @@
 // Cyclic data parallelism (Fournier & Oyallon, "Cyclic Data Parallelism for Efficient
-// Parallelism of Deep Neural Networks", 2024) on a pipeline: microbatches enter one after another
-// with a uniform delay (one F+B slot), so every stage holds a constant number of activations and
-// the per-stage gradient reductions and updates fall at different times across the step instead
-// of all at the end. The programs are an asynchronous 1F1B stream with each stage's update right
-// after its m-th backward of a step.
+// Parallelism of Deep Neural Networks", arXiv:2403.08837, 2024) on pipelines with w replicas.
 //
-// Version rule (declared here, as the paper's update mixes two versions by position in the
-// cycle): a microbatch that enters stage 0 before the previous step's gradients have left it
-// uses the previous version, the others use the new one. In a 1F1B stream stage 0 runs p - 1
-// forwards of step t before its last backward of step t - 1, so
-//   microbatch k of step t uses version t - 1 if k < min(p - 1, m), and version t otherwise;
-//   step 0 uses version 0.
-// This is the paper's "first part of the cycle uses theta_{t-1}, the rest theta_t" with the
-// split at p - 1 (half the cycle when m = 2(p - 1)). It needs m >= p - 1, so that version t - 1
-// exists on every stage before step t begins; at most two versions are live on a stage.
+// The paper's N workers start their micro-batches one after another with a uniform delay of 1/N
+// of a cycle, so the activation memory stays constant and each layer's gradient is reduced as
+// soon as every worker has finished that layer's backward, spread over the step instead of all at
+// its end. Here the workers are the w replicas (each a 1F1B pipeline over p devices; within a
+// replica the microbatches already enter one slot apart, so each stage holds a constant p - s
+// activations). Replica q is phase-shifted by q/w of a cycle of m microbatches: its update of
+// step t, [REDUCE s] STEP s on every stage s, comes after its backward of microbatch
+//   b_q(t) = (t + 1) m - 1 + off_q,   off_q = floor(q m / w),
+// (the last step's after its last backward), i.e. off_q microbatches of step t + 1 later than in
+// pipedream-vs. A REDUCE synchronises the replicas of a stage (simulator and runtime), so the
+// shift cannot be a delay in time after the first step: replicas 0 .. w-2 wait at the first
+// REDUCE (the paper's staggered start) and run in step afterwards, each stage reduces its own
+// gradients as soon as its backwards for the step are done on every replica, and replica q keeps
+// running microbatches of step t + 1 (gradients in a second buffer) until REDUCE s of step t. The
+// reductions of the stages fall at different times, one slot apart per stage as the backward
+// wave passes. With w = 1 there is no shift and the programs are those of pipedream-vs.
+//
+// Version rule (the paper's "first part of the cycle uses theta_{t-1}, the rest theta_t"), the
+// same on every stage and replica: with split = min(m, p - 1 + off_{w-1}),
+//   microbatch k of step t >= 1 uses version t - 1 if k < split, else version t; step 0 uses 0.
+// Microbatch k < split of step t has entered stage 0 of the furthest-shifted replica before its
+// update of step t - 1. Version t - 1 must exist before step t begins, which needs
+// p - 1 + off_{w-1} <= m, i.e. ceil(m / w) >= p - 1; then at most two versions are live.
 #include <algorithm>
 #include <string>
 
@@ -21,29 +31,70 @@
 
 namespace pipeworks {
 
+namespace {
+
+// Replica q's phase shift in microbatches.
+int shift_of(int q, int m, int w) { return static_cast<int>(static_cast<long long>(q) * m / w); }
+
+// The step whose update follows the backward of microbatch `id` on a replica shifted by `off`,
+// or -1 when none does.
+int step_closed_by(int id, int off, int m, int steps) {
+  const int total = m * steps;
+  if (id == total - 1) return steps - 1;
+  const int n = id + 1 - off;
+  if (n <= 0 || n % m != 0) return -1;
+  const int t = n / m - 1;
+  return t < steps - 1 ? t : -1;
+}
+
+}  // namespace
+
+int cyclic_version_split(const schedule_params& params) {
+  const int w = params.replicas, m = params.microbatches;
+  return std::min(m, params.stages - 1 + shift_of(w - 1, m, w));
+}
+
 result<schedule> cyclic(const schedule_params& params) {
   if (auto ok = schedules::check_params("cyclic", params, false); !ok) return error{ok.message()};
-  const int p = params.stages, m = params.microbatches;
-  if (m < p - 1)
-    return make_error("cyclic needs at least p - 1 microbatches per step (m >= p - 1), so that "
-                      "the previous version exists on every stage before a step begins; got m = " +
-                      std::to_string(m) + ", p = " + std::to_string(p) + ". Use m >= " +
-                      std::to_string(p - 1));
+  const int p = params.stages, m = params.microbatches, w = params.replicas;
+  const int per_replica = m - shift_of(w - 1, m, w);  // ceil(m / w)
+  if (per_replica < p - 1) {
+    const int need = std::max(1, w * (p - 2) + 1);
+    return make_error("cyclic with w = " + std::to_string(w) + " replicas needs ceil(m / w) >= "
+                      "p - 1, so that version t-1 exists on every stage before step t begins on "
+                      "the furthest-shifted replica; got m = " + std::to_string(m) + ", p = " +
+                      std::to_string(p) + ". Use m >= " + std::to_string(need) +
+                      (w > 1 ? " (or fewer replicas)" : ""));
+  }
   schedule s = schedules::start_schedule(schedule_kind::cyclic, params);
   const int total = m * params.steps;
-  for (int d = 0; d < p; ++d) schedules::add_one_f_one_b(s.programs[d], d, p, 0, total);
-  schedules::add_updates(s);
-  schedules::replicate(s);
-  const int stale = std::min(p - 1, m);  // microbatches per step that use version t - 1
+  for (int q = 0; q < w; ++q) {
+    const int off = shift_of(q, m, w);
+    for (int d = 0; d < p; ++d) {
+      program stream;
+      schedules::add_one_f_one_b(stream, d, p, 0, total);
+      program& out = s.programs[s.rank_of(q, d)];
+      out.reserve(stream.size() + 2 * static_cast<std::size_t>(params.steps));
+      for (const action& a : stream) {
+        out.push_back(a);
+        if (a.kind != action_kind::backward) continue;
+        if (step_closed_by(a.microbatch, off, m, params.steps) < 0) continue;
+        if (w > 1) out.push_back(action{d, action_kind::reduce, -1});
+        out.push_back(action{d, action_kind::step, -1});
+      }
+    }
+  }
+  const int split = cyclic_version_split(params);
   s.versions.assign(s.virtual_stages, std::vector<version_use>(total));
   for (auto& row : s.versions)
     for (int mb = 0; mb < total; ++mb) {
       const int t = mb / m, k = mb % m;
-      const int v = k < stale ? std::max(t - 1, 0) : t;
+      const int v = t > 0 && k < split ? t - 1 : t;
       row[mb] = {v, v};
     }
-  s.version_rule = "cyclic: microbatch k of step t uses version t-1 if k < min(p-1, m) (it enters "
-                   "before step t-1's gradients leave stage 0), else version t; step 0 uses 0";
+  s.version_rule = "cyclic: microbatch k of step t uses version t-1 if k < min(m, p-1 + "
+                   "floor((w-1)m/w)) (it enters before the last-shifted replica's step t-1 "
+                   "update), else version t; step 0 uses 0";
   return s;
 }
 

@@ -35,10 +35,36 @@ TEST_CASE("CSV import reads what Python's csv.writer writes", "[runtime]") {
   REQUIRE(quoted.ok());
   CHECK(to_string((*quoted)[0]) == "0F0 0B0");
   CHECK(to_string((*quoted)[1]) == "1REDUCE");
-  auto empty_rank = parse_csv("0F0,0B0\n\n");
+  // A blank line between rows is an empty rank; a row of empty cells too.
+  auto empty_rank = parse_csv("0F0,0B0\n\n2F0,2B0\n");
   REQUIRE(empty_rank.ok());
-  CHECK(empty_rank->size() == 2);
+  REQUIRE(empty_rank->size() == 3);
   CHECK((*empty_rank)[1].empty());
+  auto idle_last = parse_csv("0F0,0B0\n,,\n");
+  REQUIRE(idle_last.ok());
+  CHECK(idle_last->size() == 2);
+}
+
+TEST_CASE("CSV import drops trailing blank lines", "[runtime]") {
+  for (const char* text : {"0F0,0B0\n1F0,1B0\n\n", "0F0,0B0\n1F0,1B0\n\n\n",
+                           "0F0,0B0\r\n1F0,1B0\r\n\r\n", "0F0,0B0\n1F0,1B0\n  \n"}) {
+    auto rows = parse_csv(text);
+    REQUIRE(rows.ok());
+    CHECK(rows->size() == 2);
+    CHECK(to_string(rows->back()) == "1F0 1B0");
+  }
+}
+
+TEST_CASE("CSV import of huge microbatch ids fails cleanly in schedule_from_programs",
+          "[runtime]") {
+  for (const char* text : {"0F2000000000,0B2000000000", "0F2147483647,0B2147483647\n"}) {
+    auto rows = parse_csv(text);
+    REQUIRE(rows.ok());
+    auto s = schedule_from_programs(*rows, 1);
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.message(), Catch::Contains("(rank 0, action 0) names microbatch"));
+    CHECK_THAT(s.message(), Catch::Contains("ids must lie in 0..1"));
+  }
 }
 
 TEST_CASE("CSV import names the line and column of a bad cell", "[runtime]") {

@@ -27,3 +27,36 @@ TEST_CASE("schedule_from_programs checks the rank count", "[runtime]") {
   CHECK_THAT(bad.message(), Catch::Contains("one program per rank (2)"));
   CHECK_FALSE(schedule_from_programs({}, 0).ok());
 }
+
+TEST_CASE("schedule_from_programs infers steps from the STEP count", "[runtime]") {
+  auto s = schedule_from_programs({parse_program("0F0 0B0 0STEP 0F1 0B1 0STEP").value()}, 1);
+  REQUIRE(s.ok());
+  CHECK(s->params.steps == 2);
+  CHECK(s->params.microbatches == 1);
+  CHECK(s->steps_known);
+  CHECK(s->custom_programs);
+  CHECK(validate(*s).ok());
+  auto none = schedule_from_programs({parse_program("0F0 0B0 0F1 0B1").value()}, 1);
+  REQUIRE(none.ok());
+  CHECK(none->params.steps == 1);
+  CHECK(none->params.microbatches == 2);
+  CHECK_FALSE(none->steps_known);
+  auto uneven = schedule_from_programs(
+      {parse_program("0F0 0B0 0STEP 0F1 0B1 0F2 0B2 0STEP").value()}, 1);
+  REQUIRE_FALSE(uneven.ok());
+  CHECK_THAT(uneven.message(), Catch::Contains("ids 0..2 do not divide into 2 steps"));
+}
+
+TEST_CASE("schedule_from_programs rejects microbatch ids beyond the action count", "[runtime]") {
+  auto huge = schedule_from_programs({parse_program("0F2000000000 0B2000000000").value()}, 1);
+  REQUIRE_FALSE(huge.ok());
+  CHECK_THAT(huge.message(), Catch::Contains("0F2000000000 (rank 0, action 0) names microbatch "
+                                             "2000000000, but the programs hold only 2 actions"));
+  auto max = schedule_from_programs({parse_program("0F0 0B0 0F2147483647").value()}, 1);
+  REQUIRE_FALSE(max.ok());
+  CHECK_THAT(max.message(), Catch::Contains("0F2147483647 (rank 0, action 2)"));
+  // A gap is allowed up to the bound; the validator then names the missing microbatch.
+  auto gap = schedule_from_programs({parse_program("0F0 0B0 0F2 0B2").value()}, 1);
+  REQUIRE(gap.ok());
+  CHECK_THAT(validate(*gap).message(), Catch::Contains("microbatch 1 never runs on stage 0"));
+}

@@ -82,4 +82,29 @@ inline int peak_live_versions(const schedule& s, int stage) {
   return peak;
 }
 
+// Independently of how the generator computes its table: on every replica and stage, each F's
+// version exists when the F runs (at most the STEPs of that stage before it), and each backward's
+// version is still live, at most `max_behind` versions older than the stage's newest then.
+inline void check_versions_usable(const schedule& s, int max_behind) {
+  for (int r = 0; r < s.ranks(); ++r) {
+    std::vector<int> newest(s.virtual_stages, 0);
+    for (const action& a : s.programs[r]) {
+      if (a.kind == action_kind::step) {
+        ++newest[a.stage];
+        continue;
+      }
+      if (!is_compute(a.kind)) continue;
+      const version_use& v = s.versions[a.stage][a.microbatch];
+      INFO("rank " << r << " " << to_string(a) << ": F version " << v.forward << ", B version "
+                   << v.backward << ", newest " << newest[a.stage]);
+      if (a.kind == action_kind::forward) {
+        CHECK(v.forward <= newest[a.stage]);
+      } else {
+        CHECK(v.backward == v.forward);
+        CHECK(v.backward >= newest[a.stage] - max_behind);
+      }
+    }
+  }
+}
+
 }  // namespace pipeworks::testing

@@ -76,6 +76,8 @@ TEST_CASE("2bw: step t uses version max(t-1, 0), two live versions", "[runtime]"
       }
       CHECK(peak_live_versions(*s, st) == 2);
     }
+    // Beyond the formula: each version exists at its F and is at most one behind at its B.
+    check_versions_usable(*s, 1);
     CHECK(validate(lower_communication(*s)).ok());
   }
 }
