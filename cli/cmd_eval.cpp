@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
@@ -49,8 +48,8 @@ int run_eval(const eval_options& o) {
   auto spec = parse_model_spec(o.model);
   if (!spec) throw CLI::ValidationError("--model", spec.message());
   if (!spec->is_gpt())
-    throw CLI::ValidationError("--model", "eval measures text loss and needs a gpt model, not " +
-                                              spec->name);
+    throw CLI::ValidationError("--model",
+                               "eval measures text loss and needs a gpt model, not " + spec->name);
   set_cpu_threads(o.threads);
   model<float> net = build_model<float>(*spec);
   param_set weights = net.make_params();
@@ -70,9 +69,8 @@ int run_eval(const eval_options& o) {
   if (o.json)
     std::cout << nlohmann::json{{"loss", *loss}, {"windows", o.windows}}.dump() << std::endl;
   else
-    std::printf("loss %.6f (mean cross-entropy, nats) over %lld windows of %d bytes of %s\n",
-                *loss, static_cast<long long>(o.windows), spec->gpt().context + 1,
-                o.text.c_str());
+    std::printf("loss %.6f (mean cross-entropy, nats) over %lld windows of %d bytes of %s\n", *loss,
+                static_cast<long long>(o.windows), spec->gpt().context + 1, o.text.c_str());
   return exit_ok;
 }
 
@@ -80,18 +78,20 @@ const bool registered = register_command(
     "eval", "Mean cross-entropy of a gpt checkpoint on a text file",
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<eval_options>();
-      sub.add_option("--model", o->model, "gpt-tiny, gpt-small, or a JSON model file")
-          ->required();
+      sub.add_option("--model", o->model, "gpt-tiny, gpt-small, or a JSON model file")->required();
       sub.add_option("--checkpoint", o->checkpoint, "safetensors file written by train --save")
           ->required();
       sub.add_option("--text", o->text, "text file (or directory) to score")->required();
       sub.add_option("--windows", o->windows,
                      "the first N non-overlapping windows of ctx+1 bytes, from offset 0")
-          ->required()->check(positive_int);
+          ->required()
+          ->check(positive_int);
       sub.add_option("--batch", o->batch, "windows per forward pass")
-          ->check(positive_int)->capture_default_str();
+          ->check(positive_int)
+          ->capture_default_str();
       sub.add_option("--threads", o->threads, "CPU threads (0: all cores)")
-          ->check(nonnegative_int)->capture_default_str();
+          ->check(nonnegative_int)
+          ->capture_default_str();
       sub.add_flag("--json", o->json, "print {\"loss\": x, \"windows\": N}");
       return [o] { return run_eval(*o); };
     });

@@ -4,10 +4,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
 #include "cli/progress.hpp"
@@ -115,8 +114,9 @@ int run_train(train_options& o) {
     split = split_text(corpus->view());
     const auto fit = static_cast<std::int64_t>(split.validation.size()) / (spec.gpt().context + 1);
     if (o.eval_windows > fit)
-      throw CLI::ValidationError("--eval-windows", "the held-out part of " + o.data + " has room for " +
-                                                       std::to_string(fit) + " windows, not " +
+      throw CLI::ValidationError("--eval-windows", "the held-out part of " + o.data +
+                                                       " has room for " + std::to_string(fit) +
+                                                       " windows, not " +
                                                        std::to_string(o.eval_windows));
     auto windows = text_windows(split.validation, o.eval_windows, spec.gpt().context,
                                 o.data + " (validation part)");
@@ -130,23 +130,24 @@ int run_train(train_options& o) {
     train_images = std::make_shared<const image_dataset>(std::move(*tr));
     held_out = image_set(*te);
     if (o.batch > train_images->size())
-      throw CLI::ValidationError("--batch", "larger than the " +
-                                                std::to_string(train_images->size()) +
-                                                " training images");
+      throw CLI::ValidationError(
+          "--batch",
+          "larger than the " + std::to_string(train_images->size()) + " training images");
     if (o.epochs > 0) o.steps = o.epochs * (train_images->size() / o.batch);
   }
   train_config cfg = make_config(o);
   if (status s = validate(cfg); !s) throw CLI::ValidationError("train", s.message());
-  minibatch_fn next =
-      spec.is_gpt() ? text_minibatches(split.train, o.batch, spec.gpt().context, o.seed)
-                    : image_minibatches(train_images, o.batch, o.seed);
+  minibatch_fn next = spec.is_gpt()
+                          ? text_minibatches(split.train, o.batch, spec.gpt().context, o.seed)
+                          : image_minibatches(train_images, o.batch, o.seed);
 
   if (!o.json)
-    std::printf("pipeworks train: %s (%lld parameters, %d blocks) on %s, %lld steps of batch %lld"
-                " (%d microbatches), %s lr %g, %d threads, BLAS core %s\n",
-                spec.name.c_str(), static_cast<long long>(net.param_count()), net.size(),
-                o.data.c_str(), static_cast<long long>(o.steps), static_cast<long long>(o.batch),
-                o.microbatches, o.optimizer.c_str(), o.lr, cpu_threads(), blas_core_name().c_str());
+    std::printf(
+        "pipeworks train: %s (%lld parameters, %d blocks) on %s, %lld steps of batch %lld"
+        " (%d microbatches), %s lr %g, %d threads, BLAS core %s\n",
+        spec.name.c_str(), static_cast<long long>(net.param_count()), net.size(), o.data.c_str(),
+        static_cast<long long>(o.steps), static_cast<long long>(o.batch), o.microbatches,
+        o.optimizer.c_str(), o.lr, cpu_threads(), blas_core_name().c_str());
   std::fflush(stdout);
 
   std::ofstream metrics_file;
@@ -159,9 +160,12 @@ int run_train(train_options& o) {
   double total_samples_s = 0;
   auto last = train_loop<float>(t, next, [&](const step_metrics& m) {
     total_samples_s = m.elapsed_s > 0 ? static_cast<double>(m.samples) / m.elapsed_s : 0;
-    const std::string line =
-        dump({{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm},
-              {"samples_per_s", m.samples_per_s}, {"elapsed_s", m.elapsed_s}});
+    const std::string line = dump({{"step", m.step},
+                                   {"loss", m.loss},
+                                   {"lr", m.lr},
+                                   {"grad_norm", m.grad_norm},
+                                   {"samples_per_s", m.samples_per_s},
+                                   {"elapsed_s", m.elapsed_s}});
     if (o.json) std::cout << line << std::endl;
     if (metrics_file.is_open()) metrics_file << line << "\n";
     progress.update({m.step, m.steps, m.loss, m.lr, m.samples_per_s, m.elapsed_s});
@@ -170,8 +174,10 @@ int run_train(train_options& o) {
   if (!last) throw pipeworks_error(last.message());
   const param_set& weights = *t.weights();
 
-  nlohmann::json summary{{"final_loss", last->loss}, {"steps", last->step},
-                         {"samples_per_s", total_samples_s}, {"elapsed_s", last->elapsed_s},
+  nlohmann::json summary{{"final_loss", last->loss},
+                         {"steps", last->step},
+                         {"samples_per_s", total_samples_s},
+                         {"elapsed_s", last->elapsed_s},
                          {"model", spec.name}};
   std::string sample;
   if (spec.is_gpt()) {
@@ -199,14 +205,15 @@ int run_train(train_options& o) {
   if (metrics_file.is_open()) {
     metrics_file << dump(summary) << "\n";
     metrics_file.close();
-    if (metrics_file.fail()) throw pipeworks_error("writing the metrics file " + o.metrics + " failed");
+    if (metrics_file.fail())
+      throw pipeworks_error("writing the metrics file " + o.metrics + " failed");
   }
   if (o.json) {
     std::cout << dump(summary) << std::endl;
     return exit_ok;
   }
-  std::printf("final loss %.4f (training loss of step %lld), %.1f samples/s over %s\n",
-              last->loss, static_cast<long long>(last->step), total_samples_s,
+  std::printf("final loss %.4f (training loss of step %lld), %.1f samples/s over %s\n", last->loss,
+              static_cast<long long>(last->step), total_samples_s,
               format_duration(last->elapsed_s).c_str());
   if (spec.is_gpt())
     std::printf("held-out loss %.4f over %lld windows of %s\n", summary["eval_loss"].get<double>(),
@@ -224,8 +231,9 @@ int run_train(train_options& o) {
     std::printf("outputs: metrics %s (one JSON object per step, then the summary)\n",
                 o.metrics.c_str());
   if (o.save.empty() && o.metrics.empty())
-    std::printf("outputs: none written (use --save FILE for a checkpoint, --metrics FILE for "
-                "the metrics)\n");
+    std::printf(
+        "outputs: none written (use --save FILE for a checkpoint, --metrics FILE for "
+        "the metrics)\n");
   return exit_ok;
 }
 
@@ -237,45 +245,56 @@ const bool registered = register_command(
       sub.add_option("--data", o->data,
                      "Fashion-MNIST directory (mlp) or a text file or directory (gpt); default "
                      "the Debian package's location");
-      sub.add_option("--steps", o->steps, "optimizer steps")->check(positive_int)
+      sub.add_option("--steps", o->steps, "optimizer steps")
+          ->check(positive_int)
           ->capture_default_str();
       sub.add_option("--epochs", o->epochs, "mlp: train this many epochs (sets --steps)")
           ->check(positive_int);
       sub.add_option("--batch", o->batch, "samples per optimizer step")
-          ->check(positive_int)->capture_default_str();
+          ->check(positive_int)
+          ->capture_default_str();
       sub.add_option("--microbatches", o->microbatches,
                      "split each batch into m microbatches and accumulate their gradients")
-          ->check(positive_int)->capture_default_str();
-      sub.add_option("--lr", o->lr, "peak learning rate")->check(positive_number)
+          ->check(positive_int)
           ->capture_default_str();
-      sub.add_option("--min-lr-ratio", o->min_lr_ratio,
-                     "the cosine schedule ends at lr times this")
-          ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      sub.add_option("--lr", o->lr, "peak learning rate")
+          ->check(positive_number)
+          ->capture_default_str();
+      sub.add_option("--min-lr-ratio", o->min_lr_ratio, "the cosine schedule ends at lr times this")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str();
       sub.add_option("--warmup", o->warmup,
                      "linear warmup steps (default: a tenth of the steps, at most 100)")
           ->check(nonnegative_int);
       sub.add_option("--optimizer", o->optimizer, "sgd or adamw")
-          ->check(CLI::IsMember({"sgd", "adamw"}))->capture_default_str();
+          ->check(CLI::IsMember({"sgd", "adamw"}))
+          ->capture_default_str();
       sub.add_option("--weight-decay", o->weight_decay,
                      "weight decay on matrices (default: sgd 0, adamw 0.01)")
           ->check(nonnegative_number);
       sub.add_option("--beta2", o->beta2, "adamw: the second-moment decay")
-          ->check(CLI::Range(0.0, 0.99999))->capture_default_str();
+          ->check(CLI::Range(0.0, 0.99999))
+          ->capture_default_str();
       sub.add_option("--clip", o->clip, "clip the gradient's global norm to this (0: off)")
-          ->check(nonnegative_number)->capture_default_str();
+          ->check(nonnegative_number)
+          ->capture_default_str();
       sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
       sub.add_option("--threads", o->threads, "CPU threads (0: all cores)")
-          ->check(nonnegative_int)->capture_default_str();
+          ->check(nonnegative_int)
+          ->capture_default_str();
       sub.add_option("--save", o->save, "write the final weights to this safetensors file");
       sub.add_option("--metrics", o->metrics,
                      "also write the --json lines to this file (progress stays on screen)");
       sub.add_option("--sample", o->sample, "gpt: bytes of text to generate at the end")
-          ->check(nonnegative_int)->capture_default_str();
+          ->check(nonnegative_int)
+          ->capture_default_str();
       sub.add_option("--temperature", o->temperature, "gpt: sampling temperature")
-          ->check(positive_number)->capture_default_str();
+          ->check(positive_number)
+          ->capture_default_str();
       sub.add_option("--eval-windows", o->eval_windows,
                      "gpt: held-out windows for the final loss (0: all)")
-          ->check(nonnegative_int)->capture_default_str();
+          ->check(nonnegative_int)
+          ->capture_default_str();
       sub.add_flag("--json", o->json,
                    "one JSON object per line; the last has final_loss, steps, samples_per_s "
                    "(and test_accuracy for mlp, eval_loss for gpt)");

@@ -26,7 +26,8 @@ progress_line::progress_line(std::FILE* out, bool quiet)
 
 void progress_line::update(const progress_state& s) {
   if (quiet_) return;
-  smoothed_rate_ = smoothed_rate_ == 0 ? s.samples_per_s : 0.8 * smoothed_rate_ + 0.2 * s.samples_per_s;
+  smoothed_rate_ =
+      smoothed_rate_ == 0 ? s.samples_per_s : 0.8 * smoothed_rate_ + 0.2 * s.samples_per_s;
   const double per_step = s.step > 0 ? s.elapsed_s / static_cast<double>(s.step) : 0;
   const double eta = per_step * static_cast<double>(s.steps - s.step);
   const double pct = s.steps > 0 ? 100.0 * static_cast<double>(s.step) / s.steps : 100.0;

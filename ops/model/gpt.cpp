@@ -5,7 +5,9 @@
 
 namespace pipeworks {
 
-gpt_config gpt_tiny() { return {.context = 64, .layers = 2, .heads = 2, .width = 64, .vocab = 256}; }
+gpt_config gpt_tiny() {
+  return {.context = 64, .layers = 2, .heads = 2, .width = 64, .vocab = 256};
+}
 
 gpt_config gpt_small() {
   return {.context = 128, .layers = 8, .heads = 4, .width = 256, .vocab = 256};
@@ -15,7 +17,8 @@ template <class T>
 model<T> make_gpt(const gpt_config& cfg) {
   if (cfg.context < 1 || cfg.layers < 0 || cfg.heads < 1 || cfg.width < 1 || cfg.vocab < 1 ||
       cfg.width % cfg.heads != 0)
-    throw pipeworks_error("gpt: invalid configuration (width must be a positive multiple of heads)");
+    throw pipeworks_error(
+        "gpt: invalid configuration (width must be a positive multiple of heads)");
   std::vector<std::unique_ptr<const block<T>>> blocks;
   blocks.push_back(std::make_unique<gpt_embedding_block<T>>(cfg));
   for (int l = 0; l < cfg.layers; ++l)

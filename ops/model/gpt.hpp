@@ -22,7 +22,8 @@ struct gpt_config {
 gpt_config gpt_tiny();   // context 64, 2 layers, 2 heads, width 64
 gpt_config gpt_small();  // context 128, 8 layers, 4 heads, width 256
 
-template <class T> model<T> make_gpt(const gpt_config& cfg);
+template <class T>
+model<T> make_gpt(const gpt_config& cfg);
 
 // tokens i32 (B, T) -> x (B, T, C). Saves the tokens.
 template <class T>

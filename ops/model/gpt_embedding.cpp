@@ -1,7 +1,6 @@
 // GPT embedding block: x[b, t] = wte[tokens[b, t]] + wpe[t].
-#include "ops/model/gpt.hpp"
-
 #include "ops/layers/embedding.hpp"
+#include "ops/model/gpt.hpp"
 #include "ops/model/init.hpp"
 #include "ops/result.hpp"
 

@@ -1,9 +1,8 @@
 // GPT head block: ln_f, the untied lm_head (V, C) without bias, and the cross-entropy loss.
-#include "ops/model/gpt.hpp"
-
 #include "ops/layers/cross_entropy.hpp"
 #include "ops/layers/layernorm.hpp"
 #include "ops/layers/linear.hpp"
+#include "ops/model/gpt.hpp"
 #include "ops/model/init.hpp"
 #include "ops/result.hpp"
 

@@ -16,9 +16,23 @@ namespace {
 
 // Tensor order in the block's slice (and in params()).
 enum : int { ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcp_w, fcp_b };
-// Stash order.
-enum : int { s_x, s_ln1, s_ln1_mean, s_ln1_rstd, s_qkv, s_att, s_atty, s_res2, s_ln2, s_ln2_mean,
-             s_ln2_rstd, s_fch, s_fch_gelu, s_count };
+// Stash order, with shapes.
+enum : int {
+  s_x,         // (B, T, C) the block's input
+  s_ln1,       // (B, T, C)
+  s_ln1_mean,  // (B, T)
+  s_ln1_rstd,  // (B, T)
+  s_qkv,       // (B, T, 3C)
+  s_att,       // (B, NH, T, T)
+  s_atty,      // (B, T, C) attention output before c_proj
+  s_res2,      // (B, T, C) x + attention
+  s_ln2,       // (B, T, C)
+  s_ln2_mean,  // (B, T)
+  s_ln2_rstd,  // (B, T)
+  s_fch,       // (B, T, 4C)
+  s_fch_gelu,  // (B, T, 4C)
+  s_count
+};
 constexpr auto in_out = weight_layout::in_out;
 
 }  // namespace
@@ -31,12 +45,18 @@ template <class T>
 std::vector<param_spec> gpt_transformer_block<T>::params() const {
   const std::int64_t C = cfg_.width;
   const std::string p = "transformer.h." + std::to_string(layer_) + ".";
-  return {{p + "ln_1.weight", {C}},          {p + "ln_1.bias", {C}},
-          {p + "attn.c_attn.weight", {C, 3 * C}}, {p + "attn.c_attn.bias", {3 * C}},
-          {p + "attn.c_proj.weight", {C, C}},     {p + "attn.c_proj.bias", {C}},
-          {p + "ln_2.weight", {C}},          {p + "ln_2.bias", {C}},
-          {p + "mlp.c_fc.weight", {C, 4 * C}},    {p + "mlp.c_fc.bias", {4 * C}},
-          {p + "mlp.c_proj.weight", {4 * C, C}},  {p + "mlp.c_proj.bias", {C}}};
+  return {{p + "ln_1.weight", {C}},
+          {p + "ln_1.bias", {C}},
+          {p + "attn.c_attn.weight", {C, 3 * C}},
+          {p + "attn.c_attn.bias", {3 * C}},
+          {p + "attn.c_proj.weight", {C, C}},
+          {p + "attn.c_proj.bias", {C}},
+          {p + "ln_2.weight", {C}},
+          {p + "ln_2.bias", {C}},
+          {p + "mlp.c_fc.weight", {C, 4 * C}},
+          {p + "mlp.c_fc.bias", {4 * C}},
+          {p + "mlp.c_proj.weight", {4 * C, C}},
+          {p + "mlp.c_proj.bias", {C}}};
 }
 
 // GPT-2: weights normal(0, 0.02), residual projections scaled by 1/sqrt(2 layers), biases 0,
@@ -49,10 +69,21 @@ void gpt_transformer_block<T>::init(std::span<T> w, std::uint64_t seed) const {
     std::span<T> s = w.subspan(static_cast<std::size_t>(off_[k]),
                                static_cast<std::size_t>(off_[k + 1] - off_[k]));
     switch (k) {
-      case ln1_w: case ln2_w: fill_value(s, T(1)); break;
-      case attn_w: case fc_w: fill_normal(s, seed, specs[k].name, 0.02); break;
-      case proj_w: case fcp_w: fill_normal(s, seed, specs[k].name, proj_std); break;
-      default: fill_value(s, T(0)); break;
+      case ln1_w:
+      case ln2_w:
+        fill_value(s, T(1));
+        break;
+      case attn_w:
+      case fc_w:
+        fill_normal(s, seed, specs[k].name, 0.02);
+        break;
+      case proj_w:
+      case fcp_w:
+        fill_normal(s, seed, specs[k].name, proj_std);
+        break;
+      default:
+        fill_value(s, T(0));
+        break;
     }
   }
 }
@@ -136,11 +167,11 @@ tensor gpt_transformer_block<T>::backward(const T* w, T* dw, stash st, tensor do
   attention_backward(dqkv.data<T>(), datty.data<T>(), d(s_qkv), d(s_att), B, Tn, C, NH);
   tensor dln1 = std::move(datty);  // reuse: same shape, zeroed below
   std::fill_n(dln1.data<T>(), N * C, T(0));
-  linear_backward(dln1.data<T>(), dW(attn_w), dW(attn_b), dqkv.data<T>(), d(s_ln1), W(attn_w), N,
-                  C, 3 * C, in_out);
+  linear_backward(dln1.data<T>(), dW(attn_w), dW(attn_b), dqkv.data<T>(), d(s_ln1), W(attn_w), N, C,
+                  3 * C, in_out);
   // dx = dres2 (the residual) + the gradient through ln_1.
-  layernorm_backward(dres2, dW(ln1_w), dW(ln1_b), dln1.data<T>(), d(s_x), W(ln1_w),
-                     d(s_ln1_mean), d(s_ln1_rstd), N, C);
+  layernorm_backward(dres2, dW(ln1_w), dW(ln1_b), dln1.data<T>(), d(s_x), W(ln1_w), d(s_ln1_mean),
+                     d(s_ln1_rstd), N, C);
   return dout;
 }
 

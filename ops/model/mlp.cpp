@@ -127,8 +127,8 @@ block_forward linear_loss_block<T>::forward(const T* w, tensor x, const microbat
   const std::int64_t B = ctx.batch;
   check_input(x, B, in_, name());
   tensor logits({B, classes_}, dtype_of<T>());
-  linear_forward(logits.data<T>(), x.data<T>(), w, w + static_cast<std::int64_t>(in_) * classes_,
-                 B, in_, classes_, out_in);
+  linear_forward(logits.data<T>(), x.data<T>(), w, w + static_cast<std::int64_t>(in_) * classes_, B,
+                 in_, classes_, out_in);
   if (!ctx.targets) return {std::move(logits), {}};
   if (ctx.targets->numel() != B)
     throw pipeworks_error(name() + ": expected " + std::to_string(B) + " labels, got " +
@@ -153,8 +153,8 @@ tensor linear_loss_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
                          loss_value<T>(dout), B, classes_);
   tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
   linear_backward(first_ ? nullptr : dx.data<T>(), dw,
-                  dw + static_cast<std::int64_t>(in_) * classes_, dlogits.data<T>(), x.data<T>(),
-                  w, B, in_, classes_, out_in);
+                  dw + static_cast<std::int64_t>(in_) * classes_, dlogits.data<T>(), x.data<T>(), w,
+                  B, in_, classes_, out_in);
   return dx;
 }
 

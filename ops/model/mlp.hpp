@@ -14,7 +14,8 @@ struct mlp_config {
   int classes = 10;
 };
 
-template <class T> model<T> make_mlp(const mlp_config& cfg);
+template <class T>
+model<T> make_mlp(const mlp_config& cfg);
 
 // fcK: out = relu(inp · Wᵀ + b); x (B, in) -> (B, out). With first set it returns no din.
 template <class T>

@@ -70,21 +70,25 @@ tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
   return dout;
 }
 
-template <class T> T loss_value(const tensor& loss) { return loss.data<T>()[0]; }
+template <class T>
+T loss_value(const tensor& loss) {
+  return loss.data<T>()[0];
+}
 
-template <class T> tensor scalar_tensor(T v) {
+template <class T>
+tensor scalar_tensor(T v) {
   tensor t({1}, dtype_of<T>());
   t.data<T>()[0] = v;
   return t;
 }
 
-#define PIPEWORKS_INSTANTIATE(T)                                                              \
-  template class model<T>;                                                                    \
-  template stage_forward forward_blocks<T>(const model<T>&, const param_set&, tensor,         \
-                                           const microbatch_ctx&);                            \
-  template tensor backward_blocks<T>(const model<T>&, const param_set&, param_set&,           \
-                                     std::vector<stash>, tensor, const microbatch_ctx&);      \
-  template T loss_value<T>(const tensor&);                                                    \
+#define PIPEWORKS_INSTANTIATE(T)                                                         \
+  template class model<T>;                                                               \
+  template stage_forward forward_blocks<T>(const model<T>&, const param_set&, tensor,    \
+                                           const microbatch_ctx&);                       \
+  template tensor backward_blocks<T>(const model<T>&, const param_set&, param_set&,      \
+                                     std::vector<stash>, tensor, const microbatch_ctx&); \
+  template T loss_value<T>(const tensor&);                                               \
   template tensor scalar_tensor<T>(T);
 PIPEWORKS_INSTANTIATE(float)
 PIPEWORKS_INSTANTIATE(double)

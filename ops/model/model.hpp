@@ -59,8 +59,10 @@ tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
                        std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx);
 
 // The value of a loss block's output (shape (1)).
-template <class T> T loss_value(const tensor& loss);
+template <class T>
+T loss_value(const tensor& loss);
 // A (1) tensor holding v: the dout of a loss block.
-template <class T> tensor scalar_tensor(T v);
+template <class T>
+tensor scalar_tensor(T v);
 
 }  // namespace pipeworks

@@ -3,7 +3,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace pipeworks {
@@ -30,8 +29,11 @@ result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string nam
         return make_error(name + ": unknown key \"" + k +
                           "\" for a gpt (known: context, layers, heads, width, vocab)");
     gpt_config c = gpt_tiny();
-    for (auto [key, field] : {std::pair{"context", &c.context}, {"layers", &c.layers},
-                              {"heads", &c.heads}, {"width", &c.width}, {"vocab", &c.vocab}}) {
+    for (auto [key, field] : {std::pair{"context", &c.context},
+                              {"layers", &c.layers},
+                              {"heads", &c.heads},
+                              {"width", &c.width},
+                              {"vocab", &c.vocab}}) {
       auto v = positive_int(j, key, *field, name);
       if (!v) return v.err();
       *field = *v;
@@ -89,8 +91,8 @@ result<model_spec> parse_model_spec(std::string_view arg) {
 nlohmann::json to_json(const model_spec& spec) {
   if (spec.is_gpt()) {
     const gpt_config& c = spec.gpt();
-    return {{"type", "gpt"}, {"context", c.context}, {"layers", c.layers},
-            {"heads", c.heads}, {"width", c.width}, {"vocab", c.vocab}};
+    return {{"type", "gpt"},    {"context", c.context}, {"layers", c.layers},
+            {"heads", c.heads}, {"width", c.width},     {"vocab", c.vocab}};
   }
   return {{"type", "mlp"}, {"hidden", spec.mlp().hidden}};
 }

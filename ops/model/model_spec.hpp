@@ -2,11 +2,10 @@
 // as models/gpt-mini.json: {"type": "gpt", "context": 64, "layers": 4, "heads": 4, "width": 128}
 // or {"type": "mlp", "hidden": [256, 128]}.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <variant>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "ops/model/gpt.hpp"
 #include "ops/model/mlp.hpp"
@@ -28,6 +27,7 @@ result<model_spec> parse_model_spec(std::string_view arg);
 result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string name);
 nlohmann::json to_json(const model_spec& spec);
 
-template <class T> model<T> build_model(const model_spec& spec);
+template <class T>
+model<T> build_model(const model_spec& spec);
 
 }  // namespace pipeworks

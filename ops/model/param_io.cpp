@@ -9,8 +9,7 @@ namespace {
 template <class T>
 std::vector<safetensors_entry> entries_of(const param_set& p) {
   std::vector<safetensors_entry> out;
-  for (const auto& e : p.entries())
-    out.push_back(entry_of(e.name, e.shape, p.values<T>(e)));
+  for (const auto& e : p.entries()) out.push_back(entry_of(e.name, e.shape, p.values<T>(e)));
   return out;
 }
 

@@ -53,28 +53,46 @@ class param_set {
   // True when both have the same names, shapes, order, block range and dtype.
   bool same_layout(const param_set& o) const;
 
-  template <class T> std::span<T> values() { return data_.span<T>(); }
-  template <class T> std::span<const T> values() const { return data_.span<T>(); }
-  template <class T> T* block_data(int b) { return data_.data<T>() + block_begin(b); }
-  template <class T> const T* block_data(int b) const { return data_.data<T>() + block_begin(b); }
-  template <class T> std::span<T> block_values(int b) {
+  template <class T>
+  std::span<T> values() {
+    return data_.span<T>();
+  }
+  template <class T>
+  std::span<const T> values() const {
+    return data_.span<T>();
+  }
+  template <class T>
+  T* block_data(int b) {
+    return data_.data<T>() + block_begin(b);
+  }
+  template <class T>
+  const T* block_data(int b) const {
+    return data_.data<T>() + block_begin(b);
+  }
+  template <class T>
+  std::span<T> block_values(int b) {
     return {block_data<T>(b), static_cast<std::size_t>(block_end(b) - block_begin(b))};
   }
-  template <class T> std::span<const T> block_values(int b) const {
+  template <class T>
+  std::span<const T> block_values(int b) const {
     return {block_data<T>(b), static_cast<std::size_t>(block_end(b) - block_begin(b))};
   }
-  template <class T> std::span<T> values(const param_entry& e) {
+  template <class T>
+  std::span<T> values(const param_entry& e) {
     return {data_.data<T>() + e.offset, static_cast<std::size_t>(e.numel())};
   }
-  template <class T> std::span<const T> values(const param_entry& e) const {
+  template <class T>
+  std::span<const T> values(const param_entry& e) const {
     return {data_.data<T>() + e.offset, static_cast<std::size_t>(e.numel())};
   }
   // A named view; throws pipeworks_error for an unknown name.
-  template <class T> tensor_view<T> view(std::string_view name) {
+  template <class T>
+  tensor_view<T> view(std::string_view name) {
     const param_entry& e = at(name);
     return {data_.data<T>() + e.offset, e.shape};
   }
-  template <class T> tensor_view<const T> view(std::string_view name) const {
+  template <class T>
+  tensor_view<const T> view(std::string_view name) const {
     const param_entry& e = at(name);
     return {data_.data<T>() + e.offset, e.shape};
   }

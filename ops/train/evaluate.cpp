@@ -59,11 +59,11 @@ result<double> accuracy(const model<T>& m, const param_set& p, const minibatch& 
 
 template result<double> mean_loss<float>(const model<float>&, const param_set&, const minibatch&,
                                          std::int64_t);
-template result<double> mean_loss<double>(const model<double>&, const param_set&,
-                                          const minibatch&, std::int64_t);
+template result<double> mean_loss<double>(const model<double>&, const param_set&, const minibatch&,
+                                          std::int64_t);
 template result<double> accuracy<float>(const model<float>&, const param_set&, const minibatch&,
                                         std::int64_t);
-template result<double> accuracy<double>(const model<double>&, const param_set&,
-                                         const minibatch&, std::int64_t);
+template result<double> accuracy<double>(const model<double>&, const param_set&, const minibatch&,
+                                         std::int64_t);
 
 }  // namespace pipeworks

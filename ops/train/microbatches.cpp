@@ -24,7 +24,8 @@ microbatch make_microbatch(const minibatch& mb, std::int64_t begin, std::int64_t
   microbatch m;
   m.input = slice_rows(mb.inputs, begin, end);
   m.ctx.batch = end - begin;
-  if (with_targets) m.ctx.targets = std::make_shared<const tensor>(slice_rows(mb.targets, begin, end));
+  if (with_targets)
+    m.ctx.targets = std::make_shared<const tensor>(slice_rows(mb.targets, begin, end));
   return m;
 }
 

@@ -45,8 +45,7 @@ std::string sample_text(const model<T>& m, const param_set& p, const gpt_config&
 
 template std::string sample_text<float>(const model<float>&, const param_set&, const gpt_config&,
                                         std::string_view, const sample_options&);
-template std::string sample_text<double>(const model<double>&, const param_set&,
-                                         const gpt_config&, std::string_view,
-                                         const sample_options&);
+template std::string sample_text<double>(const model<double>&, const param_set&, const gpt_config&,
+                                         std::string_view, const sample_options&);
 
 }  // namespace pipeworks

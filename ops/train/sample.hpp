@@ -10,8 +10,8 @@
 namespace pipeworks {
 
 struct sample_options {
-  std::int64_t bytes = 200;    // how many bytes to generate
-  double temperature = 0.8;    // > 0; lower is more conservative
+  std::int64_t bytes = 200;  // how many bytes to generate
+  double temperature = 0.8;  // > 0; lower is more conservative
   std::uint64_t seed = 1;
 };
 

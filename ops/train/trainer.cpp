@@ -86,8 +86,7 @@ result<step_metrics> trainer<T>::step(const minibatch& mb) {
   ++step_;
   const std::int64_t B = mb.inputs.dim(0);
   samples_ += B;
-  const double dt =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   elapsed_s_ += dt;
   step_metrics r;
   r.step = step_;
@@ -103,7 +102,8 @@ result<step_metrics> trainer<T>::step(const minibatch& mb) {
 }
 
 template <class T>
-result<step_metrics> train_loop(trainer<T>& t, const minibatch_fn& next, const metrics_fn& on_step) {
+result<step_metrics> train_loop(trainer<T>& t, const minibatch_fn& next,
+                                const metrics_fn& on_step) {
   step_metrics last;
   while (t.steps_done() < t.config().steps) {
     auto mb = next(t.steps_done());

@@ -29,7 +29,7 @@ struct step_metrics {
   std::int64_t steps = 0;  // planned total
   double loss = 0;         // mean over the step's microbatches
   double lr = 0;
-  double grad_norm = 0;    // before clipping
+  double grad_norm = 0;      // before clipping
   double samples_per_s = 0;  // this step's samples over its wall time
   double step_s = 0;         // this step's wall time
   double elapsed_s = 0;      // since the trainer was made

@@ -1,10 +1,10 @@
 // Tests for the gpt: Hugging Face GPT-2 names and shapes, GPT-2 init, costs, and the whole-model
 // gradient check in double.
-#include <catch2/catch.hpp>
+#include "ops/model/gpt.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
-#include "ops/model/gpt.hpp"
 #include "tests/ops/model/model_checks.hpp"
 
 using namespace pipeworks;
@@ -15,17 +15,23 @@ TEST_CASE("gpt uses Hugging Face GPT-2 tensor names and shapes", "[ops]") {
   REQUIRE(m.size() == cfg.layers + 2);
   param_set p = m.make_params();
   const std::int64_t C = cfg.width;
-  std::vector<std::pair<std::string, shape_t>> want = {
-      {"transformer.wte.weight", {256, C}}, {"transformer.wpe.weight", {64, C}}};
+  std::vector<std::pair<std::string, shape_t>> want = {{"transformer.wte.weight", {256, C}},
+                                                       {"transformer.wpe.weight", {64, C}}};
   for (int i = 0; i < cfg.layers; ++i) {
     const std::string h = "transformer.h." + std::to_string(i) + ".";
-    for (auto [n, s] : std::vector<std::pair<std::string, shape_t>>{
-             {"ln_1.weight", {C}}, {"ln_1.bias", {C}},
-             {"attn.c_attn.weight", {C, 3 * C}}, {"attn.c_attn.bias", {3 * C}},
-             {"attn.c_proj.weight", {C, C}}, {"attn.c_proj.bias", {C}},
-             {"ln_2.weight", {C}}, {"ln_2.bias", {C}},
-             {"mlp.c_fc.weight", {C, 4 * C}}, {"mlp.c_fc.bias", {4 * C}},
-             {"mlp.c_proj.weight", {4 * C, C}}, {"mlp.c_proj.bias", {C}}})
+    for (auto [n, s] :
+         std::vector<std::pair<std::string, shape_t>>{{"ln_1.weight", {C}},
+                                                      {"ln_1.bias", {C}},
+                                                      {"attn.c_attn.weight", {C, 3 * C}},
+                                                      {"attn.c_attn.bias", {3 * C}},
+                                                      {"attn.c_proj.weight", {C, C}},
+                                                      {"attn.c_proj.bias", {C}},
+                                                      {"ln_2.weight", {C}},
+                                                      {"ln_2.bias", {C}},
+                                                      {"mlp.c_fc.weight", {C, 4 * C}},
+                                                      {"mlp.c_fc.bias", {4 * C}},
+                                                      {"mlp.c_proj.weight", {4 * C, C}},
+                                                      {"mlp.c_proj.bias", {C}}})
       want.push_back({h + n, s});
   }
   want.push_back({"transformer.ln_f.weight", {C}});
@@ -92,8 +98,7 @@ TEST_CASE("gpt gradient matches central differences in double", "[ops]") {
   tensor tokens = test::random_tokens(B, Tn, 256, 22);
   auto targets = std::make_shared<const tensor>(test::random_tokens(B, Tn, 256, 23));
   auto r = test::check_model_gradient(m, p, tokens, microbatch_ctx{B, targets});
-  INFO("worst element " << r.worst << ": analytic "
-                << r.analytic << ", numeric " << r.numeric);
+  INFO("worst element " << r.worst << ": analytic " << r.analytic << ", numeric " << r.numeric);
   REQUIRE(r.max_numeric > 0);
   REQUIRE(r.max_rel_error < 1e-6);
 }
@@ -119,6 +124,5 @@ TEST_CASE("gpt rejects bad configurations and out-of-range tokens", "[ops]") {
                       Catch::Contains("T <= 64"));
   tensor bad({1, 4}, dtype::i32);
   bad.data<std::int32_t>()[2] = 300;
-  REQUIRE_THROWS_WITH(forward_blocks(m, p, std::move(bad), {1, nullptr}),
-                      Catch::Contains("300"));
+  REQUIRE_THROWS_WITH(forward_blocks(m, p, std::move(bad), {1, nullptr}), Catch::Contains("300"));
 }

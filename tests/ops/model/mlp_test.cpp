@@ -1,8 +1,9 @@
 // Tests for the mlp: block structure, nn.Linear names and layout, whole-model gradient check in
 // double, and logits without targets.
+#include "ops/model/mlp.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "ops/model/mlp.hpp"
 #include "tests/ops/model/model_checks.hpp"
 
 using namespace pipeworks;
@@ -25,7 +26,8 @@ TEST_CASE("mlp has one block per linear, nn.Linear names and (out, in) shapes", 
 TEST_CASE("mlp init is nn.Linear's uniform bound and deterministic", "[ops]") {
   model<float> m = make_mlp<float>({});
   param_set a = m.init_params(7), b = m.init_params(7), c = m.init_params(8);
-  REQUIRE(std::equal(a.values<float>().begin(), a.values<float>().end(), b.values<float>().begin()));
+  REQUIRE(
+      std::equal(a.values<float>().begin(), a.values<float>().end(), b.values<float>().begin()));
   REQUIRE_FALSE(
       std::equal(a.values<float>().begin(), a.values<float>().end(), c.values<float>().begin()));
   const float bound = 1.0f / std::sqrt(784.0f);

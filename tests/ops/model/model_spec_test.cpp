@@ -1,12 +1,10 @@
 // Tests for model specs: named models, JSON files, and clear errors for bad ones.
-#include <catch2/catch.hpp>
+#include "ops/model/model_spec.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
-
-#include "ops/model/model_spec.hpp"
 
 using namespace pipeworks;
 

@@ -1,12 +1,13 @@
 // Tests for param_set checkpoints: bit-exact round trip, and clear errors for wrong shapes and
 // missing tensors.
-#include <catch2/catch.hpp>
+#include "ops/model/param_io.hpp"
 
-#include <filesystem>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
+#include <filesystem>
+
 #include "ops/model/gpt.hpp"
-#include "ops/model/param_io.hpp"
 
 using namespace pipeworks;
 
@@ -27,7 +28,8 @@ TEST_CASE("a saved param_set loads back bit-exactly", "[ops]") {
   status s = load_params(path, q);
   INFO(s.message());
   REQUIRE(s.ok());
-  REQUIRE(std::equal(p.values<float>().begin(), p.values<float>().end(), q.values<float>().begin()));
+  REQUIRE(
+      std::equal(p.values<float>().begin(), p.values<float>().end(), q.values<float>().begin()));
   auto file = read_safetensors(path);
   REQUIRE(file->find("transformer.h.1.attn.c_attn.weight")->shape == shape_t{64, 192});
   std::filesystem::remove(path);
@@ -36,12 +38,14 @@ TEST_CASE("a saved param_set loads back bit-exactly", "[ops]") {
 TEST_CASE("loading a checkpoint of another shape names the tensor and both shapes", "[ops]") {
   const std::string path = temp_path("shape.safetensors");
   REQUIRE(save_params(path, make_gpt<float>(gpt_tiny()).init_params(1)).ok());
-  param_set wider = make_gpt<float>({.context = 64, .layers = 2, .heads = 2, .width = 32}).make_params();
+  param_set wider =
+      make_gpt<float>({.context = 64, .layers = 2, .heads = 2, .width = 32}).make_params();
   status s = load_params(path, wider);
   REQUIRE_FALSE(s.ok());
   REQUIRE_THAT(s.message(), Catch::Contains("transformer.wte.weight") &&
                                 Catch::Contains("[256, 64]") && Catch::Contains("[256, 32]"));
-  param_set deeper = make_gpt<float>({.context = 64, .layers = 3, .heads = 2, .width = 64}).make_params();
+  param_set deeper =
+      make_gpt<float>({.context = 64, .layers = 3, .heads = 2, .width = 64}).make_params();
   s = load_params(path, deeper);
   REQUIRE_FALSE(s.ok());
   REQUIRE_THAT(s.message(), Catch::Contains("transformer.h.2"));

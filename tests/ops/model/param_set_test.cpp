@@ -1,7 +1,8 @@
 // Tests for param_set: arena layout, named views, copies and layout comparison.
+#include "ops/model/param_set.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "ops/model/param_set.hpp"
 #include "ops/result.hpp"
 
 using namespace pipeworks;

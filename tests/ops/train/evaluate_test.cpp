@@ -1,14 +1,15 @@
 // Tests for evaluation: accuracy counts argmax hits, mean loss weighs every row equally, and a
 // checkpoint round trip (train, save, load, eval) gives a bit-identical loss.
-#include <catch2/catch.hpp>
+#include "ops/train/evaluate.hpp"
 
-#include <filesystem>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "ops/model/gpt.hpp"
 #include "ops/model/mlp.hpp"
 #include "ops/model/param_io.hpp"
-#include "ops/train/evaluate.hpp"
 #include "ops/train/sources.hpp"
 #include "ops/train/trainer.hpp"
 #include "tests/ops/model/model_checks.hpp"
@@ -43,7 +44,8 @@ TEST_CASE("checkpoint round trip: save, load and eval give a bit-identical loss"
   const gpt_config cfg = gpt_tiny();
   model<float> m = make_gpt<float>(cfg);
   std::vector<std::uint8_t> text;
-  for (int i = 0; i < 6000; ++i) text.push_back(static_cast<std::uint8_t>("hello, world. "[i % 14]));
+  for (int i = 0; i < 6000; ++i)
+    text.push_back(static_cast<std::uint8_t>("hello, world. "[i % 14]));
   train_config c;
   c.steps = 5;
   c.optim.lr = 1e-2;

@@ -1,7 +1,7 @@
 // Tests for row slicing and the microbatch split.
-#include <catch2/catch.hpp>
-
 #include "ops/train/microbatches.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace pipeworks;
 

@@ -1,8 +1,9 @@
 // Tests for text sampling: the requested length, determinism from the seed, and a model that
 // has learnt a pattern reproduces it.
+#include "ops/train/sample.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "ops/train/sample.hpp"
 #include "ops/train/sources.hpp"
 #include "ops/train/trainer.hpp"
 
@@ -31,6 +32,7 @@ TEST_CASE("a gpt trained on a repeating string continues it", "[ops]") {
   trainer<float> t(m, m.init_params(1), c);
   auto last = train_loop<float>(t, text_minibatches(text, 8, cfg.context, 1), nullptr);
   REQUIRE(last.ok());
-  const std::string s = sample_text(m, *t.weights(), cfg, "abcd", {.bytes = 12, .temperature = 0.1});
+  const std::string s =
+      sample_text(m, *t.weights(), cfg, "abcd", {.bytes = 12, .temperature = 0.1});
   REQUIRE(s == "efg abcdefg ");
 }

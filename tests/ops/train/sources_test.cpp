@@ -1,7 +1,7 @@
 // Tests for the minibatch sources: shapes, determinism from (seed, step), and the fixed windows.
-#include <catch2/catch.hpp>
-
 #include "ops/train/sources.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace pipeworks;
 

@@ -1,7 +1,8 @@
 // Tests for the single-device trainer: accumulation equals one big batch, snapshots are never
 // changed in place, bad losses stop the run, and real training reaches its targets ([slow]).
-#include <catch2/catch.hpp>
+#include "ops/train/trainer.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 
@@ -10,7 +11,6 @@
 #include "ops/model/mlp.hpp"
 #include "ops/train/evaluate.hpp"
 #include "ops/train/sources.hpp"
-#include "ops/train/trainer.hpp"
 #include "tests/ops/gradcheck.hpp"
 
 using namespace pipeworks;
@@ -91,7 +91,10 @@ TEST_CASE("train_loop runs to the configured steps and the loss falls", "[ops]")
   const minibatch fixed = random_images(8, 6, 3, 5);
   std::vector<double> losses;
   auto last = train_loop<double>(
-      t, [&](std::int64_t) -> result<minibatch> { return minibatch{fixed.inputs.clone(), fixed.targets.clone()}; },
+      t,
+      [&](std::int64_t) -> result<minibatch> {
+        return minibatch{fixed.inputs.clone(), fixed.targets.clone()};
+      },
       [&](const step_metrics& s) { losses.push_back(s.loss); });
   REQUIRE(last.ok());
   REQUIRE(last->step == 60);
