@@ -2,6 +2,8 @@
 // event-driven run of the programs that finds deadlocks; both linear in the number of actions.
 #include "runtime/validate.hpp"
 
+#include "runtime/validate_layout.hpp"
+#include "runtime/validate_report.hpp"
 #include "runtime/validate_updates.hpp"
 
 #include <algorithm>
@@ -57,37 +59,8 @@ class validator {
     w_ = s_.params.replicas;
     stages_ = s_.virtual_stages;
     ranks_ = s_.ranks();
-    const std::int64_t mbs =
-        static_cast<std::int64_t>(s_.params.microbatches) * std::max(s_.params.steps, 0);
-    if (p_ < 1 || w_ < 1 || stages_ < 1 || mbs < 0)
-      return make_error("schedule layout: p, w and the virtual stage count must be at least 1 "
-                        "(got p = " + std::to_string(p_) + ", w = " + std::to_string(w_) +
-                        ", virtual stages = " + std::to_string(stages_) + ")");
-    if (static_cast<int>(s_.device_of.size()) != stages_)
-      return make_error("schedule layout: device_of has " + std::to_string(s_.device_of.size()) +
-                        " entries for " + std::to_string(stages_) +
-                        " virtual stages; give one device per virtual stage");
-    for (int v = 0; v < stages_; ++v)
-      if (s_.device_of[v] < 0 || s_.device_of[v] >= p_)
-        return make_error("schedule layout: virtual stage " + std::to_string(v) +
-                          " is placed on device " + std::to_string(s_.device_of[v]) +
-                          ", but there are only devices 0.." + std::to_string(p_ - 1));
-    if (ranks_ != p_ * w_)
-      return make_error("schedule layout: " + std::to_string(ranks_) + " programs for p = " +
-                        std::to_string(p_) + " devices x w = " + std::to_string(w_) +
-                        " replicas; give one program per rank (" + std::to_string(p_ * w_) + ")");
-    // A complete schedule runs an F of every microbatch on every stage of every replica, so the
-    // programs hold at least w * stages * m * steps actions; this also bounds the tables below.
-    std::int64_t actions = 0;
-    for (const program& prog : s_.programs) actions += static_cast<std::int64_t>(prog.size());
-    const std::int64_t groups = static_cast<std::int64_t>(w_) * stages_;
-    if (mbs > actions / groups)  // mbs * groups > actions, without overflow
-      return make_error("schedule layout: m = " + std::to_string(s_.params.microbatches) + " x " +
-                        std::to_string(s_.params.steps) + " steps on " + std::to_string(stages_) +
-                        " virtual stages x " + std::to_string(w_) + " replicas needs an F per "
-                        "microbatch, stage and replica, but the programs hold only " +
-                        std::to_string(actions) + " actions; check m and the step count");
-    mbs_ = static_cast<int>(mbs);
+    if (auto st = detail::check_layout(s_); !st) return st;
+    mbs_ = s_.total_microbatches();  // fits: check_layout bounds it by the action count
     lowered_ = s_.lowered;
     for (const program& prog : s_.programs)
       for (const action& a : prog) lowered_ = lowered_ || is_comm(a.kind);
@@ -390,7 +363,10 @@ class validator {
       if (pc_[r] < s_.programs[r].size()) stuck.push_back(r);
     if (stuck.empty()) return status::success();
     run_programs(slots, true);
-    return make_error(deadlock_report(stuck));
+    std::vector<std::string> why;
+    for (std::size_t i = 0; i < stuck.size() && i < 16; ++i) why.push_back(detail::waits_for(s_, pc_, stuck[i]));
+    return make_error(
+        detail::deadlock_report({s_.programs, pc_, last_step_, step_at_, stuck, why}));
   }
 
   void run_programs(std::size_t slots, bool record) {
@@ -417,124 +393,6 @@ class validator {
       worklist_.pop_back();
       advance(r);
     }
-  }
-
-  // What the stuck action of rank r waits for, in words.
-  std::string waits_for(int r) const {
-    const int q = r / p_;
-    const action& a = s_.programs[r][pc_[r]];
-    const int s = a.stage, mb = a.microbatch;
-    auto other = [&](int stage, const std::string& what) {
-      const int o = rank_of(q, stage);
-      std::string text = what + " on rank " + std::to_string(o);
-      if (pc_[o] < s_.programs[o].size())
-        text += ", which is itself stuck at " + to_string(s_.programs[o][pc_[o]]);
-      else
-        text += ", which finished without it";
-      return text;
-    };
-    switch (a.kind) {
-      case action_kind::forward: return other(s - 1, act(s - 1, action_kind::forward, mb));
-      case action_kind::backward:
-      case action_kind::input_grad:
-        return other(s + 1, "the backward " + act(s + 1, action_kind::backward, mb) + "/" +
-                                act(s + 1, action_kind::input_grad, mb));
-      case action_kind::recv_f: return other(s - 1, act(s - 1, action_kind::send_f, mb));
-      case action_kind::recv_b: return other(s + 1, act(s + 1, action_kind::send_b, mb));
-      case action_kind::reduce: {
-        std::string text = "the other replicas of stage " + std::to_string(s) + " to reach REDUCE";
-        for (int o = 0; o < w_; ++o) {
-          const int orank = rank_of(o, s);
-          if (orank == r) continue;
-          text += "; rank " + std::to_string(orank) +
-                  (pc_[orank] < s_.programs[orank].size()
-                       ? " is stuck at " + to_string(s_.programs[orank][pc_[orank]])
-                       : " has finished");
-        }
-        return text;
-      }
-      default:
-        return "nothing it can get";
-    }
-  }
-
-  std::string deadlock_report(const std::vector<int>& stuck) const {
-    constexpr std::size_t max_columns = 16;
-    constexpr int max_rows = 48;
-    std::vector<int> shown;
-    if (static_cast<std::size_t>(ranks_) <= max_columns) {
-      for (int r = 0; r < ranks_; ++r) shown.push_back(r);
-    } else {
-      for (std::size_t i = 0; i < stuck.size() && i < max_columns; ++i) shown.push_back(stuck[i]);
-    }
-    int first_stuck_row = 1 << 30, last_stuck_row = 0;
-    for (int r : stuck) {
-      first_stuck_row = std::min(first_stuck_row, last_step_[r] + 1);
-      last_stuck_row = std::max(last_stuck_row, last_step_[r] + 1);
-    }
-    const int lo = std::max(0, first_stuck_row - 8);
-    const int hi = std::min(last_stuck_row, lo + max_rows - 1);
-    const int rows = hi - lo + 1;
-    std::vector<std::vector<std::string>> cells(shown.size(), std::vector<std::string>(rows));
-    std::vector<char> row_stuck(rows, 0);
-    for (std::size_t c = 0; c < shown.size(); ++c) {
-      const int r = shown[c];
-      const program& prog = s_.programs[r];
-      for (std::size_t pos = 0; pos < pc_[r]; ++pos) {
-        const int st = step_at_[r][pos];
-        if (st >= lo && st <= hi) cells[c][st - lo] = to_string(prog[pos]);
-      }
-      if (pc_[r] < prog.size()) {
-        const int st = last_step_[r] + 1;
-        if (st >= lo && st <= hi) {
-          cells[c][st - lo] = "[" + to_string(prog[pc_[r]]) + "]";
-          row_stuck[st - lo] = 1;
-        }
-      }
-    }
-    const std::string hi_text = std::to_string(hi);
-    auto label = [&](int step) {
-      std::string n = std::to_string(step);
-      return "step " + std::string(hi_text.size() - n.size(), '0') + n;
-    };
-    const std::size_t label_width = label(hi).size();
-    std::vector<std::size_t> width(shown.size());
-    for (std::size_t c = 0; c < shown.size(); ++c) {
-      width[c] = ("rank " + std::to_string(shown[c])).size();
-      for (const auto& cell : cells[c]) width[c] = std::max(width[c], cell.size());
-    }
-    auto pad = [](std::string text, std::size_t n) {
-      text.resize(std::max(n, text.size()), ' ');
-      return text;
-    };
-    std::string out = "deadlock: " + std::to_string(stuck.size()) + " of " +
-                      std::to_string(ranks_) +
-                      " ranks cannot finish their programs; [..] marks the action each waits at\n";
-    if (lo > 0) out += "(steps 0.." + std::to_string(lo - 1) + " not shown)\n";
-    std::string header(label_width + 2, ' ');
-    for (std::size_t c = 0; c < shown.size(); ++c)
-      header += pad("rank " + std::to_string(shown[c]), width[c]) + " ";
-    while (header.back() == ' ') header.pop_back();
-    out += header + "\n";
-    for (int row = 0; row < rows; ++row) {
-      std::string line = label(lo + row) + ": ";
-      for (std::size_t c = 0; c < shown.size(); ++c) line += pad(cells[c][row], width[c]) + " ";
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      if (row_stuck[row]) line += "  <-- stuck";
-      out += line + "\n";
-    }
-    if (hi < last_stuck_row) out += "(later steps not shown)\n";
-    std::size_t explained = 0;
-    for (int r : stuck) {
-      if (explained == max_columns) {
-        out += "... and " + std::to_string(stuck.size() - explained) + " more stuck ranks\n";
-        break;
-      }
-      out += "rank " + std::to_string(r) + " waits at " + to_string(s_.programs[r][pc_[r]]) +
-             " for " + waits_for(r) + "\n";
-      ++explained;
-    }
-    return out;
   }
 };
 
