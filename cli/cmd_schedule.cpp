@@ -2,10 +2,13 @@
 // CSV in PyTorch's pipelining format, optionally lowered with SEND/RECV pairs.
 #include <iostream>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "cli/command.hpp"
+#include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
+#include "runtime/simulate.hpp"
 #include "runtime/validate.hpp"
 
 namespace pipeworks::cli {
@@ -23,6 +26,13 @@ void require_at_least_one(const char* flag, int value) {
     throw CLI::ValidationError(flag, "must be at least 1, got " + std::to_string(value));
 }
 
+// Every schedule flag, as given: the prefix of a generator's error.
+std::string schedule_flags(const schedule_options& o) {
+  return "--schedule " + o.kind + " --stages " + std::to_string(o.stages) + " --microbatches " +
+         std::to_string(o.microbatches) + " --chunks " + std::to_string(o.chunks) +
+         " --replicas " + std::to_string(o.replicas) + " --steps " + std::to_string(o.steps);
+}
+
 int run_schedule(const schedule_options& o) {
   auto kind = parse_schedule_kind(o.kind);
   if (!kind) throw CLI::ValidationError("--schedule", kind.message());
@@ -32,19 +42,19 @@ int run_schedule(const schedule_options& o) {
   require_at_least_one("--replicas", o.replicas);
   require_at_least_one("--steps", o.steps);
   const schedule_params params{o.stages, o.microbatches, o.chunks, o.replicas, o.steps};
+  if (status fits = check_footprint(*kind, params, false, false); !fits) {
+    std::cerr << "pipeworks " << fits.message() << "\n";
+    return exit_failure;
+  }
   auto made = make_schedule(*kind, params);
-  if (!made)
-    throw CLI::ValidationError("--schedule " + o.kind + " --stages " + std::to_string(o.stages) +
-                                   " --microbatches " + std::to_string(o.microbatches) +
-                                   " --chunks " + std::to_string(o.chunks),
-                               made.message());
-  const schedule s = o.lowered ? lower_communication(*made) : *made;
+  if (!made) throw CLI::ValidationError(schedule_flags(o), made.message());
+  const schedule s = o.lowered ? lower_communication(std::move(*made)) : std::move(*made);
   if (status ok = validate(s); !ok) {
     std::cerr << "pipeworks schedule: the generated schedule is invalid (a bug):\n"
               << ok.message() << "\n";
     return exit_failure;
   }
-  if (o.csv) {
+  if (o.csv || o.pytorch) {  // --pytorch implies --csv
     std::cout << (o.pytorch ? to_pytorch_csv(s.programs) : to_csv(s));
     return exit_ok;
   }
@@ -77,10 +87,18 @@ const bool registered = register_command(
           ->capture_default_str();
       sub.add_flag("--csv", o->csv, "print CSV, one row per rank (PyTorch's _dump_csv format)");
       sub.add_flag("--pytorch", o->pytorch,
-                   "with --csv: leave out STEP and write REDUCE as REDUCE_GRAD, for PyTorch's "
-                   "_load_csv");
+                   "print CSV for PyTorch's _load_csv (implies --csv): leave out STEP and write "
+                   "REDUCE as REDUCE_GRAD");
       sub.add_flag("--lowered", o->lowered, "add SEND/RECV pairs between devices");
-      return [o] { return run_schedule(*o); };
+      return [o] {
+        try {
+          return run_schedule(*o);
+        } catch (const std::bad_alloc&) {
+          std::cerr << "pipeworks schedule: out of memory for " << schedule_flags(*o)
+                    << "; use fewer stages, microbatches, replicas or steps\n";
+          return exit_failure;
+        }
+      };
     });
 
 }  // namespace

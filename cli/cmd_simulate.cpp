@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <memory>
+#include <new>
+#include <optional>
 #include <string>
 
 #include "cli/command.hpp"
 #include "runtime/cost_model.hpp"
+#include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/simulate.hpp"
 #include "runtime/trace_chrome.hpp"
@@ -20,12 +22,12 @@
 namespace pipeworks::cli {
 namespace {
 
-constexpr double unset = std::numeric_limits<double>::quiet_NaN();
+constexpr int min_text_width = 10;  // --width; the most is the library's max_text_width
 
 struct simulate_flags {
   std::string kind, costs, trace, svg;
   int stages = 0, microbatches = 0, chunks = 1, replicas = 1, steps = 1, width = 100;
-  double fwd = unset, bwd = unset, wgrad = unset;
+  std::optional<double> fwd, bwd, wgrad;  // unset: the cost file's or the default times
   bool json = false, text = false;
 };
 
@@ -36,31 +38,33 @@ std::string num(double x) {
 }
 
 void require_at_least_one(const char* flag, int value) {
-  if (value < 1) throw CLI::ValidationError(flag, "must be at least 1, got " + std::to_string(value));
+  if (value < 1)
+    throw CLI::ValidationError(flag, "must be at least 1, got " + std::to_string(value));
 }
 
-void require_time(const char* flag, double value) {
-  if (!std::isnan(value) && !(std::isfinite(value) && value >= 0.0))
-    throw CLI::ValidationError(flag, "must be a time >= 0, got " + num(value));
+void require_time(const char* flag, const std::optional<double>& value) {
+  if (value && !(std::isfinite(*value) && *value >= 0.0))
+    throw CLI::ValidationError(flag, "must be a finite time >= 0, got " + num(*value));
 }
 
-// The cost model: costs.json if given, else F=1, B=2, W=B/2; then --fwd/--bwd/--wgrad for every stage.
+// The cost model: costs.json if given, else F=1, B=2, W=B/2; then --fwd/--bwd/--wgrad for every
+// stage.
 cost_model make_costs(const simulate_flags& o) {
   cost_model c;
   if (!o.costs.empty()) {
     auto loaded = load_cost_model(o.costs);
     if (!loaded) throw CLI::ValidationError("--costs", loaded.message());
     c = *loaded;
-  } else if (!std::isnan(o.bwd)) {
-    c.stages[0].weight_grad = o.bwd / 2.0;
+  } else if (o.bwd) {
+    c.stages[0].weight_grad = *o.bwd / 2.0;
   }
   for (stage_cost& s : c.stages) {
-    if (!std::isnan(o.fwd)) s.forward = o.fwd;
-    if (!std::isnan(o.bwd)) s.backward = o.bwd;
-    if (!std::isnan(o.wgrad)) s.weight_grad = o.wgrad;
+    if (o.fwd) s.forward = *o.fwd;
+    if (o.bwd) s.backward = *o.bwd;
+    if (o.wgrad) s.weight_grad = *o.wgrad;
     if (s.weight_grad > s.backward) {
       throw CLI::ValidationError(
-          std::isnan(o.wgrad) ? "--bwd" : "--wgrad",
+          o.wgrad ? "--wgrad" : "--bwd",
           "the weight gradient W=" + num(s.weight_grad) + " exceeds the backward B=" +
               num(s.backward) + "; W is part of B (I = B - W), so give --wgrad <= --bwd");
     }
@@ -79,16 +83,24 @@ bool write_file(const std::string& path, const std::string& text) {
 
 void print_table(const simulation& sim, const std::string& title) {
   std::printf("%s\n", title.c_str());
-  std::printf("makespan %.6g, bubble fraction %.4f (%.1f%% of device time idle), %lld actions\n", sim.makespan,
-              sim.bubble_fraction, 100.0 * sim.bubble_fraction, static_cast<long long>(sim.actions));
-  std::printf("%-6s %12s %7s %14s %14s %14s\n", "stage", "busy", "idle", "peak inflight", "peak versions",
-              "peak act bytes");
+  std::printf("makespan %.6g, bubble fraction %.4f (%.1f%% of device time idle), %lld actions\n",
+              sim.makespan, sim.bubble_fraction, 100.0 * sim.bubble_fraction,
+              static_cast<long long>(sim.actions));
+  std::printf("%-6s %12s %7s %14s %14s %14s\n", "stage", "busy", "idle", "peak inflight",
+              "peak versions", "peak act bytes");
   for (std::size_t d = 0; d < sim.stages.size(); ++d) {
     const rank_stats& s = sim.stages[d];
     const double idle = sim.makespan > 0 ? 1.0 - s.busy / sim.makespan : 0.0;
-    std::printf("%-6zu %12.6g %6.1f%% %14d %14d %14lld\n", d, s.busy, 100.0 * idle, s.peak_inflight,
-                s.peak_versions, static_cast<long long>(s.peak_activation_bytes));
+    std::printf("%-6zu %12.6g %6.1f%% %14d %14d %14lld\n", d, s.busy, 100.0 * idle,
+                s.peak_inflight, s.peak_versions, static_cast<long long>(s.peak_activation_bytes));
   }
+}
+
+// Every schedule flag, as given: the prefix of a generator's error.
+std::string schedule_flags(const simulate_flags& o) {
+  return "--schedule " + o.kind + " --stages " + std::to_string(o.stages) + " --microbatches " +
+         std::to_string(o.microbatches) + " --chunks " + std::to_string(o.chunks) +
+         " --replicas " + std::to_string(o.replicas) + " --steps " + std::to_string(o.steps);
 }
 
 int run_simulate(const simulate_flags& o) {
@@ -99,27 +111,43 @@ int run_simulate(const simulate_flags& o) {
   require_at_least_one("--chunks", o.chunks);
   require_at_least_one("--replicas", o.replicas);
   require_at_least_one("--steps", o.steps);
-  require_at_least_one("--width", o.width);
+  if (o.width < min_text_width || o.width > max_text_width) {
+    throw CLI::ValidationError("--width", "must be " + std::to_string(min_text_width) + ".." +
+                                              std::to_string(max_text_width) + " columns, got " +
+                                              std::to_string(o.width));
+  }
   require_time("--fwd", o.fwd);
   require_time("--bwd", o.bwd);
   require_time("--wgrad", o.wgrad);
   const schedule_params params{o.stages, o.microbatches, o.chunks, o.replicas, o.steps};
-  auto made = make_schedule(*kind, params);
-  if (!made)
-    throw CLI::ValidationError("--schedule " + o.kind + " --stages " + std::to_string(o.stages) +
-                                   " --microbatches " + std::to_string(o.microbatches) + " --chunks " +
-                                   std::to_string(o.chunks),
-                               made.message());
-  const cost_model costs = make_costs(o);
-  if (status ok = costs.check(made->virtual_stages, o.stages); !ok) throw CLI::ValidationError("--costs", ok.message());
-
   pipeworks::simulate_options sopt;
   sopt.record_timeline = o.text || !o.trace.empty() || !o.svg.empty();
-  auto sim = simulate(lower_communication(*made), costs, sopt);
+  if (status fits = check_footprint(*kind, params, true, sopt.record_timeline); !fits) {
+    std::cerr << "pipeworks " << fits.message() << "\n";
+    return exit_failure;
+  }
+  auto made = make_schedule(*kind, params);
+  if (!made) throw CLI::ValidationError(schedule_flags(o), made.message());
+  const cost_model costs = make_costs(o);
+  if (status ok = costs.check(made->virtual_stages, o.stages, o.replicas); !ok) {
+    throw CLI::ValidationError("--costs", ok.message());
+  }
+
+  const schedule lowered = lower_communication(std::move(*made));
+  auto sim = simulate(lowered, costs, sopt);
   if (!sim) {
     const std::string& m = sim.message();  // the library's messages start with "simulate: "
     std::cerr << "pipeworks " << (m.rfind("simulate: ", 0) == 0 ? m : "simulate: " + m) << "\n";
     return exit_failure;
+  }
+  std::optional<std::string> json;
+  if (o.json) {
+    auto j = to_json(*sim);
+    if (!j) {
+      std::cerr << "pipeworks " << j.message() << "\n";
+      return exit_failure;
+    }
+    json = std::move(*j);
   }
   if (!o.trace.empty()) {
     if (status ok = write_chrome_trace(sim->trace, o.trace); !ok) {
@@ -128,45 +156,77 @@ int run_simulate(const simulate_flags& o) {
     }
   }
   if (!o.svg.empty() && !write_file(o.svg, to_svg(sim->trace))) {
-    std::cerr << "pipeworks simulate: --svg: cannot write '" << o.svg << "'; check that its folder exists\n";
+    std::cerr << "pipeworks simulate: --svg: cannot write '" << o.svg
+              << "'; check that its folder exists\n";
     return exit_failure;
   }
   if (o.text) (o.json ? std::cerr : std::cout) << to_text(sim->trace, o.width);
-  if (o.json) {
-    std::cout << to_json(*sim) << "\n";
+  if (json) {
+    std::cout << *json << "\n";
   } else {
-    std::string title = std::string(schedule_name(*kind)) + " p=" + std::to_string(o.stages) + " m=" +
-                        std::to_string(o.microbatches) + " v=" + std::to_string(o.chunks) + " w=" +
-                        std::to_string(o.replicas) + " steps=" + std::to_string(o.steps) + " (simulated)";
+    const std::string title = std::string(schedule_name(*kind)) + " p=" +
+                              std::to_string(o.stages) + " m=" + std::to_string(o.microbatches) +
+                              " v=" + std::to_string(o.chunks) + " w=" +
+                              std::to_string(o.replicas) + " steps=" + std::to_string(o.steps) +
+                              " (simulated)";
     print_table(*sim, title);
   }
   return exit_ok;
 }
 
+// An allocation that fails despite the up-front estimate ends the command with a message.
+int run_simulate_guarded(const simulate_flags& o) {
+  try {
+    return run_simulate(o);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "pipeworks simulate: out of memory for " << schedule_flags(o)
+              << "; use fewer stages, microbatches, replicas or steps, or drop --trace, --svg "
+                 "and --text (the timeline takes about 56 bytes an action)\n";
+    return exit_failure;
+  }
+}
+
+// A time flag: std::optional, set only when given (CLI11 parses "nan" and "inf" too; run_simulate
+// rejects them).
+void add_time(CLI::App& sub, const char* flag, std::optional<double>& out, const char* help) {
+  sub.add_option_function<double>(flag, [&out](const double& x) { out = x; }, help);
+}
+
 const bool registered = register_command(
-    "simulate", "Simulate a pipeline schedule on a cost model: makespan, bubble, memory and version peaks",
+    "simulate",
+    "Simulate a pipeline schedule on a cost model: makespan, bubble, memory and version peaks",
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<simulate_flags>();
       sub.add_option("--schedule", o->kind,
-                     "gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs, pipedream, pipedream-vs, 2bw or cyclic")
+                     "gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs, pipedream, pipedream-vs, 2bw "
+                     "or cyclic")
           ->required();
       sub.add_option("--stages", o->stages, "p: devices in one pipeline")->required();
-      sub.add_option("--microbatches", o->microbatches, "m: microbatches per step, per replica")->required();
+      sub.add_option("--microbatches", o->microbatches, "m: microbatches per step, per replica")
+          ->required();
       sub.add_option("--chunks", o->chunks, "v: virtual stages per device (interleaved, bfs)")
           ->capture_default_str();
-      sub.add_option("--replicas", o->replicas, "w: data-parallel replicas of every stage")->capture_default_str();
-      sub.add_option("--steps", o->steps, "optimizer steps the programs cover")->capture_default_str();
-      sub.add_option("--fwd", o->fwd, "F: forward time of every virtual stage (default 1)");
-      sub.add_option("--bwd", o->bwd, "B: full backward time of every virtual stage (default 2)");
-      sub.add_option("--wgrad", o->wgrad, "W: weight-gradient part of B, so I = B - W (default B/2)");
-      sub.add_option("--costs", o->costs, "costs.json: per-stage times and bytes, links, devices; "
-                                          "--fwd/--bwd/--wgrad override its times");
-      sub.add_flag("--json", o->json, "print {\"makespan\", \"bubble_fraction\", \"stages\": [...]} as JSON");
+      sub.add_option("--replicas", o->replicas, "w: data-parallel replicas of every stage")
+          ->capture_default_str();
+      sub.add_option("--steps", o->steps, "optimizer steps the programs cover")
+          ->capture_default_str();
+      add_time(sub, "--fwd", o->fwd, "F: forward time of every virtual stage (default 1)");
+      add_time(sub, "--bwd", o->bwd, "B: full backward time of every virtual stage (default 2)");
+      add_time(sub, "--wgrad", o->wgrad,
+               "W: weight-gradient part of B, so I = B - W (default B/2)");
+      sub.add_option("--costs", o->costs,
+                     "costs.json: per-stage times and bytes, links, devices; "
+                     "--fwd/--bwd/--wgrad override its times");
+      sub.add_flag("--json", o->json,
+                   "print {\"makespan\", \"bubble_fraction\", \"stages\": [...]} as JSON");
       sub.add_option("--trace", o->trace, "write a Chrome trace-event JSON file (Perfetto)");
       sub.add_option("--svg", o->svg, "write an SVG timeline");
       sub.add_flag("--text", o->text, "print a text timeline (to stderr with --json)");
-      sub.add_option("--width", o->width, "columns of the text timeline")->capture_default_str();
-      return [o] { return run_simulate(*o); };
+      sub.add_option("--width", o->width,
+                     "columns of the text timeline, " + std::to_string(min_text_width) + ".." +
+                         std::to_string(max_text_width))
+          ->capture_default_str();
+      return [o] { return run_simulate_guarded(*o); };
     });
 
 }  // namespace

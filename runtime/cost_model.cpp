@@ -1,7 +1,9 @@
 // The simulator's cost model: checks, derived REDUCE times and the costs.json reader.
 #include "runtime/cost_model.hpp"
 
+#include <climits>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
@@ -23,7 +25,8 @@ std::string num(double x) {
 }
 
 // Rejects keys outside `allowed`, naming the first one and the keys that would work.
-status only_keys(const json& j, const std::string& where, std::initializer_list<const char*> allowed) {
+status only_keys(const json& j, const std::string& where,
+                 std::initializer_list<const char*> allowed) {
   if (!j.is_object()) return make_error("costs.json: " + where + " must be an object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
@@ -31,19 +34,62 @@ status only_keys(const json& j, const std::string& where, std::initializer_list<
     if (known) continue;
     std::string list;
     for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
-    return make_error("costs.json: unknown key \"" + it.key() + "\" in " + where + "; known keys: " + list);
+    return make_error("costs.json: unknown key \"" + it.key() + "\" in " + where +
+                      "; known keys: " + list);
   }
   return {};
 }
 
-template <class T>
-status read_number(const json& j, const char* key, const std::string& where, T& out) {
+status read_number(const json& j, const char* key, const std::string& where, double& out) {
   if (!j.contains(key)) return {};
   const json& v = j.at(key);
   if (!v.is_number()) {
     return make_error("costs.json: " + where + "." + key + " must be a number, not " + v.dump());
   }
-  out = static_cast<T>(v.get<double>());
+  out = v.get<double>();
+  return {};
+}
+
+// A whole number within +-`max`; `unit` says what it counts ("bytes", "device number").
+status read_whole(const json& j, const char* key, const std::string& where, std::int64_t max,
+                  const std::string& max_text, const std::string& unit, std::int64_t& out) {
+  if (!j.contains(key)) return {};
+  const json& v = j.at(key);
+  const std::string name = "costs.json: " + where + "." + key + " " + v.dump();
+  if (!v.is_number()) return make_error(name + " must be a number of " + unit);
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
+      return make_error(name + " is too large (max " + max_text + ")");
+    }
+    out = static_cast<std::int64_t>(v.get<std::uint64_t>());
+    return {};
+  }
+  if (v.is_number_integer()) {
+    out = v.get<std::int64_t>();
+  } else {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) {
+      return make_error(name + " must be a whole number of " + unit);
+    }
+    if (std::abs(d) > static_cast<double>(max)) {
+      return make_error(name + " is too large (max " + max_text + ")");
+    }
+    out = static_cast<std::int64_t>(d);
+  }
+  if (out > max || out < -max) return make_error(name + " is too large (max " + max_text + ")");
+  return {};
+}
+
+status read_bytes(const json& j, const char* key, const std::string& where, std::int64_t& out) {
+  return read_whole(j, key, where, max_cost_bytes, "2^62", "bytes", out);
+}
+
+status read_device(const json& j, const char* key, const std::string& where, int& out) {
+  std::int64_t d = out;
+  if (status st = read_whole(j, key, where, INT_MAX, "2^31 - 1", "device numbers", d); !st) {
+    return st;
+  }
+  out = static_cast<int>(d);
   return {};
 }
 
@@ -53,7 +99,8 @@ status read_number(const json& j, const char* key, const std::string& where, T& 
     if (!st_) return error{st_.message()}; \
   } while (0)
 
-result<link_cost> read_link(const json& j, const std::string& where, bool with_ends, link_cost out = {}) {
+result<link_cost> read_link(const json& j, const std::string& where, bool with_ends,
+                            link_cost out = {}) {
   if (with_ends) {
     PW_TRY(only_keys(j, where, {"latency", "bandwidth", "from", "to"}));
   } else {
@@ -66,13 +113,50 @@ result<link_cost> read_link(const json& j, const std::string& where, bool with_e
 
 status check_link(const link_cost& l, const std::string& where) {
   if (!finite_nonneg(l.latency)) {
-    return make_error("cost model: " + where + " latency " + num(l.latency) + " must be finite and >= 0");
+    return make_error("cost model: " + where + " latency " + num(l.latency) +
+                      " must be finite and >= 0");
   }
   if (!(l.bandwidth > 0.0)) {
     return make_error("cost model: " + where + " bandwidth " + num(l.bandwidth) +
                       " must be > 0 bytes/s (leave it out for an infinitely fast link)");
   }
   return {};
+}
+
+status check_stage(const stage_cost& c, const std::string& where) {
+  for (auto [name, x] : {std::pair{"forward", c.forward}, {"backward", c.backward},
+                         {"weight_grad", c.weight_grad}, {"step", c.step}}) {
+    if (!finite_nonneg(x)) {
+      return make_error("cost model: " + where + " " + name + " time " + num(x) +
+                        " must be finite and >= 0");
+    }
+  }
+  if (c.weight_grad > c.backward) {
+    return make_error("cost model: " + where + " weight_grad " + num(c.weight_grad) +
+                      " exceeds backward " + num(c.backward) +
+                      "; W is part of B (I = B - W), so give W <= B");
+  }
+  if (!std::isfinite(c.reduce)) {
+    return make_error("cost model: " + where + " reduce time must be finite");
+  }
+  for (auto [name, b] : {std::pair{"activation_bytes", c.activation_bytes},
+                         {"boundary_bytes", c.boundary_bytes}, {"param_bytes", c.param_bytes}}) {
+    if (b < 0 || b > max_cost_bytes) {
+      return make_error("cost model: " + where + " " + name + " " + std::to_string(b) +
+                        " must be in 0..2^62");
+    }
+  }
+  return {};
+}
+
+// A message over `l` takes boundary_bytes / bandwidth; that must stay finite.
+status check_transfer(const link_cost& l, const std::string& link_name, const stage_cost& c,
+                      const std::string& where) {
+  const double t = l.transfer(c.boundary_bytes);
+  if (std::isfinite(t)) return {};
+  return make_error("cost model: " + where + " boundary_bytes " + std::to_string(c.boundary_bytes) +
+                    " over " + link_name + " bandwidth " + num(l.bandwidth) +
+                    " takes an infinite time; raise the bandwidth or lower the bytes");
 }
 
 }  // namespace
@@ -89,47 +173,36 @@ double cost_model::reduce_time(int s, int replicas) const {
   const stage_cost& c = stage(s);
   if (c.reduce >= 0.0) return c.reduce;
   const double w = replicas;
-  return 2.0 * (w - 1.0) / w * reduce_link.transfer(c.param_bytes) + 2.0 * (w - 1.0) * reduce_link.latency;
+  return 2.0 * (w - 1.0) / w * reduce_link.transfer(c.param_bytes) +
+         2.0 * (w - 1.0) * reduce_link.latency;
 }
 
-status cost_model::check(int virtual_stages, int devices_per_replica) const {
-  if (stages.empty()) return make_error("cost model: no stage costs; give one entry for all stages or one per stage");
+status cost_model::check(int virtual_stages, int devices_per_replica, int replicas) const {
+  if (stages.empty()) {
+    return make_error("cost model: no stage costs; give one entry for all stages or one per stage");
+  }
   if (stages.size() != 1 && static_cast<int>(stages.size()) != virtual_stages) {
-    return make_error("cost model: " + std::to_string(stages.size()) + " stage entries for a schedule with " +
-                      std::to_string(virtual_stages) + " virtual stages; give 1 (for all) or " +
-                      std::to_string(virtual_stages));
+    return make_error("cost model: " + std::to_string(stages.size()) +
+                      " stage entries for a schedule with " + std::to_string(virtual_stages) +
+                      " virtual stages; give 1 (for all) or " + std::to_string(virtual_stages));
   }
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const stage_cost& c = stages[s];
-    const std::string where = "stage " + std::to_string(s);
-    for (auto [name, x] : {std::pair{"forward", c.forward}, {"backward", c.backward},
-                           {"weight_grad", c.weight_grad}, {"step", c.step}}) {
-      if (!finite_nonneg(x)) {
-        return make_error("cost model: " + where + " " + name + " time " + num(x) + " must be finite and >= 0");
-      }
-    }
-    if (c.weight_grad > c.backward) {
-      return make_error("cost model: " + where + " weight_grad " + num(c.weight_grad) + " exceeds backward " +
-                        num(c.backward) + "; W is part of B (I = B - W), so give W <= B");
-    }
-    if (!std::isfinite(c.reduce)) return make_error("cost model: " + where + " reduce time must be finite");
-    if (c.activation_bytes < 0 || c.boundary_bytes < 0 || c.param_bytes < 0) {
-      return make_error("cost model: " + where + " byte counts must be >= 0");
-    }
+  if (devices.empty()) {
+    return make_error("cost model: no device entries; give one for all devices or one per device");
   }
-  if (devices.empty()) return make_error("cost model: no device entries; give one for all devices or one per device");
   if (devices.size() != 1 && static_cast<int>(devices.size()) != devices_per_replica) {
     return make_error("cost model: " + std::to_string(devices.size()) + " device entries for " +
-                      std::to_string(devices_per_replica) + " devices per replica; give 1 (for all) or " +
+                      std::to_string(devices_per_replica) +
+                      " devices per replica; give 1 (for all) or " +
                       std::to_string(devices_per_replica));
   }
   for (std::size_t d = 0; d < devices.size(); ++d) {
     if (!(devices[d].speed > 0.0) || !std::isfinite(devices[d].speed)) {
-      return make_error("cost model: device " + std::to_string(d) + " speed " + num(devices[d].speed) +
-                        " must be finite and > 0 (1 is nominal)");
+      return make_error("cost model: device " + std::to_string(d) + " speed " +
+                        num(devices[d].speed) + " must be finite and > 0 (1 is nominal)");
     }
-    if (devices[d].memory < 0) {
-      return make_error("cost model: device " + std::to_string(d) + " memory must be >= 0 (0 = unlimited)");
+    if (devices[d].memory < 0 || devices[d].memory > max_cost_bytes) {
+      return make_error("cost model: device " + std::to_string(d) + " memory " +
+                        std::to_string(devices[d].memory) + " must be in 0..2^62 (0 = unlimited)");
     }
   }
   if (status st = check_link(link, "link"); !st) return st;
@@ -141,6 +214,25 @@ status cost_model::check(int virtual_stages, int devices_per_replica) const {
                         std::to_string(devices_per_replica - 1));
     }
     if (status st = check_link(l.cost, where); !st) return st;
+  }
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const stage_cost& c = stages[s];
+    const std::string where = "stage " + std::to_string(s);
+    if (status st = check_stage(c, where); !st) return st;
+    if (status st = check_transfer(link, "link", c, where); !st) return st;
+    for (const auto& l : links) {
+      const std::string name = "link " + std::to_string(l.from) + "-" + std::to_string(l.to);
+      if (status st = check_transfer(l.cost, name, c, where); !st) return st;
+    }
+    // The derived REDUCE time: a ring all-reduce of param_bytes over reduce_link.
+    const double reduce = stages.size() == 1 ? reduce_time(0, replicas) : reduce_time(s, replicas);
+    if (!std::isfinite(reduce)) {
+      return make_error("cost model: " + where + " REDUCE time over " + std::to_string(replicas) +
+                        " replicas overflows to " + num(reduce) + " (param_bytes " +
+                        std::to_string(c.param_bytes) + ", reduce_link bandwidth " +
+                        num(reduce_link.bandwidth) + ", latency " + num(reduce_link.latency) +
+                        "); raise the bandwidth, lower the bytes or give the stage a reduce time");
+    }
   }
   return {};
 }
@@ -171,17 +263,17 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
     for (std::size_t i = 0; i < st.size(); ++i) {
       const std::string where = "stages[" + std::to_string(i) + "]";
       const json& s = st[i];
-      PW_TRY(only_keys(s, where, {"forward", "backward", "weight_grad", "step", "reduce", "activation_bytes",
-                                  "boundary_bytes", "param_bytes"}));
+      PW_TRY(only_keys(s, where, {"forward", "backward", "weight_grad", "step", "reduce",
+                                  "activation_bytes", "boundary_bytes", "param_bytes"}));
       stage_cost sc;
       PW_TRY(read_number(s, "forward", where, sc.forward));
       PW_TRY(read_number(s, "backward", where, sc.backward));
       PW_TRY(read_number(s, "weight_grad", where, sc.weight_grad));
       PW_TRY(read_number(s, "step", where, sc.step));
       PW_TRY(read_number(s, "reduce", where, sc.reduce));
-      PW_TRY(read_number(s, "activation_bytes", where, sc.activation_bytes));
-      PW_TRY(read_number(s, "boundary_bytes", where, sc.boundary_bytes));
-      PW_TRY(read_number(s, "param_bytes", where, sc.param_bytes));
+      PW_TRY(read_bytes(s, "activation_bytes", where, sc.activation_bytes));
+      PW_TRY(read_bytes(s, "boundary_bytes", where, sc.boundary_bytes));
+      PW_TRY(read_bytes(s, "param_bytes", where, sc.param_bytes));
       c.stages.push_back(sc);
     }
   }
@@ -197,7 +289,9 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
   }
   if (j.contains("links")) {
     const json& ls = j.at("links");
-    if (!ls.is_array()) return make_error("costs.json: \"links\" must be an array of {from, to, latency, bandwidth}");
+    if (!ls.is_array()) {
+      return make_error("costs.json: \"links\" must be an array of {from, to, latency, bandwidth}");
+    }
     for (std::size_t i = 0; i < ls.size(); ++i) {
       const std::string where = "links[" + std::to_string(i) + "]";
       if (!ls[i].is_object() || !ls[i].contains("from") || !ls[i].contains("to")) {
@@ -207,8 +301,8 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
       if (!l) return l.err();
       device_link dl;
       dl.cost = *l;
-      PW_TRY(read_number(ls[i], "from", where, dl.from));
-      PW_TRY(read_number(ls[i], "to", where, dl.to));
+      PW_TRY(read_device(ls[i], "from", where, dl.from));
+      PW_TRY(read_device(ls[i], "to", where, dl.to));
       c.links.push_back(dl);
     }
   }
@@ -223,7 +317,7 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
       PW_TRY(only_keys(ds[i], where, {"speed", "memory"}));
       device_cost dc;
       PW_TRY(read_number(ds[i], "speed", where, dc.speed));
-      PW_TRY(read_number(ds[i], "memory", where, dc.memory));
+      PW_TRY(read_bytes(ds[i], "memory", where, dc.memory));
       c.devices.push_back(dc);
     }
   }
@@ -231,6 +325,11 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
 }
 
 result<cost_model> load_cost_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return make_error("cost file '" + path +
+                      "' is a directory; give the path of a costs.json file");
+  }
   std::ifstream in(path);
   if (!in) return make_error("cannot open cost file '" + path + "'; give the path of a costs.json");
   std::stringstream buf;

@@ -11,13 +11,16 @@
 
 namespace pipeworks {
 
+// The largest byte count (activations, boundary, parameters, memory) a cost model may give.
+constexpr std::int64_t max_cost_bytes = std::int64_t{1} << 62;
+
 // Times are in seconds (or any unit, used consistently); sizes in bytes.
 struct stage_cost {
   double forward = 1.0;          // F
   double backward = 2.0;         // B: the full backward; a split backward runs I = B - W, then W
   double weight_grad = 1.0;      // W: the weight-gradient half of B
   double step = 0.0;             // STEP: optimizer update
-  double reduce = -1.0;          // REDUCE time; < 0: ring all-reduce of param_bytes over reduce_link
+  double reduce = -1.0;          // REDUCE time; < 0: ring all-reduce of param_bytes (reduce_link)
   std::int64_t activation_bytes = 0;  // stashed per microbatch from its F until its last backward
   std::int64_t boundary_bytes = 0;    // activation sent to the next stage (and its gradient back)
   std::int64_t param_bytes = 0;       // one weight version
@@ -64,8 +67,10 @@ struct cost_model {
   // all-reduce, 2(w-1)/w * param_bytes / bandwidth + 2(w-1) * latency. 0 with one replica.
   double reduce_time(int s, int replicas) const;
 
-  // Checks sizes against the schedule's shape and that every number is usable.
-  status check(int virtual_stages, int devices_per_replica) const;
+  // Checks sizes against the schedule's shape and that every number is usable: times finite and
+  // >= 0, byte counts in 0..2^62, and the derived transfer and REDUCE times (with `replicas`
+  // replicas) finite.
+  status check(int virtual_stages, int devices_per_replica, int replicas = 1) const;
 };
 
 // Every stage F, B, W (so I = B - W), free communication, unlimited memory.
@@ -78,7 +83,9 @@ cost_model uniform_costs(double forward, double backward, double weight_grad = 0
 //    "links": [{"from": 0, "to": 1, "latency": 1e-5, "bandwidth": 1e9}],
 //    "reduce_link": {"latency": 0, "bandwidth": 1e10},
 //    "devices": [{"speed": 1, "memory": 8e10}, ...]}
-// Every key is optional; a missing bandwidth is infinite. Unknown keys are errors.
+// Every key is optional; a missing bandwidth is infinite. Unknown keys are errors. Byte counts
+// and memory are whole numbers up to 2^62, link ends whole device numbers. A path that is a
+// directory, or a file that is not JSON, is an error that says so.
 result<cost_model> parse_cost_model(std::string_view json_text);
 result<cost_model> load_cost_model(const std::string& path);
 

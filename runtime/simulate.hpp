@@ -20,12 +20,12 @@ struct simulate_options {
 
 // What one rank (or, in simulation::stages, one device over its replicas) did.
 struct rank_stats {
-  double busy = 0.0;                        // time running F, B, I, W, STEP and REDUCE
-  int peak_inflight = 0;                    // microbatches whose F ran and whose last backward has not
-  std::int64_t peak_activation_bytes = 0;   // stashed activations at the peak
-  int peak_versions = 0;                    // live weight versions, the most of any virtual stage here
-  std::int64_t peak_memory_bytes = 0;       // activations plus live weight versions
-  double finish = 0.0;                      // when its last action ended
+  double busy = 0.0;                       // time running F, B, I, W, STEP and REDUCE
+  int peak_inflight = 0;                   // microbatches whose F ran, last backward not yet
+  std::int64_t peak_activation_bytes = 0;  // stashed activations at the peak
+  int peak_versions = 0;                   // live weight versions, most of any virtual stage here
+  std::int64_t peak_memory_bytes = 0;      // activations plus live weight versions
+  double finish = 0.0;                     // when its last action ended
 };
 
 struct simulation {
@@ -46,12 +46,33 @@ struct simulation {
 //
 // Errors: deadlock (a picture of each rank's program around where it is stuck), an action that
 // runs before its input (a missing RECV or a B before its F), a version the table names before
-// its STEP has run, and a device that runs out of memory (naming the stage and the time).
+// its STEP has run, a device that runs out of memory (naming the stage and the time), a version
+// table of the wrong shape, microbatch ids far beyond the action count, state larger than
+// memory_limit_bytes(), byte counts that overflow 64 bits and times that overflow to infinity.
 result<simulation> simulate(const schedule& lowered, const cost_model& costs,
                             const simulate_options& options = {});
 
 // {"makespan": .., "bubble_fraction": .., "stages": [{"busy": .., "peak_inflight": ..,
 //  "peak_versions": .., "peak_activation_bytes": ..}, ...]}, numbers in shortest round-trip form.
-std::string to_json(const simulation& sim);
+// An error, naming the number, if one is not finite (JSON has no inf or nan).
+result<std::string> to_json(const simulation& sim);
+
+// What simulating a built-in schedule would take, estimated from its parameters before it is
+// generated: its actions after lowering, and the bytes of the compute-only and lowered programs,
+// the version table, the simulator's per-(replica, stage, microbatch) state and, with a
+// timeline, one event per action. Without `simulated`, the programs and their printed text.
+struct footprint {
+  std::int64_t actions = 0;
+  double bytes = 0.0;
+};
+constexpr std::int64_t max_simulated_actions = std::int64_t{1} << 28;
+footprint estimate_footprint(schedule_kind kind, const schedule_params& params, bool simulated,
+                             bool record_timeline);
+// The memory the simulator lets itself plan for: 3/4 of this machine's physical memory.
+std::int64_t memory_limit_bytes();
+// An error when the estimate is over max_simulated_actions or memory_limit_bytes(), saying how
+// much it would need and the largest p * m that fits (with the same v, w and steps).
+status check_footprint(schedule_kind kind, const schedule_params& params, bool simulated,
+                       bool record_timeline);
 
 }  // namespace pipeworks

@@ -1,5 +1,5 @@
 // Text timeline: paints each compute event onto the columns it overlaps, keeping per column the
-// event that covers most of it.
+// event that covers most of it; one rank at a time, with the width clamped to 1..10000.
 #include "runtime/trace_text.hpp"
 
 #include <algorithm>
@@ -51,7 +51,7 @@ std::string format_seconds(double s) {
 }  // namespace
 
 std::string to_text(const timeline& t, int width) {
-  width = std::max(width, 1);
+  width = std::clamp(width, 1, max_text_width);
   int ranks = t.ranks;
   for (const auto& e : t.events) ranks = std::max(ranks, e.rank + 1);
   const double makespan = t.makespan();
@@ -60,24 +60,36 @@ std::string to_text(const timeline& t, int width) {
   const int cols = exact > 0 ? exact : (makespan > 0 ? width : 0);
   const double dt = cols > 0 ? makespan / cols : 0.0;
 
-  // Per rank and column: the character of the event that covers most of it, and how much of the
-  // column is busy.
-  std::vector<std::string> rows(ranks, std::string(cols, '.'));
-  std::vector<std::vector<double>> best(ranks, std::vector<double>(cols, 0.0));
-  std::vector<std::vector<double>> busy(ranks, std::vector<double>(cols, 0.0));
+  // The compute events of each rank, so that one row of per-column sums is live at a time.
+  std::vector<std::vector<const timeline_event*>> of_rank(ranks);
   for (const auto& e : t.events) {
     if (cols == 0 || e.stream != stream_kind::compute || e.end <= e.start || e.rank < 0) continue;
-    const int first = std::clamp(static_cast<int>(std::floor(e.start / dt + 1e-9)), 0, cols - 1);
-    const int last = std::clamp(static_cast<int>(std::ceil(e.end / dt - 1e-9)) - 1, 0, cols - 1);
-    for (int c = first; c <= last; ++c) {
-      const double overlap = std::min(e.end, (c + 1) * dt) - std::max(e.start, c * dt);
-      if (overlap <= 0) continue;
-      busy[e.rank][c] += overlap;
-      if (overlap > best[e.rank][c]) {
-        best[e.rank][c] = overlap;
-        rows[e.rank][c] = cell_char(e.act);
+    of_rank[e.rank].push_back(&e);
+  }
+  // Per column: the character of the event that covers most of it, and how much of the column
+  // is busy.
+  std::vector<std::string> rows(ranks, std::string(cols, '.'));
+  std::vector<double> best(cols), busy(cols);
+  for (int r = 0; r < ranks; ++r) {
+    std::fill(best.begin(), best.end(), 0.0);
+    std::fill(busy.begin(), busy.end(), 0.0);
+    for (const timeline_event* e : of_rank[r]) {
+      const int first =
+          std::clamp(static_cast<int>(std::floor(e->start / dt + 1e-9)), 0, cols - 1);
+      const int last =
+          std::clamp(static_cast<int>(std::ceil(e->end / dt - 1e-9)) - 1, 0, cols - 1);
+      for (int c = first; c <= last; ++c) {
+        const double overlap = std::min(e->end, (c + 1) * dt) - std::max(e->start, c * dt);
+        if (overlap <= 0) continue;
+        busy[c] += overlap;
+        if (overlap > best[c]) {
+          best[c] = overlap;
+          rows[r][c] = cell_char(e->act);
+        }
       }
     }
+    for (int c = 0; c < cols; ++c)
+      if (busy[c] < 0.5 * dt - 1e-12) rows[r][c] = '.';
   }
 
   const int p = t.devices_per_replica > 0 ? t.devices_per_replica : std::max(ranks, 1);
@@ -85,8 +97,6 @@ std::string to_text(const timeline& t, int width) {
   std::string out;
   if (!t.title.empty()) out += t.title + "\n";
   for (int r = 0; r < ranks; ++r) {
-    for (int c = 0; c < cols; ++c)
-      if (busy[r][c] < 0.5 * dt - 1e-12) rows[r][c] = '.';
     char label[48];
     if (replicated)
       std::snprintf(label, sizeof label, "rank %-3d (r%d d%d) |", r, r / p, r % p);

@@ -13,6 +13,8 @@ namespace pipeworks {
 // and the makespan fits in `width` units, each column is exactly one unit. Otherwise each column
 // is makespan / width long and shows the action that fills most of it, or '.' when the column
 // is mostly idle. A title line comes first and a legend line with the column length last.
+// `width` is clamped to 1..max_text_width.
+constexpr int max_text_width = 10000;
 std::string to_text(const timeline& t, int width = 100);
 
 }  // namespace pipeworks

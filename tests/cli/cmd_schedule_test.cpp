@@ -29,7 +29,8 @@ std::vector<std::string> rank_programs(const std::string& out) {
 }  // namespace
 
 TEST_CASE("schedule 1f1b p=2 m=3 prints one warm-up forward on stage 0, then alternates", "[cli]") {
-  const cli_result r = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2", "--microbatches", "3"});
+  const cli_result r =
+      run_cli({"schedule", "--schedule", "1f1b", "--stages", "2", "--microbatches", "3"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const std::vector<std::string> expected{
@@ -40,7 +41,8 @@ TEST_CASE("schedule 1f1b p=2 m=3 prints one warm-up forward on stage 0, then alt
 }
 
 TEST_CASE("schedule gpipe p=2 m=2 prints all forwards, then all backwards", "[cli]") {
-  const cli_result r = run_cli({"schedule", "--schedule", "gpipe", "--stages", "2", "--microbatches", "2"});
+  const cli_result r =
+      run_cli({"schedule", "--schedule", "gpipe", "--stages", "2", "--microbatches", "2"});
   REQUIRE(r.exit_code == 0);
   const std::vector<std::string> expected{"0F0 0F1 0B0 0B1 0STEP", "1F0 1F1 1B0 1B1 1STEP"};
   CHECK(rank_programs(r.out) == expected);
@@ -48,8 +50,9 @@ TEST_CASE("schedule gpipe p=2 m=2 prints all forwards, then all backwards", "[cl
 
 TEST_CASE("schedule --csv has one row per rank and the same actions as the text form", "[cli]") {
   for (int replicas : {1, 2}) {
-    const std::vector<std::string> common{"schedule",       "--schedule", "1f1b", "--stages", "3",
-                                          "--microbatches", "4",          "--replicas", std::to_string(replicas)};
+    const std::vector<std::string> common{"schedule", "--schedule", "1f1b",
+                                          "--stages", "3",          "--microbatches",
+                                          "4",        "--replicas", std::to_string(replicas)};
     const cli_result text = run_cli(common);
     auto csv_args = common;
     csv_args.push_back("--csv");
@@ -69,8 +72,8 @@ TEST_CASE("schedule --csv has one row per rank and the same actions as the text 
 }
 
 TEST_CASE("schedule --csv --lowered adds SEND/RECV pairs; --pytorch leaves out STEP", "[cli]") {
-  const cli_result lowered =
-      run_cli({"schedule", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--csv", "--lowered"});
+  const cli_result lowered = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
+                                      "--microbatches", "2", "--csv", "--lowered"});
   REQUIRE(lowered.exit_code == 0);
   const auto rows = nonempty_lines(lowered.out);
   REQUIRE(rows.size() == 2);
@@ -79,8 +82,8 @@ TEST_CASE("schedule --csv --lowered adds SEND/RECV pairs; --pytorch leaves out S
   CHECK(contains(rows[1], "1SEND_B0"));
   CHECK(contains(rows[0], "0RECV_B0"));
 
-  const cli_result pytorch =
-      run_cli({"schedule", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--csv", "--pytorch"});
+  const cli_result pytorch = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
+                                      "--microbatches", "2", "--csv", "--pytorch"});
   REQUIRE(pytorch.exit_code == 0);
   CHECK(nonempty_lines(pytorch.out).size() == 2);
   CHECK_FALSE(contains(pytorch.out, "STEP"));
@@ -96,8 +99,10 @@ TEST_CASE("schedule: bad values exit 2 with a message naming the flag", "[cli]")
       {{"--schedule", "1f1b", "--stages", "2", "--microbatches", "-1"}, "--microbatches"},
       {{"--schedule", "1f1b", "--stages", "two", "--microbatches", "3"}, "--stages"},
       {{"--schedule", "1f1b", "--stages", "2", "--microbatches", "3x"}, "--microbatches"},
-      {{"--schedule", "interleaved", "--stages", "2", "--microbatches", "2", "--chunks", "0"}, "--chunks"},
-      {{"--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--replicas", "0"}, "--replicas"},
+      {{"--schedule", "interleaved", "--stages", "2", "--microbatches", "2", "--chunks", "0"},
+       "--chunks"},
+      {{"--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--replicas", "0"},
+       "--replicas"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args{"schedule"};
@@ -111,20 +116,21 @@ TEST_CASE("schedule: bad values exit 2 with a message naming the flag", "[cli]")
 }
 
 TEST_CASE("schedule --schedule nope exits 2 and lists the valid names", "[cli]") {
-  const cli_result r = run_cli({"schedule", "--schedule", "nope", "--stages", "2", "--microbatches", "2"});
+  const cli_result r =
+      run_cli({"schedule", "--schedule", "nope", "--stages", "2", "--microbatches", "2"});
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "nope"));
-  for (const char* name :
-       {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "pipedream", "pipedream-vs", "2bw", "cyclic"}) {
+  for (const char* name : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "pipedream",
+                           "pipedream-vs", "2bw", "cyclic"}) {
     INFO(name);
     CHECK(contains(r.err, name));
   }
 }
 
 TEST_CASE("schedule: interleaved with m not a multiple of p says which m would work", "[cli]") {
-  const cli_result r =
-      run_cli({"schedule", "--schedule", "interleaved", "--stages", "4", "--microbatches", "6", "--chunks", "2"});
+  const cli_result r = run_cli({"schedule", "--schedule", "interleaved", "--stages", "4",
+                                "--microbatches", "6", "--chunks", "2"});
   INFO(r.err);
   CHECK(r.exit_code != 0);
   CHECK(r.out.empty());
@@ -134,10 +140,40 @@ TEST_CASE("schedule: interleaved with m not a multiple of p says which m would w
 }
 
 TEST_CASE("schedule: 2bw with m < p says m >= p is needed", "[cli]") {
-  const cli_result r = run_cli({"schedule", "--schedule", "2bw", "--stages", "4", "--microbatches", "2"});
+  const cli_result r =
+      run_cli({"schedule", "--schedule", "2bw", "--stages", "4", "--microbatches", "2"});
   INFO(r.err);
   CHECK(r.exit_code != 0);
   CHECK(r.out.empty());
   CHECK(contains(r.err, "2bw"));
   CHECK(contains(r.err, "m >= 4"));
+}
+
+TEST_CASE("schedule --pytorch implies --csv", "[cli]") {
+  const cli_result r = run_cli(
+      {"schedule", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--pytorch"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nonempty_lines(r.out) == std::vector<std::string>{"0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"});
+}
+
+TEST_CASE("schedule: a generator's error names every schedule flag", "[cli]") {
+  const cli_result r = run_cli({"schedule", "--schedule", "2bw", "--stages", "4", "--microbatches",
+                                "2", "--replicas", "2", "--steps", "3"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  for (const char* part : {"--schedule 2bw", "--stages 4", "--microbatches 2", "--chunks 1",
+                           "--replicas 2", "--steps 3"}) {
+    CHECK(contains(r.err, part));
+  }
+}
+
+TEST_CASE("schedule: a request too large for memory is refused at once", "[cli]") {
+  const cli_result r =
+      run_cli({"schedule", "--schedule", "gpipe", "--stages", "1", "--microbatches", "1000000000"});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.empty());
+  CHECK(contains(r.err, "pipeworks schedule:"));
+  CHECK(contains(r.err, "p * m can be at most about"));
 }

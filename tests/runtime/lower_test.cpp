@@ -1,4 +1,6 @@
 // Tests for runtime/lower.cpp: SEND/RECV pairs between stages on different devices only.
+#include "runtime/lower.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "runtime/schedule.hpp"
@@ -12,10 +14,8 @@ TEST_CASE("lowering 1F1B p=2 m=2 adds sends after producers and receives before 
   REQUIRE(s.ok());
   const schedule l = lower_communication(*s);
   CHECK(l.lowered);
-  CHECK(to_string(l.programs[0]) ==
-        "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0STEP");
-  CHECK(to_string(l.programs[1]) ==
-        "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1STEP");
+  CHECK(to_string(l.programs[0]) == "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0STEP");
+  CHECK(to_string(l.programs[1]) == "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1STEP");
   CHECK(validate(l).ok());
 }
 
@@ -44,9 +44,8 @@ TEST_CASE("lowering interleaved chunks: every hand-off crosses devices when p > 
 }
 
 TEST_CASE("lowering split backwards: I sends the input gradient, W sends nothing", "[runtime]") {
-  auto s = schedule_from_programs({parse_program("0F0 0I0 0W0").value(),
-                                   parse_program("1F0 1I0 1W0").value()},
-                                  2, 1, 1, false);
+  auto s = schedule_from_programs(
+      {parse_program("0F0 0I0 0W0").value(), parse_program("1F0 1I0 1W0").value()}, 2, 1, 1, false);
   REQUIRE(s.ok());
   const schedule l = lower_communication(*s);
   CHECK(to_string(l.programs[0]) == "0F0 0SEND_F0 0RECV_B0 0I0 0W0");
@@ -60,4 +59,21 @@ TEST_CASE("lowering keeps REDUCE and STEP in place", "[runtime]") {
   const schedule l = lower_communication(*s);
   CHECK(to_string(l.programs[2]) == "0F0 0SEND_F0 0RECV_B0 0B0 0REDUCE 0STEP");
   CHECK(validate(l).ok());
+}
+
+TEST_CASE("lowering by value gives the same programs and sizes them exactly", "[runtime]") {
+  for (auto k : {schedule_kind::one_f_one_b, schedule_kind::zb_h1, schedule_kind::interleaved}) {
+    auto s = make_schedule(k, {4, 8, k == schedule_kind::interleaved ? 2 : 1, 2, 2});
+    REQUIRE(s.ok());
+    const schedule copied = lower_communication(*s);  // the const& form leaves *s alone
+    CHECK_FALSE(s->lowered);
+    const schedule moved = lower_communication(std::move(*s));
+    CHECK(moved.lowered);
+    REQUIRE(moved.programs.size() == copied.programs.size());
+    for (std::size_t r = 0; r < moved.programs.size(); ++r) {
+      CHECK(moved.programs[r] == copied.programs[r]);
+      CHECK(moved.programs[r].capacity() == moved.programs[r].size());
+    }
+    CHECK(validate(moved).ok());
+  }
 }

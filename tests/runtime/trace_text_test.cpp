@@ -1,8 +1,8 @@
 // Tests for the text timeline: small hand-built timelines against expected strings, exact and
 // quantised.
-#include <catch2/catch.hpp>
-
 #include "runtime/trace_text.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace pipeworks;
 
@@ -20,10 +20,14 @@ timeline gpipe_2x2() {
   t.ranks = 2;
   t.devices_per_replica = 2;
   t.events = {
-      compute(0, k::forward, 0, 0, 1), compute(0, k::forward, 1, 1, 2),
-      compute(1, k::forward, 0, 1, 2), compute(1, k::forward, 1, 2, 3),
-      compute(1, k::backward, 0, 3, 5), compute(1, k::backward, 1, 5, 7),
-      compute(0, k::backward, 0, 5, 7), compute(0, k::backward, 1, 7, 9),
+      compute(0, k::forward, 0, 0, 1),
+      compute(0, k::forward, 1, 1, 2),
+      compute(1, k::forward, 0, 1, 2),
+      compute(1, k::forward, 1, 2, 3),
+      compute(1, k::backward, 0, 3, 5),
+      compute(1, k::backward, 1, 5, 7),
+      compute(0, k::backward, 0, 5, 7),
+      compute(0, k::backward, 1, 7, 9),
       // Communication is not drawn.
       timeline_event{0, stream_kind::send, action{0, k::send_f, 0}, 1, 1.5, -1, 1},
   };
@@ -58,9 +62,9 @@ TEST_CASE("text timeline marks I, W, REDUCE, STEP and replicas", "[runtime]") {
   t.ranks = 2;
   t.devices_per_replica = 1;  // two replicas of a one-stage pipeline
   t.events = {
-      compute(0, k::forward, 27, 0, 1), compute(0, k::input_grad, 27, 1, 2),
+      compute(0, k::forward, 27, 0, 1),     compute(0, k::input_grad, 27, 1, 2),
       compute(0, k::weight_grad, 27, 2, 3), compute(0, k::reduce, -1, 3, 4),
-      compute(0, k::step, -1, 4, 5), compute(1, k::forward, 2, 0, 1),
+      compute(0, k::step, -1, 4, 5),        compute(1, k::forward, 2, 0, 1),
       compute(1, k::step, -1, 4, 5),
   };
   CHECK(to_text(t, 10) ==
@@ -76,4 +80,14 @@ TEST_CASE("text timeline falls back to quantising when events are off the unit g
   t.events = {compute(0, k::forward, 0, 0, 1), compute(0, k::backward, 0, 1, 2.5)};
   CHECK(to_text(t, 5) == "rank 0   |AAaaa|\n" + legend + "0.5, makespan 2.5\n");
   CHECK(to_text(timeline{}) == legend + "0, makespan 0\n");
+}
+
+TEST_CASE("text timeline caps its width at max_text_width", "[runtime]") {
+  using k = action_kind;
+  timeline t;
+  t.ranks = 1;
+  t.events = {compute(0, k::forward, 0, 0, 1), compute(0, k::backward, 0, 1, 2.5)};
+  const std::string text = to_text(t, 200000000);
+  const std::string row = text.substr(0, text.find('\n'));
+  CHECK(row.size() == std::string("rank 0   ||").size() + max_text_width);
 }

@@ -1,0 +1,12 @@
+// The lowering pass taking its schedule by value, so that a caller that no longer needs the
+// compute-only programs hands them over instead of holding both (the const& form is in
+// runtime/schedule.hpp).
+#pragma once
+#include "runtime/schedule.hpp"
+
+namespace pipeworks {
+
+// Lowers `compute_only` in place, one rank's program at a time, and returns it.
+schedule lower_communication(schedule&& compute_only);
+
+}  // namespace pipeworks

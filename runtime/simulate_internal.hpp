@@ -1,0 +1,207 @@
+// The simulator's internals, shared by runtime/simulate*.cpp and not part of the public API: the
+// per-(replica, stage, microbatch) state bits, huge-page arrays and the simulator class.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/simulate.hpp"
+
+namespace pipeworks::sim_detail {
+
+// Per (replica, virtual stage, microbatch) state bits.
+enum : std::uint8_t {
+  has_input_f = 1,  // the forward input is here (RECV_F ran, or F of the previous stage here)
+  fwd_done = 2,     // F ran: its activations are stashed
+  has_input_b = 4,  // the output gradient is on this device
+  igrad_done = 8,   // I (or B) ran
+  bwd_done = 16,    // the last backward (B or W) ran: the stash is freed
+  sent_f = 32,      // the forward input's SEND ran: arrival_f_ holds its arrival time
+  sent_b = 64,      // the output gradient's SEND ran: arrival_b_ holds its arrival time
+};
+
+// Large blocks on 2 MiB transparent huge pages where the kernel allows it (simulate_memory.cpp).
+// A large simulation touches a few slots of every rank's rows in turn; with 4 KiB pages that is
+// a TLB miss per slot, and huge pages make it about three times faster.
+void* huge_allocate(std::size_t bytes);
+void huge_deallocate(void* p, std::size_t bytes);
+// Asks for huge pages under memory that is allocated but not yet touched (a reserved vector).
+void advise_huge_pages(void* p, std::size_t bytes);
+
+template <class T>
+struct huge_page_allocator {
+  using value_type = T;
+  huge_page_allocator() = default;
+  template <class U>
+  huge_page_allocator(const huge_page_allocator<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(huge_allocate(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) { huge_deallocate(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const huge_page_allocator<U>&) const { return true; }
+};
+template <class T>
+using big_vector = std::vector<T, huge_page_allocator<T>>;
+
+// An array whose elements are not initialised, on huge pages when large: untouched parts cost
+// neither a write nor a page.
+template <class T>
+class raw_array {
+ public:
+  raw_array() = default;
+  raw_array(const raw_array&) = delete;
+  raw_array& operator=(const raw_array&) = delete;
+  ~raw_array() { release(); }
+  void reset(std::size_t n) {
+    release();
+    data_ = static_cast<T*>(huge_allocate(n * sizeof(T)));
+    n_ = n;
+  }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  void release() {
+    if (data_ != nullptr) huge_deallocate(data_, n_ * sizeof(T));
+    data_ = nullptr;
+  }
+  T* data_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+std::string fmt(double x);            // shortest readable form, as in messages
+std::string bytes_text(double bytes);  // "12 B", "3.5 MiB", "2 GiB"
+
+class simulator {
+ public:
+  simulator(const schedule& s, const cost_model& c, const simulate_options& o)
+      : s_(s), c_(c), o_(o) {}
+  result<simulation> run();
+
+ private:
+  // ---- set-up (simulate_setup.cpp) ----
+  status prepare();
+  status check_shape();
+  status scan_programs();
+  status check_versions() const;
+  status check_state_size() const;
+  void stage_times();
+
+  // ---- the hot loop (simulate.cpp) ----
+  bool advance(int r);
+  result<simulation> finish();
+
+  std::size_t key(int rep, int st, int mb) const {
+    return (static_cast<std::size_t>(rep) * v_ + st) * m_ + mb;
+  }
+  std::size_t group(int rep, int st) const { return static_cast<std::size_t>(rep) * v_ + st; }
+  int rank_of(int rep, int st) const { return rep * p_ + device_of_[st]; }
+
+  // The version F uses: the table's, or the newest when the schedule has no table.
+  int forward_version(int rep, int st, int mb, std::size_t k) {
+    const int newest = newest_[group(rep, st)];
+    if (!table_ok_) {
+      stash_version_[k] = newest;
+      return newest;
+    }
+    return s_.versions[st][mb].forward;
+  }
+  int backward_version(int st, int mb, std::size_t k) const {
+    return table_ok_ ? s_.versions[st][mb].backward : stash_version_[k];
+  }
+
+  // A stash refers to `ver` from F until the last backward. False if the weight bytes overflow.
+  bool hold(int rep, int st, int ver) {
+    const std::size_t g = group(rep, st);
+    if (refs_[g * nver_ + ver]++ == 0 && ver != newest_[g]) {
+      ++live_[g];
+      const int r = rank_of(rep, st);
+      if (__builtin_add_overflow(param_now_[r], param_bytes_[st], &param_now_[r])) return false;
+      note_live(r, g);
+    }
+    return true;
+  }
+  void release(int r, int rep, int st, int mb, std::size_t k) {
+    const std::size_t g = group(rep, st);
+    const int ver = table_ok_ ? s_.versions[st][mb].forward : stash_version_[k];
+    unhold(r, g, st, ver);
+    if (table_ok_ && s_.versions[st][mb].backward != ver) {
+      unhold(r, g, st, s_.versions[st][mb].backward);
+    }
+    act_now_[r] -= act_bytes_[st];
+    --inflight_[r];
+  }
+  void unhold(int r, std::size_t g, int st, int ver) {
+    if (--refs_[g * nver_ + ver] == 0 && ver != newest_[g]) {
+      --live_[g];
+      param_now_[r] -= param_bytes_[st];
+    }
+  }
+  void note_live(int r, std::size_t g) {
+    if (live_[g] > stats_[r].peak_versions) stats_[r].peak_versions = live_[g];
+  }
+
+  bool memory_ok(int r, double t, int st) {
+    std::int64_t used;
+    if (__builtin_add_overflow(act_now_[r], param_now_[r], &used)) return fail_bytes(r, t, st);
+    rank_stats& rs = stats_[r];
+    if (used > rs.peak_memory_bytes) rs.peak_memory_bytes = used;
+    const std::int64_t cap = memory_[r % p_];
+    return cap == 0 || used <= cap || out_of_memory(r, t, st, used, cap);
+  }
+
+  void record(int r, stream_kind sk, const action& a, double start, double end, int version,
+              std::int64_t flow_id) {
+    if (!o_.record_timeline) return;
+    trace_.events.push_back(timeline_event{r, sk, a, start, end, version, flow_id});
+  }
+  static std::int64_t flow(std::size_t k, bool fwd) {
+    return static_cast<std::int64_t>(2 * k + (fwd ? 0 : 1));
+  }
+
+  // ---- errors (simulate_errors.cpp); each sets error_ and returns false ----
+  std::string where(int r, std::size_t pc) const;
+  [[gnu::cold, gnu::noinline]] bool out_of_memory(int r, double t, int st, std::int64_t used,
+                                                  std::int64_t cap);
+  [[gnu::cold, gnu::noinline]] bool fail_bytes(int r, double t, int st);
+  [[gnu::cold, gnu::noinline]] bool fail_order(int r, std::size_t pc, std::uint8_t sk);
+  [[gnu::cold, gnu::noinline]] bool fail_version(int r, std::size_t pc, int st, int mb, int ver,
+                                                 double t);
+  [[gnu::cold, gnu::noinline]] bool fail_send(int r, std::size_t pc);
+  std::string deadlock_picture() const;
+  std::string overflow_message(const simulation& sim) const;
+
+  const schedule& s_;
+  const cost_model& c_;
+  const simulate_options& o_;
+  int p_ = 1, w_ = 1, v_ = 1, r_ = 1, nver_ = 1;
+  std::size_t m_ = 1;  // microbatch ids per (replica, stage): the largest id + 1
+  std::int64_t total_ = 0;
+  std::vector<int> device_of_;
+  std::vector<double> t_f_, t_b_, t_i_, t_w_, t_step_, t_reduce_, xfer_f_, lat_f_, xfer_b_, lat_b_;
+  std::vector<std::int64_t> act_bytes_, param_bytes_, memory_;
+  // per (replica, stage, microbatch)
+  big_vector<std::uint8_t> state_;
+  raw_array<double> arrival_f_, arrival_b_;
+  big_vector<int> stash_version_;
+  bool table_ok_ = false;
+  // per (replica, stage): weight versions
+  std::vector<int> newest_, live_, refs_;
+  // per rank
+  std::vector<std::size_t> pc_;
+  std::vector<double> free_, send_free_;
+  // What a blocked rank waits for: the flow id of its RECV, or in_reduce; running otherwise.
+  static constexpr std::int64_t running = -1, in_reduce = -2;
+  std::vector<std::int64_t> waiting_;
+  std::vector<int> reduce_gen_, inflight_;
+  std::vector<std::int64_t> act_now_, param_now_;
+  std::vector<rank_stats> stats_;
+  // per stage: the REDUCE barrier over replicas
+  std::vector<int> reduce_arrivals_, reduce_generation_;
+  std::vector<double> reduce_max_, reduce_end_;
+  std::vector<int> ready_;
+  timeline trace_;
+  std::string error_;
+};
+
+}  // namespace pipeworks::sim_detail

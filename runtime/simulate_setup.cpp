@@ -1,0 +1,231 @@
+// The simulator's set-up: checks the schedule's shape, ids and version table against the cost
+// model, bounds the memory its state will take, and fills the per-stage times and flat arrays.
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/simulate_internal.hpp"
+
+namespace pipeworks::sim_detail {
+
+status simulator::check_shape() {
+  p_ = s_.params.stages;
+  w_ = s_.params.replicas;
+  v_ = s_.virtual_stages;
+  r_ = s_.ranks();
+  if (p_ < 1 || w_ < 1 || v_ < 1) {
+    return make_error("simulate: the schedule has stages=" + std::to_string(p_) +
+                      ", replicas=" + std::to_string(w_) + ", virtual_stages=" +
+                      std::to_string(v_) + "; each must be >= 1");
+  }
+  if (static_cast<std::int64_t>(p_) * w_ != r_) {
+    return make_error("simulate: the schedule has " + std::to_string(r_) +
+                      " programs but stages * replicas = " +
+                      std::to_string(static_cast<std::int64_t>(p_) * w_) +
+                      "; give one program per rank (replica * stages + device)");
+  }
+  device_of_ = s_.device_of;
+  if (device_of_.empty()) {
+    for (int st = 0; st < v_; ++st) device_of_.push_back(st % p_);
+  }
+  if (static_cast<std::int64_t>(device_of_.size()) != v_) {
+    return make_error("simulate: device_of has " + std::to_string(device_of_.size()) +
+                      " entries for " + std::to_string(v_) +
+                      " virtual stages; give one device per virtual stage");
+  }
+  for (int st = 0; st < v_; ++st) {
+    if (device_of_[st] < 0 || device_of_[st] >= p_) {
+      return make_error("simulate: device_of[" + std::to_string(st) + "] = " +
+                        std::to_string(device_of_[st]) + " is not a device in 0.." +
+                        std::to_string(p_ - 1));
+    }
+  }
+  return c_.check(v_, p_, w_);
+}
+
+// One pass over the programs: count, check stage and microbatch ranges and placement.
+status simulator::scan_programs() {
+  std::int64_t total = 0;
+  std::int64_t max_mb = -1;
+  int max_r = 0;
+  std::size_t max_i = 0;  // where the largest id is
+  int max_steps = 0;
+  for (int r = 0; r < r_; ++r) {
+    const program& prog = s_.programs[r];
+    total += static_cast<std::int64_t>(prog.size());
+    int steps = 0;
+    for (std::size_t i = 0; i < prog.size(); ++i) {
+      const action& a = prog[i];
+      auto at = [&] {  // built only for an error: this loop visits every action
+        return "simulate: rank " + std::to_string(r) + " action " + std::to_string(i);
+      };
+      if (a.stage < 0 || a.stage >= v_) {
+        return make_error(at() + " names stage " + std::to_string(a.stage) + ", outside 0.." +
+                          std::to_string(v_ - 1));
+      }
+      if (device_of_[a.stage] != r % p_) {
+        return make_error(at() + " (" + to_string(a) + ") runs on device " +
+                          std::to_string(r % p_) + " but stage " + std::to_string(a.stage) +
+                          " lives on device " + std::to_string(device_of_[a.stage]) +
+                          "; a rank runs only the stages of its own device");
+      }
+      if (a.kind == action_kind::step) ++steps;
+      if (a.kind == action_kind::reduce || a.kind == action_kind::step) continue;
+      if (a.microbatch < 0) {
+        return make_error(at() + " has no microbatch; F, B, I, W, SEND and RECV need one");
+      }
+      if (a.microbatch > max_mb) {
+        max_mb = a.microbatch;
+        max_r = r;
+        max_i = i;
+      }
+    }
+    max_steps = std::max(max_steps, steps);
+  }
+  // Microbatch ids index flat arrays of (largest id + 1) entries per stage, so an id may not be
+  // far beyond what the actions could use: at most the action count plus some slack.
+  const std::int64_t id_limit = total + 1024;
+  if (max_mb >= id_limit) {
+    return make_error("simulate: rank " + std::to_string(max_r) + " action " +
+                      std::to_string(max_i) + " (" + to_string(s_.programs[max_r][max_i]) +
+                      ") names microbatch " + std::to_string(max_mb) +
+                      ", but the schedule has only " + std::to_string(total) +
+                      " actions, so ids must be below " + std::to_string(id_limit) +
+                      "; number the microbatches from 0");
+  }
+  total_ = total;
+  m_ = static_cast<std::size_t>(std::max<std::int64_t>(max_mb + 1, 1));
+  nver_ = max_steps + 1;
+  return {};
+}
+
+// No table: every F uses the newest version. A table must cover every stage and microbatch.
+status simulator::check_versions() const {
+  if (s_.versions.empty()) return {};
+  bool ok = static_cast<std::int64_t>(s_.versions.size()) == v_;
+  for (int st = 0; ok && st < v_; ++st) ok = s_.versions[st].size() >= m_;
+  if (ok) return {};
+  std::size_t shortest = s_.versions.empty() ? 0 : s_.versions[0].size();
+  for (const auto& row : s_.versions) shortest = std::min(shortest, row.size());
+  return make_error("simulate: the version table has " + std::to_string(s_.versions.size()) +
+                    " rows (the shortest with " + std::to_string(shortest) +
+                    " entries) but must have one row per virtual stage (" + std::to_string(v_) +
+                    ") with an entry for every microbatch id 0.." + std::to_string(m_ - 1) +
+                    " (" + std::to_string(m_) + " entries); or leave it empty to use the "
+                    "newest version at each F");
+}
+
+// The flat state takes bytes per (replica, stage, microbatch) and the timeline bytes per action;
+// refuse before allocating more than this machine has.
+status simulator::check_state_size() const {
+  const double keys = static_cast<double>(w_) * v_ * static_cast<double>(m_);
+  double bytes = keys * (1 + 2 * sizeof(double) + (s_.versions.empty() ? sizeof(int) : 0));
+  bytes += static_cast<double>(w_) * v_ * nver_ * sizeof(int);
+  if (o_.record_timeline) bytes += static_cast<double>(total_) * sizeof(timeline_event);
+  const double limit = static_cast<double>(memory_limit_bytes());
+  if (bytes <= limit) return {};
+  return make_error("simulate: the simulation would need about " + bytes_text(bytes) +
+                    " for its state (" + fmt(keys) + " replica-stage-microbatch slots" +
+                    (o_.record_timeline ? ", and a timeline of " + std::to_string(total_) +
+                                              " events"
+                                        : std::string()) +
+                    ") but may use at most " + bytes_text(limit) +
+                    " (3/4 of this machine's memory); simulate fewer microbatches or stages" +
+                    (o_.record_timeline ? ", or turn the timeline off" : ""));
+}
+
+// Per virtual stage times, already divided by the device's speed.
+void simulator::stage_times() {
+  for (auto* x : {&t_f_, &t_b_, &t_i_, &t_w_, &t_step_, &t_reduce_, &xfer_f_, &lat_f_, &xfer_b_,
+                  &lat_b_}) {
+    x->assign(v_, 0.0);
+  }
+  act_bytes_.resize(v_);
+  param_bytes_.resize(v_);
+  for (int st = 0; st < v_; ++st) {
+    const stage_cost& sc = c_.stage(st);
+    const double speed = c_.device(device_of_[st]).speed;
+    t_f_[st] = sc.forward / speed;
+    t_b_[st] = sc.backward / speed;
+    t_i_[st] = sc.input_grad() / speed;
+    t_w_[st] = sc.weight_grad / speed;
+    t_step_[st] = sc.step / speed;
+    t_reduce_[st] = c_.reduce_time(st, w_);
+    act_bytes_[st] = sc.activation_bytes;
+    param_bytes_[st] = sc.param_bytes;
+    if (st + 1 < v_) {  // forward activation to st+1
+      const link_cost& l = c_.link_between(device_of_[st], device_of_[st + 1]);
+      xfer_f_[st] = l.transfer(sc.boundary_bytes);
+      lat_f_[st] = l.latency;
+    }
+    if (st > 0) {  // input gradient to st-1, the size of st-1's boundary
+      const link_cost& l = c_.link_between(device_of_[st], device_of_[st - 1]);
+      xfer_b_[st] = l.transfer(c_.stage(st - 1).boundary_bytes);
+      lat_b_[st] = l.latency;
+    }
+  }
+}
+
+status simulator::prepare() {
+  if (status st = check_shape(); !st) return st;
+  if (status st = scan_programs(); !st) return st;
+  if (status st = check_versions(); !st) return st;
+  if (status st = check_state_size(); !st) return st;
+  stage_times();
+
+  const std::size_t keys = static_cast<std::size_t>(w_) * v_ * m_;
+  state_.assign(keys, 0);
+  arrival_f_.reset(keys);  // read only after a SEND wrote them (sent_f / sent_b)
+  arrival_b_.reset(keys);
+  table_ok_ = !s_.versions.empty();
+  if (!table_ok_) stash_version_.assign(keys, 0);
+
+  const std::size_t groups = static_cast<std::size_t>(w_) * v_;
+  newest_.assign(groups, 0);
+  live_.assign(groups, 1);
+  refs_.assign(groups * nver_, 0);
+
+  pc_.assign(r_, 0);
+  free_.assign(r_, 0.0);
+  send_free_.assign(r_, 0.0);
+  waiting_.assign(r_, running);
+  reduce_gen_.assign(r_, -1);
+  inflight_.assign(r_, 0);
+  act_now_.assign(r_, 0);
+  param_now_.assign(r_, 0);
+  stats_.assign(r_, rank_stats{});
+  memory_.resize(p_);
+  for (int d = 0; d < p_; ++d) memory_[d] = c_.device(d).memory;
+  for (int r = 0; r < r_; ++r) {
+    for (int st = 0; st < v_; ++st) {
+      if (device_of_[st] != r % p_) continue;
+      if (__builtin_add_overflow(param_now_[r], param_bytes_[st], &param_now_[r])) {
+        fail_bytes(r, 0.0, st);
+        return make_error(error_);
+      }
+    }
+    stats_[r].peak_versions = 1;
+    stats_[r].peak_memory_bytes = param_now_[r];
+    if (!memory_ok(r, 0.0, -1)) return make_error(error_);
+  }
+  reduce_arrivals_.assign(v_, 0);
+  reduce_max_.assign(v_, 0.0);
+  reduce_generation_.assign(v_, 0);
+  reduce_end_.assign(v_, 0.0);
+
+  if (o_.record_timeline) {
+    trace_.ranks = r_;
+    trace_.devices_per_replica = p_;
+    trace_.title = o_.title;
+    if (trace_.title.empty()) {
+      trace_.title = std::string(schedule_name(s_.kind)) + " p=" + std::to_string(p_) +
+                     " m=" + std::to_string(s_.params.microbatches) +
+                     (s_.params.chunks > 1 ? " v=" + std::to_string(s_.params.chunks) : "") +
+                     (w_ > 1 ? " w=" + std::to_string(w_) : "") + " (simulated)";
+    }
+    trace_.events.reserve(static_cast<std::size_t>(total_));
+    advise_huge_pages(trace_.events.data(), trace_.events.capacity() * sizeof(timeline_event));
+  }
+  return {};
+}
+
+}  // namespace pipeworks::sim_detail
