@@ -1,6 +1,5 @@
-// The lowering pass taking its schedule by value, so that a caller that no longer needs the
-// compute-only programs hands them over instead of holding both (the const& form is in
-// runtime/schedule.hpp).
+// The lowering pass taking its schedule by value, so that a caller hands over the compute-only
+// programs instead of holding both (the const& form is declared in runtime/schedule.hpp).
 #pragma once
 #include "runtime/schedule.hpp"
 

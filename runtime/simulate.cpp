@@ -1,8 +1,5 @@
-// The discrete-event simulator's hot loop. Each rank walks its program in order; an action's
-// start is the later of the rank being free and its input having arrived, so the simulation is a
-// single pass over the actions in dependency order, with flat per-(replica, stage, microbatch)
-// arrays and no allocation per action. Set-up and error text live in simulate_setup.cpp and
-// simulate_errors.cpp.
+// The discrete-event simulator's hot loop: one pass over the actions in dependency order, on flat
+// per-(replica, stage, microbatch) arrays, with no allocation per action.
 #include <algorithm>
 #include <cmath>
 

@@ -1,6 +1,5 @@
-// End-to-end tests of `pipeworks simulate` on bad input: non-finite or negative times, widths,
-// results that overflow, requests too large for memory, bad cost files and generator errors.
-// Each exits with a message naming the problem, never a crash.
+// End-to-end tests of `pipeworks simulate` on bad input (times, widths, overflow, sizes too large
+// for memory, cost files, generator errors): each exits with a message naming the problem.
 #include <catch2/catch.hpp>
 #include <chrono>
 

@@ -1,6 +1,5 @@
-// Tests for the simulator: hand-built programs with known timings, communication costs, REDUCE,
-// weight versions, memory and errors. The generators' closed forms are in
-// simulate_closed_forms_test.cpp, bad inputs in simulate_errors_test.cpp.
+// Tests for the simulator on hand-built programs: known timings, communication costs, REDUCE,
+// weight versions, memory and ordering errors (closed forms and bad inputs are in their own files).
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
