@@ -3,7 +3,6 @@
 // forwards of all microbatches through chunk 0, then chunk 1, ..., then the backwards chunk by
 // chunk in reverse, newest microbatch first (as PyTorch's ScheduleLoopedBFS). Synchronous.
 #include "runtime/schedules/builder.hpp"
-#include "runtime/version_rule.hpp"
 
 namespace pipeworks {
 
@@ -21,10 +20,7 @@ result<schedule> breadth_first(const schedule_params& params) {
           schedules::add(prog, c * p + d, action_kind::backward, t * m + k);
     }
   }
-  schedules::add_updates(s);
-  schedules::replicate(s);
-  s.versions = flush_versions(s.virtual_stages, m, params.steps);
-  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
+  schedules::finish_flush_schedule(s);
   return s;
 }
 

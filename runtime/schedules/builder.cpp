@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/version_rule.hpp"
+
 namespace pipeworks::schedules {
 
 status check_params(std::string_view name, const schedule_params& params, bool allows_chunks) {
@@ -90,6 +92,13 @@ void replicate(schedule& s) {
   const int p = s.params.stages;
   for (int q = 1; q < s.params.replicas; ++q)
     for (int d = 0; d < p; ++d) s.programs[s.rank_of(q, d)] = s.programs[d];
+}
+
+void finish_flush_schedule(schedule& s) {
+  add_updates(s);
+  replicate(s);
+  s.versions = flush_versions(s.virtual_stages, s.params.microbatches, s.params.steps);
+  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
 }
 
 }  // namespace pipeworks::schedules

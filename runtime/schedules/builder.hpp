@@ -1,5 +1,6 @@
 // Helpers every schedule generator shares: argument checks, an empty schedule with its layout,
-// optimizer updates after each step's backwards, and copying programs to the replicas.
+// optimizer updates after each step's backwards, copying programs to the replicas, and the
+// common ending of flush schedules.
 #pragma once
 #include <string_view>
 
@@ -32,5 +33,9 @@ void add_updates(schedule& s);
 
 // Copies replica 0's programs (ranks 0 .. p-1) to replicas 1 .. w-1; microbatch ids stay local.
 void replicate(schedule& s);
+
+// Ends a schedule that flushes every step: add_updates, replicate, then the synchronous version
+// table and rule (every microbatch of step t uses version t on every stage).
+void finish_flush_schedule(schedule& s);
 
 }  // namespace pipeworks::schedules

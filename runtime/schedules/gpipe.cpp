@@ -1,7 +1,6 @@
 // GPipe (Huang et al., 2019): each step, every stage runs all forwards, then all backwards in the
 // same microbatch order, then its optimizer update. Synchronous: step t uses version t.
 #include "runtime/schedules/builder.hpp"
-#include "runtime/version_rule.hpp"
 
 namespace pipeworks {
 
@@ -16,10 +15,7 @@ result<schedule> gpipe(const schedule_params& params) {
       for (int k = 0; k < m; ++k) schedules::add(p, d, action_kind::backward, t * m + k);
     }
   }
-  schedules::add_updates(s);
-  schedules::replicate(s);
-  s.versions = flush_versions(s.virtual_stages, m, params.steps);
-  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
+  schedules::finish_flush_schedule(s);
   return s;
 }
 

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "runtime/schedules/builder.hpp"
-#include "runtime/version_rule.hpp"
 
 namespace pipeworks {
 
@@ -60,10 +59,7 @@ result<schedule> interleaved(const schedule_params& params) {
       else
         add_interleaved_step(s.programs[d], d, p, v, m, t * m);
     }
-  schedules::add_updates(s);
-  schedules::replicate(s);
-  s.versions = flush_versions(s.virtual_stages, m, params.steps);
-  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
+  schedules::finish_flush_schedule(s);
   return s;
 }
 

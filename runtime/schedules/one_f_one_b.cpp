@@ -2,7 +2,6 @@
 // warm-up forwards, then alternates F and B, then drains; every step ends with a flush and the
 // optimizer update. Synchronous: step t uses version t.
 #include "runtime/schedules/builder.hpp"
-#include "runtime/version_rule.hpp"
 
 namespace pipeworks {
 
@@ -13,10 +12,7 @@ result<schedule> one_f_one_b(const schedule_params& params) {
   for (int d = 0; d < params.stages; ++d)
     for (int t = 0; t < params.steps; ++t)
       schedules::add_one_f_one_b(s.programs[d], d, params.stages, t * m, m);
-  schedules::add_updates(s);
-  schedules::replicate(s);
-  s.versions = flush_versions(s.virtual_stages, m, params.steps);
-  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
+  schedules::finish_flush_schedule(s);
   return s;
 }
 

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/schedules/builder.hpp"
+#include "runtime/version_rule.hpp"
 
 using namespace pipeworks;
 
@@ -39,4 +40,16 @@ TEST_CASE("check_params explains what is wrong", "[runtime]") {
   CHECK(schedules::check_params("x", {2, 2, 3, 1, 1}, true).ok());
   CHECK_THAT(schedules::check_params("x", {2, 1 << 20, 1, 1, 1 << 20}, false).message(),
              Catch::Contains("too large"));
+}
+
+TEST_CASE("finish_flush_schedule adds updates, replicates and sets synchronous versions",
+          "[runtime]") {
+  schedule s = schedules::start_schedule(schedule_kind::gpipe, {1, 2, 1, 2, 2});
+  s.programs[0] = parse_program("0F0 0F1 0B0 0B1 0F2 0F3 0B2 0B3").value();
+  schedules::finish_flush_schedule(s);
+  CHECK(to_string(s.programs[0]) == "0F0 0F1 0B0 0B1 0REDUCE 0STEP 0F2 0F3 0B2 0B3 0REDUCE 0STEP");
+  CHECK(s.programs[1] == s.programs[0]);
+  CHECK(s.versions == flush_versions(1, 2, 2));
+  CHECK(s.versions[0][3] == version_use{1, 1});
+  CHECK_THAT(s.version_rule, Catch::Contains("synchronous"));
 }
