@@ -4,6 +4,7 @@
 #include "ops/layers/linear.hpp"
 #include "ops/model/gpt.hpp"
 #include "ops/model/init.hpp"
+#include "ops/model/loss_tail.hpp"
 #include "ops/result.hpp"
 
 namespace pipeworks {
@@ -40,20 +41,8 @@ block_forward gpt_head_block<T>::forward(const T* w, tensor x, const microbatch_
   tensor logits({B, Tn, V}, dtype_of<T>());
   linear_forward(logits.data<T>(), lnf.data<T>(), wlm, static_cast<const T*>(nullptr), N, C, V,
                  weight_layout::out_in);
-  if (!ctx.targets) return {std::move(logits), {}};
-  if (ctx.targets->numel() != N)
-    throw pipeworks_error("gpt head: expected " + std::to_string(N) + " targets, got " +
-                          std::to_string(ctx.targets->numel()));
-  tensor probs({B, Tn, V}, dtype_of<T>());
-  T loss = cross_entropy_forward(probs.data<T>(), logits.data<T>(),
-                                 ctx.targets->data<std::int32_t>(), N, V);
-  block_forward r{scalar_tensor<T>(loss), {}};
-  r.saved.saved.push_back(std::move(x));
-  r.saved.saved.push_back(std::move(lnf));
-  r.saved.saved.push_back(std::move(mean));
-  r.saved.saved.push_back(std::move(rstd));
-  r.saved.saved.push_back(std::move(probs));
-  return r;
+  return cross_entropy_tail<T>(std::move(logits), ctx, "gpt head", "targets", std::move(x),
+                               std::move(lnf), std::move(mean), std::move(rstd));
 }
 
 template <class T>
@@ -66,9 +55,7 @@ tensor gpt_head_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
   const tensor& rstd = s.saved.at(3);
   tensor& probs = s.saved.at(4);
   const std::int64_t B = x.dim(0), Tn = x.dim(1), N = B * Tn;
-  tensor dlogits({B, Tn, V}, dtype_of<T>());
-  cross_entropy_backward(dlogits.data<T>(), probs.data<T>(), ctx.targets->data<std::int32_t>(),
-                         loss_value<T>(dout), N, V);
+  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
   probs = tensor();
   tensor dlnf({B, Tn, C}, dtype_of<T>());
   linear_backward(dlnf.data<T>(), dw + 2 * C, static_cast<T*>(nullptr), dlogits.data<T>(),

@@ -7,6 +7,7 @@
 #include "ops/layers/cross_entropy.hpp"
 #include "ops/layers/linear.hpp"
 #include "ops/model/init.hpp"
+#include "ops/model/loss_tail.hpp"
 #include "ops/result.hpp"
 
 namespace pipeworks {
@@ -129,17 +130,7 @@ block_forward linear_loss_block<T>::forward(const T* w, tensor x, const microbat
   tensor logits({B, classes_}, dtype_of<T>());
   linear_forward(logits.data<T>(), x.data<T>(), w, w + static_cast<std::int64_t>(in_) * classes_, B,
                  in_, classes_, out_in);
-  if (!ctx.targets) return {std::move(logits), {}};
-  if (ctx.targets->numel() != B)
-    throw pipeworks_error(name() + ": expected " + std::to_string(B) + " labels, got " +
-                          std::to_string(ctx.targets->numel()));
-  tensor probs({B, classes_}, dtype_of<T>());
-  T loss = cross_entropy_forward(probs.data<T>(), logits.data<T>(),
-                                 ctx.targets->data<std::int32_t>(), B, classes_);
-  block_forward r{scalar_tensor<T>(loss), {}};
-  r.saved.saved.push_back(std::move(x));
-  r.saved.saved.push_back(std::move(probs));
-  return r;
+  return cross_entropy_tail<T>(std::move(logits), ctx, name(), "labels", std::move(x));
 }
 
 template <class T>
@@ -148,9 +139,7 @@ tensor linear_loss_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
   const std::int64_t B = ctx.batch;
   const tensor& x = s.saved.at(0);
   const tensor& probs = s.saved.at(1);
-  tensor dlogits({B, classes_}, dtype_of<T>());
-  cross_entropy_backward(dlogits.data<T>(), probs.data<T>(), ctx.targets->data<std::int32_t>(),
-                         loss_value<T>(dout), B, classes_);
+  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
   tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
   linear_backward(first_ ? nullptr : dx.data<T>(), dw,
                   dw + static_cast<std::int64_t>(in_) * classes_, dlogits.data<T>(), x.data<T>(), w,
