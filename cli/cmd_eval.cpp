@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/data/text.hpp"
 #include "ops/model/model_spec.hpp"
@@ -16,27 +17,6 @@
 namespace pipeworks::cli {
 namespace {
 
-// A CLI11 check with a plain message: "--flag: must be a positive integer, got '0'".
-CLI::Validator number_check(bool integer, bool allow_zero) {
-  const std::string what = std::string(allow_zero ? "a non-negative " : "a positive ") +
-                           (integer ? "integer" : "number");
-  return CLI::Validator(
-      [=](std::string& s) -> std::string {
-        try {
-          std::size_t pos = 0;
-          const double v = integer ? static_cast<double>(std::stoll(s, &pos)) : std::stod(s, &pos);
-          if (pos == s.size() && (allow_zero ? v >= 0 : v > 0)) return {};
-        } catch (const std::exception&) {
-        }
-        return "must be " + what + ", got '" + s + "'";
-      },
-      allow_zero ? "NONNEGATIVE" : "POSITIVE");
-}
-const CLI::Validator positive_int = number_check(true, false);
-const CLI::Validator nonnegative_int = number_check(true, true);
-const CLI::Validator positive_number = number_check(false, false);
-const CLI::Validator nonnegative_number = number_check(false, true);
-
 struct eval_options {
   std::string model, checkpoint, text;
   std::int64_t windows = 0, batch = 16;
@@ -45,24 +25,23 @@ struct eval_options {
 };
 
 int run_eval(const eval_options& o) {
-  auto spec = parse_model_spec(o.model);
-  if (!spec) throw CLI::ValidationError("--model", spec.message());
-  if (!spec->is_gpt())
+  const model_spec spec = parse_model_flag(o.model);
+  if (!spec.is_gpt())
     throw CLI::ValidationError("--model",
-                               "eval measures text loss and needs a gpt model, not " + spec->name);
+                               "eval measures text loss and needs a gpt model, not " + spec.name);
   set_cpu_threads(o.threads);
-  model<float> net = build_model<float>(*spec);
+  model<float> net = build_model<float>(spec);
   param_set weights = net.make_params();
   if (status s = load_params(o.checkpoint, weights); !s) throw pipeworks_error(s.message());
   auto text = load_text(o.text);
   if (!text) throw pipeworks_error(text.message());
-  const auto fit = static_cast<std::int64_t>(text->bytes.size()) / (spec->gpt().context + 1);
+  const auto fit = static_cast<std::int64_t>(text->bytes.size()) / (spec.gpt().context + 1);
   if (o.windows > fit)
     throw CLI::ValidationError("--windows", o.text + " has room for " + std::to_string(fit) +
                                                 " windows of " +
-                                                std::to_string(spec->gpt().context + 1) +
+                                                std::to_string(spec.gpt().context + 1) +
                                                 " bytes, not " + std::to_string(o.windows));
-  auto windows = text_windows(text->view(), o.windows, spec->gpt().context, o.text);
+  auto windows = text_windows(text->view(), o.windows, spec.gpt().context, o.text);
   if (!windows) throw pipeworks_error(windows.message());
   auto loss = mean_loss(net, weights, *windows, o.batch);
   if (!loss) throw pipeworks_error(loss.message());
@@ -70,7 +49,7 @@ int run_eval(const eval_options& o) {
     std::cout << nlohmann::json{{"loss", *loss}, {"windows", o.windows}}.dump() << std::endl;
   else
     std::printf("loss %.6f (mean cross-entropy, nats) over %lld windows of %d bytes of %s\n", *loss,
-                static_cast<long long>(o.windows), spec->gpt().context + 1, o.text.c_str());
+                static_cast<long long>(o.windows), spec.gpt().context + 1, o.text.c_str());
   return exit_ok;
 }
 
@@ -89,9 +68,7 @@ const bool registered = register_command(
       sub.add_option("--batch", o->batch, "windows per forward pass")
           ->check(positive_int)
           ->capture_default_str();
-      sub.add_option("--threads", o->threads, "CPU threads (0: all cores)")
-          ->check(nonnegative_int)
-          ->capture_default_str();
+      add_threads_option(sub, o->threads);
       sub.add_flag("--json", o->json, "print {\"loss\": x, \"windows\": N}");
       return [o] { return run_eval(*o); };
     });

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/progress.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/model/model_spec.hpp"
@@ -19,27 +20,6 @@
 
 namespace pipeworks::cli {
 namespace {
-
-// A CLI11 check with a plain message: "--flag: must be a positive integer, got '0'".
-CLI::Validator number_check(bool integer, bool allow_zero) {
-  const std::string what = std::string(allow_zero ? "a non-negative " : "a positive ") +
-                           (integer ? "integer" : "number");
-  return CLI::Validator(
-      [=](std::string& s) -> std::string {
-        try {
-          std::size_t pos = 0;
-          const double v = integer ? static_cast<double>(std::stoll(s, &pos)) : std::stod(s, &pos);
-          if (pos == s.size() && (allow_zero ? v >= 0 : v > 0)) return {};
-        } catch (const std::exception&) {
-        }
-        return "must be " + what + ", got '" + s + "'";
-      },
-      allow_zero ? "NONNEGATIVE" : "POSITIVE");
-}
-const CLI::Validator positive_int = number_check(true, false);
-const CLI::Validator nonnegative_int = number_check(true, true);
-const CLI::Validator positive_number = number_check(false, false);
-const CLI::Validator nonnegative_number = number_check(false, true);
 
 struct train_options {
   std::string model, data, save, metrics, optimizer = "adamw";
@@ -67,19 +47,18 @@ std::string dump(const nlohmann::json& j) {
 
 // Checks the values CLI11 cannot; throws CLI::ValidationError naming the flag.
 model_spec validate(train_options& o) {
-  auto spec = parse_model_spec(o.model);
-  if (!spec) throw CLI::ValidationError("--model", spec.message());
+  model_spec spec = parse_model_flag(o.model);
   if (o.batch % o.microbatches != 0)
     throw CLI::ValidationError("--microbatches", "--batch " + std::to_string(o.batch) +
                                                      " is not divisible by --microbatches " +
                                                      std::to_string(o.microbatches));
-  if (o.epochs > 0 && spec->is_gpt())
+  if (o.epochs > 0 && spec.is_gpt())
     throw CLI::ValidationError("--epochs", "--epochs is for mlp; use --steps for gpt");
   if (o.warmup >= o.steps && o.epochs == 0)
     throw CLI::ValidationError("--warmup", "--warmup must be smaller than --steps");
   if (o.temperature <= 0) throw CLI::ValidationError("--temperature", "must be > 0");
-  if (o.data.empty()) o.data = spec->is_gpt() ? fortunes_default_dir : fashion_mnist_default_dir;
-  return *spec;
+  if (o.data.empty()) o.data = spec.is_gpt() ? fortunes_default_dir : fashion_mnist_default_dir;
+  return spec;
 }
 
 train_config make_config(const train_options& o) {
@@ -279,9 +258,7 @@ const bool registered = register_command(
           ->check(nonnegative_number)
           ->capture_default_str();
       sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
-      sub.add_option("--threads", o->threads, "CPU threads (0: all cores)")
-          ->check(nonnegative_int)
-          ->capture_default_str();
+      add_threads_option(sub, o->threads);
       sub.add_option("--save", o->save, "write the final weights to this safetensors file");
       sub.add_option("--metrics", o->metrics,
                      "also write the --json lines to this file (progress stays on screen)");

@@ -153,6 +153,8 @@ TEST_CASE("eval: bad values exit 2 with a message naming the flag", "[cli]") {
       {eval("mlp", t.ckpt, t.text, 1), "--model"},
       {eval("nope", t.ckpt, t.text, 1), "--model"},
       {eval("gpt-tiny", t.ckpt, t.text, 1, {"--batch", "0"}), "--batch"},
+      {eval("gpt-tiny", t.ckpt, t.text, 1, {"--batch", "0"}), "must be a positive integer, got '0'"},
+      {eval("gpt-tiny", t.ckpt, t.text, 1, {"--threads", "-1"}), "--threads"},
       {run_cli({"eval", "--model", "gpt-tiny", "--text", t.text, "--windows", "1"}), "--checkpoint"},
   };
   for (const auto& [r, flag] : cases) {
