@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "runtime/schedules/builder.hpp"
-#include "runtime/version_rule.hpp"
 
 namespace pipeworks {
 
@@ -30,7 +29,8 @@ void zb_step(program& out, int stage, int m, int warmup, int lag, int offset) {
 }
 
 result<schedule> zero_bubble(schedule_kind kind, const schedule_params& params) {
-  if (auto ok = schedules::check_params(schedule_name(kind), params, false); !ok) return error{ok.message()};
+  if (auto ok = schedules::check_params(schedule_name(kind), params, false); !ok)
+    return error{ok.message()};
   schedule s = schedules::start_schedule(kind, params);
   const int p = params.stages;
   const int m = params.microbatches;
@@ -38,19 +38,21 @@ result<schedule> zero_bubble(schedule_kind kind, const schedule_params& params) 
   for (int d = 0; d < p; ++d) {
     program& prog = s.programs[d];
     prog.reserve(static_cast<std::size_t>(params.steps) * (3 * m + 2));
-    for (int t = 0; t < params.steps; ++t) zb_step(prog, d, m, h1 ? p - d : 2 * (p - d) - 1, h1 ? d : 2 * d, t * m);
+    const int warmup = h1 ? p - d : 2 * (p - d) - 1;
+    for (int t = 0; t < params.steps; ++t) zb_step(prog, d, m, warmup, h1 ? d : 2 * d, t * m);
   }
-  schedules::add_updates(s);  // [REDUCE when w > 1] and STEP after each step's last W
-  schedules::replicate(s);
-  s.versions = flush_versions(s.virtual_stages, m, params.steps);
-  s.version_rule = "synchronous: every microbatch of step t uses version t on every stage";
+  schedules::finish_flush_schedule(s);  // [REDUCE when w > 1] and STEP after each step's last W
   return s;
 }
 
 }  // namespace
 
-result<schedule> zero_bubble_h1(const schedule_params& params) { return zero_bubble(schedule_kind::zb_h1, params); }
+result<schedule> zero_bubble_h1(const schedule_params& params) {
+  return zero_bubble(schedule_kind::zb_h1, params);
+}
 
-result<schedule> zero_bubble_h2(const schedule_params& params) { return zero_bubble(schedule_kind::zb_h2, params); }
+result<schedule> zero_bubble_h2(const schedule_params& params) {
+  return zero_bubble(schedule_kind::zb_h2, params);
+}
 
 }  // namespace pipeworks
