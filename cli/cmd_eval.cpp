@@ -1,5 +1,6 @@
 // `pipeworks eval`: the mean cross-entropy of a gpt checkpoint over the first N
 // non-overlapping windows of ctx+1 bytes of a text file, from offset 0.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -31,6 +32,9 @@ int run_eval(const eval_options& o) {
                                "eval measures text loss and needs a gpt model, not " + spec.name);
   set_cpu_threads(o.threads);
   model<float> net = build_model<float>(spec);
+  // The weights and the file they are read from; the windows of one forward pass.
+  check_memory(net, 2, std::min(o.batch, std::max<std::int64_t>(o.windows, 1)), 0, "--batch",
+               "lower --batch");
   param_set weights = net.make_params();
   if (status s = load_params(o.checkpoint, weights); !s) throw pipeworks_error(s.message());
   auto text = load_text(o.text);

@@ -21,6 +21,9 @@
 namespace pipeworks::cli {
 namespace {
 
+// Sampling runs one forward pass per byte; more than this is hours, not a demo.
+constexpr std::int64_t max_sample_bytes = 100000;
+
 struct train_options {
   std::string model, data, save, metrics, optimizer = "adamw";
   std::int64_t steps = 300, batch = 16, epochs = 0, warmup = -1, sample = 200, eval_windows = 64;
@@ -80,6 +83,13 @@ int run_train(train_options& o) {
   model_spec spec = validate(o);
   set_cpu_threads(o.threads);
   model<float> net = build_model<float>(spec);
+  // Weights, the spare version, gradients and two moments; a gpt batch is copied once to split.
+  const double batch_bytes =
+      spec.is_gpt() ? 4.0 * static_cast<double>(o.batch) * spec.gpt().context * sizeof(int) : 0;
+  check_memory(net, 5, o.batch / o.microbatches, batch_bytes, "--batch",
+               "lower --batch, or raise --microbatches to split each batch");
+  if (!o.save.empty()) check_output_path(o.save, "--save");
+  if (!o.metrics.empty()) check_output_path(o.metrics, "--metrics");
 
   // Data: the training source, and the held-out set for the final evaluation.
   std::shared_ptr<const image_dataset> train_images;
@@ -177,7 +187,9 @@ int run_train(train_options& o) {
   if (!o.save.empty()) {
     metadata_map meta{{"pipeworks.model", to_json(spec).dump()},
                       {"pipeworks.steps", std::to_string(last->step)}};
-    if (status s = save_params(o.save, weights, meta); !s) throw pipeworks_error(s.message());
+    if (status s = save_params(o.save, weights, meta); !s)
+      throw pipeworks_error(s.message() + "; the trained weights were not saved (check the disk "
+                                          "space and permissions of --save's directory)");
     summary["checkpoint"] = o.save;
   }
 
@@ -264,6 +276,7 @@ const bool registered = register_command(
                      "also write the --json lines to this file (progress stays on screen)");
       sub.add_option("--sample", o->sample, "gpt: bytes of text to generate at the end")
           ->check(nonnegative_int)
+          ->check(CLI::Range(std::int64_t{0}, max_sample_bytes))
           ->capture_default_str();
       sub.add_option("--temperature", o->temperature, "gpt: sampling temperature")
           ->check(positive_number)

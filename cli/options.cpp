@@ -1,7 +1,16 @@
 // Flag checks and options that several subcommands share; see options.hpp.
 #include "cli/options.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 
 namespace pipeworks::cli {
 namespace {
@@ -14,12 +23,20 @@ CLI::Validator number_check(bool integer, bool allow_zero) {
         try {
           std::size_t pos = 0;
           const double v = integer ? static_cast<double>(std::stoll(s, &pos)) : std::stod(s, &pos);
+          if (pos == s.size() && !std::isfinite(v))
+            return "must be a finite number, got '" + s + "'";
           if (pos == s.size() && (allow_zero ? v >= 0 : v > 0)) return {};
         } catch (const std::exception&) {
         }
         return "must be " + what + ", got '" + s + "'";
       },
       allow_zero ? "NONNEGATIVE" : "POSITIVE");
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
 }
 
 }  // namespace
@@ -33,6 +50,52 @@ model_spec parse_model_flag(const std::string& model) {
   auto spec = parse_model_spec(model);
   if (!spec) throw CLI::ValidationError("--model", spec.message());
   return *spec;
+}
+
+double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+void check_memory(const model<float>& net, int param_copies, std::int64_t samples_per_pass,
+                  double data_bytes, const std::string& flag, const std::string& hint) {
+  double params = 0, per_sample = 0, widest = 0;
+  for (const layer_cost& c : net.costs()) {
+    params += static_cast<double>(c.param_bytes);
+    per_sample += static_cast<double>(c.saved_bytes_per_sample);
+    widest = std::max(widest, static_cast<double>(c.output_bytes_per_sample));
+  }
+  // Parameters (and gradients, optimizer state), every saved activation, and the widest output
+  // twice over (a layer's output and the gradient flowing back through it).
+  const double need = params * param_copies + data_bytes +
+                      static_cast<double>(samples_per_pass) * (per_sample + 2 * widest);
+  const double have = physical_memory_bytes();
+  if (have > 0 && need > have)
+    throw CLI::ValidationError(flag, net.name() + " at " + std::to_string(samples_per_pass) +
+                                         " samples per pass needs about " + gib(need) +
+                                         " of memory, more than this machine's " + gib(have) +
+                                         "; " + hint);
+}
+
+void check_output_path(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (fs::is_directory(target, ec))
+    throw CLI::ValidationError(flag, path + " is a directory; give a file name inside it");
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw CLI::ValidationError(flag, "the directory " + dir.string() + " of " + path +
+                                         " does not exist; create it first (mkdir -p " +
+                                         dir.string() + ") or choose another path");
+  // Root passes access(W_OK) even where a write fails, so try to create a file there.
+  const fs::path probe = dir / (".pipeworks-probe." + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw CLI::ValidationError(flag, "cannot create files in " + dir.string() + " (" +
+                                         std::strerror(errno) + "); choose a writable directory");
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void add_threads_option(CLI::App& sub, int& threads) {

@@ -3,8 +3,10 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 
+#include "ops/model/model.hpp"
 #include "ops/model/model_spec.hpp"
 
 namespace pipeworks::cli {
@@ -17,6 +19,16 @@ extern const CLI::Validator nonnegative_number;
 
 // The model named by --model (a preset or a JSON file); throws CLI::ValidationError("--model").
 model_spec parse_model_flag(const std::string& model);
+
+// Throws CLI::ValidationError(flag) when the parameters (param_copies times: weights, gradients,
+// optimizer state), the activations of samples_per_pass samples and data_bytes of input data
+// exceed physical memory. The message names the need, the memory and the hint.
+void check_memory(const model<float>& net, int param_copies, std::int64_t samples_per_pass,
+                  double data_bytes, const std::string& flag, const std::string& hint);
+
+// Throws CLI::ValidationError(flag) unless a file can be created at path: its directory exists
+// and is writable, and path is not a directory. Run before the work that ends in the write.
+void check_output_path(const std::string& path, const std::string& flag);
 
 // --threads: CPU threads, 0 for all cores.
 void add_threads_option(CLI::App& sub, int& threads);

@@ -2,6 +2,7 @@
 // before any data is trusted; then loading into caller storage against expected shapes.
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -170,9 +171,13 @@ result<safetensors_file> parse_safetensors(std::vector<std::byte> buffer, std::s
 }
 
 result<safetensors_file> read_safetensors(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return make_error("checkpoint " + path + " is a directory; give the .safetensors file in it");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return make_error("cannot open checkpoint " + path + " (missing or unreadable)");
   const std::streamsize size = in.tellg();
+  if (size < 0) return make_error("cannot read checkpoint " + path + ": not a regular file");
   in.seekg(0);
   std::vector<std::byte> buffer(static_cast<std::size_t>(size));
   if (!in.read(reinterpret_cast<char*>(buffer.data()), size))

@@ -13,8 +13,18 @@ result<int> positive_int(const nlohmann::json& j, const char* key, int fallback,
   if (!j.contains(key)) return fallback;
   const auto& v = j.at(key);
   if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > (1 << 20))
-    return make_error(where + ": \"" + key + "\" must be a positive integer, got " + v.dump());
+    return make_error(where + ": \"" + key + "\" must be an integer in 1..1048576, got " +
+                      v.dump());
   return v.get<int>();
+}
+
+// Parameters stay below 2^31, so every tensor's element count and offset fits an int.
+constexpr double max_params = 2147483647.0;
+
+status check_size(double params, const std::string& where, const char* lower) {
+  if (params <= max_params) return {};
+  return make_error(where + ": about " + std::to_string(static_cast<long long>(params)) +
+                    " parameters, more than the 2147483647 pipeworks trains; lower " + lower);
 }
 
 }  // namespace
@@ -42,6 +52,10 @@ result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string nam
       return make_error(name + ": width " + std::to_string(c.width) +
                         " is not a multiple of heads " + std::to_string(c.heads));
     if (c.vocab != 256) return make_error(name + ": the byte-level gpt needs vocab 256");
+    const double C = c.width;
+    const double params = 2.0 * c.vocab * C + c.context * C + c.layers * (12 * C * C + 13 * C);
+    if (status s = check_size(params, name, "width, layers or context"); !s)
+      return make_error(s.message());
     return model_spec{std::move(name), c};
   }
   if (type == "mlp") {
@@ -55,8 +69,8 @@ result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string nam
       if (!h.is_array()) return make_error(name + ": \"hidden\" must be an array of widths");
       c.hidden.clear();
       for (const auto& v : h) {
-        if (!v.is_number_integer() || v.get<long long>() < 1)
-          return make_error(name + ": \"hidden\" widths must be positive integers, got " +
+        if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > (1 << 20))
+          return make_error(name + ": \"hidden\" widths must be integers in 1..1048576, got " +
                             v.dump());
         c.hidden.push_back(v.get<int>());
       }
@@ -68,6 +82,11 @@ result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string nam
     }
     if (c.inputs != 784 || c.classes != 10)
       return make_error(name + ": the Fashion-MNIST mlp needs inputs 784 and classes 10");
+    double params = 0, in = c.inputs;
+    for (int h : c.hidden) params += in * h + h, in = h;
+    params += in * c.classes + c.classes;
+    if (status s = check_size(params, name, "the hidden widths"); !s)
+      return make_error(s.message());
     return model_spec{std::move(name), c};
   }
   return make_error(name + ": \"type\" must be \"gpt\" or \"mlp\"");

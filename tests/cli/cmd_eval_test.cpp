@@ -86,7 +86,7 @@ TEST_CASE("eval of a custom GPT checkpoint with the same FILE.json works", "[cli
   // The same file under gpt-tiny's shapes is rejected, naming a tensor and the shapes.
   const cli_result wrong = eval("gpt-tiny", dir / "custom.safetensors", dir / "text.txt", 4);
   INFO(wrong.err);
-  CHECK(wrong.exit_code != 0);
+  CHECK(wrong.exit_code == 1);  // a run failure, not a bad flag
   CHECK(contains(wrong.err, "transformer."));
   CHECK(contains(wrong.err, "[256, 32]"));
   CHECK(contains(wrong.err, "[256, 64]"));
@@ -101,7 +101,7 @@ TEST_CASE("eval of a truncated checkpoint fails naming the byte offset or the te
     write_file(cut, full.substr(0, keep));
     const cli_result r = eval("gpt-tiny", cut, t.text, 2);
     INFO("kept " << keep << " of " << full.size() << " bytes: " << r.err);
-    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code == 1);  // a run failure, not a bad flag
     CHECK(r.out.empty());
     CHECK(contains(r.err, cut));
     CHECK((contains(r.err, "byte") || contains(r.err, "transformer.") || contains(r.err, "lm_head")));
@@ -121,7 +121,7 @@ TEST_CASE("eval of a checkpoint with a bad header fails with a message", "[cli]"
   write_file(dir / "bad.safetensors", bad);
   const cli_result r = eval("gpt-tiny", dir / "bad.safetensors", dir / "text.txt", 1);
   INFO(r.err);
-  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code == 1);  // a run failure, not a bad flag
   CHECK(contains(r.err, dir / "bad.safetensors"));
   CHECK(contains(r.err, "header"));
 }
@@ -130,17 +130,17 @@ TEST_CASE("eval: missing files and too many windows name what is wrong", "[cli]"
   trained t;
   const cli_result no_ckpt = eval("gpt-tiny", "/nonexistent-pipeworks.safetensors", t.text, 1);
   INFO(no_ckpt.err);
-  CHECK(no_ckpt.exit_code != 0);
+  CHECK(no_ckpt.exit_code == 1);  // a run failure, not a bad flag
   CHECK(contains(no_ckpt.err, "/nonexistent-pipeworks.safetensors"));
 
   const cli_result no_text = eval("gpt-tiny", t.ckpt, "/nonexistent-pipeworks.txt", 1);
   INFO(no_text.err);
-  CHECK(no_text.exit_code != 0);
+  CHECK(no_text.exit_code == 1);  // a run failure, not a bad flag
   CHECK(contains(no_text.err, "/nonexistent-pipeworks.txt"));
 
   const cli_result too_many = eval("gpt-tiny", t.ckpt, t.text, 100000);
   INFO(too_many.err);
-  CHECK(too_many.exit_code != 0);
+  CHECK(too_many.exit_code == 2);  // a bad --windows value
   CHECK(contains(too_many.err, "100000"));
 }
 
@@ -162,4 +162,21 @@ TEST_CASE("eval: bad values exit 2 with a message naming the flag", "[cli]") {
     CHECK(r.exit_code == 2);
     CHECK(contains(r.err, flag));
   }
+}
+
+TEST_CASE("eval: a directory as --checkpoint and a model too big for memory fail cleanly",
+          "[cli]") {
+  trained t;
+  const cli_result dir = eval("gpt-tiny", t.dir.path().string(), t.text, 1);
+  INFO(dir.err);
+  CHECK(dir.exit_code == 1);
+  CHECK(contains(dir.err, "is a directory"));
+  CHECK_FALSE(contains(dir.err, "bad_alloc"));
+  // Attention saves context^2 x heads scores per sample: 2^32 x 64 x 4 bytes is a terabyte.
+  write_file(t.dir / "wide.json", R"({"type": "gpt", "context": 65536, "heads": 64})");
+  const cli_result big = eval(t.dir / "wide.json", t.ckpt, t.text, 1);
+  INFO(big.err);
+  CHECK(big.exit_code == 2);
+  CHECK(contains(big.err, "--batch"));
+  CHECK(contains(big.err, "memory"));
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -57,13 +58,13 @@ TEST_CASE("train mlp --json: one JSON object per line, the last with the summary
 TEST_CASE("train: a missing data path names the path (and for Fashion-MNIST the package)", "[cli]") {
   const cli_result mlp = run_cli({"train", "--model", "mlp", "--data", "/nonexistent", "--steps", "2"});
   INFO(mlp.err);
-  CHECK(mlp.exit_code != 0);
+  CHECK(mlp.exit_code == 1);
   CHECK(contains(mlp.err, "/nonexistent"));
   CHECK(contains(mlp.err, "dataset-fashion-mnist"));
 
   const cli_result gpt = run_cli({"train", "--model", "gpt-tiny", "--data", "/nonexistent/text.txt", "--steps", "2"});
   INFO(gpt.err);
-  CHECK(gpt.exit_code != 0);
+  CHECK(gpt.exit_code == 1);
   CHECK(contains(gpt.err, "/nonexistent/text.txt"));
 }
 
@@ -77,7 +78,12 @@ TEST_CASE("train gpt-tiny --save writes a safetensors checkpoint with GPT-2 name
   }
   CHECK(last["steps"].get<int>() == 5);
   CHECK(last["final_loss"].get<double>() < std::log(256.0) + 0.5);
-  CHECK_FALSE(std::filesystem::exists(dir / "ckpt.safetensors.tmp"));
+  // The temporary file (a hidden ".ckpt.safetensors.tmp.PID.N" sibling) is renamed away.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"ckpt.safetensors", "text.txt"});
   const json header = safetensors_header(dir / "ckpt.safetensors");
   CHECK(header.at("transformer.wte.weight").at("shape") == json::array({256, 64}));
   CHECK(header.at("transformer.wpe.weight").at("shape") == json::array({64, 64}));
@@ -139,4 +145,39 @@ TEST_CASE("train: bad values exit 2 with a message naming the flag", "[cli]") {
     CHECK(r.exit_code == 2);
     CHECK(contains(r.err, named));
   }
+}
+
+TEST_CASE("train: huge, infinite and unwritable values exit 2 before training", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  write_file(dir / "wrap.json", R"({"type": "mlp", "hidden": [4294967297]})");
+  write_file(dir / "huge.json", R"({"type": "gpt", "width": 1048576, "layers": 1048576})");
+  std::filesystem::create_directories(dir / "sub");
+  const std::string text = dir / "text.txt";
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases{
+      {{"--batch", "1000000000"}, {"--batch", "memory", "--microbatches"}},
+      {{"--batch", "1000000000", "--microbatches", "1000000000"}, {"--batch", "memory"}},
+      {{"--lr", "inf"}, {"--lr", "finite", "'inf'"}},
+      {{"--clip", "inf"}, {"--clip", "finite"}},
+      {{"--sample", "1000000000"}, {"--sample", "100000"}},
+      {{"--steps", "1e12"}, {"--steps", "integer", "'1e12'"}},
+      {{"--save", dir / "missing/x.safetensors"}, {"--save", "does not exist", "mkdir -p"}},
+      {{"--save", "/proc/pipeworks.safetensors"}, {"--save", "cannot create files in /proc"}},
+      {{"--save", dir / "sub"}, {"--save", "is a directory"}},
+      {{"--metrics", dir / "missing/m.jsonl"}, {"--metrics", "does not exist"}},
+      {{"--model", dir / "wrap.json"}, {"--model", "4294967297"}},
+      {{"--model", dir / "huge.json"}, {"--model", "parameters"}},
+  };
+  for (const auto& [flags, named] : cases) {
+    std::vector<std::string> args{"train", "--data", text, "--steps", "2"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    if (flags.front() != "--model") args.insert(args.end(), {"--model", "gpt-tiny"});
+    const cli_result r = run_cli(args);
+    INFO(flags.front() << " " << flags.back() << ": exit " << r.exit_code << ", " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.find("step") == std::string::npos);  // refused before any training
+    for (const auto& word : named) CHECK(contains(r.err, word));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "missing"));
+  CHECK(std::filesystem::is_empty(dir / "sub"));
 }

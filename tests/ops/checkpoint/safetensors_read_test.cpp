@@ -134,3 +134,13 @@ TEST_CASE("load_into and load_tensors check names and shapes", "[ops][checkpoint
   REQUIRE_THAT(read_safetensors(path).message(), Catch::Contains("truncated"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("read_safetensors refuses a directory instead of allocating its 'size'",
+          "[ops][checkpoint]") {
+  const fs::path dir = fs::temp_directory_path() / "pipeworks_read_dir_test";
+  fs::create_directories(dir);
+  auto r = read_safetensors(dir.string());
+  REQUIRE_FALSE(r.ok());
+  REQUIRE_THAT(r.message(), Catch::Contains(dir.string()) && Catch::Contains("directory"));
+  fs::remove_all(dir);
+}

@@ -46,3 +46,22 @@ TEST_CASE("JSON specs round-trip and bad ones name the problem", "[ops]") {
   REQUIRE_THAT(parse_model_spec("/no/such/model.json").message(),
                Catch::Contains("/no/such/model.json"));
 }
+
+TEST_CASE("JSON specs too large to index, or with widths past int, are refused", "[ops]") {
+  auto bad = [](const char* text) {
+    return model_spec_from_json(nlohmann::json::parse(text), "m.json").message();
+  };
+  // 2^20 layers of width 2^20: about 1.4e19 parameters, which overflows an int64 count.
+  REQUIRE_THAT(bad(R"({"type": "gpt", "width": 1048576, "layers": 1048576})"),
+               Catch::Contains("parameters") && Catch::Contains("lower width"));
+  // 2^32 + 1 must not wrap to a hidden width of 1.
+  REQUIRE_THAT(bad(R"({"type": "mlp", "hidden": [4294967297]})"),
+               Catch::Contains("hidden") && Catch::Contains("4294967297"));
+  REQUIRE_THAT(bad(R"({"type": "mlp", "hidden": [1000000, 1000000]})"),
+               Catch::Contains("parameters") && Catch::Contains("hidden widths"));
+  REQUIRE_THAT(bad(R"({"type": "gpt", "context": 2.5})"), Catch::Contains("context"));
+  REQUIRE_THAT(bad(R"({"type": "gpt", "heads": 99999999999})"), Catch::Contains("heads"));
+  REQUIRE(model_spec_from_json(nlohmann::json::parse(R"({"type": "mlp", "hidden": [1048576]})"),
+                               "m.json")
+              .ok());
+}
