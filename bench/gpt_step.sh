@@ -7,10 +7,12 @@ threads="${THREADS:-2}"
 batch="${BATCH:-8}"
 steps="${STEPS:-10}"
 scripts/install-deps.sh python3-torch
-scripts/build.sh >/dev/null
+# PIPEWORKS_BIN_DIR: use binaries already built there instead of building build/.
+bin="${PIPEWORKS_BIN_DIR:-build/bin}"
+[ -n "${PIPEWORKS_BIN_DIR:-}" ] || scripts/build.sh >/dev/null
 # OpenBLAS reads OPENBLAS_CORETYPE at load time; both sides run with the CPU's own kernels.
 unset OPENBLAS_CORETYPE
-pw=$(build/bin/bench_gpt_step --json --threads "$threads" --batch "$batch" --steps "$steps")
+pw=$("$bin"/bench_gpt_step --json --threads "$threads" --batch "$batch" --steps "$steps")
 pt=$(OMP_NUM_THREADS="$threads" /usr/bin/python3 bench/torch_gpt_step.py \
        --threads "$threads" --batch "$batch" --steps "$steps")
 /usr/bin/python3 - "$pw" "$pt" <<'PY'
