@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/schedule_flags.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
@@ -24,9 +25,9 @@ namespace {
 
 constexpr int min_text_width = 10;  // --width; the most is the library's max_text_width
 
-struct simulate_flags {
-  std::string kind, costs, trace, svg;
-  int stages = 0, microbatches = 0, chunks = 1, replicas = 1, steps = 1, width = 100;
+struct simulate_flags : schedule_flags {
+  std::string costs, trace, svg;
+  int width = 100;
   std::optional<double> fwd, bwd, wgrad;  // unset: the cost file's or the default times
   bool json = false, text = false;
 };
@@ -35,11 +36,6 @@ std::string num(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", x);
   return buf;
-}
-
-void require_at_least_one(const char* flag, int value) {
-  if (value < 1)
-    throw CLI::ValidationError(flag, "must be at least 1, got " + std::to_string(value));
 }
 
 void require_time(const char* flag, const std::optional<double>& value) {
@@ -96,21 +92,8 @@ void print_table(const simulation& sim, const std::string& title) {
   }
 }
 
-// Every schedule flag, as given: the prefix of a generator's error.
-std::string schedule_flags(const simulate_flags& o) {
-  return "--schedule " + o.kind + " --stages " + std::to_string(o.stages) + " --microbatches " +
-         std::to_string(o.microbatches) + " --chunks " + std::to_string(o.chunks) +
-         " --replicas " + std::to_string(o.replicas) + " --steps " + std::to_string(o.steps);
-}
-
 int run_simulate(const simulate_flags& o) {
-  auto kind = parse_schedule_kind(o.kind);
-  if (!kind) throw CLI::ValidationError("--schedule", kind.message());
-  require_at_least_one("--stages", o.stages);
-  require_at_least_one("--microbatches", o.microbatches);
-  require_at_least_one("--chunks", o.chunks);
-  require_at_least_one("--replicas", o.replicas);
-  require_at_least_one("--steps", o.steps);
+  const schedule_kind kind = checked_kind(o);
   if (o.width < min_text_width || o.width > max_text_width) {
     throw CLI::ValidationError("--width", "must be " + std::to_string(min_text_width) + ".." +
                                               std::to_string(max_text_width) + " columns, got " +
@@ -119,15 +102,15 @@ int run_simulate(const simulate_flags& o) {
   require_time("--fwd", o.fwd);
   require_time("--bwd", o.bwd);
   require_time("--wgrad", o.wgrad);
-  const schedule_params params{o.stages, o.microbatches, o.chunks, o.replicas, o.steps};
+  const schedule_params params = params_of(o);
   pipeworks::simulate_options sopt;
   sopt.record_timeline = o.text || !o.trace.empty() || !o.svg.empty();
-  if (status fits = check_footprint(*kind, params, true, sopt.record_timeline); !fits) {
+  if (status fits = check_footprint(kind, params, true, sopt.record_timeline); !fits) {
     std::cerr << "pipeworks " << fits.message() << "\n";
     return exit_failure;
   }
-  auto made = make_schedule(*kind, params);
-  if (!made) throw CLI::ValidationError(schedule_flags(o), made.message());
+  auto made = make_schedule(kind, params);
+  if (!made) throw CLI::ValidationError(flags_text(o), made.message());
   const cost_model costs = make_costs(o);
   if (status ok = costs.check(made->virtual_stages, o.stages, o.replicas); !ok) {
     throw CLI::ValidationError("--costs", ok.message());
@@ -164,7 +147,7 @@ int run_simulate(const simulate_flags& o) {
   if (json) {
     std::cout << *json << "\n";
   } else {
-    const std::string title = std::string(schedule_name(*kind)) + " p=" +
+    const std::string title = std::string(schedule_name(kind)) + " p=" +
                               std::to_string(o.stages) + " m=" + std::to_string(o.microbatches) +
                               " v=" + std::to_string(o.chunks) + " w=" +
                               std::to_string(o.replicas) + " steps=" + std::to_string(o.steps) +
@@ -179,7 +162,7 @@ int run_simulate_guarded(const simulate_flags& o) {
   try {
     return run_simulate(o);
   } catch (const std::bad_alloc&) {
-    std::cerr << "pipeworks simulate: out of memory for " << schedule_flags(o)
+    std::cerr << "pipeworks simulate: out of memory for " << flags_text(o)
               << "; use fewer stages, microbatches, replicas or steps, or drop --trace, --svg "
                  "and --text (the timeline takes about 56 bytes an action)\n";
     return exit_failure;
@@ -197,19 +180,7 @@ const bool registered = register_command(
     "Simulate a pipeline schedule on a cost model: makespan, bubble, memory and version peaks",
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<simulate_flags>();
-      sub.add_option("--schedule", o->kind,
-                     "gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs, pipedream, pipedream-vs, 2bw "
-                     "or cyclic")
-          ->required();
-      sub.add_option("--stages", o->stages, "p: devices in one pipeline")->required();
-      sub.add_option("--microbatches", o->microbatches, "m: microbatches per step, per replica")
-          ->required();
-      sub.add_option("--chunks", o->chunks, "v: virtual stages per device (interleaved, bfs)")
-          ->capture_default_str();
-      sub.add_option("--replicas", o->replicas, "w: data-parallel replicas of every stage")
-          ->capture_default_str();
-      sub.add_option("--steps", o->steps, "optimizer steps the programs cover")
-          ->capture_default_str();
+      add_schedule_flags(sub, *o);
       add_time(sub, "--fwd", o->fwd, "F: forward time of every virtual stage (default 1)");
       add_time(sub, "--bwd", o->bwd, "B: full backward time of every virtual stage (default 2)");
       add_time(sub, "--wgrad", o->wgrad,
