@@ -3,22 +3,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
+#include "fixtures.hpp"
 #include "run_cli.hpp"
 
 using namespace pipeworks::cli_test;
-
-namespace {
-
-std::vector<std::string> simulate_args(const std::string& kind, int p, int m,
-                                       std::vector<std::string> more = {}) {
-  std::vector<std::string> args{"simulate",       "--schedule",      kind,
-                                "--stages",       std::to_string(p), "--microbatches",
-                                std::to_string(m)};
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-}  // namespace
 
 TEST_CASE("simulate: nan, inf and negative times exit 2 naming the flag", "[cli]") {
   for (const std::string flag : {"--fwd", "--bwd", "--wgrad"}) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "fixtures.hpp"
 #include "run_cli.hpp"
 
 using namespace pipeworks::cli_test;
@@ -14,15 +15,6 @@ namespace {
 
 // Equal within 1e-9 absolute, with no relative slack (Approx alone allows ~1.2e-5 relative).
 Approx exactly(double x) { return Approx(x).epsilon(0).margin(1e-9); }
-
-std::vector<std::string> simulate_args(const std::string& kind, int p, int m,
-                                       std::vector<std::string> more = {}) {
-  std::vector<std::string> args{"simulate",       "--schedule",      kind,
-                                "--stages",       std::to_string(p), "--microbatches",
-                                std::to_string(m)};
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
 
 // Runs simulate with --json and returns the parsed object; fails the test if it does not run or
 // parse.

@@ -5,10 +5,21 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "run_cli.hpp"
 
 namespace pipeworks::cli_test {
+
+// `pipeworks simulate --schedule kind --stages p --microbatches m` plus more flags.
+inline std::vector<std::string> simulate_args(const std::string& kind, int p, int m,
+                                              std::vector<std::string> more = {}) {
+  std::vector<std::string> args{"simulate",       "--schedule",      kind,
+                                "--stages",       std::to_string(p), "--microbatches",
+                                std::to_string(m)};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
 
 inline const std::string fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 

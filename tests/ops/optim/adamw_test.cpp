@@ -6,16 +6,10 @@
 #include <vector>
 
 #include "ops/optim/optimizer.hpp"
+#include "optim_problem.hpp"
 
 using namespace pipeworks;
-
-namespace {
-const std::vector<double> w0 = {0.5, -1.25, 2.0, 0.0, -0.75};
-const std::vector<double> c = {0.1, 0.2, -0.3, 0.4, -0.5};
-double grad(double w, std::size_t i, int k) {
-  return 2.0 * (w - c[i]) + 0.01 * (k + 1) * (static_cast<double>(i) - 2.0);
-}
-}  // namespace
+using namespace pipeworks::optim_test;
 
 TEST_CASE("adamw_update matches the AdamW formula step by step", "[ops][optim]") {
   const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
