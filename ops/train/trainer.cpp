@@ -18,14 +18,13 @@ status validate(const train_config& cfg) {
 
 template <class T>
 trainer<T>::trainer(const model<T>& m, param_set initial, train_config cfg)
-    : model_(m), cfg_(cfg), grads_(initial.zeros_like()) {
-  state_.resize(initial.entries().size());
-  weights_ = std::make_shared<param_set>(std::move(initial));
+    : model_(m), cfg_(cfg), grads_(initial.zeros_like()), optimizer_(initial, cfg) {
+  weights_ = std::make_shared<const param_set>(std::move(initial));
 }
 
 template <class T>
 double trainer<T>::lr_for(std::int64_t step) const {
-  return lr_at(lr_schedule{cfg_.optim.lr, cfg_.min_lr, cfg_.warmup_steps, cfg_.steps}, step);
+  return optimizer_.lr_for(step);
 }
 
 template <class T>
@@ -37,34 +36,12 @@ T trainer<T>::accumulate(microbatch mb, T scale) {
 }
 
 template <class T>
-status trainer<T>::apply(double lr) {
+status trainer<T>::apply() {
+  auto next = optimizer_.apply(weights_, grads_, step_);
+  if (!next) return next.err();
+  weights_ = std::move(*next);
+  last_grad_norm_ = optimizer_.last_grad_norm();
   std::span<T> g = grads_.values<T>();
-  double sq = 0;
-  for (T x : g) sq += static_cast<double>(x) * static_cast<double>(x);
-  last_grad_norm_ = std::sqrt(sq);
-  if (!std::isfinite(last_grad_norm_))
-    return make_error("the gradient is not finite at step " + std::to_string(step_ + 1));
-  if (cfg_.clip_grad_norm > 0 && last_grad_norm_ > cfg_.clip_grad_norm) {
-    const T f = static_cast<T>(cfg_.clip_grad_norm / (last_grad_norm_ + 1e-6));
-    for (T& x : g) x *= f;
-  }
-  // A new snapshot; the old one stays valid for whoever still holds it. The buffer of a version
-  // that nobody held any more is reused, so a step allocates nothing when no one keeps versions.
-  std::shared_ptr<param_set> next = spare_ && spare_.use_count() == 1
-                                        ? std::move(spare_)
-                                        : std::make_shared<param_set>(weights_->zeros_like());
-  spare_.reset();
-  const auto& entries = weights_->entries();
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const param_entry& e = entries[i];
-    optimizer_config oc = cfg_.optim;
-    if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
-    std::span<const T> w = weights_->values<T>(e);
-    std::span<const T> ge = grads_.values<T>(e);
-    if (status s = optimizer_step<T>(oc, lr, w, ge, state_[i], next->values<T>(e), e.name); !s)
-      return s;
-  }
-  spare_ = std::exchange(weights_, std::move(next));
   std::fill(g.begin(), g.end(), T(0));
   return {};
 }
@@ -82,7 +59,7 @@ result<step_metrics> trainer<T>::step(const minibatch& mb) {
     return make_error("the loss is not finite (" + std::to_string(loss) + ") at step " +
                       std::to_string(step_ + 1));
   const double lr = lr_for(step_);
-  if (status s = apply(lr); !s) return make_error(s.message());
+  if (status s = apply(); !s) return make_error(s.message());
   ++step_;
   const std::int64_t B = mb.inputs.dim(0);
   samples_ += B;

@@ -9,20 +9,10 @@
 #include "ops/optim/lr_schedule.hpp"
 #include "ops/optim/optimizer.hpp"
 #include "ops/train/microbatches.hpp"
+#include "ops/train/stage_optimizer.hpp"
+#include "ops/train/trainer_config.hpp"
 
 namespace pipeworks {
-
-struct train_config {
-  std::int64_t steps = 100;
-  int microbatches = 1;           // m: the minibatch is split into m microbatches of B/m
-  optimizer_config optim;         // optim.lr is the peak rate
-  double min_lr = 0.0;            // the cosine schedule's floor
-  std::int64_t warmup_steps = 0;  // linear warmup, then cosine decay to min_lr at the last step
-  double clip_grad_norm = 0.0;    // > 0: scale the gradient down to this global L2 norm
-  bool decay_vectors = false;     // also apply weight decay to rank-1 tensors (biases, norms)
-};
-
-status validate(const train_config& cfg);
 
 struct step_metrics {
   std::int64_t step = 0;   // 1-based: the number of updates done
@@ -48,8 +38,8 @@ class trainer {
   // Forward and backward of one microbatch at the current weights, adding scale * dloss/dw into
   // the gradient buffer. Returns the microbatch's loss.
   T accumulate(microbatch mb, T scale);
-  // Clip (if configured) and apply the accumulated gradient; then zero it.
-  status apply(double lr);
+  // Clip (if configured) and apply the accumulated gradient at this step's rate; then zero it.
+  status apply();
 
   param_snapshot weights() const { return weights_; }
   const param_set& gradients() const { return grads_; }
@@ -60,10 +50,9 @@ class trainer {
  private:
   const model<T>& model_;
   train_config cfg_;
-  std::shared_ptr<param_set> weights_;  // handed out only as const snapshots
-  std::shared_ptr<param_set> spare_;    // a retired version nobody else held: the next output
+  param_snapshot weights_;
   param_set grads_;
-  std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
+  stage_optimizer<T> optimizer_;
   std::int64_t step_ = 0;
   std::int64_t samples_ = 0;
   double elapsed_s_ = 0;

@@ -1,0 +1,67 @@
+// The optimizer step of one parameter set: gradient norm, clipping, update into a new snapshot.
+#include "ops/train/stage_optimizer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "ops/optim/lr_schedule.hpp"
+
+namespace pipeworks {
+
+template <class T>
+double sum_of_squares(const param_set& g) {
+  double sq = 0;
+  for (T x : g.values<T>()) sq += static_cast<double>(x) * static_cast<double>(x);
+  return sq;
+}
+
+template <class T>
+stage_optimizer<T>::stage_optimizer(const param_set& layout, train_config cfg)
+    : cfg_(cfg), state_(layout.entries().size()) {}
+
+template <class T>
+double stage_optimizer<T>::lr_for(std::int64_t step) const {
+  return lr_at(lr_schedule{cfg_.optim.lr, cfg_.min_lr, cfg_.warmup_steps, cfg_.steps}, step);
+}
+
+template <class T>
+result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, param_set& g,
+                                                 std::int64_t step) {
+  last_grad_norm_ = std::sqrt(sum_of_squares<T>(g));
+  if (!std::isfinite(last_grad_norm_))
+    return make_error("the gradient is not finite at step " + std::to_string(step + 1));
+  if (cfg_.clip_grad_norm > 0 && last_grad_norm_ > cfg_.clip_grad_norm) {
+    const T f = static_cast<T>(cfg_.clip_grad_norm / (last_grad_norm_ + 1e-6));
+    for (T& x : g.values<T>()) x *= f;
+  }
+  // A version nobody holds any more (only this object) is the next output buffer, so a run in
+  // which no one keeps old versions allocates nothing per step.
+  std::shared_ptr<param_set> next = spare_ && spare_.use_count() == 1
+                                        ? std::move(spare_)
+                                        : std::make_shared<param_set>(latest->zeros_like());
+  spare_.reset();
+  const double lr = lr_for(step);
+  const auto& entries = latest->entries();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const param_entry& e = entries[i];
+    optimizer_config oc = cfg_.optim;
+    if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
+    if (status s = optimizer_step<T>(oc, lr, latest->values<T>(e), std::as_const(g).values<T>(e),
+                                     state_[i], next->values<T>(e), e.name);
+        !s)
+      return make_error(s.message());
+  }
+  // Keep the retired version's buffer when it is one this optimizer made.
+  if (mine_ == latest.get()) spare_ = std::const_pointer_cast<param_set>(latest);
+  mine_ = next.get();
+  return param_snapshot(std::move(next));
+}
+
+template class stage_optimizer<float>;
+template class stage_optimizer<double>;
+template double sum_of_squares<float>(const param_set&);
+template double sum_of_squares<double>(const param_set&);
+
+}  // namespace pipeworks

@@ -1,0 +1,41 @@
+// stage_optimizer<T>: what STEP does to one set of parameters: optional clipping, the optimizer
+// update into a new immutable snapshot, and the lr schedule. Shared by the trainer and a stage.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ops/model/param_set.hpp"
+#include "ops/optim/optimizer.hpp"
+#include "ops/result.hpp"
+#include "ops/train/trainer_config.hpp"
+
+namespace pipeworks {
+
+template <class T>
+class stage_optimizer {
+ public:
+  stage_optimizer(const param_set& layout, train_config cfg);
+
+  // The new version made from `latest` and the gradient g (same layout) at rate lr_for(step).
+  // g is clipped in place when the config asks for it. The buffer of a retired version that
+  // nobody else holds any more is reused. An error when the gradient is not finite.
+  result<param_snapshot> apply(const param_snapshot& latest, param_set& g, std::int64_t step);
+
+  double lr_for(std::int64_t step) const;
+  double last_grad_norm() const { return last_grad_norm_; }  // before clipping
+  const train_config& config() const { return cfg_; }
+
+ private:
+  train_config cfg_;
+  std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
+  std::shared_ptr<param_set> spare_;       // the version before the latest: reused when unheld
+  const param_set* mine_ = nullptr;        // the latest version this optimizer made
+  double last_grad_norm_ = 0;
+};
+
+// The sum of squares of g's values, in double.
+template <class T>
+double sum_of_squares(const param_set& g);
+
+}  // namespace pipeworks

@@ -1,0 +1,100 @@
+// stage_executor<T>: one rank of a pipeline (a device of one replica, with its virtual stages),
+// as a plain class. It walks its lowered program; an action runs once its input has arrived.
+// F stashes the weight snapshot it used with its activations, B uses the stashed snapshot, STEP
+// makes a new immutable snapshot, REDUCE goes through the reducer. Messages come in through
+// deliver() and go out through the sink, so it runs under CAF or under a hand-driven test.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/model/model.hpp"
+#include "ops/result.hpp"
+#include "ops/train/stage_optimizer.hpp"
+#include "ops/train/trainer_config.hpp"
+#include "runtime/exec/messages.hpp"
+#include "runtime/schedule.hpp"
+
+namespace pipeworks {
+
+// A test-only fault: when the named rank reaches the named action, it throws (exception), turns
+// the action's output into NaN (nan), or stops without a word (kill: the actor dies).
+enum class fault_kind : std::uint8_t { none, exception, nan, kill };
+struct fault_injection {
+  fault_kind kind = fault_kind::none;
+  int replica = 0;
+  action at;  // the action that fails (its stage names the virtual stage)
+};
+
+struct executor_setup {
+  std::shared_ptr<const schedule> plan;  // lowered and validated
+  int replica = 0;
+  int device = 0;
+  std::vector<int> boundaries;  // virtual stage s runs blocks [boundaries[s], boundaries[s+1])
+  train_config train;           // optimizer and lr schedule; microbatches = plan's m
+  int credit_window = 0;        // messages in flight per link and direction; 0: unbounded
+  int input_window = 2;         // microbatch inputs requested ahead of virtual stage 0's F
+  std::function<double()> clock;  // seconds since the run started (for the trace)
+  bool record_trace = true;
+  fault_injection fault;
+};
+
+// What one virtual stage of this rank went through.
+struct stage_stats {
+  int stage = 0;
+  int peak_versions = 0;    // distinct weight versions alive (current, kept for later F, stashed)
+  int peak_inflight = 0;    // microbatches whose F ran and whose last backward has not
+  std::int64_t peak_activation_bytes = 0;  // stashed tensors at the peak
+  int peak_buffered = 0;    // messages received and not yet consumed, the most at once
+  int steps = 0;            // STEPs done
+};
+
+template <class T>
+class stage_executor {
+ public:
+  using sink = std::function<void(outgoing)>;
+
+  // initial[i] holds the weights of this rank's i-th virtual stage (in stage order).
+  stage_executor(const model<T>& m, executor_setup setup, std::vector<param_set> initial,
+                 sink send);
+  ~stage_executor();
+  stage_executor(const stage_executor&) = delete;
+  stage_executor& operator=(const stage_executor&) = delete;
+
+  // Asks the driver for the first inputs (ranks that run virtual stage 0).
+  void start();
+  // An activation, gradient, credit or reduce result for this rank.
+  void deliver(message msg);
+  // Runs actions in program order until one must wait for a message. True when the program is
+  // done. An error names the stage, the replica, the action and the cause; the rank then stops.
+  result<bool> run();
+
+  bool finished() const;
+  bool kill_requested() const { return killed_; }
+  // The action the rank is at and what it waits for, for people ("1RECV_F3: waiting for ...").
+  std::string waiting_for() const;
+  std::optional<action> current() const;
+  int rank() const;
+  std::vector<int> stages() const;  // the virtual stages this rank runs
+
+  std::vector<stage_stats> stats() const;
+  param_snapshot weights(int stage) const;  // its latest version
+  // Timeline events recorded since the last call.
+  std::vector<timeline_event> take_events();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  bool killed_ = false;
+};
+
+// The smallest credit window per link that runs the lowered schedule without deadlock (at most
+// the largest number of messages any link carries); every larger window is also safe.
+int min_credit_window(const schedule& lowered);
+
+}  // namespace pipeworks

@@ -1,0 +1,98 @@
+// The messages a stage executor receives and sends: activations, gradients, credits, inputs,
+// reductions and reports. Plain values; in-process transports move them without copying tensors.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ops/model/block.hpp"
+#include "ops/model/param_set.hpp"
+#include "runtime/timeline.hpp"
+
+namespace pipeworks {
+
+// SEND_F → RECV_F, and the driver's input for virtual stage 0. `stage` is the consumer.
+struct activation_msg {
+  int replica = 0;
+  int stage = 0;
+  int microbatch = 0;    // the replica's own id: step * m + k
+  int version = -1;      // the version virtual stage 0 used for it (vertical sync reads it)
+  tensor data;
+  microbatch_ctx ctx;
+};
+
+// SEND_B → RECV_B: the gradient of the consumer stage's output.
+struct gradient_msg {
+  int replica = 0;
+  int stage = 0;         // the consumer: the stage whose B or I needs it
+  int microbatch = 0;
+  tensor data;
+};
+
+// Receiver → sender: one slot of the receiver's buffer for `stage`'s inputs has been freed.
+struct credit_msg {
+  int replica = 0;
+  int stage = 0;         // the consumer stage whose buffer freed a slot
+  bool forward = true;   // activations (true) or gradients (false)
+};
+
+// Rank → driver: please send this microbatch's input (credit-based, a bounded window ahead).
+struct input_request {
+  int replica = 0;
+  int microbatch = 0;
+};
+
+// Rank → reducer of `stage`: this replica's gradient for `step`; the reducer answers every
+// replica with the sum.
+struct reduce_request {
+  int stage = 0;
+  int replica = 0;
+  int step = 0;
+  std::shared_ptr<const param_set> grads;
+};
+struct reduce_result {
+  int stage = 0;
+  int step = 0;
+  std::shared_ptr<param_set> sum;  // this replica's own copy of the sum (it may clip it in place)
+};
+
+// Rank → driver: a loss of the last virtual stage's forward.
+struct loss_report {
+  int replica = 0;
+  int microbatch = 0;
+  double loss = 0;
+};
+
+// Rank → driver: virtual stage `stage` of `replica` made version step + 1.
+struct step_report {
+  int stage = 0;
+  int replica = 0;
+  int step = 0;           // 0-based: this was the (step + 1)-th update
+  double grad_sq = 0;     // sum of squares of the applied gradient, before clipping
+  double lr = 0;
+  param_snapshot weights; // the new version
+};
+
+// Rank → tracer: timeline events, in batches.
+struct trace_batch {
+  std::vector<timeline_event> events;
+};
+
+using message = std::variant<activation_msg, gradient_msg, credit_msg, input_request,
+                             reduce_request, reduce_result, loss_report, step_report, trace_batch>;
+
+// Where an outgoing message goes.
+enum class endpoint_kind : std::uint8_t { rank, reducer, driver, tracer };
+struct endpoint {
+  endpoint_kind kind = endpoint_kind::rank;
+  int index = 0;  // rank (replica * p + device), or the virtual stage of a reducer
+};
+
+struct outgoing {
+  endpoint to;
+  message msg;
+};
+
+}  // namespace pipeworks

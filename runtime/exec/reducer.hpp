@@ -1,0 +1,33 @@
+// gradient_reducer: the pure part of a replicated stage's reducer. It collects the w replicas'
+// gradients of one step and, once all have arrived, returns the sum (added in replica order, so
+// the result does not depend on arrival order), one copy per replica.
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ops/model/param_set.hpp"
+#include "ops/result.hpp"
+#include "runtime/exec/messages.hpp"
+
+namespace pipeworks {
+
+class gradient_reducer {
+ public:
+  gradient_reducer(int stage, int replicas);
+
+  // Adds one replica's gradient. When it is the last one of its step, returns the answers to
+  // send: result[r] goes to replica r. An error for a duplicate, a replica out of range or a
+  // layout that differs from the others'.
+  result<std::optional<std::vector<reduce_result>>> add(reduce_request request);
+
+  int pending_steps() const { return static_cast<int>(pending_.size()); }
+
+ private:
+  int stage_;
+  int replicas_;
+  std::map<int, std::vector<std::shared_ptr<const param_set>>> pending_;  // by step
+};
+
+}  // namespace pipeworks
