@@ -30,6 +30,8 @@ struct stage_executor<T>::impl {
   std::map<std::pair<int, bool>, int> credits;  // (consumer stage, forward) -> sends left
   int next_input = 0;                           // the next microbatch input to ask the driver for
   int peak_buffered = 0;
+  int rank_peak_inflight = 0;
+  std::int64_t rank_peak_bytes = 0;
   double wait_start = -1;                       // when the current action started waiting
   bool killed = false;
   std::vector<timeline_event> events;
@@ -66,15 +68,12 @@ struct stage_executor<T>::impl {
       stages.push_back(std::move(st));
       ++next;
     }
-    // The least version each remaining F names, so older versions can be let go.
+    // For each version, the last F that names it: a version no later F names can go.
     for (auto& st : stages) {
-      std::vector<int> named;
+      std::size_t i = 0;
       for (const action& a : prog)
         if (a.kind == action_kind::forward && a.stage == st.stage)
-          named.push_back(plan.versions.at(st.stage).at(a.microbatch).forward);
-      st.future_min.assign(named.size() + 1, std::numeric_limits<int>::max());
-      for (std::size_t i = named.size(); i-- > 0;)
-        st.future_min[i] = std::min(named[i], st.future_min[i + 1]);
+          st.last_named[plan.versions.at(st.stage).at(a.microbatch).forward] = ++i;
       st.note_peaks();
     }
   }
@@ -111,15 +110,27 @@ struct stage_executor<T>::impl {
 
   // Drops versions no later F names (the latest always stays: STEP builds on it).
   void release_versions(virtual_stage_state<T>& st) {
-    const int keep_from = st.future_min[st.forwards_done];
     for (auto it = st.versions.begin(); it != st.versions.end();) {
-      if (it->first < keep_from && it->first != st.latest) {
+      auto named = st.last_named.find(it->first);
+      const bool later = named != st.last_named.end() && named->second > st.forwards_done;
+      if (it->first != st.latest && !later) {
         st.unref(it->first);
         it = st.versions.erase(it);
       } else {
         ++it;
       }
     }
+  }
+
+  void note_rank_peaks() {
+    int inflight = 0;
+    std::int64_t bytes = 0;
+    for (const auto& st : stages) {
+      inflight += static_cast<int>(st.held.size());
+      bytes += st.activation_bytes;
+    }
+    rank_peak_inflight = std::max(rank_peak_inflight, inflight);
+    rank_peak_bytes = std::max(rank_peak_bytes, bytes);
   }
 
   void note_buffered() {
@@ -384,6 +395,7 @@ struct stage_executor<T>::impl {
           return false;
         }
         execute(a);
+        note_rank_peaks();
       } catch (const std::exception& e) {
         return make_error(where(a) + ": " + e.what());
       }
@@ -487,6 +499,8 @@ std::vector<stage_stats> stage_executor<T>::stats() const {
   for (const auto& st : impl_->stages) {
     stage_stats s = st.stats;
     s.peak_buffered = impl_->peak_buffered;
+    s.rank_peak_inflight = impl_->rank_peak_inflight;
+    s.rank_peak_activation_bytes = impl_->rank_peak_bytes;
     out.push_back(s);
   }
   return out;

@@ -51,6 +51,9 @@ struct stage_stats {
   int peak_inflight = 0;    // microbatches whose F ran and whose last backward has not
   std::int64_t peak_activation_bytes = 0;  // stashed tensors at the peak
   int peak_buffered = 0;    // messages received and not yet consumed, the most at once
+  // The same peaks for the whole rank (all its virtual stages together), as the simulator counts.
+  int rank_peak_inflight = 0;
+  std::int64_t rank_peak_activation_bytes = 0;
   int steps = 0;            // STEPs done
 };
 

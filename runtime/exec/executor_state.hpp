@@ -27,7 +27,7 @@ struct virtual_stage_state {
   std::map<int, param_snapshot> versions;  // kept: the latest, and any a later F names
   std::map<int, int> live;                 // version -> references (kept + held microbatches)
   std::map<int, held_microbatch<T>> held;  // by microbatch
-  std::vector<int> future_min;             // [i]: least version the F's from the i-th on name
+  std::map<int, std::size_t> last_named;   // version -> 1 + the index of the last F naming it
   std::size_t forwards_done = 0;
   param_set grads;
   std::optional<stage_optimizer<T>> optimizer;

@@ -126,6 +126,9 @@ result<local_run_result> run_local(const model<T>& mdl, std::shared_ptr<const sc
       o.peak_activation_bytes = std::max(o.peak_activation_bytes, x.peak_activation_bytes);
       o.peak_buffered = std::max(o.peak_buffered, x.peak_buffered);
       o.steps = std::max(o.steps, x.steps);
+      o.rank_peak_inflight = std::max(o.rank_peak_inflight, x.rank_peak_inflight);
+      o.rank_peak_activation_bytes =
+          std::max(o.rank_peak_activation_bytes, x.rank_peak_activation_bytes);
       out.max_buffered = std::max(out.max_buffered, x.peak_buffered);
     }
     for (int st : e->stages())
