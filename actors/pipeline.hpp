@@ -61,6 +61,7 @@ status check(const pipeline_options& options, int blocks);
 // Trains from `initial` (the whole model's parameters) for options.train.steps steps.
 // data(t) gives step t's minibatch (B samples; B divisible by w * m). on_step runs after each
 // step that every stage has completed; on_weights, if given, receives that step's weights.
+// data and the callbacks run on the driver's thread, one call at a time, in step order.
 // Failures (an exception in a stage, a non-finite loss, an actor that dies) end the run within
 // a second with an error naming the stage, the replica, the action and the cause.
 template <class T>

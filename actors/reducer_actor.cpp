@@ -1,0 +1,75 @@
+// The reducer actor: collects reduce_requests, remembers which rank sent each replica's part,
+// and sends each replica its reduce_result; errors go to the driver.
+#include "actors/reducer_actor.hpp"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "runtime/exec/reducer.hpp"
+
+namespace pipeworks {
+namespace {
+
+struct reducer_state {
+  static inline const char* name = "pipeworks.reducer";
+
+  explicit reducer_state(caf::event_based_actor* self) : self_(self) {}
+
+  caf::behavior make_behavior(int stage, int replicas, caf::actor driver) {
+    stage_ = stage;
+    driver_ = std::move(driver);
+    reducer_.emplace(stage, replicas);
+    reply_to_.resize(static_cast<std::size_t>(replicas));
+    self_->monitor(driver_);
+    self_->set_down_handler([this](caf::down_msg& dm) {
+      if (dm.source == driver_.address()) self_->quit(dm.reason);
+    });
+    return {[this](const runtime_box& b) { receive(b); }};
+  }
+
+ private:
+  void receive(const runtime_box& b) {
+    if (!b.msg) return;
+    auto* req = std::get_if<reduce_request>(b.msg.get());
+    if (req == nullptr) return fail("received a message that is not a reduce_request");
+    const auto r = static_cast<std::size_t>(req->replica);
+    if (r < reply_to_.size()) reply_to_[r] = caf::actor_cast<caf::actor>(self_->current_sender());
+    auto sums = reducer_->add(std::move(*req));
+    if (!sums) return fail(sums.message());
+    if (!*sums) return;
+    for (std::size_t i = 0; i < (*sums)->size(); ++i) {
+      if (!reply_to_[i]) return fail("no rank known for replica " + std::to_string(i));
+      self_->send(reply_to_[i], box(std::move((**sums)[i])));
+    }
+  }
+
+  void fail(const std::string& why) {
+    self_->send(driver_, stage_failure{"the reducer of stage " + std::to_string(stage_) + ": " + why});
+    self_->quit(caf::sec::runtime_error);
+  }
+
+  caf::event_based_actor* self_;
+  std::optional<gradient_reducer> reducer_;
+  std::vector<caf::actor> reply_to_;
+  caf::actor driver_;
+  int stage_ = 0;
+};
+
+caf::behavior reducer_actor(caf::stateful_actor<reducer_state>* self, int stage, int replicas,
+                            caf::actor driver) {
+  return self->state.make_behavior(stage, replicas, std::move(driver));
+}
+
+}  // namespace
+
+caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
+                         caf::actor driver) {
+  if (detached) return sys.spawn<caf::detached>(reducer_actor, stage, replicas, std::move(driver));
+  return sys.spawn(reducer_actor, stage, replicas, std::move(driver));
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,138 @@
+// Tests for train_pipeline and check: pipelined weights equal the single-device trainer's
+// (detached and scheduled ranks, replicated stages), `--schedule none`, the trace, bad options.
+#include "actors/pipeline.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "tests/actors/fixtures.hpp"
+
+using namespace pipeworks;
+using namespace pipeworks::test;
+
+TEST_CASE("1f1b p=2 m=4 gives the weights of the single-device trainer", "[actors]") {
+  const model<float> net = small_mlp();
+  const param_set initial = net.init_params(7);
+  const param_snapshot want = reference_weights(net, initial, sgd(3), 4);
+  for (bool detached : {true, false}) {
+    CAPTURE(detached);
+    pipeline_options o = one_f_one_b(2, 4, 3);
+    o.detached = detached;
+    int calls = 0;
+    auto r = train_pipeline<float>(net, initial, o, synthetic_data(), [&](const step_metrics& s) {
+      ++calls;
+      CHECK(s.step == calls);
+      CHECK(s.steps == 3);
+      CHECK(std::isfinite(s.loss));
+      CHECK(s.grad_norm > 0);
+      CHECK(s.samples == 16 * calls);
+    });
+    REQUIRE(r.ok());
+    CHECK(calls == 3);
+    CHECK(r->steps_done == 3);
+    CHECK_FALSE(r->interrupted);
+    REQUIRE(r->weights.size() == 2);
+    CHECK(r->boundaries.front() == 0);
+    CHECK(r->boundaries.back() == net.size());
+    REQUIRE(r->stages.size() == 2);
+    for (const stage_stats& s : r->stages) CHECK(s.steps == 3);
+    CHECK(relative_difference(r->weights, *want) < 1e-5);
+  }
+}
+
+TEST_CASE("two replicas of every stage train like one device with w * m microbatches",
+          "[actors]") {
+  const model<float> net = small_mlp();
+  const param_set initial = net.init_params(11);
+  const param_snapshot want = reference_weights(net, initial, sgd(2), 8);
+  pipeline_options o = one_f_one_b(2, 4, 2);
+  o.replicas = 2;
+  o.threads_per_stage = 2;
+  auto r = train_pipeline<float>(net, initial, o, synthetic_data());
+  REQUIRE(r.ok());
+  CHECK(r->steps_done == 2);
+  CHECK(relative_difference(r->weights, *want) < 1e-5);
+}
+
+TEST_CASE("an explicit split is used as given", "[actors]") {
+  const model<float> net = small_mlp();
+  const param_set initial = net.init_params(3);
+  pipeline_options o = one_f_one_b(2, 2, 1);
+  o.split = {0, 2};
+  auto r = train_pipeline<float>(net, initial, o, synthetic_data());
+  REQUIRE(r.ok());
+  CHECK(r->boundaries == std::vector<int>{0, 2, 3});
+  CHECK(r->weights[0]->block_count() == 2);
+}
+
+TEST_CASE("without a schedule the single-device trainer runs", "[actors]") {
+  const model<float> net = small_mlp();
+  const param_set initial = net.init_params(5);
+  const param_snapshot want = reference_weights(net, initial, sgd(2), 4);
+  pipeline_options o;
+  o.schedule = std::nullopt;
+  o.microbatches = 4;
+  o.train = sgd(2);
+  int snapshots = 0;
+  auto r = train_pipeline<float>(net, initial, o, synthetic_data(), {},
+                                 [&](std::shared_ptr<const model_weights> w) {
+                                   ++snapshots;
+                                   CHECK(w->size() == 1);
+                                 });
+  REQUIRE(r.ok());
+  CHECK(snapshots == 2);
+  CHECK(r->plan == nullptr);
+  REQUIRE(r->weights.size() == 1);
+  CHECK(relative_difference(r->weights, *want) == 0);
+}
+
+TEST_CASE("a recorded trace holds every rank's compute and communication", "[actors]") {
+  const model<float> net = small_mlp();
+  pipeline_options o = one_f_one_b(2, 4, 2);
+  o.record_trace = true;
+  auto r = train_pipeline<float>(net, net.init_params(1), o, synthetic_data());
+  REQUIRE(r.ok());
+  CHECK(r->trace.ranks == 2);
+  CHECK(r->trace.devices_per_replica == 2);
+  int forwards[2] = {0, 0}, sends = 0;
+  for (const timeline_event& e : r->trace.events) {
+    REQUIRE((e.rank == 0 || e.rank == 1));
+    CHECK(e.end >= e.start);
+    if (e.act.kind == action_kind::forward) ++forwards[e.rank];
+    if (e.stream == stream_kind::send) ++sends;
+  }
+  CHECK(forwards[0] == 8);
+  CHECK(forwards[1] == 8);
+  CHECK(sends == 16);  // 8 activations forward, 8 gradients back
+  CHECK(std::is_sorted(r->trace.events.begin(), r->trace.events.end(),
+                       [](const auto& a, const auto& b) { return a.start < b.start; }));
+}
+
+TEST_CASE("check refuses bad options with a message that says why", "[actors]") {
+  pipeline_options o = one_f_one_b(2, 4, 1);
+  CHECK(check(o, 3).ok());
+  o.stages = 4;
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("3 blocks"));
+  o = one_f_one_b(2, 4, 1);
+  o.split = {0, 3};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("split"));
+  o.split = {1, 2};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("block 0"));
+  o = one_f_one_b(2, 4, 1);
+  o.schedule = std::nullopt;
+  o.replicas = 2;
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("replicas"));
+  o = one_f_one_b(2, 4, 1);
+  o.fault.kind = fault_kind::kill;
+  o.fault.at = action{5, action_kind::forward, 0};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("stage 5"));
+  o = one_f_one_b(2, 0, 1);
+  CHECK_FALSE(check(o, 3).ok());
+}
+
+TEST_CASE("a minibatch that does not split w * m ways ends the run with an error", "[actors]") {
+  const model<float> net = small_mlp();
+  pipeline_options o = one_f_one_b(2, 3, 1);
+  auto r = train_pipeline<float>(net, net.init_params(1), o, synthetic_data(16));
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.message(), Catch::Contains("step 1"));
+}
