@@ -268,7 +268,7 @@ class driver_state {
   void fail(const std::string& why) {
     if (ended_) return;
     auto o = outcome(false);
-    o->failure = make_error(why);
+    o->run_status = make_error(why);
     end(std::move(o));
   }
 

@@ -28,7 +28,7 @@ struct driver_spec {
 
 // What the driver hands back when the run ends, well or badly.
 struct driver_outcome {
-  status failure;                  // ok, or the error that ended the run
+  status run_status;               // ok, or the error that ended the run
   bool interrupted = false;
   std::vector<int> boundaries;
   model_weights weights;           // the latest complete step's (version 0 before any)

@@ -151,7 +151,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     sys.await_all_actors_done();  // no thread of the run is left behind, even after an error
   }
   if (!outcome) return make_error(lost);
-  if (!outcome->failure) return make_error(outcome->failure.message());
+  if (!outcome->run_status) return make_error(outcome->run_status.message());
   pipeline_result res;
   res.plan = plan;
   res.boundaries = std::move(outcome->boundaries);
