@@ -1,0 +1,66 @@
+// gradient_reducer: collects a step's gradients from every replica and sums them in replica
+// order once the last one arrives.
+#include "runtime/exec/reducer.hpp"
+
+#include <string>
+#include <utility>
+
+namespace pipeworks {
+
+namespace {
+
+template <class T>
+void add_into(param_set& sum, const param_set& g) {
+  std::span<T> s = sum.values<T>();
+  std::span<const T> x = g.values<T>();
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[i];
+}
+
+}  // namespace
+
+gradient_reducer::gradient_reducer(int stage, int replicas) : stage_(stage), replicas_(replicas) {}
+
+result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_request request) {
+  const std::string who = "reducer of stage " + std::to_string(stage_) + ": replica " +
+                          std::to_string(request.replica) + "'s gradient of step " +
+                          std::to_string(request.step);
+  if (request.stage != stage_)
+    return make_error(who + " is addressed to stage " + std::to_string(request.stage) +
+                      "; send it to that stage's reducer");
+  if (request.replica < 0 || request.replica >= replicas_)
+    return make_error(who + " names a replica outside 0.." + std::to_string(replicas_ - 1));
+  if (!request.grads) return make_error(who + " carries no gradient (null)");
+  if (request.grads->type() != dtype::f32 && request.grads->type() != dtype::f64)
+    return make_error(who + " holds " + std::string(dtype_name(request.grads->type())) +
+                      " values; only F32 and F64 gradients can be summed");
+  auto& slots = pending_[request.step];
+  if (slots.empty()) slots.resize(static_cast<std::size_t>(replicas_));
+  for (const auto& other : slots)
+    if (other && !other->same_layout(*request.grads))
+      return make_error(who + " has a different layout (names, shapes, blocks or dtype) from the " +
+                        "other replicas'; every replica of a stage must hold the same blocks");
+  auto& slot = slots[static_cast<std::size_t>(request.replica)];
+  if (slot) return make_error(who + " arrived twice");
+  slot = std::move(request.grads);
+  for (const auto& g : slots)
+    if (!g) return std::optional<std::vector<reduce_result>>{};
+
+  // Everyone is here: sum in replica order 0..w-1, whatever order they came in.
+  auto sum = std::make_shared<param_set>(slots[0]->clone());
+  for (std::size_t r = 1; r < slots.size(); ++r) {
+    if (sum->type() == dtype::f32)
+      add_into<float>(*sum, *slots[r]);
+    else
+      add_into<double>(*sum, *slots[r]);
+  }
+  pending_.erase(request.step);
+  std::vector<reduce_result> out;
+  out.reserve(static_cast<std::size_t>(replicas_));
+  for (int r = 0; r < replicas_; ++r) {
+    auto copy = r + 1 < replicas_ ? std::make_shared<param_set>(sum->clone()) : sum;
+    out.push_back(reduce_result{stage_, request.step, std::move(copy)});
+  }
+  return std::optional<std::vector<reduce_result>>(std::move(out));
+}
+
+}  // namespace pipeworks

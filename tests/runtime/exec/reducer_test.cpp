@@ -1,0 +1,121 @@
+// Tests for gradient_reducer: the sum is added in replica order whatever the arrival order,
+// every replica gets its own copy, and duplicates, strangers and odd layouts are refused.
+#include "runtime/exec/reducer.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+using namespace pipeworks;
+
+namespace {
+
+template <class T>
+std::shared_ptr<const param_set> grads(std::vector<T> v) {
+  param_set p({{{"w", {static_cast<std::int64_t>(v.size())}}}}, 0, dtype_of<T>());
+  std::copy(v.begin(), v.end(), p.values<T>().begin());
+  return std::make_shared<const param_set>(std::move(p));
+}
+
+reduce_request req(int replica, int step, std::shared_ptr<const param_set> g, int stage = 1) {
+  return reduce_request{stage, replica, step, std::move(g)};
+}
+
+}  // namespace
+
+TEST_CASE("the reducer answers once every replica's gradient is in", "[runtime]") {
+  gradient_reducer red(1, 3);
+  auto a = red.add(req(2, 0, grads<double>({1, 2})));
+  REQUIRE(a.ok());
+  REQUIRE_FALSE(a->has_value());
+  auto b = red.add(req(0, 0, grads<double>({10, 20})));
+  REQUIRE(b.ok());
+  REQUIRE_FALSE(b->has_value());
+  REQUIRE(red.pending_steps() == 1);
+  auto c = red.add(req(1, 0, grads<double>({100, 200})));
+  REQUIRE(c.ok());
+  REQUIRE(c->has_value());
+  const auto& out = **c;
+  REQUIRE(out.size() == 3);
+  for (const auto& r : out) {
+    REQUIRE(r.stage == 1);
+    REQUIRE(r.step == 0);
+    REQUIRE(r.sum->values<double>()[0] == 111);
+    REQUIRE(r.sum->values<double>()[1] == 222);
+  }
+  // Each replica owns its copy: changing one leaves the others alone.
+  REQUIRE(out[0].sum != out[1].sum);
+  REQUIRE(out[1].sum != out[2].sum);
+  out[0].sum->values<double>()[0] = -1;
+  REQUIRE(out[1].sum->values<double>()[0] == 111);
+  REQUIRE(out[2].sum->values<double>()[0] == 111);
+  REQUIRE(red.pending_steps() == 0);
+}
+
+TEST_CASE("the reducer's sum does not depend on arrival order", "[runtime]") {
+  // Values whose float sum depends on the order: (1e8 + 1) - 1e8 = 0 but (1e8 - 1e8) + 1 = 1.
+  const std::vector<std::vector<float>> g = {{1e8f}, {1.f}, {-1e8f}};
+  const float in_order = (1e8f + 1.f) + -1e8f;
+  for (std::vector<int> order : {std::vector<int>{0, 1, 2}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}}) {
+    gradient_reducer red(0, 3);
+    std::optional<std::vector<reduce_result>> done;
+    for (int r : order) {
+      auto x = red.add(req(r, 4, grads<float>(g[r]), 0));
+      REQUIRE(x.ok());
+      if (x->has_value()) done = std::move(**x);
+    }
+    REQUIRE(done);
+    for (const auto& res : *done) REQUIRE(res.sum->values<float>()[0] == in_order);
+  }
+}
+
+TEST_CASE("the reducer keeps steps apart", "[runtime]") {
+  gradient_reducer red(0, 2);
+  REQUIRE_FALSE(red.add(req(0, 0, grads<float>({1}), 0))->has_value());
+  REQUIRE_FALSE(red.add(req(0, 1, grads<float>({5}), 0))->has_value());
+  REQUIRE(red.pending_steps() == 2);
+  auto s1 = red.add(req(1, 1, grads<float>({6}), 0));
+  REQUIRE(s1.ok());
+  REQUIRE(s1->has_value());
+  REQUIRE((**s1)[0].step == 1);
+  REQUIRE((**s1)[0].sum->values<float>()[0] == 11);
+  auto s0 = red.add(req(1, 0, grads<float>({2}), 0));
+  REQUIRE(s0->has_value());
+  REQUIRE((**s0)[1].sum->values<float>()[0] == 3);
+}
+
+TEST_CASE("one replica gets its own gradient back", "[runtime]") {
+  gradient_reducer red(2, 1);
+  auto g = grads<double>({3, 4});
+  auto r = red.add(req(0, 0, g, 2));
+  REQUIRE(r.ok());
+  REQUIRE(r->has_value());
+  REQUIRE((**r).size() == 1);
+  REQUIRE((**r)[0].sum->values<double>()[1] == 4);
+  REQUIRE((**r)[0].sum.get() != g.get());
+}
+
+TEST_CASE("the reducer refuses duplicates, strangers and other layouts", "[runtime]") {
+  gradient_reducer red(1, 2);
+  REQUIRE(red.add(req(0, 0, grads<double>({1, 2}))).ok());
+  auto twice = red.add(req(0, 0, grads<double>({1, 2})));
+  REQUIRE_FALSE(twice.ok());
+  REQUIRE_THAT(twice.message(), Catch::Contains("replica 0") && Catch::Contains("twice"));
+  auto range = red.add(req(2, 0, grads<double>({1, 2})));
+  REQUIRE_FALSE(range.ok());
+  REQUIRE_THAT(range.message(), Catch::Contains("outside 0..1"));
+  REQUIRE_FALSE(red.add(req(-1, 0, grads<double>({1, 2}))).ok());
+  auto longer = red.add(req(1, 0, grads<double>({1, 2, 3})));
+  REQUIRE_FALSE(longer.ok());
+  REQUIRE_THAT(longer.message(), Catch::Contains("different layout"));
+  auto other_type = red.add(req(1, 0, grads<float>({1, 2})));
+  REQUIRE_FALSE(other_type.ok());
+  auto wrong_stage = red.add(req(1, 0, grads<double>({1, 2}), 3));
+  REQUIRE_FALSE(wrong_stage.ok());
+  REQUIRE_THAT(wrong_stage.message(), Catch::Contains("stage 3"));
+  REQUIRE_FALSE(red.add(req(1, 0, nullptr)).ok());
+  // After all that, the right gradient still completes the step.
+  auto fine = red.add(req(1, 0, grads<double>({5, 6})));
+  REQUIRE(fine.ok());
+  REQUIRE(fine->has_value());
+  REQUIRE((**fine)[0].sum->values<double>()[1] == 8);
+}
