@@ -1,8 +1,11 @@
 // The sequential reference of a pipelined run: one thread, no messages, the schedule's version
 // table applied literally. Microbatch k of step t runs forward through every virtual stage s
 // with version versions[s][t*m+k].forward and backward with .backward; each stage's gradients
-// of step t (all replicas, scaled by 1/(m*w)) make version t+1 from version t. The semantics
-// test compares a pipelined run's weights with these.
+// of step t (all replicas, scaled by 1/(m*w)) make version t+1 from version t. A replica's
+// gradient of a microbatch counts toward the update that follows its backward in the replica's
+// program: step t = id / m, except for cyclic with w > 1, where replica q's update t covers ids
+// [t*m + floor(q m / w), (t+1)*m + floor(q m / w)). The semantics test compares a pipelined
+// run's weights with these.
 #pragma once
 #include <vector>
 
