@@ -8,12 +8,21 @@
 #include <optional>
 #include <string>
 
+#include <atomic>
+#include <csignal>
+
+#include "actors/pipeline.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
+#include "cli/pipeline_flags.hpp"
 #include "cli/progress.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/model/param_io.hpp"
+#include "ops/model/param_split.hpp"
+#include "runtime/exec/measured_costs.hpp"
+#include "runtime/simulate.hpp"
+#include "runtime/trace_chrome.hpp"
 #include "ops/train/evaluate.hpp"
 #include "ops/train/sample.hpp"
 #include "ops/train/sources.hpp"
@@ -32,7 +41,39 @@ struct train_options {
   double beta2 = 0.999;
   std::uint64_t seed = 1;
   bool json = false;
+  pipeline_flags pipe;
 };
+
+// Ctrl-C asks the run to stop; the driver then stops the stages and the weights are saved.
+std::atomic<bool> interrupted{false};
+extern "C" void on_sigint(int) { interrupted.store(true); }
+
+// Profiles the measured run, simulates the same schedule with those costs, prints both
+// makespans and writes the simulated trace next to the measured one.
+void compare_with_simulation(const pipeline_result& r, const std::string& trace_path, bool json,
+                             nlohmann::json& summary) {
+  const cost_model costs = costs_from_timeline(r.trace, *r.plan);
+  simulate_options so;
+  so.title = r.trace.title + " (simulated with measured costs)";
+  auto sim = simulate(*r.plan, costs, so);
+  if (!sim) throw pipeworks_error("--compare-sim: " + sim.message());
+  double first = r.trace.makespan();
+  for (const auto& e : r.trace.events) first = std::min(first, e.start);
+  const double measured = r.trace.makespan() - first;
+  std::string sim_path = trace_path;
+  if (sim_path.size() > 5 && sim_path.substr(sim_path.size() - 5) == ".json")
+    sim_path.resize(sim_path.size() - 5);
+  sim_path += ".sim.json";
+  if (status s = write_chrome_trace(sim->trace, sim_path); !s) throw pipeworks_error(s.message());
+  summary["measured_makespan_s"] = measured;
+  summary["simulated_makespan_s"] = sim->makespan;
+  summary["simulated_trace"] = sim_path;
+  if (!json)
+    std::printf("compare-sim: measured makespan %.3f s, simulated %.3f s (measured/simulated "
+                "%.3f); traces %s and %s\n",
+                measured, sim->makespan, sim->makespan > 0 ? measured / sim->makespan : 0.0,
+                trace_path.c_str(), sim_path.c_str());
+}
 
 // ASCII only: a sampled byte may be half of a UTF-8 character.
 std::string printable(const std::string& s) {
@@ -144,10 +185,16 @@ int run_train(train_options& o) {
     metrics_file.open(o.metrics);
     if (!metrics_file) throw pipeworks_error("cannot write the metrics file " + o.metrics);
   }
-  trainer<float> t(net, net.init_params(o.seed), cfg);
+  pipeline_options popts =
+      make_pipeline_options(o.pipe, net, o.microbatches, o.batch, cpu_threads());
+  popts.train = cfg;
+  popts.stop_requested = [] { return interrupted.load(); };
+  if (!o.pipe.trace.empty()) check_output_path(o.pipe.trace, "--trace");
+  std::signal(SIGINT, on_sigint);
   progress_line progress(stdout, o.json);
   double total_samples_s = 0;
-  auto last = train_loop<float>(t, next, [&](const step_metrics& m) {
+  auto run = train_pipeline<float>(net, net.init_params(o.seed), popts, next,
+                                   [&](const step_metrics& m) {
     total_samples_s = m.elapsed_s > 0 ? static_cast<double>(m.samples) / m.elapsed_s : 0;
     const std::string line = dump({{"step", m.step},
                                    {"loss", m.loss},
@@ -160,14 +207,46 @@ int run_train(train_options& o) {
     progress.update({m.step, m.steps, m.loss, m.lr, m.samples_per_s, m.elapsed_s});
   });
   progress.finish();
-  if (!last) throw pipeworks_error(last.message());
-  const param_set& weights = *t.weights();
+  std::signal(SIGINT, SIG_DFL);
+  if (!run) throw pipeworks_error(run.message());
+  auto joined = join_params(run->weights);
+  if (!joined) throw pipeworks_error(joined.message());
+  const param_set& weights = *joined;
+  const step_metrics* last = &run->last;
+  if (run->interrupted) {
+    std::fprintf(stderr, "pipeworks train: interrupted (Ctrl-C) after %lld complete steps\n",
+                 static_cast<long long>(run->steps_done));
+    if (!o.save.empty()) {
+      metadata_map meta{{"pipeworks.model", to_json(spec).dump()},
+                        {"pipeworks.steps", std::to_string(run->steps_done)},
+                        {"pipeworks.interrupted", "true"}};
+      if (status s = save_params(o.save, weights, meta); !s) throw pipeworks_error(s.message());
+      std::fprintf(stderr, "pipeworks train: final checkpoint written to %s\n", o.save.c_str());
+    }
+    return exit_interrupted;
+  }
 
   nlohmann::json summary{{"final_loss", last->loss},
                          {"steps", last->step},
                          {"samples_per_s", total_samples_s},
                          {"elapsed_s", last->elapsed_s},
-                         {"model", spec.name}};
+                         {"model", spec.name},
+                         {"schedule", o.pipe.schedule}};
+  if (!run->stages.empty()) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const stage_stats& st : run->stages)
+      stages.push_back({{"stage", st.stage},
+                        {"peak_versions", st.peak_versions},
+                        {"peak_inflight", st.peak_inflight},
+                        {"peak_activation_bytes", st.peak_activation_bytes}});
+    summary["stages"] = stages;
+  }
+  if (!o.pipe.trace.empty()) {
+    if (status s = write_chrome_trace(run->trace, o.pipe.trace); !s)
+      throw pipeworks_error(s.message());
+    summary["trace"] = o.pipe.trace;
+    if (o.pipe.compare_sim) compare_with_simulation(*run, o.pipe.trace, o.json, summary);
+  }
   std::string sample;
   if (spec.is_gpt()) {
     auto loss = mean_loss(net, weights, held_out, 16);
@@ -229,7 +308,7 @@ int run_train(train_options& o) {
 }
 
 const bool registered = register_command(
-    "train", "Train mlp or gpt on one device", [](CLI::App& sub) -> command_runner {
+    "train", "Train mlp or gpt on one device or pipelined over stages", [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<train_options>();
       sub.add_option("--model", o->model, "mlp, gpt-tiny, gpt-small, or a JSON model file")
           ->required();
@@ -271,6 +350,7 @@ const bool registered = register_command(
           ->capture_default_str();
       sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
       add_threads_option(sub, o->threads);
+      add_pipeline_flags(sub, o->pipe);
       sub.add_option("--save", o->save, "write the final weights to this safetensors file");
       sub.add_option("--metrics", o->metrics,
                      "also write the --json lines to this file (progress stays on screen)");

@@ -2,6 +2,7 @@
 #include "ops/train/stage_optimizer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -38,9 +39,12 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
   }
   // A version nobody holds any more (only this object) is the next output buffer, so a run in
   // which no one keeps old versions allocates nothing per step.
-  std::shared_ptr<param_set> next = spare_ && spare_.use_count() == 1
-                                        ? std::move(spare_)
-                                        : std::make_shared<param_set>(latest->zeros_like());
+  // use_count is a relaxed load: the fence orders the reuse after other threads' last reads
+  // of the buffer (their releases of the pointer).
+  const bool unheld = spare_ && spare_.use_count() == 1;
+  if (unheld) std::atomic_thread_fence(std::memory_order_acquire);
+  std::shared_ptr<param_set> next =
+      unheld ? std::move(spare_) : std::make_shared<param_set>(latest->zeros_like());
   spare_.reset();
   const double lr = lr_for(step);
   const auto& entries = latest->entries();

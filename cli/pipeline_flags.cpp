@@ -1,0 +1,122 @@
+// The pipeline flags of `pipeworks train`: parsing, checks with messages that name the flag.
+#include "cli/pipeline_flags.hpp"
+
+#include <algorithm>
+
+#include "cli/options.hpp"
+#include "partition/even_split.hpp"
+
+namespace pipeworks::cli {
+
+void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
+  sub.add_option("--schedule", f.schedule,
+                 "none (one device, gradient accumulation), gpipe, 1f1b, interleaved, zb-h1, "
+                 "zb-h2, bfs, pipedream, pipedream-vs, 2bw or cyclic")
+      ->capture_default_str();
+  sub.add_option("--stages", f.stages, "pipeline stages p (devices; a device is a CPU core here)")
+      ->check(positive_int)
+      ->capture_default_str();
+  sub.add_option("--replicas", f.replicas, "data-parallel replicas w of every stage")
+      ->check(positive_int)
+      ->capture_default_str();
+  sub.add_option("--chunks", f.chunks, "virtual stages per device v (interleaved, bfs)")
+      ->check(positive_int)
+      ->capture_default_str();
+  sub.add_option("--split", f.split,
+                 "first block of each (virtual) stage, e.g. 0,3,6 (default: even FLOPs)");
+  sub.add_option("--trace", f.trace, "write the run's Chrome trace (Perfetto) to this file");
+  sub.add_flag("--compare-sim", f.compare_sim,
+               "profile each stage, simulate the schedule with those costs, print measured "
+               "against simulated makespan and write both traces (needs --trace)");
+  sub.add_option("--actors", f.actors,
+                 "detached: each stage actor on its own thread; pooled: on CAF's scheduler")
+      ->check(CLI::IsMember({"detached", "pooled"}))
+      ->capture_default_str();
+  sub.add_option("--credits", f.credits,
+                 "messages in flight per link (0: the smallest window the schedule allows)")
+      ->check(nonnegative_int)
+      ->capture_default_str();
+  sub.add_option("--inject-fault", f.inject_fault,
+                 "test only: KIND@ACTION[:REPLICA] with KIND exception, nan or kill")
+      ->group("");  // hidden from --help
+}
+
+fault_injection parse_fault(const std::string& text) {
+  const auto at = text.find('@');
+  auto bad = [&](const std::string& why) {
+    return CLI::ValidationError("--inject-fault", "'" + text + "': " + why +
+                                                      " (expected KIND@ACTION[:REPLICA], e.g. "
+                                                      "exception@1B3 or kill@0F2:1)");
+  };
+  if (at == std::string::npos) throw bad("no '@'");
+  fault_injection f;
+  const std::string kind = text.substr(0, at);
+  if (kind == "exception") f.kind = fault_kind::exception;
+  else if (kind == "nan") f.kind = fault_kind::nan;
+  else if (kind == "kill") f.kind = fault_kind::kill;
+  else throw bad("unknown kind '" + kind + "'");
+  std::string rest = text.substr(at + 1);
+  if (const auto colon = rest.find(':'); colon != std::string::npos) {
+    try {
+      f.replica = std::stoi(rest.substr(colon + 1));
+    } catch (...) {
+      throw bad("the replica is not a number");
+    }
+    rest = rest.substr(0, colon);
+  }
+  auto a = parse_action(rest);
+  if (!a) throw bad(a.message());
+  f.at = *a;
+  return f;
+}
+
+pipeline_options make_pipeline_options(const pipeline_flags& f, const model<float>& net,
+                                       int microbatches, std::int64_t batch, int threads) {
+  pipeline_options o;
+  if (f.schedule == "none") {
+    o.schedule.reset();
+    if (f.stages != 1 || f.replicas != 1 || f.chunks != 1 || !f.split.empty())
+      throw CLI::ValidationError("--schedule", "--schedule none runs on one device; pick a "
+                                               "schedule (e.g. --schedule 1f1b) to use --stages, "
+                                               "--replicas, --chunks or --split");
+  } else {
+    auto k = parse_schedule_kind(f.schedule);
+    if (!k) throw CLI::ValidationError("--schedule", k.message());
+    o.schedule = *k;
+  }
+  o.stages = f.stages;
+  o.replicas = f.replicas;
+  o.chunks = f.chunks;
+  o.microbatches = microbatches;
+  const std::int64_t parts = static_cast<std::int64_t>(microbatches) * f.replicas;
+  if (batch % parts != 0)
+    throw CLI::ValidationError("--batch", "--batch " + std::to_string(batch) +
+                                              " is not divisible by --microbatches × --replicas = " +
+                                              std::to_string(parts));
+  const int virtual_stages = f.stages * f.chunks;
+  if (virtual_stages > net.size())
+    throw CLI::ValidationError("--stages", std::to_string(virtual_stages) +
+                                               " virtual stages (--stages × --chunks) but " +
+                                               net.name() + " has only " +
+                                               std::to_string(net.size()) + " blocks");
+  if (!f.split.empty()) {
+    auto b = parse_split(f.split, net.size(), virtual_stages);
+    if (!b) throw CLI::ValidationError("--split", b.message());
+    o.split.assign(b->begin(), b->end() - 1);
+  }
+  o.detached = f.actors == "detached";
+  o.credit_window = f.credits;
+  const int ranks = f.schedule == "none" ? 1 : f.stages * f.replicas;
+  o.threads_per_stage = std::max(1, threads / ranks);
+  o.record_trace = !f.trace.empty();
+  if (f.compare_sim && f.trace.empty())
+    throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
+  if (f.compare_sim && !o.schedule)
+    throw CLI::ValidationError("--compare-sim", "--schedule none has no schedule to simulate");
+  if (!f.inject_fault.empty()) o.fault = parse_fault(f.inject_fault);
+  if (o.schedule)
+    if (status s = check(o, net.size()); !s) throw CLI::ValidationError("--schedule", s.message());
+  return o;
+}
+
+}  // namespace pipeworks::cli

@@ -1,0 +1,114 @@
+// Shared by the semantics tests (one thread here, CAF actors in tests/actors): the grid of
+// schedules and sizes, the small models and their data, and the weight comparison.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/model/gpt.hpp"
+#include "ops/model/mlp.hpp"
+#include "ops/train/trainer.hpp"
+#include "runtime/schedule.hpp"
+
+namespace pipeworks::test {
+
+struct semantics_case {
+  schedule_kind kind;
+  int p, m, w, v;
+  bool gpt;
+  std::string name() const {
+    return std::string(schedule_name(kind)) + " p=" + std::to_string(p) + " m=" +
+           std::to_string(m) + " w=" + std::to_string(w) + " v=" + std::to_string(v) +
+           (gpt ? " gpt-tiny" : " mlp");
+  }
+};
+
+inline constexpr schedule_kind all_kinds[] = {
+    schedule_kind::gpipe,     schedule_kind::one_f_one_b,  schedule_kind::interleaved,
+    schedule_kind::zb_h1,     schedule_kind::zb_h2,        schedule_kind::bfs,
+    schedule_kind::pipedream, schedule_kind::pipedream_vs, schedule_kind::two_bw,
+    schedule_kind::cyclic};
+
+// p in {2, 3, 4}, m in {1, p-1, p, 2p+1}, w in {1, 2}; v = 2 for the schedules that interleave.
+// Cases the generator refuses are left out by the caller (make_schedule says why).
+inline std::vector<semantics_case> semantics_grid(bool gpt) {
+  std::vector<semantics_case> out;
+  for (schedule_kind k : all_kinds)
+    for (int p : {2, 3, 4}) {
+      std::vector<int> ms{1, p - 1, p, 2 * p + 1};
+      std::sort(ms.begin(), ms.end());
+      ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+      const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+      for (int m : ms)
+        for (int w : {1, 2}) out.push_back({k, p, m, w, v, gpt});
+    }
+  return out;
+}
+
+// Eight blocks, so that p * v up to 8 virtual stages all get one.
+inline mlp_config small_mlp() { return mlp_config{12, {16, 16, 12, 12, 10, 10, 8}, 4}; }
+// gpt-tiny's width, heads and vocabulary; 2 layers (gpt-tiny itself, 4 blocks) when p * v <= 4,
+// else 6 layers (8 blocks).
+inline gpt_config tiny_gpt(int virtual_stages) {
+  gpt_config c = gpt_tiny();
+  if (virtual_stages > 4) c.layers = 6;
+  return c;
+}
+inline constexpr std::int64_t gpt_tokens = 16;  // tokens per sample
+
+// Step t's minibatch of B samples: deterministic in (seed, t).
+inline minibatch semantics_data(bool gpt, std::int64_t B, std::int64_t t, dtype dt) {
+  std::mt19937_64 rng(1000 + static_cast<std::uint64_t>(t));
+  if (gpt) {
+    minibatch mb{tensor({B, gpt_tokens}, dtype::i32), tensor({B, gpt_tokens}, dtype::i32)};
+    std::vector<int> seq(static_cast<std::size_t>(gpt_tokens + 1));
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (int& x : seq) x = static_cast<int>(rng() % 64) + 32;
+      for (std::int64_t i = 0; i < gpt_tokens; ++i) {
+        mb.inputs.data<std::int32_t>()[b * gpt_tokens + i] = seq[i];
+        mb.targets.data<std::int32_t>()[b * gpt_tokens + i] = seq[i + 1];
+      }
+    }
+    return mb;
+  }
+  const mlp_config c = small_mlp();
+  minibatch mb{tensor({B, c.inputs}, dt), tensor({B}, dtype::i32)};
+  std::normal_distribution<double> n(0.0, 1.0);
+  for (std::int64_t i = 0; i < B * c.inputs; ++i) {
+    if (dt == dtype::f32) mb.inputs.data<float>()[i] = static_cast<float>(n(rng));
+    else mb.inputs.data<double>()[i] = n(rng);
+  }
+  for (std::int64_t b = 0; b < B; ++b)
+    mb.targets.data<std::int32_t>()[b] = static_cast<int>(rng() % c.classes);
+  return mb;
+}
+
+// SGD with momentum, a rate large enough that the versions differ visibly.
+inline train_config semantics_train(int steps, int m, bool gpt) {
+  train_config c;
+  c.steps = steps;
+  c.microbatches = m;
+  c.optim = default_optimizer_config(optimizer_kind::sgd);
+  c.optim.lr = gpt ? 0.5 : 0.1;
+  c.min_lr = c.optim.lr;
+  return c;
+}
+
+// max |a - b| / max |b| over the arena.
+template <class T>
+double max_relative_difference(const param_set& a, const param_set& b) {
+  auto x = a.values<T>();
+  auto y = b.values<T>();
+  if (x.size() != y.size()) return INFINITY;
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(x[i]) - static_cast<double>(y[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(y[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+}  // namespace pipeworks::test
