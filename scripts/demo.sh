@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Quick start, command one: set up, build, and run the main job (gpt-small on the fortunes text).
-# About 2.5 minutes of training on 2 cores (450 steps of 8 windows of 128 bytes).
+# Quick start, command one: set up, build, and run the main job: gpt-small on the fortunes text,
+# pipelined over 4 stages with PipeDream-2BW on the actor runtime, writing a trace.
+# About 3 minutes of training on 2 cores (450 steps of 8 windows of 128 bytes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 mkdir -p out
 exec build/bin/pipeworks train --model gpt-small --data /usr/share/games/fortunes \
+  --schedule 2bw --stages 4 --microbatches 4 \
   --steps 450 --batch 8 --lr 2e-3 --warmup 30 --optimizer adamw --seed 1 \
-  --save out/gpt-small.safetensors --metrics out/gpt-small.jsonl --sample 200
+  --save out/gpt-small.safetensors --metrics out/gpt-small.jsonl --trace out/gpt-small-trace.json \
+  --sample 200
