@@ -25,7 +25,8 @@ gpt_config gpt_small();  // context 128, 8 layers, 4 heads, width 256
 template <class T>
 model<T> make_gpt(const gpt_config& cfg);
 
-// tokens i32 (B, T) -> x (B, T, C). Saves the tokens.
+// tokens i32 (B, T) -> x (B, T, C). Saves the tokens. Its backward is all weight gradient:
+// backward_input returns an empty tensor and defers the scatter into wte and wpe.
 template <class T>
 class gpt_embedding_block final : public block<T> {
  public:
@@ -36,6 +37,9 @@ class gpt_embedding_block final : public block<T> {
   block_forward forward(const T* w, tensor tokens, const microbatch_ctx& ctx) const override;
   tensor backward(const T* w, T* dw, stash s, tensor dout,
                   const microbatch_ctx& ctx) const override;
+  tensor backward_input(const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
+                        deferred_grads& later) const override;
+  void backward_weight(const T* w, T* dw, deferred_grads later) const override;
   layer_cost cost() const override;
 
  private:
@@ -43,6 +47,8 @@ class gpt_embedding_block final : public block<T> {
 };
 
 // transformer.h.{i}: x + attn(ln_1(x)), then + mlp(ln_2(·)); (B, T, C) -> (B, T, C).
+// backward_weight does the four linears' weight and bias gradients; backward_input the rest
+// (ln_1 and ln_2's small gradients too, handed to backward_weight to add).
 template <class T>
 class gpt_transformer_block final : public block<T> {
  public:
@@ -53,6 +59,9 @@ class gpt_transformer_block final : public block<T> {
   block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
   tensor backward(const T* w, T* dw, stash s, tensor dout,
                   const microbatch_ctx& ctx) const override;
+  tensor backward_input(const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
+                        deferred_grads& later) const override;
+  void backward_weight(const T* w, T* dw, deferred_grads later) const override;
   layer_cost cost() const override;
 
  private:
@@ -62,6 +71,7 @@ class gpt_transformer_block final : public block<T> {
 };
 
 // ln_f + lm_head + cross-entropy: (B, T, C) -> loss (1), or logits (B, T, V) without targets.
+// backward_weight does lm_head's weight gradient; backward_input the rest.
 template <class T>
 class gpt_head_block final : public block<T> {
  public:
@@ -72,6 +82,9 @@ class gpt_head_block final : public block<T> {
   block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
   tensor backward(const T* w, T* dw, stash s, tensor dout,
                   const microbatch_ctx& ctx) const override;
+  tensor backward_input(const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
+                        deferred_grads& later) const override;
+  void backward_weight(const T* w, T* dw, deferred_grads later) const override;
   layer_cost cost() const override;
   bool is_loss() const override { return true; }
 

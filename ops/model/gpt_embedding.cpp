@@ -51,6 +51,24 @@ tensor gpt_embedding_block<T>::backward(const T*, T* dw, stash s, tensor dout,
   return {};
 }
 
+// Nothing to do now: the block has no input gradient. Deferred: tokens (B, T), dout (B, T, C).
+template <class T>
+tensor gpt_embedding_block<T>::backward_input(const T*, stash s, tensor dout,
+                                              const microbatch_ctx&, deferred_grads& later) const {
+  later.saved.push_back(std::move(s.saved.at(0)));
+  later.saved.push_back(std::move(dout));
+  return {};
+}
+
+template <class T>
+void gpt_embedding_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+  const tensor& tokens = later.saved.at(0);
+  const int B = static_cast<int>(tokens.dim(0)), Tn = static_cast<int>(tokens.dim(1));
+  const int C = cfg_.width;
+  embedding_backward(dw, dw + static_cast<std::int64_t>(cfg_.vocab) * C,
+                     later.saved.at(1).data<T>(), tokens.data<std::int32_t>(), B, Tn, C);
+}
+
 template <class T>
 layer_cost gpt_embedding_block<T>::cost() const {
   return embedding_cost(cfg_.context, cfg_.vocab, cfg_.context, cfg_.width, sizeof(T));

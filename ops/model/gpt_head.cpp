@@ -66,6 +66,44 @@ tensor gpt_head_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
   return dx;
 }
 
+// Deferred: lnf (B, T, C) and dlogits (B, T, V) for lm_head, then ln_f's gradients (2, C).
+template <class T>
+tensor gpt_head_block<T>::backward_input(const T* w, stash s, tensor dout,
+                                         const microbatch_ctx& ctx, deferred_grads& later) const {
+  const int C = cfg_.width, V = cfg_.vocab;
+  const tensor& x = s.saved.at(0);
+  tensor& lnf = s.saved.at(1);
+  const tensor& mean = s.saved.at(2);
+  const tensor& rstd = s.saved.at(3);
+  tensor& probs = s.saved.at(4);
+  const std::int64_t B = x.dim(0), Tn = x.dim(1), N = B * Tn;
+  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
+  probs = tensor();
+  tensor dlnf({B, Tn, C}, dtype_of<T>());
+  linear_backward<T>(dlnf.data<T>(), nullptr, nullptr, dlogits.data<T>(), nullptr, w + 2 * C, N,
+                     C, V, weight_layout::out_in);
+  tensor dx({B, Tn, C}, dtype_of<T>());
+  tensor dln({2, C}, dtype_of<T>());
+  layernorm_backward(dx.data<T>(), dln.data<T>(), dln.data<T>() + C, dlnf.data<T>(),
+                     x.data<T>(), w, mean.data<T>(), rstd.data<T>(), N, C);
+  later.saved.push_back(std::move(lnf));
+  later.saved.push_back(std::move(dlogits));
+  later.saved.push_back(std::move(dln));
+  return dx;
+}
+
+// lm_head: dW (V, C) += dlogits^T lnf; ln_f: the gradients backward_input made.
+template <class T>
+void gpt_head_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+  const int C = cfg_.width, V = cfg_.vocab;
+  const tensor& lnf = later.saved.at(0);
+  const tensor& dlogits = later.saved.at(1);
+  const T* dln = later.saved.at(2).data<T>();
+  linear_backward<T>(nullptr, dw + 2 * C, nullptr, dlogits.data<T>(), lnf.data<T>(), nullptr,
+                     lnf.numel() / C, C, V, weight_layout::out_in);
+  for (int i = 0; i < 2 * C; ++i) dw[i] += dln[i];
+}
+
 template <class T>
 layer_cost gpt_head_block<T>::cost() const {
   const int Tn = cfg_.context, C = cfg_.width, V = cfg_.vocab;

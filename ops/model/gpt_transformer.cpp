@@ -2,6 +2,7 @@
 // residual. Shapes: x (B, T, C); qkv (B, T, 3C); att (B, NH, T, T); fch (B, T, 4C).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "ops/layers/activation.hpp"
 #include "ops/layers/attention.hpp"
@@ -32,6 +33,19 @@ enum : int {
   s_fch,       // (B, T, 4C)
   s_fch_gelu,  // (B, T, 4C)
   s_count
+};
+// Deferred order (backward_input -> backward_weight): each linear's input and output gradient.
+enum : int {
+  l_fcp_in,     // (B, T, 4C) fch_gelu, moved from the stash
+  l_fcp_dout,   // (B, T, C) the block's dout
+  l_fc_in,      // (B, T, C) ln2, moved from the stash
+  l_fc_dout,    // (B, T, 4C) dfch
+  l_proj_in,    // (B, T, C) atty, moved from the stash
+  l_proj_dout,  // (B, T, C) dres2 after ln_2's backward
+  l_attn_in,    // (B, T, C) ln1, moved from the stash
+  l_attn_dout,  // (B, T, 3C) dqkv
+  l_ln,         // (4, C) the ln_1 weight, ln_1 bias, ln_2 weight, ln_2 bias gradients
+  l_count
 };
 constexpr auto in_out = weight_layout::in_out;
 
@@ -173,6 +187,90 @@ tensor gpt_transformer_block<T>::backward(const T* w, T* dw, stash st, tensor do
   layernorm_backward(dres2, dW(ln1_w), dW(ln1_b), dln1.data<T>(), d(s_x), W(ln1_w), d(s_ln1_mean),
                      d(s_ln1_rstd), N, C);
   return dout;
+}
+
+// The same products as backward, less every linear's dweight and dbias.
+template <class T>
+tensor gpt_transformer_block<T>::backward_input(const T* w, stash st, tensor dout,
+                                                const microbatch_ctx&,
+                                                deferred_grads& later) const {
+  const int C = cfg_.width, NH = cfg_.heads;
+  std::vector<tensor>& s = st.saved;
+  if (static_cast<int>(s.size()) != s_count) throw pipeworks_error(name() + ": bad stash");
+  const int B = static_cast<int>(s[s_x].dim(0)), Tn = static_cast<int>(s[s_x].dim(1));
+  const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
+  auto make = [](shape_t sh) { return tensor(std::move(sh), dtype_of<T>()); };
+  auto W = [&](int k) { return w + off_[k]; };
+  auto d = [&](int i) { return s[i].template data<T>(); };
+  std::vector<tensor> l(l_count);
+  l[l_ln] = make({4, C});
+  T* dln = l[l_ln].data<T>();
+
+  // dres2: the gradient of res2, from dout through the residual; dout itself is c_proj's.
+  tensor dres2_t = dout.clone();
+  T* dres2 = dres2_t.data<T>();
+  tensor dfch_gelu = make({B, Tn, 4 * C});
+  linear_backward<T>(dfch_gelu.data<T>(), nullptr, nullptr, dout.data<T>(), nullptr, W(fcp_w), N,
+                     4 * C, C, in_out);
+  tensor dfch = make({B, Tn, 4 * C});
+  gelu_backward(dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C);
+  dfch_gelu = tensor();
+  tensor dln2 = make({B, Tn, C});
+  linear_backward<T>(dln2.data<T>(), nullptr, nullptr, dfch.data<T>(), nullptr, W(fc_w), N, C,
+                     4 * C, in_out);
+  layernorm_backward(dres2, dln + 2 * C, dln + 3 * C, dln2.data<T>(), d(s_res2), W(ln2_w),
+                     d(s_ln2_mean), d(s_ln2_rstd), N, C);
+  dln2 = tensor();
+  // dres2 is attn.c_proj's dout; dx goes on from a copy of it.
+  tensor dx = dres2_t.clone();
+  tensor datty = make({B, Tn, C});
+  linear_backward<T>(datty.data<T>(), nullptr, nullptr, dres2, nullptr, W(proj_w), N, C, C, in_out);
+  tensor dqkv = make({B, Tn, 3 * C});
+  attention_backward(dqkv.data<T>(), datty.data<T>(), d(s_qkv), d(s_att), B, Tn, C, NH);
+  tensor dln1 = std::move(datty);  // reuse: same shape, zeroed below
+  std::fill_n(dln1.data<T>(), N * C, T(0));
+  linear_backward<T>(dln1.data<T>(), nullptr, nullptr, dqkv.data<T>(), nullptr, W(attn_w), N, C,
+                     3 * C, in_out);
+  // dx = dres2 (the residual) + the gradient through ln_1.
+  layernorm_backward(dx.data<T>(), dln, dln + C, dln1.data<T>(), d(s_x), W(ln1_w), d(s_ln1_mean),
+                     d(s_ln1_rstd), N, C);
+
+  l[l_fcp_in] = std::move(s[s_fch_gelu]);
+  l[l_fcp_dout] = std::move(dout);
+  l[l_fc_in] = std::move(s[s_ln2]);
+  l[l_fc_dout] = std::move(dfch);
+  l[l_proj_in] = std::move(s[s_atty]);
+  l[l_proj_dout] = std::move(dres2_t);
+  l[l_attn_in] = std::move(s[s_ln1]);
+  l[l_attn_dout] = std::move(dqkv);
+  later.saved = std::move(l);
+  return dx;
+}
+
+// dW += inp^T dout and db += column sums of dout for the four linears; plus the layernorms'.
+template <class T>
+void gpt_transformer_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+  const int C = cfg_.width;
+  std::vector<tensor>& l = later.saved;
+  if (static_cast<int>(l.size()) != l_count) throw pipeworks_error(name() + ": bad deferred");
+  const std::int64_t N = l[l_fc_in].numel() / C;
+  auto dW = [&](int k) { return dw + off_[k]; };
+  auto L = [&](int i) { return std::as_const(l[i]).template data<T>(); };
+  linear_backward<T>(nullptr, dW(fcp_w), dW(fcp_b), L(l_fcp_dout), L(l_fcp_in), nullptr, N, 4 * C,
+                     C, in_out);
+  linear_backward<T>(nullptr, dW(fc_w), dW(fc_b), L(l_fc_dout), L(l_fc_in), nullptr, N, C, 4 * C,
+                     in_out);
+  linear_backward<T>(nullptr, dW(proj_w), dW(proj_b), L(l_proj_dout), L(l_proj_in), nullptr, N, C,
+                     C, in_out);
+  linear_backward<T>(nullptr, dW(attn_w), dW(attn_b), L(l_attn_dout), L(l_attn_in), nullptr, N, C,
+                     3 * C, in_out);
+  const T* dln = L(l_ln);
+  for (int i = 0; i < C; ++i) {
+    dW(ln1_w)[i] += dln[i];
+    dW(ln1_b)[i] += dln[C + i];
+    dW(ln2_w)[i] += dln[2 * C + i];
+    dW(ln2_b)[i] += dln[3 * C + i];
+  }
 }
 
 template <class T>

@@ -99,6 +99,32 @@ tensor linear_relu_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
   return dx;
 }
 
+// Deferred: x (B, in) and dh (B, out).
+template <class T>
+tensor linear_relu_block<T>::backward_input(const T* w, stash s, tensor dout,
+                                            const microbatch_ctx& ctx,
+                                            deferred_grads& later) const {
+  const std::int64_t B = ctx.batch;
+  const tensor& h = s.saved.at(1);
+  tensor dh({B, out_}, dtype_of<T>());
+  relu_backward(dh.data<T>(), dout.data<T>(), h.data<T>(), B * out_);
+  tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
+  if (!first_)
+    linear_backward<T>(dx.data<T>(), nullptr, nullptr, dh.data<T>(), nullptr, w, B, in_, out_,
+                       out_in);
+  later.saved.push_back(std::move(s.saved.at(0)));
+  later.saved.push_back(std::move(dh));
+  return dx;
+}
+
+template <class T>
+void linear_relu_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+  const tensor& x = later.saved.at(0);
+  const tensor& dh = later.saved.at(1);
+  linear_backward<T>(nullptr, dw, dw + static_cast<std::int64_t>(in_) * out_, dh.data<T>(),
+                     x.data<T>(), nullptr, dh.dim(0), in_, out_, out_in);
+}
+
 template <class T>
 layer_cost linear_relu_block<T>::cost() const {
   layer_cost c = linear_cost(1, in_, out_, true, sizeof(T));
@@ -145,6 +171,32 @@ tensor linear_loss_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
                   dw + static_cast<std::int64_t>(in_) * classes_, dlogits.data<T>(), x.data<T>(), w,
                   B, in_, classes_, out_in);
   return dx;
+}
+
+// Deferred: x (B, in) and dlogits (B, classes).
+template <class T>
+tensor linear_loss_block<T>::backward_input(const T* w, stash s, tensor dout,
+                                            const microbatch_ctx& ctx,
+                                            deferred_grads& later) const {
+  const std::int64_t B = ctx.batch;
+  const tensor& probs = s.saved.at(1);
+  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
+  tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
+  if (!first_)
+    linear_backward<T>(dx.data<T>(), nullptr, nullptr, dlogits.data<T>(), nullptr, w, B, in_,
+                       classes_, out_in);
+  later.saved.push_back(std::move(s.saved.at(0)));
+  later.saved.push_back(std::move(dlogits));
+  return dx;
+}
+
+template <class T>
+void linear_loss_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+  const tensor& x = later.saved.at(0);
+  const tensor& dlogits = later.saved.at(1);
+  linear_backward<T>(nullptr, dw, dw + static_cast<std::int64_t>(in_) * classes_,
+                     dlogits.data<T>(), x.data<T>(), nullptr, dlogits.dim(0), in_, classes_,
+                     out_in);
 }
 
 template <class T>

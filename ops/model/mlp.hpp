@@ -18,6 +18,7 @@ template <class T>
 model<T> make_mlp(const mlp_config& cfg);
 
 // fcK: out = relu(inp · Wᵀ + b); x (B, in) -> (B, out). With first set it returns no din.
+// backward_weight does the weight and bias gradients; backward_input the rest.
 template <class T>
 class linear_relu_block final : public block<T> {
  public:
@@ -28,6 +29,9 @@ class linear_relu_block final : public block<T> {
   block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
   tensor backward(const T* w, T* dw, stash s, tensor dout,
                   const microbatch_ctx& ctx) const override;
+  tensor backward_input(const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
+                        deferred_grads& later) const override;
+  void backward_weight(const T* w, T* dw, deferred_grads later) const override;
   layer_cost cost() const override;
 
  private:
@@ -36,6 +40,7 @@ class linear_relu_block final : public block<T> {
 };
 
 // fcN + softmax cross-entropy: x (B, in) -> loss (1), or logits (B, classes) without targets.
+// backward_weight does the weight and bias gradients; backward_input the rest.
 template <class T>
 class linear_loss_block final : public block<T> {
  public:
@@ -46,6 +51,9 @@ class linear_loss_block final : public block<T> {
   block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
   tensor backward(const T* w, T* dw, stash s, tensor dout,
                   const microbatch_ctx& ctx) const override;
+  tensor backward_input(const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
+                        deferred_grads& later) const override;
+  void backward_weight(const T* w, T* dw, deferred_grads later) const override;
   layer_cost cost() const override;
   bool is_loss() const override { return true; }
 

@@ -71,6 +71,34 @@ tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
 }
 
 template <class T>
+tensor backward_input_blocks(const model<T>& m, const param_set& p, std::vector<stash> saved,
+                             tensor dout, const microbatch_ctx& ctx, stage_deferred& later) {
+  if (static_cast<int>(saved.size()) != p.block_count())
+    throw pipeworks_error("backward_input_blocks: the stash has " + std::to_string(saved.size()) +
+                          " blocks, the stage " + std::to_string(p.block_count()));
+  later.blocks.clear();
+  later.blocks.resize(saved.size());
+  for (int b = p.end_block() - 1; b >= p.first_block(); --b) {
+    std::size_t i = static_cast<std::size_t>(b - p.first_block());
+    dout = m.at(b).backward_input(p.block_data<T>(b), std::move(saved[i]), std::move(dout), ctx,
+                                  later.blocks[i]);
+  }
+  return dout;
+}
+
+template <class T>
+void backward_weight_blocks(const model<T>& m, const param_set& p, param_set& g,
+                            stage_deferred later) {
+  if (static_cast<int>(later.blocks.size()) != p.block_count())
+    throw pipeworks_error("backward_weight_blocks: " + std::to_string(later.blocks.size()) +
+                          " deferred blocks, the stage has " + std::to_string(p.block_count()));
+  for (int b = p.end_block() - 1; b >= p.first_block(); --b) {
+    std::size_t i = static_cast<std::size_t>(b - p.first_block());
+    m.at(b).backward_weight(p.block_data<T>(b), g.block_data<T>(b), std::move(later.blocks[i]));
+  }
+}
+
+template <class T>
 T loss_value(const tensor& loss) {
   return loss.data<T>()[0];
 }
@@ -88,6 +116,11 @@ tensor scalar_tensor(T v) {
                                            const microbatch_ctx&);                       \
   template tensor backward_blocks<T>(const model<T>&, const param_set&, param_set&,      \
                                      std::vector<stash>, tensor, const microbatch_ctx&); \
+  template tensor backward_input_blocks<T>(const model<T>&, const param_set&,            \
+                                           std::vector<stash>, tensor,                   \
+                                           const microbatch_ctx&, stage_deferred&);      \
+  template void backward_weight_blocks<T>(const model<T>&, const param_set&, param_set&, \
+                                          stage_deferred);                               \
   template T loss_value<T>(const tensor&);                                               \
   template tensor scalar_tensor<T>(T);
 PIPEWORKS_INSTANTIATE(float)

@@ -58,6 +58,31 @@ template <class T>
 tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
                        std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx);
 
+// What a stage keeps from I(k) to W(k) under a split backward: one deferred_grads per block of
+// the stage, in block order.
+struct stage_deferred {
+  std::vector<deferred_grads> blocks;
+  std::int64_t bytes() const {
+    std::int64_t n = 0;
+    for (const auto& b : blocks) n += b.bytes();
+    return n;
+  }
+};
+
+// The input-gradient half (I) of backward_blocks: the same blocks in reverse order, each
+// block's backward_input; returns the gradient of the stage's input and fills `later` (its
+// previous contents are replaced). Touches no gradient buffer.
+template <class T>
+tensor backward_input_blocks(const model<T>& m, const param_set& p, std::vector<stash> saved,
+                             tensor dout, const microbatch_ctx& ctx, stage_deferred& later);
+
+// The weight-gradient half (W): adds what backward_blocks would have added into g (same layout
+// as p), from what backward_input_blocks left. Pass as p the weight version I used (the blocks
+// of mlp and gpt read no weights in W, but a block's backward_weight may).
+template <class T>
+void backward_weight_blocks(const model<T>& m, const param_set& p, param_set& g,
+                            stage_deferred later);
+
 // The value of a loss block's output (shape (1)).
 template <class T>
 T loss_value(const tensor& loss);
