@@ -300,7 +300,10 @@ int run_train(train_options& o) {
   if (!o.metrics.empty())
     std::printf("outputs: metrics %s (one JSON object per step, then the summary)\n",
                 o.metrics.c_str());
-  if (o.save.empty() && o.metrics.empty())
+  if (!o.pipe.trace.empty())
+    std::printf("outputs: trace %s (Chrome trace: open it in https://ui.perfetto.dev)\n",
+                o.pipe.trace.c_str());
+  if (o.save.empty() && o.metrics.empty() && o.pipe.trace.empty())
     std::printf(
         "outputs: none written (use --save FILE for a checkpoint, --metrics FILE for "
         "the metrics)\n");

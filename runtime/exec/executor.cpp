@@ -248,7 +248,7 @@ struct stage_executor<T>::impl {
   void run_backward(const action& a) {
     auto& st = state(a.stage);
     auto it = st.held.find(a.microbatch);
-    if (it == st.held.end() || it->second.dw)
+    if (it == st.held.end() || it->second.later)
       throw pipeworks_error("no forward stash for this microbatch");
     held_microbatch<T>& h = it->second;
     const int v = plan.versions.at(a.stage).at(a.microbatch).backward;
@@ -264,11 +264,15 @@ struct stage_executor<T>::impl {
     }
     if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
     const bool split = a.kind == action_kind::input_grad;
-    std::optional<param_set> dw;
-    if (split) dw.emplace(h.stash.weights->zeros_like());
     const double t0 = now();
-    tensor din = backward_blocks(model_, *h.stash.weights, split ? *dw : st.grads,
-                                 std::move(h.stash.saved), std::move(dout), h.stash.ctx);
+    tensor din;
+    stage_deferred later;
+    if (split)  // I: the input gradient now; the weight-gradient GEMMs wait for W
+      din = backward_input_blocks(model_, *h.stash.weights, std::move(h.stash.saved),
+                                  std::move(dout), h.stash.ctx, later);
+    else
+      din = backward_blocks(model_, *h.stash.weights, st.grads, std::move(h.stash.saved),
+                            std::move(dout), h.stash.ctx);
     if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison(din);
     record(stream_kind::compute, a, t0, now(), v);
     if (a.stage > 0) {
@@ -281,9 +285,10 @@ struct stage_executor<T>::impl {
       }
     }
     st.activation_bytes -= h.bytes;
-    h.bytes = 0;
     if (split) {
-      h.dw = std::move(dw);
+      h.bytes = later.bytes();
+      st.activation_bytes += h.bytes;
+      h.later = std::move(later);
     } else {
       st.unref(h.version);
       st.held.erase(it);
@@ -294,14 +299,15 @@ struct stage_executor<T>::impl {
   void run_weight_grad(const action& a) {
     auto& st = state(a.stage);
     auto it = st.held.find(a.microbatch);
-    if (it == st.held.end() || !it->second.dw)
+    if (it == st.held.end() || !it->second.later)
       throw pipeworks_error("W before its I: no input-gradient half ran for this microbatch");
+    held_microbatch<T>& h = it->second;
+    if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
     const double t0 = now();
-    std::span<T> g = st.grads.template values<T>();
-    std::span<const T> d = std::as_const(*it->second.dw).template values<T>();
-    for (std::size_t i = 0; i < g.size(); ++i) g[i] += d[i];
-    record(stream_kind::compute, a, t0, now(), it->second.version);
-    st.unref(it->second.version);
+    backward_weight_blocks(model_, *h.stash.weights, st.grads, std::move(*h.later));
+    record(stream_kind::compute, a, t0, now(), h.version);
+    st.activation_bytes -= h.bytes;
+    st.unref(h.version);
     st.held.erase(it);
     st.note_peaks();
   }

@@ -16,8 +16,8 @@ template <class T>
 struct held_microbatch {
   stage_stash stash;
   int version = 0;
-  std::int64_t bytes = 0;       // stashed activation bytes
-  std::optional<param_set> dw;  // after I: this microbatch's weight gradient, added by W
+  std::int64_t bytes = 0;       // stashed activation bytes (after I: what W still needs)
+  std::optional<stage_deferred> later;  // after I: what the weight-gradient half W needs
 };
 
 template <class T>
