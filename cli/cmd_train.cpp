@@ -292,6 +292,15 @@ int run_train(train_options& o) {
     std::printf("test accuracy %.2f%% on %lld images\n",
                 100.0 * summary["test_accuracy"].get<double>(),
                 static_cast<long long>(held_out.inputs.dim(0)));
+  if (run->plan) {
+    std::string versions, inflight;
+    for (const stage_stats& st : run->stages) {
+      versions += " " + std::to_string(st.peak_versions);
+      inflight += " " + std::to_string(st.peak_inflight);
+    }
+    std::printf("stages 0..%zu: peak live weight versions%s; peak stashed microbatches%s\n",
+                run->stages.size() - 1, versions.c_str(), inflight.c_str());
+  }
   if (!sample.empty())
     std::printf("sample (%lld bytes, temperature %g):\n%s\n", static_cast<long long>(o.sample),
                 o.temperature, printable(sample).c_str());
