@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/pipeline.hpp"
@@ -220,6 +221,16 @@ struct row {
   double busy_ratio = 0;
 };
 
+// The 1-minute load average: other work on the cores makes every figure here noisy.
+double load_average() {
+  double l = -1;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+    std::fclose(f);
+  }
+  return l;
+}
+
 const char* actors_name(bool detached) { return detached ? "detached" : "pooled"; }
 
 int fail(const std::string& why) {
@@ -258,7 +269,9 @@ result<row> efficiency_row(int p, int m, int steps, bool detached, double forwar
       best_busy = r->busy_s;
     }
     if (rep == 0) {
-      auto s = simulate(*r->plan, uniform_costs(F, 2 * F), {.record_timeline = false});
+      simulate_options so;
+      so.record_timeline = false;
+      auto s = simulate(*r->plan, uniform_costs(F, 2 * F), so);
       if (!s) return s.err();
       sim = s->makespan;
       for (const rank_stats& rs : s->ranks) sim_busy = std::max(sim_busy, rs.busy);
@@ -302,6 +315,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
 
+  const double load_before = load_average();
   std::vector<row> rows;
   for (bool detached : {true, false}) {
     const double rt = ping_pong_us(detached, round_trips, repeats, 2);
@@ -318,12 +332,15 @@ int main(int argc, char** argv) {
         if (!r) return fail(r.message());
         rows.push_back(*r);
       }
+  const double load_after = load_average();
 
   if (json) {
     std::printf(
         "{\"schedule\": \"1f1b\", \"microbatches\": %d, \"overhead_steps\": %d, "
-        "\"efficiency_steps\": %d, \"forward_ms\": %.3f, \"repeats\": %d, \"rows\": [",
-        m, overhead_steps, efficiency_steps, forward_ms, repeats);
+        "\"efficiency_steps\": %d, \"forward_ms\": %.3f, \"repeats\": %d, \"cores\": %u, "
+        "\"load_before\": %.2f, \"load_after\": %.2f, \"rows\": [",
+        m, overhead_steps, efficiency_steps, forward_ms, repeats,
+        std::thread::hardware_concurrency(), load_before, load_after);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const row& r = rows[i];
       std::printf(
@@ -355,5 +372,10 @@ int main(int argc, char** argv) {
                 static_cast<long long>(r.actions_per_step), r.value, r.unit.c_str(), r.baseline,
                 r.baseline_name.c_str(), r.ratio, r.target, busy);
   }
+  std::printf(
+      "\nmachine load (1-minute average) %.2f before, %.2f after, on %u cores: other work on the "
+      "cores makes every figure noisy. busiest compute / simulated near the ratio: the compute "
+      "itself ran long (load, more stages than cores); well below it: the runtime left gaps.\n",
+      load_before, load_after, std::thread::hardware_concurrency());
   return 0;
 }

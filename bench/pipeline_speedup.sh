@@ -12,6 +12,7 @@ schedules="${SCHEDULES:-1f1b 2bw}"
 actors="${ACTORS:-detached}"
 pt_threads="${PT_THREADS:-1 2}"
 pt_steps="${PT_STEPS:-4}"
+repeats="${REPEATS:-2}"      # rounds over all runs; each run's best round counts (load bursts)
 scripts/install-deps.sh python3-torch
 # PIPEWORKS_BIN_DIR: use binaries already built there instead of building build/.
 bin="${PIPEWORKS_BIN_DIR:-build/bin}"
@@ -26,30 +27,42 @@ train() {
   "$bin"/pipeworks train --model gpt-small --batch "$batch" --microbatches "$microbatches" \
     --steps "$steps" --eval-windows 1 --sample 0 --json "$@" >"$out/$name.jsonl"
 }
-train none_t1 --schedule none --threads 1
-train none_t2 --schedule none --threads 2
-for s in $schedules; do
-  train "${s}_p2" --schedule "$s" --stages 2 --split "$split" --threads 2 --actors "$actors"
-done
 cut=$(( ${split#*,} - 1 ))  # pipeworks block b >= 1 is transformer layer b - 1
-for t in $pt_threads; do
-  OMP_NUM_THREADS="$t" /usr/bin/python3 bench/torch_pipe.py --batch "$batch" \
-    --microbatches "$microbatches" --cut "$cut" --threads "$t" --steps "$pt_steps" \
-    >"$out/torch_t$t.json" 2>"$out/torch_t$t.err" || { cat "$out/torch_t$t.err" >&2; exit 1; }
+load_before=$(cut -d' ' -f1 /proc/loadavg)
+for r in $(seq "$repeats"); do
+  train "none_t1.$r" --schedule none --threads 1
+  train "none_t2.$r" --schedule none --threads 2
+  for s in $schedules; do
+    train "${s}_p2.$r" --schedule "$s" --stages 2 --split "$split" --threads 2 --actors "$actors"
+  done
+  for t in $pt_threads; do
+    OMP_NUM_THREADS="$t" /usr/bin/python3 bench/torch_pipe.py --batch "$batch" \
+      --microbatches "$microbatches" --cut "$cut" --threads "$t" --steps "$pt_steps" \
+      >"$out/torch_t$t.$r.json" 2>"$out/torch_t$t.err" || { cat "$out/torch_t$t.err" >&2; exit 1; }
+  done
 done
 
 /usr/bin/python3 - "$out" "$skip" "$batch" "$microbatches" "$split" "$actors" "$schedules" \
-  "$pt_threads" <<'PY'
+  "$pt_threads" "$repeats" "$load_before" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
 import json, os, sys
 out, skip, batch, m, split, actors = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
-schedules, pt_threads = sys.argv[7].split(), sys.argv[8].split()
+schedules, pt_threads, repeats = sys.argv[7].split(), sys.argv[8].split(), int(sys.argv[9])
+load_before, load_after = sys.argv[10:12]
 
-def step_s(name):
+def one_step_s(path):
     """Seconds per step after the first `skip` steps: elapsed between step skip and the last."""
-    rows = [json.loads(l) for l in open(os.path.join(out, name + ".jsonl")) if l.startswith("{")]
+    rows = [json.loads(l) for l in open(path) if l.startswith("{")]
     steps = [r for r in rows if "step" in r and "elapsed_s" in r and "final_loss" not in r]
     first, last = steps[skip - 1] if skip > 0 else {"step": 0, "elapsed_s": 0}, steps[-1]
     return (last["elapsed_s"] - first["elapsed_s"]) / (last["step"] - first["step"])
+
+def step_s(name):
+    return min(one_step_s(os.path.join(out, f"{name}.{r}.jsonl")) for r in range(1, repeats + 1))
+
+def torch_step_s(threads):
+    runs = [json.load(open(os.path.join(out, f"torch_t{threads}.{r}.json")))
+            for r in range(1, repeats + 1)]
+    return min(r["ms_per_step_median"] for r in runs) / 1000
 
 runs = [("none_t1", "pipeworks, 1 stage (--schedule none)", 1, 1),
         ("none_t2", "pipeworks, 1 stage (--schedule none)", 1, 2)]
@@ -57,7 +70,7 @@ runs += [(f"{s}_p2", f"pipeworks, 2 stages ({s}, {actors} actors)", 2, 2) for s 
 base = step_s("none_t1")
 base2 = step_s("none_t2")
 print(f"gpt-small, batch {batch} in {m} microbatches, split {split}; steady-state s/step "
-      f"(steps after the first {skip}); speedup against 1 stage on 1 core")
+      f"(steps after the first {skip}), best of {repeats} rounds")
 print("| run | stages | cores | s/step | samples/s | speedup vs 1 core | vs 1 stage, 2 threads |")
 print("|---|---:|---:|---:|---:|---:|---:|")
 times = {}
@@ -68,12 +81,14 @@ for name, label, p, cores in runs:
           f"{base2 / t:.2f}x |")
 pt = {}
 for th in pt_threads:
-    r = json.load(open(os.path.join(out, f"torch_t{th}.json")))
-    pt[th] = r["ms_per_step_median"] / 1000
-    print(f"| {r['impl']}, 2 partitions, checkpoint never | 2 | {th} | {pt[th]:.3f} | "
+    impl = json.load(open(os.path.join(out, f"torch_t{th}.1.json")))["impl"]
+    pt[th] = torch_step_s(th)
+    print(f"| {impl}, 2 partitions, checkpoint never | 2 | {th} | {pt[th]:.3f} | "
           f"{int(batch) / pt[th]:.1f} | {base / pt[th]:.2f}x | {base2 / pt[th]:.2f}x |")
 best = min(schedules, key=lambda s: times[f"{s}_p2"])
-print(f"\n2 stages ({best}) vs 1 stage on one core each: {base / times[f'{best}_p2']:.2f}x "
+print(f"\nmachine load (1-minute average) {load_before} before, {load_after} after, on "
+      f"{os.cpu_count()} cores: other work on the cores makes every figure noisy")
+print(f"2 stages ({best}) vs 1 stage on one core each: {base / times[f'{best}_p2']:.2f}x "
       f"(target >= 1.7x); vs 1 stage with 2 intra-op threads: "
       f"{base2 / times[f'{best}_p2']:.2f}x")
 for s in schedules:
