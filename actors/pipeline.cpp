@@ -87,6 +87,23 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
   auto plan = std::make_shared<const schedule>(std::move(lowered));
   const int ranks = plan->ranks();
 
+  // Everything that can fail is worked out before the first actor exists.
+  const int min_window = min_credit_window(*plan);
+  if (options.credit_window > 0 && options.credit_window < min_window)
+    return make_error("a credit window of " + std::to_string(options.credit_window) +
+                      " deadlocks this schedule: it needs at least " + std::to_string(min_window) +
+                      " messages in flight per link (0 picks it)");
+  const int window = options.credit_window > 0 ? options.credit_window : min_window;
+  if (options.fault.kind != fault_kind::none) {
+    bool found = false;
+    for (int d = 0; d < options.stages && !found; ++d)
+      for (const action& a : plan->programs[plan->rank_of(options.fault.replica, d)])
+        found = found || a == options.fault.at;
+    if (!found)
+      return make_error("the fault's action " + to_string(options.fault.at) +
+                        " is not in the programs of replica " +
+                        std::to_string(options.fault.replica));
+  }
   caf::actor_system_config config;
   config.set("scheduler.max-threads", scheduler_threads(options, ranks));
   std::shared_ptr<driver_outcome> outcome;
@@ -120,8 +137,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ps->train = cfg;
     ps->detached = options.detached;
     ps->threads_per_stage = options.threads_per_stage;
-    ps->credit_window =
-        options.credit_window > 0 ? options.credit_window : min_credit_window(*plan);
+    ps->credit_window = window;
     ps->record_trace = options.record_trace;
     ps->fault = options.fault;
     ps->start = t0;
@@ -219,6 +235,16 @@ status check(const pipeline_options& o, int blocks) {
     if (o.fault.at.stage < 0 || o.fault.at.stage >= V)
       return fail("the fault's stage " + std::to_string(o.fault.at.stage) + " is not in 0.." +
                   std::to_string(V - 1));
+    const action_kind k = o.fault.at.kind;
+    const bool computes = is_compute(k) || k == action_kind::step;
+    const bool poisons = k == action_kind::forward ||
+                         ((k == action_kind::backward || k == action_kind::input_grad) &&
+                          o.fault.at.stage > 0);
+    if ((o.fault.kind == fault_kind::exception && !computes) ||
+        (o.fault.kind == fault_kind::nan && !poisons))
+      return fail("a fault of that kind at " + to_string(o.fault.at) +
+                  " would do nothing: exceptions are raised in F, B, I, W or STEP, and nan "
+                  "poisons the output of an F or the input gradient of a B or I after stage 0");
   }
   return {};
 }

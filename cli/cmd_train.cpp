@@ -48,6 +48,12 @@ struct train_options {
 std::atomic<bool> interrupted{false};
 extern "C" void on_sigint(int) { interrupted.store(true); }
 
+// run.json -> run.sim.json: where --compare-sim writes the simulated trace.
+std::string sim_trace_path(std::string path) {
+  if (path.size() > 5 && path.substr(path.size() - 5) == ".json") path.resize(path.size() - 5);
+  return path + ".sim.json";
+}
+
 // Profiles the measured run, simulates the same schedule with those costs, prints both
 // makespans and writes the simulated trace next to the measured one.
 void compare_with_simulation(const pipeline_result& r, const std::string& trace_path, bool json,
@@ -60,10 +66,7 @@ void compare_with_simulation(const pipeline_result& r, const std::string& trace_
   double first = r.trace.makespan();
   for (const auto& e : r.trace.events) first = std::min(first, e.start);
   const double measured = r.trace.makespan() - first;
-  std::string sim_path = trace_path;
-  if (sim_path.size() > 5 && sim_path.substr(sim_path.size() - 5) == ".json")
-    sim_path.resize(sim_path.size() - 5);
-  sim_path += ".sim.json";
+  const std::string sim_path = sim_trace_path(trace_path);
   if (status s = write_chrome_trace(sim->trace, sim_path); !s) throw pipeworks_error(s.message());
   summary["measured_makespan_s"] = measured;
   summary["simulated_makespan_s"] = sim->makespan;
@@ -190,6 +193,7 @@ int run_train(train_options& o) {
   popts.train = cfg;
   popts.stop_requested = [] { return interrupted.load(); };
   if (!o.pipe.trace.empty()) check_output_path(o.pipe.trace, "--trace");
+  if (o.pipe.compare_sim) check_output_path(sim_trace_path(o.pipe.trace), "--trace");
   std::signal(SIGINT, on_sigint);
   progress_line progress(stdout, o.json);
   double total_samples_s = 0;
@@ -241,6 +245,15 @@ int run_train(train_options& o) {
                         {"peak_activation_bytes", st.peak_activation_bytes}});
     summary["stages"] = stages;
   }
+  // The weights first: nothing after training (traces, evaluation) can lose them.
+  if (!o.save.empty()) {
+    metadata_map meta{{"pipeworks.model", to_json(spec).dump()},
+                      {"pipeworks.steps", std::to_string(last->step)}};
+    if (status s = save_params(o.save, weights, meta); !s)
+      throw pipeworks_error(s.message() + "; the trained weights were not saved (check the disk "
+                                          "space and permissions of --save's directory)");
+    summary["checkpoint"] = o.save;
+  }
   if (!o.pipe.trace.empty()) {
     if (status s = write_chrome_trace(run->trace, o.pipe.trace); !s)
       throw pipeworks_error(s.message());
@@ -262,14 +275,6 @@ int run_train(train_options& o) {
     auto acc = accuracy(net, weights, held_out, 1000);
     if (!acc) throw pipeworks_error(acc.message());
     summary["test_accuracy"] = *acc;
-  }
-  if (!o.save.empty()) {
-    metadata_map meta{{"pipeworks.model", to_json(spec).dump()},
-                      {"pipeworks.steps", std::to_string(last->step)}};
-    if (status s = save_params(o.save, weights, meta); !s)
-      throw pipeworks_error(s.message() + "; the trained weights were not saved (check the disk "
-                                          "space and permissions of --save's directory)");
-    summary["checkpoint"] = o.save;
   }
 
   if (metrics_file.is_open()) {

@@ -57,11 +57,10 @@ fault_injection parse_fault(const std::string& text) {
   else throw bad("unknown kind '" + kind + "'");
   std::string rest = text.substr(at + 1);
   if (const auto colon = rest.find(':'); colon != std::string::npos) {
-    try {
-      f.replica = std::stoi(rest.substr(colon + 1));
-    } catch (...) {
-      throw bad("the replica is not a number");
-    }
+    const std::string r = rest.substr(colon + 1);
+    if (r.empty() || r.find_first_not_of("0123456789") != std::string::npos || r.size() > 6)
+      throw bad("the replica '" + r + "' is not a number");
+    f.replica = std::stoi(r);
     rest = rest.substr(0, colon);
   }
   auto a = parse_action(rest);
@@ -75,10 +74,12 @@ pipeline_options make_pipeline_options(const pipeline_flags& f, const model<floa
   pipeline_options o;
   if (f.schedule == "none") {
     o.schedule.reset();
-    if (f.stages != 1 || f.replicas != 1 || f.chunks != 1 || !f.split.empty())
-      throw CLI::ValidationError("--schedule", "--schedule none runs on one device; pick a "
-                                               "schedule (e.g. --schedule 1f1b) to use --stages, "
-                                               "--replicas, --chunks or --split");
+    if (f.stages != 1 || f.replicas != 1 || f.chunks != 1 || !f.split.empty() ||
+        !f.trace.empty() || f.credits != 0 || f.actors != "detached" || !f.inject_fault.empty())
+      throw CLI::ValidationError("--schedule", "--schedule none runs on one device without "
+                                               "actors; pick a schedule (e.g. --schedule 1f1b) "
+                                               "to use --stages, --replicas, --chunks, --split, "
+                                               "--trace, --credits, --actors or --inject-fault");
   } else {
     auto k = parse_schedule_kind(f.schedule);
     if (!k) throw CLI::ValidationError("--schedule", k.message());
@@ -113,9 +114,14 @@ pipeline_options make_pipeline_options(const pipeline_flags& f, const model<floa
     throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
   if (f.compare_sim && !o.schedule)
     throw CLI::ValidationError("--compare-sim", "--schedule none has no schedule to simulate");
-  if (!f.inject_fault.empty()) o.fault = parse_fault(f.inject_fault);
-  if (o.schedule)
+  if (o.schedule) {
     if (status s = check(o, net.size()); !s) throw CLI::ValidationError("--schedule", s.message());
+  }
+  if (!f.inject_fault.empty()) {
+    o.fault = parse_fault(f.inject_fault);
+    if (status s = check(o, net.size()); !s)
+      throw CLI::ValidationError("--inject-fault", s.message());
+  }
   return o;
 }
 

@@ -28,7 +28,9 @@ struct stage_executor<T>::impl {
   std::map<message_key, activation_msg> out_f;  // F(s,k)'s output, for SEND_F(s,k)
   std::map<message_key, tensor> out_b;          // B(s,k)'s input gradient, for SEND_B(s,k)
   std::map<std::pair<int, bool>, int> credits;  // (consumer stage, forward) -> sends left
-  int next_input = 0;                           // the next microbatch input to ask the driver for
+  std::vector<int> stage0_inputs;               // microbatches of virtual stage 0's F's, in order
+  int next_input = 0;                           // index into stage0_inputs of the next request
+  std::string bad_message;                      // set by deliver(); run() reports it
   int peak_buffered = 0;
   int rank_peak_inflight = 0;
   std::int64_t rank_peak_bytes = 0;
@@ -45,6 +47,10 @@ struct stage_executor<T>::impl {
     m = plan.params.microbatches;
     w = plan.params.replicas;
     rank = plan.rank_of(setup.replica, setup.device);
+    if (setup.replica < 0 || setup.replica >= w || setup.device < 0 || setup.device >= p)
+      throw pipeworks_error("executor: replica " + std::to_string(setup.replica) + ", device " +
+                            std::to_string(setup.device) + " is not in the schedule's " +
+                            std::to_string(w) + " replicas of " + std::to_string(p) + " devices");
     natural_latest = is_flush(plan.kind) || plan.kind == schedule_kind::pipedream ||
                      plan.custom_programs;
     if (static_cast<int>(setup.boundaries.size()) != S + 1)
@@ -68,6 +74,8 @@ struct stage_executor<T>::impl {
       stages.push_back(std::move(st));
       ++next;
     }
+    for (const action& a : prog)
+      if (a.kind == action_kind::forward && a.stage == 0) stage0_inputs.push_back(a.microbatch);
     // For each version, the last F that names it: a version no later F names can go.
     for (auto& st : stages) {
       std::size_t i = 0;
@@ -80,7 +88,13 @@ struct stage_executor<T>::impl {
 
   double now() const { return setup.clock ? setup.clock() : 0.0; }
   int rank_of_stage(int s) const { return plan.rank_of(setup.replica, plan.device_of[s]); }
-  virtual_stage_state<T>& state(int s) { return stages.at(static_cast<std::size_t>(index_of.at(s))); }
+  virtual_stage_state<T>& state(int s) {
+    if (s < 0 || s >= S || index_of[s] < 0)
+      throw pipeworks_error("rank " + std::to_string(rank) + " does not run virtual stage " +
+                            std::to_string(s));
+    return stages[static_cast<std::size_t>(index_of[s])];
+  }
+  bool runs(int s) const { return s >= 0 && s < S && index_of[s] >= 0; }
   int total() const { return plan.total_microbatches(); }
 
   void emit(endpoint_kind kind, int index, message msg) {
@@ -97,15 +111,16 @@ struct stage_executor<T>::impl {
     return 2 * key + (forward ? 0 : 1);
   }
 
+  // Asks the driver for the inputs of the next input_window F's of virtual stage 0, in the
+  // order the program runs them.
   void request_inputs() {
-    const int window = std::max(1, setup.input_window);
-    while (next_input < total() && next_input < forwards_on_stage0() + window) {
-      emit(endpoint_kind::driver, 0, input_request{setup.replica, next_input});
+    const std::size_t window = static_cast<std::size_t>(std::max(1, setup.input_window));
+    const std::size_t done = index_of[0] < 0 ? 0 : stages[index_of[0]].forwards_done;
+    while (next_input < static_cast<int>(stage0_inputs.size()) &&
+           static_cast<std::size_t>(next_input) < done + window) {
+      emit(endpoint_kind::driver, 0, input_request{setup.replica, stage0_inputs[next_input]});
       ++next_input;
     }
-  }
-  int forwards_on_stage0() const {
-    return index_of[0] < 0 ? 0 : static_cast<int>(stages[index_of[0]].forwards_done);
   }
 
   // Drops versions no later F names (the latest always stays: STEP builds on it).
@@ -389,6 +404,9 @@ struct stage_executor<T>::impl {
   }
 
   result<bool> run() {
+    if (!bad_message.empty())
+      return make_error("rank " + std::to_string(rank) + " (replica " +
+                        std::to_string(setup.replica) + "): " + bad_message);
     while (pc < prog.size()) {
       const action& a = prog[pc];
       if (fault_here(a, fault_kind::kill)) {
@@ -448,18 +466,31 @@ void stage_executor<T>::start() {
 template <class T>
 void stage_executor<T>::deliver(message msg) {
   impl& s = *impl_;
+  auto reject = [&](const std::string& why) {
+    if (s.bad_message.empty()) s.bad_message = why;
+  };
   if (auto* a = std::get_if<activation_msg>(&msg)) {
     const message_key key{a->stage, a->microbatch};
-    s.inbox_f.insert_or_assign(key, std::move(*a));
+    if (!s.runs(a->stage)) return reject("an activation for stage " + std::to_string(a->stage) + ", which this rank does not run");
+    if (!s.inbox_f.emplace(key, std::move(*a)).second)
+      return reject("a second activation for stage " + std::to_string(key.first) +
+                    ", microbatch " + std::to_string(key.second));
     s.note_buffered();
   } else if (auto* g = std::get_if<gradient_msg>(&msg)) {
     const message_key key{g->stage, g->microbatch};
-    s.inbox_b.insert_or_assign(key, std::move(*g));
+    if (!s.runs(g->stage)) return reject("a gradient for stage " + std::to_string(g->stage) + ", which this rank does not run");
+    if (!s.inbox_b.emplace(key, std::move(*g)).second)
+      return reject("a second gradient for stage " + std::to_string(key.first) +
+                    ", microbatch " + std::to_string(key.second));
     s.note_buffered();
   } else if (auto* c = std::get_if<credit_msg>(&msg)) {
-    if (s.setup.credit_window > 0)
-      ++s.credits.try_emplace({c->stage, c->forward}, s.setup.credit_window).first->second;
+    if (s.setup.credit_window <= 0) return;
+    int& have = s.credits.try_emplace({c->stage, c->forward}, s.setup.credit_window).first->second;
+    if (++have > s.setup.credit_window)
+      return reject("more credits for stage " + std::to_string(c->stage) + " than its window of " +
+                    std::to_string(s.setup.credit_window));
   } else if (auto* r = std::get_if<reduce_result>(&msg)) {
+    if (!s.runs(r->stage)) return reject("a reduced gradient for stage " + std::to_string(r->stage) + ", which this rank does not run");
     s.state(r->stage).reduced = std::move(*r);
   }
 }

@@ -43,19 +43,19 @@ TEST_CASE("an exception in a stage ends the run with an error naming it", "[acto
     auto f = run_with_fault(fault_kind::exception, "1F2", detached);
     CHECK_THAT(f.message, Catch::Contains("stage 1") && Catch::Contains("replica 0") &&
                               Catch::Contains("1F2") && Catch::Contains("injected fault"));
-    CHECK(f.wall_s < 5.0);
+    CHECK(f.wall_s < 60.0);  // it ends rather than hangs (a guard, not a timing target)
   }
   auto f = run_with_fault(fault_kind::exception, "0B2");
   CHECK_THAT(f.message, Catch::Contains("stage 0") && Catch::Contains("replica 0") &&
                             Catch::Contains("0B2") && Catch::Contains("injected fault"));
-  CHECK(f.wall_s < 5.0);
+  CHECK(f.wall_s < 60.0);  // it ends rather than hangs (a guard, not a timing target)
 }
 
 TEST_CASE("a non-finite loss ends the run with an error naming the stage", "[actors]") {
   auto f = run_with_fault(fault_kind::nan, "1F1");
   CHECK_THAT(f.message, Catch::Contains("stage 1") && Catch::Contains("replica 0") &&
                             Catch::Contains("1F1") && Catch::Contains("not finite"));
-  CHECK(f.wall_s < 5.0);
+  CHECK(f.wall_s < 60.0);  // it ends rather than hangs (a guard, not a timing target)
 }
 
 TEST_CASE("a stage actor that dies is named by the driver", "[actors]") {
@@ -64,10 +64,10 @@ TEST_CASE("a stage actor that dies is named by the driver", "[actors]") {
     auto f = run_with_fault(fault_kind::kill, "0B1", detached);
     CHECK_THAT(f.message, Catch::Contains("stage 0") && Catch::Contains("replica 0") &&
                               Catch::Contains("0B1") && Catch::Contains("died"));
-    CHECK(f.wall_s < 5.0);
+    CHECK(f.wall_s < 60.0);  // it ends rather than hangs (a guard, not a timing target)
   }
   auto f = run_with_fault(fault_kind::kill, "1STEP", true, 1, 2);
   CHECK_THAT(f.message, Catch::Contains("stage 1") && Catch::Contains("replica 1") &&
                             Catch::Contains("1STEP") && Catch::Contains("died"));
-  CHECK(f.wall_s < 5.0);
+  CHECK(f.wall_s < 60.0);  // it ends rather than hangs (a guard, not a timing target)
 }

