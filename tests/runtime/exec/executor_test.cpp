@@ -179,3 +179,35 @@ TEST_CASE("min_credit_window is the smallest window that finishes and one less d
     }
   CHECK(windows_above_one > 0);  // some schedule needs more than one message in flight
 }
+
+TEST_CASE("a rank refuses a message for a stage it does not run and a duplicate", "[runtime]") {
+  model<float> net = two_block_mlp();
+  auto make_rank = [&](std::vector<outgoing>& sent) {
+    auto parts = split_params(net.init_params(1), {0, 1, 2});
+    REQUIRE(parts.ok());
+    executor_setup su;
+    su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
+    su.device = 1;
+    su.boundaries = {0, 1, 2};
+    su.train = plain_sgd(2);
+    std::vector<param_set> mine;
+    mine.push_back(std::move((*parts)[1]));
+    return std::make_unique<stage_executor<float>>(net, su, std::move(mine),
+                                                   [&](outgoing o) { sent.push_back(std::move(o)); });
+  };
+  std::vector<outgoing> sent;
+  auto foreign = make_rank(sent);
+  activation_msg wrong = activation_for_stage1(0);
+  wrong.stage = 0;  // rank 1 runs only stage 1
+  foreign->deliver(std::move(wrong));
+  auto r = foreign->run();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.message().find("stage 0, which this rank does not run") != std::string::npos);
+
+  auto twice = make_rank(sent);
+  twice->deliver(activation_for_stage1(1));
+  twice->deliver(activation_for_stage1(1));
+  r = twice->run();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.message().find("a second activation for stage 1, microbatch 1") != std::string::npos);
+}
