@@ -104,6 +104,7 @@ struct pipeline_run {
   double trace_s = 0;        // the trace's last end minus first start (record_trace)
   double busy_s = 0;         // the busiest rank's compute time in the trace (F, B, STEP)
   std::int64_t actions = 0;  // in the lowered schedule, all steps
+  std::int64_t busiest_actions = 0;  // the rank with the most actions, all steps
   int steps = 0;
   std::shared_ptr<const schedule> plan;  // lowered
 };
@@ -131,7 +132,10 @@ result<pipeline_run> run_pipeline(int p, int m, int steps, bool detached, double
   out.wall_s = r->wall_s;
   out.steps = steps;
   out.plan = r->plan;
-  for (const program& prog : r->plan->programs) out.actions += std::int64_t(prog.size());
+  for (const program& prog : r->plan->programs) {
+    out.actions += std::int64_t(prog.size());
+    out.busiest_actions = std::max(out.busiest_actions, std::int64_t(prog.size()));
+  }
   if (step_end.size() >= 2)
     out.steady_s = std::chrono::duration<double>(step_end.back() - step_end.front()).count();
   if (!r->trace.events.empty()) {
@@ -238,15 +242,16 @@ int fail(const std::string& why) {
   return 1;
 }
 
-// (a) No-op blocks: µs per action between the first step's end and the last one's, the best of
-// `repeats` runs, against the ping-pong round trip rt.
+// (a) No-op blocks: µs per action of the busiest rank (the ranks run at once, so this is the
+// time an action takes along one rank's program) between the first step's end and the last
+// one's, the best of `repeats` runs, against the ping-pong round trip rt.
 result<row> overhead_row(int p, int m, int steps, bool detached, int repeats, double rt) {
   double best = 1e30;
   std::int64_t per_step = 0;
   for (int rep = 0; rep < repeats; ++rep) {
     auto r = run_pipeline(p, m, steps, detached, 0.0, spin_clock::wall, false);
     if (!r) return r.err();
-    per_step = r->actions / r->steps;
+    per_step = r->busiest_actions / r->steps;
     best = std::min(best, 1e6 * r->steady_s / double(per_step * (r->steps - 1)));
   }
   return row{"overhead", actors_name(detached), p,       "", "us/action", best, rt, best / rt,
