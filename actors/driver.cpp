@@ -208,15 +208,7 @@ class driver_state {
   void on_rank_done(const rank_done& d) {
     for (const stage_stats& st : d.stats) {
       if (st.stage < 0 || st.stage >= V_) continue;
-      stage_stats& o = stats_[static_cast<std::size_t>(st.stage)];
-      o.peak_versions = std::max(o.peak_versions, st.peak_versions);
-      o.peak_inflight = std::max(o.peak_inflight, st.peak_inflight);
-      o.peak_activation_bytes = std::max(o.peak_activation_bytes, st.peak_activation_bytes);
-      o.peak_buffered = std::max(o.peak_buffered, st.peak_buffered);
-      o.steps = std::max(o.steps, st.steps);
-      o.rank_peak_inflight = std::max(o.rank_peak_inflight, st.rank_peak_inflight);
-      o.rank_peak_activation_bytes =
-          std::max(o.rank_peak_activation_bytes, st.rank_peak_activation_bytes);
+      merge_max(stats_[static_cast<std::size_t>(st.stage)], st);
     }
     if (++ranks_done_ < static_cast<int>(ranks_.size())) return;
     if (steps_done_ < steps_)

@@ -117,6 +117,14 @@ inline std::vector<std::int64_t> spec_offsets(const std::vector<param_spec>& spe
   return off;
 }
 
+// sum += g, element by element (same layout; the caller checks it).
+template <class T>
+void add_values(param_set& sum, const param_set& g) {
+  std::span<T> s = sum.values<T>();
+  std::span<const T> x = g.values<T>();
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[i];
+}
+
 // An immutable weight version of a stage.
 using param_snapshot = std::shared_ptr<const param_set>;
 

@@ -4,6 +4,7 @@
 // makes a new immutable snapshot, REDUCE goes through the reducer. Messages come in through
 // deliver() and go out through the sink, so it runs under CAF or under a hand-driven test.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,6 +57,18 @@ struct stage_stats {
   std::int64_t rank_peak_activation_bytes = 0;
   int steps = 0;            // STEPs done
 };
+
+// Folds another rank's figures for the same virtual stage into `into`: the larger of each peak.
+inline void merge_max(stage_stats& into, const stage_stats& other) {
+  into.peak_versions = std::max(into.peak_versions, other.peak_versions);
+  into.peak_inflight = std::max(into.peak_inflight, other.peak_inflight);
+  into.peak_activation_bytes = std::max(into.peak_activation_bytes, other.peak_activation_bytes);
+  into.peak_buffered = std::max(into.peak_buffered, other.peak_buffered);
+  into.steps = std::max(into.steps, other.steps);
+  into.rank_peak_inflight = std::max(into.rank_peak_inflight, other.rank_peak_inflight);
+  into.rank_peak_activation_bytes =
+      std::max(into.rank_peak_activation_bytes, other.rank_peak_activation_bytes);
+}
 
 template <class T>
 class stage_executor {

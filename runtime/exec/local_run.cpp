@@ -120,15 +120,7 @@ result<local_run_result> run_local(const model<T>& mdl, std::shared_ptr<const sc
   out.replica_weights.resize(static_cast<std::size_t>(w * S));
   for (auto& e : ranks) {
     for (const stage_stats& x : e->stats()) {
-      stage_stats& o = out.stages[x.stage];
-      o.peak_versions = std::max(o.peak_versions, x.peak_versions);
-      o.peak_inflight = std::max(o.peak_inflight, x.peak_inflight);
-      o.peak_activation_bytes = std::max(o.peak_activation_bytes, x.peak_activation_bytes);
-      o.peak_buffered = std::max(o.peak_buffered, x.peak_buffered);
-      o.steps = std::max(o.steps, x.steps);
-      o.rank_peak_inflight = std::max(o.rank_peak_inflight, x.rank_peak_inflight);
-      o.rank_peak_activation_bytes =
-          std::max(o.rank_peak_activation_bytes, x.rank_peak_activation_bytes);
+      merge_max(out.stages[x.stage], x);
       out.max_buffered = std::max(out.max_buffered, x.peak_buffered);
     }
     for (int st : e->stages())

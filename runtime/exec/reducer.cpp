@@ -7,17 +7,6 @@
 
 namespace pipeworks {
 
-namespace {
-
-template <class T>
-void add_into(param_set& sum, const param_set& g) {
-  std::span<T> s = sum.values<T>();
-  std::span<const T> x = g.values<T>();
-  for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[i];
-}
-
-}  // namespace
-
 gradient_reducer::gradient_reducer(int stage, int replicas) : stage_(stage), replicas_(replicas) {}
 
 result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_request request) {
@@ -49,9 +38,9 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   auto sum = std::make_shared<param_set>(slots[0]->clone());
   for (std::size_t r = 1; r < slots.size(); ++r) {
     if (sum->type() == dtype::f32)
-      add_into<float>(*sum, *slots[r]);
+      add_values<float>(*sum, *slots[r]);
     else
-      add_into<double>(*sum, *slots[r]);
+      add_values<double>(*sum, *slots[r]);
   }
   pending_.erase(request.step);
   std::vector<reduce_result> out;

@@ -114,12 +114,6 @@ std::vector<std::vector<int>> oldest_needed(const schedule& plan) {
   return oldest;
 }
 
-template <class T>
-void add_into(param_set& sum, const param_set& g) {
-  std::span<T> s = sum.values<T>();
-  std::span<const T> x = g.values<T>();
-  for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[i];
-}
 
 }  // namespace
 
@@ -208,7 +202,7 @@ result<std::vector<param_set>> reference_train(const model<T>& m, const schedule
       for (int n = static_cast<int>(hist[s].size()) - 1; n < steps && last[s][n] <= id; ++n) {
         // The replicas' sum, added in replica order as the reducer does.
         param_set& sum = grad_buffer(0, s, n);
-        for (int r = 1; r < replicas; ++r) add_into<T>(sum, grad_buffer(r, s, n));
+        for (int r = 1; r < replicas; ++r) add_values<T>(sum, grad_buffer(r, s, n));
         auto next = optimizers[s].apply(hist[s][n], sum, n);
         if (!next)
           return make_error("reference: stage " + std::to_string(s) + ": " + next.message());
