@@ -86,7 +86,8 @@ struct stage_executor<T>::impl {
     }
   }
 
-  double now() const { return setup.clock ? setup.clock() : 0.0; }
+  // The clock feeds only the trace: without one, no action pays for reading it.
+  double now() const { return setup.record_trace && setup.clock ? setup.clock() : 0.0; }
   int rank_of_stage(int s) const { return plan.rank_of(setup.replica, plan.device_of[s]); }
   virtual_stage_state<T>& state(int s) {
     if (s < 0 || s >= S || index_of[s] < 0)
