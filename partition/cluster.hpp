@@ -1,0 +1,51 @@
+// The devices a plan may use: a hierarchy of levels (innermost first: e.g. 8 GPUs per server,
+// 16 servers) with a bandwidth and latency each, or a list of heterogeneous devices (speed,
+// memory). Read from cluster.json or a preset (dgx-h100x{N}, local-cpu).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/result.hpp"
+
+namespace pipeworks {
+
+struct cluster_level {
+  std::string name;                 // "server", "cluster"
+  int count = 1;                    // units of the level below in one of these (devices for the first)
+  double bandwidth_bytes_per_s = 0; // between the units of this level
+  double latency_s = 0;
+};
+
+struct device_spec {
+  std::string name;
+  double speed = 1.0;               // profile times are divided by this
+  std::int64_t memory_bytes = 0;    // 0: unlimited
+};
+
+struct cluster {
+  std::int64_t device_memory_bytes = 0;  // every device's, with levels; 0: unlimited
+  std::vector<cluster_level> levels;     // innermost first; empty with `devices`
+  // Heterogeneous form: one entry per device (one flat level of `devices.size()` then applies,
+  // with the bandwidth and latency of levels[0] if given).
+  std::vector<device_spec> devices;
+
+  int device_count() const;                  // the product of the level counts, or devices.size()
+  double speed(int device) const;            // 1.0 for a homogeneous cluster
+  std::int64_t memory(int device) const;     // device_memory_bytes or devices[d].memory_bytes
+  // The innermost level whose unit holds both devices (0 when they share a server), and its
+  // bandwidth and latency; for d == e, infinite bandwidth and no latency.
+  int level_between(int d, int e) const;
+};
+
+// {"device_memory_bytes": .., "levels": [{"name": .., "count": .., "bandwidth_bytes_per_s": ..,
+//  "latency_s": ..}, ...]} or {"devices": [{"name": .., "speed": .., "memory_bytes": ..}, ...],
+//  "levels": [...optional, one level...]}. Errors name the field.
+result<cluster> parse_cluster(const std::string& json_text);
+// A preset name ("dgx-h100x4": 4 servers of 8 H100 80 GB, NVLink 450 GB/s inside a server,
+// 400 Gb/s between servers; "local-cpu": this machine's cores, one level, memory = RAM) or a
+// path to a cluster.json file.
+result<cluster> load_cluster(const std::string& name_or_path);
+std::string to_json(const cluster& c);
+
+}  // namespace pipeworks
