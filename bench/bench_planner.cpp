@@ -1,0 +1,107 @@
+// PipeDream's planner's speed: the time to plan a 1,000-layer model on 1,024 devices (128 servers
+// of 8), with unlimited memory and with 80 GB devices, and smaller models under the default
+// in_flight = p − s memory rule (whose program carries the stage count).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "partition/pipedream_planner.hpp"
+
+using namespace pipeworks;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Transformer-block-like layers, ±50% around 1 ms forward, 2 ms backward, 16 MB out, 64 MB saved,
+// 50 MB of parameters and 100 MB of optimizer state.
+model_profile make_profile(int layers, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> jitter(0.5, 1.5);
+  model_profile p;
+  p.model = "synthetic";
+  for (int l = 0; l < layers; ++l) {
+    layer_profile x;
+    x.name = "block" + std::to_string(l);
+    x.fwd_ms = 1.0 * jitter(rng);
+    x.bwd_ms = 2.0 * jitter(rng);
+    x.activation_bytes = static_cast<std::int64_t>(16e6 * jitter(rng));
+    x.saved_bytes = static_cast<std::int64_t>(64e6 * jitter(rng));
+    x.param_bytes = static_cast<std::int64_t>(50e6 * jitter(rng));
+    x.optimizer_bytes = 2 * x.param_bytes;
+    p.layers.push_back(x);
+  }
+  return p;
+}
+
+// servers of 8 devices: NVLink 450 GB/s inside a server, 400 Gb/s between servers.
+cluster make_cluster(int devices, std::int64_t memory) {
+  cluster c;
+  c.device_memory_bytes = memory;
+  c.levels.push_back(cluster_level{"server", std::min(devices, 8), 450e9, 0.0});
+  if (devices > 8) c.levels.push_back(cluster_level{"cluster", devices / 8, 50e9, 0.0});
+  return c;
+}
+
+struct row {
+  int layers;
+  int devices;
+  std::int64_t memory;  // 0: unlimited
+  int in_flight;        // 0: p − s
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"PipeDream planner benchmark: planning time against layers and devices"};
+  int reps = 3;
+  bool quick = false;
+  app.add_option("--reps", reps, "repetitions per measurement (best is reported)")->capture_default_str();
+  app.add_flag("--quick", quick, "skip the 1,000-layer, 1,024-device rows");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::int64_t gb80 = 80'000'000'000;
+  std::vector<row> rows = {
+      {100, 64, 0, 0},     {100, 64, gb80, 0},      {200, 128, gb80, 0},
+      {1000, 1024, 0, 0},  {1000, 1024, gb80, 16},
+  };
+  if (quick) rows.resize(3);
+  std::printf("## PipeDream planner time (servers of 8; best of %d)\n\n", reps);
+  std::printf("| layers | devices | memory | in_flight | plan (s) | stages | devices used | "
+              "bottleneck (ms) | max replicas |\n");
+  std::printf("|---:|---:|---|---|---:|---:|---:|---:|---:|\n");
+  for (const row& r : rows) {
+    const model_profile p = make_profile(r.layers, 7);
+    const cluster c = make_cluster(r.devices, r.memory);
+    pipedream_options opt;
+    opt.in_flight = r.in_flight;
+    double best = 1e30;
+    pipeline_plan plan;
+    for (int i = 0; i < reps; ++i) {
+      const double t0 = now();
+      auto planned = plan_pipedream(p, c, opt);
+      best = std::min(best, now() - t0);
+      if (!planned) {
+        std::printf("planning failed: %s\n", planned.message().c_str());
+        return 1;
+      }
+      plan = std::move(planned).value();
+    }
+    int replicas = 0;
+    for (const auto& s : plan.stages) replicas = std::max(replicas, s.replicas);
+    std::printf("| %d | %d | %s | %s | %.3f | %zu | %zu | %.3f | %d |\n", r.layers, r.devices,
+                r.memory ? "80 GB" : "unlimited",
+                r.in_flight ? std::to_string(r.in_flight).c_str() : "p − s", best,
+                plan.stages.size(), plan.memory_bytes.size(), plan.bottleneck_ms, replicas);
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,266 @@
+// PipeDream's planner: its bottleneck equals a brute force over every contiguous split and
+// replica assignment on small flat clusters, and it makes the obvious choices on hand-built cases.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "partition/pipedream_planner.hpp"
+
+using namespace pipeworks;
+
+namespace {
+
+cluster flat(int n, double bandwidth, std::int64_t memory = 0) {
+  cluster c;
+  c.device_memory_bytes = memory;
+  c.levels.push_back(cluster_level{"server", n, bandwidth, 0.0});
+  return c;
+}
+
+layer_profile layer(double fwd, double bwd, std::int64_t act, std::int64_t saved,
+                    std::int64_t params, std::int64_t opt = 0) {
+  layer_profile l;
+  l.name = "l";
+  l.fwd_ms = fwd;
+  l.bwd_ms = bwd;
+  l.activation_bytes = act;
+  l.saved_bytes = saved;
+  l.param_bytes = params;
+  l.optimizer_bytes = opt;
+  return l;
+}
+
+struct brute_result {
+  double bottleneck = std::numeric_limits<double>::infinity();
+  bool any = false;
+};
+
+// Every split into contiguous stages (a bit per gap) and every replica vector with Σr ≤ n; the
+// objective written out from the header, with sums taken directly.
+brute_result brute_force(const model_profile& p, int n, double bw, std::int64_t memory,
+                         int in_flight) {
+  const int L = static_cast<int>(p.layers.size());
+  brute_result best;
+  for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
+    std::vector<std::pair<int, int>> st;
+    int first = 0;
+    for (int g = 0; g < L - 1; ++g)
+      if (mask >> g & 1) {
+        st.push_back({first, g});
+        first = g + 1;
+      }
+    st.push_back({first, L - 1});
+    const int s = static_cast<int>(st.size());
+    if (s > n) continue;
+    bool fits = true;
+    double links = 0;
+    for (int k = 0; k < s; ++k) {
+      std::int64_t mem = 0, saved = 0;
+      for (int l = st[k].first; l <= st[k].second; ++l) {
+        mem += 2 * p.layers[l].param_bytes + p.layers[l].optimizer_bytes;
+        saved += p.layers[l].saved_bytes;
+      }
+      mem += (in_flight > 0 ? in_flight : s - k) * saved;
+      if (memory != 0 && mem > memory) fits = false;
+      if (k + 1 < s)
+        links = std::max(links, 2.0 * p.layers[st[k].second].activation_bytes / bw * 1000.0);
+    }
+    if (!fits) continue;
+    std::vector<int> r(s, 1);
+    while (true) {
+      int used = 0;
+      for (int x : r) used += x;
+      if (used <= n) {
+        double b = links;
+        for (int k = 0; k < s; ++k) {
+          double c = 0, w = 0;
+          for (int l = st[k].first; l <= st[k].second; ++l) {
+            c += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+            w += static_cast<double>(p.layers[l].param_bytes);
+          }
+          const double t = c / r[k] + (r[k] > 1 ? 2.0 * (r[k] - 1) / r[k] * w / bw * 1000.0 : 0.0);
+          b = std::max(b, t);
+        }
+        best.any = true;
+        best.bottleneck = std::min(best.bottleneck, b);
+      }
+      int k = 0;  // next replica vector, odometer style, digits 1..n
+      while (k < s && r[k] == n) r[k++] = 1;
+      if (k == s) break;
+      ++r[k];
+    }
+  }
+  return best;
+}
+
+void check_consistent(const pipeline_plan& plan, const model_profile& p, int n) {
+  REQUIRE(!plan.stages.empty());
+  CHECK(plan.stages.front().first_layer == 0);
+  CHECK(plan.stages.back().last_layer == static_cast<int>(p.layers.size()) - 1);
+  int next_device = 0;
+  double worst = 0;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const planned_stage& st = plan.stages[s];
+    if (s > 0) CHECK(st.first_layer == plan.stages[s - 1].last_layer + 1);
+    CHECK(st.last_layer >= st.first_layer);
+    CHECK(static_cast<int>(st.devices.size()) == st.replicas);
+    for (int d : st.devices) CHECK(d == next_device++);
+    worst = std::max(worst, st.time_ms);
+  }
+  CHECK(next_device <= n);
+  CHECK(static_cast<int>(plan.memory_bytes.size()) == next_device);
+  CHECK(plan.bottleneck_ms >= worst);
+  const int stages = static_cast<int>(plan.stages.size());
+  CHECK(plan.predicted_step_ms == Approx(plan.bottleneck_ms * (3 * stages - 1)));
+}
+
+}  // namespace
+
+TEST_CASE("pipedream planner equals brute force on small flat clusters", "[partition]") {
+  std::mt19937 rng(20261122);
+  std::uniform_int_distribution<int> layers_d(1, 10), devices_d(1, 6), choice(0, 3);
+  std::uniform_real_distribution<double> ms(0.0, 10.0);
+  std::uniform_int_distribution<std::int64_t> bytes(0, 4000);
+  int with_plan = 0, without = 0;
+  for (int instance = 0; instance < 300; ++instance) {
+    const int L = layers_d(rng), n = devices_d(rng);
+    model_profile p;
+    for (int l = 0; l < L; ++l)
+      p.layers.push_back(layer(ms(rng), ms(rng), bytes(rng), bytes(rng), bytes(rng), bytes(rng)));
+    const double bw = 1e6 * (1 + choice(rng));  // bytes/s: 4000 bytes are a few ms
+    // Memory: unlimited, or tight enough to bind sometimes.
+    const std::int64_t memory = choice(rng) == 0 ? 0 : 8000 + 4000 * choice(rng);
+    const int in_flight = choice(rng) == 0 ? 2 : 0;
+    pipedream_options opt;
+    opt.in_flight = in_flight;
+    const auto planned = plan_pipedream(p, flat(n, bw, memory), opt);
+    const brute_result brute = brute_force(p, n, bw, memory, in_flight);
+    INFO("instance " << instance << ": " << L << " layers, " << n << " devices, memory " << memory
+                     << ", in_flight " << in_flight);
+    REQUIRE(planned.ok() == brute.any);
+    if (!brute.any) {
+      CHECK(planned.message().find("more than") != std::string::npos);
+      ++without;
+      continue;
+    }
+    ++with_plan;
+    CHECK(planned->bottleneck_ms == Approx(brute.bottleneck).epsilon(1e-9).margin(1e-12));
+    check_consistent(*planned, p, n);
+    for (std::size_t s = 0; s < planned->stages.size(); ++s)
+      if (memory != 0) CHECK(planned->stages[s].memory_bytes <= memory);
+  }
+  CHECK(with_plan > 100);
+  CHECK(without > 0);
+}
+
+TEST_CASE("pipedream planner: one device runs every layer as one stage", "[partition]") {
+  model_profile p;
+  for (int l = 0; l < 5; ++l) p.layers.push_back(layer(1.0 + l, 2.0, 100, 10, 50));
+  const auto plan = plan_pipedream(p, flat(1, 1e9));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->stages.size() == 1);
+  CHECK(plan->stages[0].first_layer == 0);
+  CHECK(plan->stages[0].last_layer == 4);
+  CHECK(plan->stages[0].replicas == 1);
+  CHECK(plan->stages[0].devices == std::vector<int>{0});
+  CHECK(plan->bottleneck_ms == Approx(5 * 2.0 + (1 + 2 + 3 + 4 + 5)));
+  CHECK(plan->stages[0].memory_bytes == 5 * (2 * 50 + 10));
+  CHECK(plan->memory_bytes == std::vector<std::int64_t>{5 * (2 * 50 + 10)});
+  CHECK(plan->predicted_step_ms == Approx(plan->bottleneck_ms * 2));
+}
+
+TEST_CASE("pipedream planner does not cut after a layer with a huge activation", "[partition]") {
+  // Four equal layers on two devices: the even cut is after layer 1, whose output is huge; the
+  // planner cuts after layer 0 or 2 instead.
+  model_profile p;
+  for (int l = 0; l < 4; ++l) p.layers.push_back(layer(5.0, 5.0, 1000, 0, 1'000'000'000));
+  p.layers[1].activation_bytes = 1'000'000'000;
+  const auto plan = plan_pipedream(p, flat(2, 1e9));  // 1 GB/s: 2 GB take 2 s on the link
+  REQUIRE(plan.ok());
+  REQUIRE(plan->stages.size() == 2);
+  CHECK(plan->stages[0].last_layer != 1);
+  CHECK(plan->bottleneck_ms == Approx(30.0));
+  // Without the huge activation the even cut wins.
+  p.layers[1].activation_bytes = 1000;
+  const auto even = plan_pipedream(p, flat(2, 1e9));
+  REQUIRE(even.ok());
+  REQUIRE(even->stages.size() == 2);
+  CHECK(even->stages[0].last_layer == 1);
+  CHECK(even->bottleneck_ms == Approx(20.0));
+}
+
+TEST_CASE("pipedream planner replicates when parameters are tiny and compute is big",
+          "[partition]") {
+  // One heavy layer with almost no parameters: replicating it over all 4 devices quarters it.
+  model_profile p;
+  p.layers.push_back(layer(40.0, 80.0, 1'000'000'000, 0, 8));
+  const auto plan = plan_pipedream(p, flat(4, 1e9));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->stages.size() == 1);
+  CHECK(plan->stages[0].replicas == 4);
+  CHECK(plan->stages[0].devices == std::vector<int>{0, 1, 2, 3});
+  CHECK(plan->bottleneck_ms == Approx(120.0 / 4 + 2.0 * 3 / 4 * 8 / 1e9 * 1000));
+  CHECK(plan->memory_bytes.size() == 4);
+  // With huge parameters the all-reduce costs more than it saves: no replicas.
+  p.layers[0].param_bytes = 1'000'000'000;
+  const auto heavy = plan_pipedream(p, flat(4, 1e9));
+  REQUIRE(heavy.ok());
+  CHECK(heavy->stages[0].replicas == 1);
+  CHECK(heavy->bottleneck_ms == Approx(120.0));
+}
+
+TEST_CASE("pipedream planner reports by how much the smallest plan exceeds memory",
+          "[partition]") {
+  // Each layer needs 2·100 + 50 = 250 bytes plus in_flight · 10 saved; on 3 devices of 200 bytes
+  // the smallest plan is one layer per stage... still 250 + 10 or more per device.
+  model_profile p;
+  for (int l = 0; l < 3; ++l) p.layers.push_back(layer(1.0, 1.0, 10, 10, 100, 50));
+  const auto plan = plan_pipedream(p, flat(3, 1e9, 200));
+  REQUIRE(!plan.ok());
+  // Three stages: the first keeps 3 microbatches (280), the second 2 (270), the last 1 (260);
+  // two stages: 2·250 + 2·20 or more. The least peak is 280: 80 bytes over.
+  CHECK(plan.message().find("280 bytes") != std::string::npos);
+  CHECK(plan.message().find("80 bytes more than the 200 bytes") != std::string::npos);
+  // With enough memory it plans, and memory per device follows p − s.
+  const auto fits = plan_pipedream(p, flat(3, 1e9, 280));
+  REQUIRE(fits.ok());
+  REQUIRE(fits->stages.size() == 3);
+  CHECK(fits->stages[0].memory_bytes == 280);
+  CHECK(fits->stages[2].memory_bytes == 260);
+}
+
+TEST_CASE("pipedream planner respects max_devices and rejects bad input", "[partition]") {
+  model_profile p;
+  for (int l = 0; l < 8; ++l) p.layers.push_back(layer(10.0, 10.0, 1, 0, 1));
+  pipedream_options opt;
+  opt.max_devices = 2;
+  const auto plan = plan_pipedream(p, flat(8, 1e9), opt);
+  REQUIRE(plan.ok());
+  CHECK(plan->memory_bytes.size() <= 2);
+  CHECK(plan->bottleneck_ms == Approx(80.0).epsilon(1e-6));
+  CHECK(!plan_pipedream(model_profile{}, flat(2, 1e9)).ok());
+  p.layers[3].fwd_ms = -1;
+  const auto bad = plan_pipedream(p, flat(2, 1e9));
+  REQUIRE(!bad.ok());
+  CHECK(bad.message().find("layer 3") != std::string::npos);
+}
+
+TEST_CASE("pipedream planner on a two-level cluster uses the slower level where it must",
+          "[partition]") {
+  // 2 servers of 2 devices; inside a server 1 GB/s, between servers 1 MB/s.
+  cluster c;
+  c.levels.push_back(cluster_level{"server", 2, 1e9, 0.0});
+  c.levels.push_back(cluster_level{"cluster", 2, 1e6, 0.0});
+  model_profile p;
+  p.layers.push_back(layer(40.0, 80.0, 1000, 0, 1'000'000));
+  // Replicas inside a server: 2 MB·(1/2)/1 GB/s = 1 ms of all-reduce; across servers 1 s.
+  const auto plan = plan_pipedream(p, c);
+  REQUIRE(plan.ok());
+  CHECK(plan->stages[0].replicas == 2);
+  CHECK(plan->bottleneck_ms == Approx(60.0 + 1.0));
+}
