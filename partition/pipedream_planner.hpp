@@ -29,7 +29,7 @@ struct pipeline_plan {
 
 struct pipedream_options {
   int max_devices = 0;       // 0: all of the cluster's
-  int in_flight = 0;         // microbatches in flight for the memory estimate; 0: the stage count
+  int in_flight = 0;         // microbatches in flight per stage for the memory estimate; 0: p − s
 };
 
 // On a flat cluster of n identical devices with bandwidth bw the objective is exactly:
