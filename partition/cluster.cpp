@@ -1,0 +1,355 @@
+// cluster.json and the presets: parses both forms (a hierarchy of levels, or a list of
+// heterogeneous devices), answers device count, speed, memory and the level between two devices.
+#include "partition/cluster.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace pipeworks {
+
+namespace {
+
+using json = nlohmann::json;
+
+const std::string prefix = "cluster.json: ";
+const std::string preset_list = "dgx-h100x{N}, v100x{N} (N >= 1 servers of 8 GPUs), local-cpu";
+
+// Rejects keys outside `allowed`, naming the first one and the keys that would work.
+status only_keys(const json& j, const std::string& where,
+                 std::initializer_list<const char*> allowed) {
+  if (!j.is_object()) return make_error(prefix + where + " must be an object, not " + j.dump());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : allowed) known = known || it.key() == k;
+    if (known) continue;
+    std::string list;
+    for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
+    return make_error(prefix + "unknown key \"" + it.key() + "\" in " + where +
+                      "; known keys: " + list);
+  }
+  return {};
+}
+
+status read_string(const json& j, const char* key, const std::string& where, std::string& out) {
+  if (!j.contains(key)) return {};
+  const json& v = j.at(key);
+  if (!v.is_string()) {
+    return make_error(prefix + where + "." + key + " must be a string, not " + v.dump());
+  }
+  out = v.get<std::string>();
+  return {};
+}
+
+// A finite number; `positive`: > 0, else >= 0. Absent keys leave `out` as it is.
+status read_number(const json& j, const char* key, const std::string& where, bool positive,
+                   const std::string& unit, double& out) {
+  if (!j.contains(key)) return {};
+  const json& v = j.at(key);
+  const std::string want = std::string(" must be a finite number ") + (positive ? "> 0" : ">= 0") +
+                           " (" + unit + ")";
+  if (!v.is_number()) return make_error(prefix + where + "." + key + " " + v.dump() + want);
+  out = v.get<double>();
+  if (!std::isfinite(out) || (positive ? !(out > 0.0) : !(out >= 0.0))) {
+    return make_error(prefix + where + "." + key + " " + v.dump() + want);
+  }
+  return {};
+}
+
+// A whole number in min..max; absent keys leave `out` as it is.
+status read_whole(const json& j, const char* key, const std::string& where, std::int64_t min,
+                  std::int64_t max, const std::string& range, std::int64_t& out) {
+  if (!j.contains(key)) return {};
+  const json& v = j.at(key);
+  const std::string bad = prefix + where + "." + key + " " + v.dump() + " must be " + range;
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) return make_error(bad);
+    out = static_cast<std::int64_t>(v.get<std::uint64_t>());
+  } else if (v.is_number_integer()) {
+    out = v.get<std::int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::abs(d) > static_cast<double>(max)) {
+      return make_error(bad);
+    }
+    out = static_cast<std::int64_t>(d);
+  } else {
+    return make_error(bad);
+  }
+  if (out < min || out > max) return make_error(bad);
+  return {};
+}
+
+constexpr std::int64_t max_bytes = std::int64_t{1} << 62;
+
+status read_bytes(const json& j, const char* key, const std::string& where, std::int64_t& out) {
+  return read_whole(j, key, where, 0, max_bytes, "a whole number of bytes in 0..2^62 (0: unlimited)",
+                    out);
+}
+
+#define PW_TRY(expr)                         \
+  do {                                       \
+    status st_ = (expr);                     \
+    if (!st_) return error{st_.message()};   \
+  } while (0)
+
+result<cluster_level> read_level(const json& j, const std::string& where, bool count_required) {
+  PW_TRY(only_keys(j, where, {"name", "count", "bandwidth_bytes_per_s", "latency_s"}));
+  cluster_level l;
+  l.count = 0;
+  PW_TRY(read_string(j, "name", where, l.name));
+  if (count_required && !j.contains("count")) {
+    return make_error(prefix + where + " has no \"count\"; give the number of units of the "
+                      "level below (devices, for the first level) in one of these");
+  }
+  std::int64_t count = 0;
+  PW_TRY(read_whole(j, "count", where, 1, INT_MAX, "a whole number in 1..2^31-1", count));
+  l.count = static_cast<int>(count);
+  if (!j.contains("bandwidth_bytes_per_s")) {
+    return make_error(prefix + where + " has no \"bandwidth_bytes_per_s\"; give the bandwidth "
+                      "between its units in bytes per second (> 0)");
+  }
+  PW_TRY(read_number(j, "bandwidth_bytes_per_s", where, true, "bytes per second",
+                     l.bandwidth_bytes_per_s));
+  PW_TRY(read_number(j, "latency_s", where, false, "seconds", l.latency_s));
+  return l;
+}
+
+std::string device_range(int device, int count) {
+  return "device " + std::to_string(device) + " is outside this cluster's devices 0.." +
+         std::to_string(count - 1);
+}
+
+// N in "<prefix>N": -1 if `name` is not of that form, 0 if N is 0 or too large for a cluster.
+long long preset_servers(const std::string& name, const std::string& pfx) {
+  if (name.rfind(pfx, 0) != 0 || name.size() == pfx.size()) return -1;
+  long long n = 0;
+  const char* first = name.data() + pfx.size();
+  const char* last = name.data() + name.size();
+  auto [end, ec] = std::from_chars(first, last, n);
+  if (end != last) return -1;
+  if (ec != std::errc() || n > INT_MAX / 8) return 0;
+  return n;
+}
+
+cluster gpu_servers(int servers, double nvlink, double nvlink_latency, double network,
+                    double network_latency, std::int64_t memory) {
+  cluster c;
+  c.device_memory_bytes = memory;
+  c.levels = {{"server", 8, nvlink, nvlink_latency}, {"cluster", servers, network, network_latency}};
+  return c;
+}
+
+cluster local_cpu() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  const int cores = hw == 0 ? 1 : static_cast<int>(hw);
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  cluster c;
+  c.device_memory_bytes =
+      pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page / cores : 0;
+  c.levels = {{"machine", cores, 10e9, 1e-6}};
+  return c;
+}
+
+}  // namespace
+
+int cluster::device_count() const {
+  if (!devices.empty()) return static_cast<int>(devices.size());
+  std::int64_t n = 1;
+  for (const cluster_level& l : levels) n *= l.count;  // parse_cluster keeps this within an int
+  return static_cast<int>(n);
+}
+
+double cluster::speed(int device) const {
+  const int n = device_count();
+  if (device < 0 || device >= n) throw pipeworks_error("cluster::speed: " + device_range(device, n));
+  return devices.empty() ? 1.0 : devices[device].speed;
+}
+
+std::int64_t cluster::memory(int device) const {
+  const int n = device_count();
+  if (device < 0 || device >= n) {
+    throw pipeworks_error("cluster::memory: " + device_range(device, n));
+  }
+  return devices.empty() ? device_memory_bytes : devices[device].memory_bytes;
+}
+
+// Devices are numbered so that a unit of level i holds the devices d with the same
+// d / (count_0 * ... * count_i). For d != e the answer is the smallest i with
+//   d / (count_0 * ... * count_i) == e / (count_0 * ... * count_i),
+// the innermost level whose unit holds both: their traffic crosses level i's links, so
+// levels[i]'s bandwidth and latency apply (0: the same server, NVLink; 1: different servers
+// of one cluster, the network). For d == e: -1 (no transfer: infinite bandwidth, no latency).
+// In the heterogeneous form every pair of distinct devices is at level 0, the one flat level
+// (levels[0] when given; without it the caller has no link figures and should treat the
+// transfer as free).
+int cluster::level_between(int d, int e) const {
+  const int n = device_count();
+  if (d < 0 || d >= n) throw pipeworks_error("cluster::level_between: " + device_range(d, n));
+  if (e < 0 || e >= n) throw pipeworks_error("cluster::level_between: " + device_range(e, n));
+  if (d == e) return -1;
+  if (!devices.empty()) return 0;
+  std::int64_t unit = 1;
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    unit *= levels[i].count;
+    if (d / unit == e / unit) return static_cast<int>(i);
+  }
+  return static_cast<int>(levels.size()) - 1;  // unreachable: the outermost unit holds all
+}
+
+result<cluster> parse_cluster(const std::string& json_text) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
+    return make_error(std::string("cluster.json is not valid JSON: ") + e.what());
+  }
+  PW_TRY(only_keys(j, "the top level", {"device_memory_bytes", "levels", "devices"}));
+  cluster c;
+  std::vector<json> levels;
+  if (j.contains("levels")) {
+    const json& ls = j.at("levels");
+    if (!ls.is_array() || ls.empty()) {
+      return make_error(prefix + "\"levels\" must be a non-empty array of {name, count, "
+                        "bandwidth_bytes_per_s, latency_s}, innermost first, not " + ls.dump());
+    }
+    levels.assign(ls.begin(), ls.end());
+  }
+  if (j.contains("devices")) {
+    // The heterogeneous form: one entry per device, at most one level for the links.
+    if (j.contains("device_memory_bytes")) {
+      return make_error(prefix + "\"device_memory_bytes\" goes with \"levels\" alone; with "
+                        "\"devices\" give each device its \"memory_bytes\"");
+    }
+    if (levels.size() > 1) {
+      return make_error(prefix + "with \"devices\", \"levels\" may hold one level (the links "
+                        "between the devices), not " + std::to_string(levels.size()) +
+                        "; give either a hierarchy of levels or a list of devices");
+    }
+    const json& ds = j.at("devices");
+    if (!ds.is_array() || ds.empty()) {
+      return make_error(prefix + "\"devices\" must be a non-empty array of {name, speed, "
+                        "memory_bytes}, not " + ds.dump());
+    }
+    if (ds.size() > static_cast<std::size_t>(INT_MAX)) {
+      return make_error(prefix + "too many devices (max 2^31-1)");
+    }
+    for (std::size_t i = 0; i < ds.size(); ++i) {
+      const std::string where = "devices[" + std::to_string(i) + "]";
+      PW_TRY(only_keys(ds[i], where, {"name", "speed", "memory_bytes"}));
+      device_spec d;
+      PW_TRY(read_string(ds[i], "name", where, d.name));
+      PW_TRY(read_number(ds[i], "speed", where, true, "1 is nominal; times are divided by it",
+                         d.speed));
+      PW_TRY(read_bytes(ds[i], "memory_bytes", where, d.memory_bytes));
+      c.devices.push_back(std::move(d));
+    }
+    if (!levels.empty()) {
+      auto l = read_level(levels[0], "levels[0]", false);
+      if (!l) return l.err();
+      const int n = static_cast<int>(c.devices.size());
+      if (l->count == 0) l->count = n;
+      if (l->count != n) {
+        return make_error(prefix + "levels[0].count " + std::to_string(l->count) + " must equal "
+                          "the number of devices, " + std::to_string(n) + " (or leave it out)");
+      }
+      c.levels.push_back(std::move(*l));
+    }
+    return c;
+  }
+  if (levels.empty()) {
+    return make_error(prefix + "give \"levels\" (a hierarchy, innermost first: e.g. 8 GPUs "
+                      "per server, 16 servers) or \"devices\" (one entry per device)");
+  }
+  PW_TRY(read_bytes(j, "device_memory_bytes", "the top level", c.device_memory_bytes));
+  std::int64_t devices = 1;
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const std::string where = "levels[" + std::to_string(i) + "]";
+    auto l = read_level(levels[i], where, true);
+    if (!l) return l.err();
+    devices *= l->count;
+    if (devices > INT_MAX) {
+      return make_error(prefix + where + ".count " + std::to_string(l->count) +
+                        " makes more than 2^31-1 devices in all");
+    }
+    c.levels.push_back(std::move(*l));
+  }
+  return c;
+}
+
+result<cluster> load_cluster(const std::string& name_or_path) {
+  const std::string& name = name_or_path;
+  if (name == "local-cpu") return local_cpu();
+  for (const char* pfx : {"dgx-h100x", "v100x"}) {
+    const long long n = preset_servers(name, pfx);
+    if (n == 0) {
+      return make_error("cluster preset '" + name + "' needs 1.." + std::to_string(INT_MAX / 8) +
+                        " servers after '" + pfx + "', e.g. " + pfx + "4");
+    }
+    if (n < 0) continue;
+    if (std::string(pfx) == "dgx-h100x") {
+      // 8 H100 80 GB per server, NVLink 450 GB/s; 400 Gb/s InfiniBand between servers.
+      return gpu_servers(static_cast<int>(n), 450e9, 2e-6, 50e9, 5e-6, std::int64_t{80} << 30);
+    }
+    // PipeDream-2BW's setting: 8 V100 16 GB per server, NVLink 150 GB/s; 100 Gb/s between.
+    return gpu_servers(static_cast<int>(n), 150e9, 5e-6, 12.5e9, 5e-6, std::int64_t{16} << 30);
+  }
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(name, ec);
+  if (!exists && name.find('/') == std::string::npos && name.find('.') == std::string::npos) {
+    return make_error("no cluster preset or file '" + name + "'; presets: " + preset_list +
+                      "; or give the path of a cluster.json");
+  }
+  if (std::filesystem::is_directory(name, ec)) {
+    return make_error("cluster file '" + name + "' is a directory; give the path of a "
+                      "cluster.json file or a preset (" + preset_list + ")");
+  }
+  std::ifstream in(name);
+  if (!in) {
+    return make_error("cannot open cluster file '" + name + "'; give the path of a cluster.json "
+                      "or a preset (" + preset_list + ")");
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  auto c = parse_cluster(buf.str());
+  if (c) return c;
+  const std::string& m = c.message();
+  return make_error(name + ": " + (m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m));
+}
+
+std::string to_json(const cluster& c) {
+  using ordered_json = nlohmann::ordered_json;  // keys in the documented order
+  ordered_json j = ordered_json::object();
+  if (c.devices.empty()) {
+    j["device_memory_bytes"] = c.device_memory_bytes;
+  } else {
+    ordered_json ds = ordered_json::array();
+    for (const device_spec& d : c.devices) {
+      ds.push_back({{"name", d.name}, {"speed", d.speed}, {"memory_bytes", d.memory_bytes}});
+    }
+    j["devices"] = std::move(ds);
+  }
+  if (!c.levels.empty()) {
+    ordered_json levels = ordered_json::array();
+    for (const cluster_level& l : c.levels) {
+      levels.push_back({{"name", l.name},
+                        {"count", l.count},
+                        {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
+                        {"latency_s", l.latency_s}});
+    }
+    j["levels"] = std::move(levels);
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,154 @@
+// Tests for profile.json: exact round trips, and errors that name the field and the layer for
+// missing, negative, non-finite or non-whole values, an empty layer list and a bad microbatch.
+#include "partition/profile.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+using namespace pipeworks;
+
+namespace {
+
+model_profile sample() {
+  model_profile p;
+  p.model = "gpt-small";
+  p.microbatch = 4;
+  p.layers = {{"embedding", 0.1, 0.30000000000000004, 1 << 20, 0, 38597376, 77194752},
+              {"block0", 1.0 / 3.0, 2.0 / 3.0, 1 << 20, 7 << 20, 7087872, 14175744},
+              {"head", 1e-300, 1.7976931348623157e308, 0, 1, std::int64_t{1} << 62, 0}};
+  return p;
+}
+
+bool same(const model_profile& a, const model_profile& b) {
+  if (a.model != b.model || a.microbatch != b.microbatch || a.layers.size() != b.layers.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.layers.size(); ++i) {
+    const layer_profile& x = a.layers[i];
+    const layer_profile& y = b.layers[i];
+    if (x.name != y.name || x.fwd_ms != y.fwd_ms || x.bwd_ms != y.bwd_ms ||
+        x.activation_bytes != y.activation_bytes || x.saved_bytes != y.saved_bytes ||
+        x.param_bytes != y.param_bytes || x.optimizer_bytes != y.optimizer_bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+const char* good_layer =
+    R"({"name": "b", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 3, "saved_bytes": 4,
+        "param_bytes": 5, "optimizer_bytes": 6})";
+
+std::string with_layer(const std::string& layer) {
+  return R"({"model": "m", "microbatch": 2, "layers": [)" + std::string(good_layer) + ", " +
+         layer + "]}";
+}
+
+// The error parse_profile gives for `text`; fails the test if it parses.
+std::string error_of(const std::string& text) {
+  auto p = parse_profile(text);
+  REQUIRE_FALSE(p.ok());
+  return p.message();
+}
+
+}  // namespace
+
+TEST_CASE("profile: to_json and parse_profile round trip exactly", "[partition]") {
+  const model_profile p = sample();
+  auto back = parse_profile(to_json(p));
+  REQUIRE(back.ok());
+  CHECK(same(p, *back));
+  CHECK(to_json(*back) == to_json(p));
+}
+
+TEST_CASE("profile: reads the documented form", "[partition]") {
+  auto p = parse_profile(with_layer(R"({"name": "c", "fwd_ms": 0.5, "bwd_ms": 1e0,
+      "activation_bytes": 8.0, "saved_bytes": 0, "param_bytes": 16, "optimizer_bytes": 32})"));
+  REQUIRE(p.ok());
+  CHECK(p->model == "m");
+  CHECK(p->microbatch == 2);
+  REQUIRE(p->layers.size() == 2);
+  CHECK(p->layers[0].name == "b");
+  CHECK(p->layers[0].optimizer_bytes == 6);
+  CHECK(p->layers[1].fwd_ms == 0.5);
+  CHECK(p->layers[1].bwd_ms == 1.0);
+  CHECK(p->layers[1].activation_bytes == 8);
+}
+
+TEST_CASE("profile: errors name the field and the layer", "[partition]") {
+  using Catch::Matchers::Contains;
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd_ms": -1, "bwd_ms": 1,
+      "activation_bytes": 0, "saved_bytes": 0, "param_bytes": 0, "optimizer_bytes": 0})")),
+             Contains("layers[1] (\"c\").fwd_ms -1") && Contains(">= 0"));
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd_ms": 1, "bwd_ms": 1e999,
+      "activation_bytes": 0, "saved_bytes": 0, "param_bytes": 0, "optimizer_bytes": 0})")),
+             Contains("not valid JSON") && Contains("1e999"));
+  model_profile inf = sample();
+  inf.layers[2].bwd_ms = std::numeric_limits<double>::infinity();  // written as null
+  CHECK_THAT(error_of(to_json(inf)), Contains("layers[2] (\"head\").bwd_ms must be a number"));
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd_ms": 1, "bwd_ms": 1,
+      "activation_bytes": -8, "saved_bytes": 0, "param_bytes": 0, "optimizer_bytes": 0})")),
+             Contains("layers[1] (\"c\").activation_bytes -8"));
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd_ms": 1, "bwd_ms": 1,
+      "activation_bytes": 0, "saved_bytes": 0.5, "param_bytes": 0, "optimizer_bytes": 0})")),
+             Contains("saved_bytes 0.5") && Contains("whole number"));
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd_ms": 1, "bwd_ms": 1,
+      "activation_bytes": 0, "saved_bytes": 0, "param_bytes": 1e300, "optimizer_bytes": 0})")),
+             Contains("param_bytes"));
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd_ms": 1, "bwd_ms": 1,
+      "activation_bytes": 0, "saved_bytes": 0, "param_bytes": 0})")),
+             Contains("layers[1] (\"c\") has no \"optimizer_bytes\""));
+  CHECK_THAT(error_of(with_layer(R"({"fwd_ms": 1})")), Contains("layers[1] has no \"name\""));
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd_ms": "1"})")),
+             Contains("layers[1] (\"c\").fwd_ms must be a number"));
+  CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd": 1})")),
+             Contains("unknown key \"fwd\" in layers[1]"));
+  CHECK_THAT(error_of(with_layer("3")), Contains("layers[1] must be an object"));
+}
+
+TEST_CASE("profile: the top level is checked", "[partition]") {
+  using Catch::Matchers::Contains;
+  const std::string layers = std::string(R"("layers": [)") + good_layer + "]";
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": 1, "layers": []})"),
+             Contains("\"layers\" must be a non-empty array"));
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": 1})"), Contains("has no \"layers\""));
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": 0, )" + layers + "}"),
+             Contains("microbatch 0") && Contains("1..2^62"));
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": -2, )" + layers + "}"),
+             Contains("microbatch -2"));
+  CHECK_THAT(error_of(R"({"model": "m", )" + layers + "}"), Contains("has no \"microbatch\""));
+  CHECK_THAT(error_of(R"({"microbatch": 1, )" + layers + "}"), Contains("has no \"model\""));
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": 1, "extra": 1, )" + layers + "}"),
+             Contains("unknown key \"extra\""));
+  CHECK_THAT(error_of("[1, 2]"), Contains("the top level must be an object"));
+  CHECK_THAT(error_of("{\"model\": "), Contains("not valid JSON"));
+  CHECK(parse_profile(R"({"model": "m", "microbatch": 1, )" + layers + "}").ok());
+}
+
+TEST_CASE("profile: load_profile reads a file and names the path in errors", "[partition]") {
+  using Catch::Matchers::Contains;
+  const std::string path = "pipeworks_profile_test.json";
+  {
+    std::ofstream out(path);
+    out << to_json(sample());
+  }
+  auto p = load_profile(path);
+  REQUIRE(p.ok());
+  CHECK(same(*p, sample()));
+  {
+    std::ofstream out(path);
+    out << R"({"model": "m", "microbatch": 0, "layers": []})";
+  }
+  auto bad = load_profile(path);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.message(), Contains(path + ": the top level.microbatch 0"));
+  std::remove(path.c_str());
+  auto missing = load_profile("no/such/profile.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.message(), Contains("no/such/profile.json"));
+  auto dir = load_profile(".");
+  REQUIRE_FALSE(dir.ok());
+  CHECK_THAT(dir.message(), Contains("is a directory"));
+}
