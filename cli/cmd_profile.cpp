@@ -1,0 +1,93 @@
+// `pipeworks profile`: each layer (block) of a model timed alone on this CPU at one microbatch
+// size, with its bytes, written as profile.json for `pipeworks plan` and the partition actor.
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "cli/command.hpp"
+#include "cli/options.hpp"
+#include "ops/cpu_threads.hpp"
+#include "ops/model/model_spec.hpp"
+#include "partition/profiler.hpp"
+
+namespace pipeworks::cli {
+namespace {
+
+struct profile_options {
+  std::string model, out, optimizer = "adamw";
+  std::int64_t microbatch = 8;
+  int repeats = 5, threads = 1;
+};
+
+// One microbatch of random inputs the model accepts (token ids or images) with targets.
+minibatch random_sample(const model_spec& spec, std::int64_t b) {
+  std::mt19937 rng(1);
+  if (spec.is_gpt()) {
+    const std::int64_t T = spec.gpt().context;
+    minibatch mb{tensor({b, T}, dtype::i32), tensor({b, T}, dtype::i32)};
+    for (std::int64_t i = 0; i < b * T; ++i) {
+      mb.inputs.data<std::int32_t>()[i] = static_cast<std::int32_t>(rng() % spec.gpt().vocab);
+      mb.targets.data<std::int32_t>()[i] = static_cast<std::int32_t>(rng() % spec.gpt().vocab);
+    }
+    return mb;
+  }
+  const mlp_config& c = spec.mlp();
+  minibatch mb{tensor({b, c.inputs}, dtype::f32), tensor({b}, dtype::i32)};
+  std::normal_distribution<float> n(0.f, 1.f);
+  for (std::int64_t i = 0; i < b * c.inputs; ++i) mb.inputs.data<float>()[i] = n(rng);
+  for (std::int64_t i = 0; i < b; ++i)
+    mb.targets.data<std::int32_t>()[i] = static_cast<std::int32_t>(rng() % c.classes);
+  return mb;
+}
+
+int run_profile(const profile_options& o) {
+  const model_spec spec = parse_model_flag(o.model);
+  check_output_path(o.out, "--out");
+  set_cpu_threads(o.threads);
+  model<float> net = build_model<float>(spec);
+  check_memory(net, 2, o.microbatch, 0, "--microbatch", "lower --microbatch");
+  profiler_options po;
+  po.repeats = o.repeats;
+  po.optimizer = parse_optimizer_kind(o.optimizer).value();
+  auto prof = profile_model(net, random_sample(spec, o.microbatch), po);
+  if (!prof) throw pipeworks_error(prof.message());
+  prof->model = spec.name;  // the name `--model` takes back (gpt-tiny, a JSON path, ...)
+  std::ofstream f(o.out);
+  f << to_json(*prof) << "\n";
+  f.close();
+  if (!f) throw pipeworks_error("cannot write " + o.out);
+  double fwd = 0, bwd = 0;
+  for (const auto& l : prof->layers) {
+    fwd += l.fwd_ms;
+    bwd += l.bwd_ms;
+  }
+  std::printf("pipeworks profile: %s, %zu layers at microbatch %lld on %d thread(s): forward %.2f ms, "
+              "backward %.2f ms in all; written to %s\n",
+              spec.name.c_str(), prof->layers.size(), static_cast<long long>(o.microbatch),
+              cpu_threads(), fwd, bwd, o.out.c_str());
+  return exit_ok;
+}
+
+const bool registered = register_command(
+    "profile", "Time each layer of a model at one microbatch size (profile.json)",
+    [](CLI::App& sub) -> command_runner {
+      auto o = std::make_shared<profile_options>();
+      sub.add_option("--model", o->model, "mlp, gpt-tiny, gpt-small, or a JSON model file")->required();
+      sub.add_option("--microbatch", o->microbatch, "samples per microbatch")
+          ->check(positive_int)
+          ->capture_default_str();
+      sub.add_option("--out", o->out, "where to write profile.json")->required();
+      sub.add_option("--repeats", o->repeats, "timed runs per layer (the median counts)")
+          ->check(positive_int)
+          ->capture_default_str();
+      sub.add_option("--optimizer", o->optimizer, "sgd or adamw: sizes the optimizer state")
+          ->check(CLI::IsMember({"sgd", "adamw"}))
+          ->capture_default_str();
+      sub.add_option("--threads", o->threads, "CPU threads (a device is one core by default)")
+          ->check(positive_int)
+          ->capture_default_str();
+      return [o] { return run_profile(*o); };
+    });
+
+}  // namespace
+}  // namespace pipeworks::cli

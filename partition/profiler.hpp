@@ -1,0 +1,26 @@
+// The profiler: runs each block of a model alone on this CPU at one microbatch size and records
+// its forward and backward time and its bytes (output, saved for backward, parameters,
+// optimizer state). It only measures; the planners read what it writes.
+#pragma once
+#include <cstdint>
+
+#include "ops/model/model.hpp"
+#include "ops/optim/optimizer.hpp"
+#include "ops/result.hpp"
+#include "ops/train/microbatches.hpp"
+#include "partition/profile.hpp"
+
+namespace pipeworks {
+
+struct profiler_options {
+  int repeats = 5;  // timed runs per block after one warm-up; the median counts
+  optimizer_kind optimizer = optimizer_kind::adamw;  // its state bytes: AdamW 2x, SGD 1x params
+};
+
+// `sample` is one microbatch of the model's input (its batch dimension is the microbatch size).
+// Each block runs on the output the blocks before it produced, so every shape is real.
+template <class T>
+result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
+                                    const profiler_options& options = {});
+
+}  // namespace pipeworks
