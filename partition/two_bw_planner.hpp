@@ -1,0 +1,74 @@
+// PipeDream-2BW's planner: chooses pipeline depth p, data-parallel width w, microbatch size b and
+// microbatches per step m (m >= p), cuts the layers into p contiguous stages balanced on time,
+// checks each device's memory (two weight versions, gradients, optimizer state, the activation
+// stash) and scores the candidates with an analytic cost model, refining the best ones with the
+// simulator running the 2BW schedule. A pure function of its inputs.
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "ops/result.hpp"
+#include "partition/cluster.hpp"
+#include "partition/pipedream_planner.hpp"  // planned_stage
+#include "partition/profile.hpp"
+
+namespace pipeworks {
+
+struct two_bw_plan {
+  int p = 1;  // pipeline depth (stages)
+  int w = 1;  // data-parallel width (replicas of the whole pipeline)
+  std::int64_t b = 1;  // samples per microbatch
+  int m = 1;  // microbatches per optimizer step, per replica (always >= p)
+  // stages[s].devices: replica r runs stage s on device r·p + s (a replica's stages are
+  // consecutive devices, so its pipeline links stay inside a server when p fits in one).
+  // time_ms: the stage's compute time per microbatch at b on its slowest replica;
+  // memory_bytes: the largest per-device estimate over its replicas.
+  std::vector<planned_stage> stages;
+  double throughput_samples_per_s = 0;  // b·m·w / step_ms, from the simulator when `simulated`
+  double step_ms = 0;                   // time per optimizer step (see two_bw_options)
+  double analytic_step_ms = 0;          // the analytic model's step time
+  bool simulated = false;               // step_ms came from the simulator
+  int inter_server_links = 0;           // pipeline links (over all replicas) above level 0
+  std::vector<std::int64_t> memory_bytes;  // per device used (0 .. p·w − 1), the estimate
+};
+
+struct two_bw_options {
+  int max_devices = 0;      // 0: all of the cluster's
+  bool use_simulator = true;
+  int simulate_top = 8;     // how many of the best analytic candidates the simulator re-scores
+  // Candidates whose simulation would take more actions than this keep their analytic score.
+  std::int64_t max_simulated_actions = std::int64_t{1} << 21;
+};
+
+// Scaling assumption: the profile was taken at profile.microbatch samples; at microbatch size b
+// every layer's fwd_ms, bwd_ms, activation_bytes and saved_bytes scale linearly by
+// b / profile.microbatch (parameter and optimizer bytes do not depend on b).
+//
+// Memory per device at stage s (0-based) of a p-stage pipeline:
+//   2·Σparam (two weight versions) + Σparam (gradients) + Σoptimizer
+//   + (p − s)·Σsaved(b)   (2BW's 1F1B stash: stage 0 holds p microbatches in flight)
+//
+// Analytic step time (ms):
+//   m · max(max_s stage_s, max_s link_s)  +  max_s allreduce_s
+//   stage_s     = Σ(fwd+bwd)(b) over the stage's layers / speed of its slowest replica's device
+//   link_s      = 2·activation_bytes(b) of stage s's last layer / bandwidth + 2·latency, on the
+//                 slowest replica's link between the devices of stages s and s+1
+//   allreduce_s = 2(w−1)/w · Σparam_s / bandwidth + 2(w−1)·latency, on the slowest link of the
+//                 ring over stage s's replicas (0 for w = 1)
+// Simulated step time: makespan / 2 of the 2BW schedule {p, m, 1, w, steps = 2} on a cost model
+// built from the same figures (fill and drain included, so deeper pipelines pay for them).
+// Throughput = b·m·w / step time. The best of simulate_top candidates by analytic throughput are
+// simulated; the plan is the best simulated one (or the best analytic one with no simulation).
+// Ties (within 1e-9 relative) go to fewer inter-server pipeline links, then fewer devices, then
+// shallower pipelines.
+//
+// An error when no candidate fits, saying by how much the smallest one exceeds memory.
+result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
+                                const two_bw_options& options = {});
+
+// The plan for one configuration (p, w, b, m), scored as plan_two_bw scores it (simulated when
+// options.use_simulator and within max_simulated_actions). An error if it does not fit in memory
+// (with the excess) or the configuration is invalid (m < p, p > layers, p·w > devices, b < 1).
+result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster& c, int p, int w,
+                                    std::int64_t b, int m, const two_bw_options& options = {});
+
+}  // namespace pipeworks
