@@ -48,3 +48,18 @@ TEST_CASE("plan: a bad profile or cluster exits 2 naming the flag", "[cli]") {
   CHECK(cl.exit_code == 2);
   CHECK(contains(cl.err, "--cluster"));
 }
+
+TEST_CASE("plan --planner 2bw picks depth and width within memory", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "profile.json", four_layers);
+  write_file(dir / "cluster.json", two_devices);
+  const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                dir / "cluster.json", "--planner", "2bw", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json p = json::parse(r.out);
+  CHECK(p["p"].get<int>() * p["w"].get<int>() <= 2);
+  CHECK(p["m"].get<int>() >= p["p"].get<int>());
+  for (const auto& bytes : p["memory_bytes"]) CHECK(bytes.get<std::int64_t>() <= 1000000000);
+  CHECK(p["samples_per_s"].get<double>() > 0);
+}
