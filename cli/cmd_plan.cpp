@@ -18,6 +18,19 @@ struct plan_options {
   bool json = false;
 };
 
+// [{"first_layer", "last_layer", "replicas", "devices", "time_ms", "memory_bytes"}, ...]
+nlohmann::json stages_json(const std::vector<planned_stage>& stages) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const planned_stage& s : stages)
+    out.push_back({{"first_layer", s.first_layer},
+                   {"last_layer", s.last_layer},
+                   {"replicas", s.replicas},
+                   {"devices", s.devices},
+                   {"time_ms", s.time_ms},
+                   {"memory_bytes", s.memory_bytes}});
+  return out;
+}
+
 std::string device_list(const std::vector<int>& devices) {
   std::string out;
   for (int d : devices) out += (out.empty() ? "" : ",") + std::to_string(d);
@@ -31,14 +44,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
   auto plan = plan_two_bw(prof, c, to);
   if (!plan) throw pipeworks_error(plan.message());
   if (o.json) {
-    nlohmann::json stages = nlohmann::json::array();
-    for (const planned_stage& s : plan->stages)
-      stages.push_back({{"first_layer", s.first_layer},
-                        {"last_layer", s.last_layer},
-                        {"replicas", s.replicas},
-                        {"devices", s.devices},
-                        {"time_ms", s.time_ms},
-                        {"memory_bytes", s.memory_bytes}});
+    const nlohmann::json stages = stages_json(plan->stages);
     nlohmann::json j{{"stages", stages},         {"p", plan->p},
                      {"w", plan->w},             {"microbatch", plan->b},
                      {"m", plan->m},             {"predicted_step_ms", plan->step_ms},
@@ -79,14 +85,7 @@ int run_plan(const plan_options& o) {
   const double samples_per_s =
       plan->bottleneck_ms > 0 ? 1000.0 * static_cast<double>(prof->microbatch) / plan->bottleneck_ms : 0;
   if (o.json) {
-    nlohmann::json stages = nlohmann::json::array();
-    for (const planned_stage& s : plan->stages)
-      stages.push_back({{"first_layer", s.first_layer},
-                        {"last_layer", s.last_layer},
-                        {"replicas", s.replicas},
-                        {"devices", s.devices},
-                        {"time_ms", s.time_ms},
-                        {"memory_bytes", s.memory_bytes}});
+    const nlohmann::json stages = stages_json(plan->stages);
     nlohmann::json j{{"stages", stages},
                      {"bottleneck_ms", plan->bottleneck_ms},
                      {"predicted_step_ms", plan->predicted_step_ms},

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/json_keys.hpp"
+
 namespace pipeworks {
 
 namespace {
@@ -23,22 +25,6 @@ using json = nlohmann::json;
 
 const std::string prefix = "cluster.json: ";
 const std::string preset_list = "dgx-h100x{N}, v100x{N} (N >= 1 servers of 8 GPUs), local-cpu";
-
-// Rejects keys outside `allowed`, naming the first one and the keys that would work.
-status only_keys(const json& j, const std::string& where,
-                 std::initializer_list<const char*> allowed) {
-  if (!j.is_object()) return make_error(prefix + where + " must be an object, not " + j.dump());
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* k : allowed) known = known || it.key() == k;
-    if (known) continue;
-    std::string list;
-    for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
-    return make_error(prefix + "unknown key \"" + it.key() + "\" in " + where +
-                      "; known keys: " + list);
-  }
-  return {};
-}
 
 status read_string(const json& j, const char* key, const std::string& where, std::string& out) {
   if (!j.contains(key)) return {};
@@ -96,14 +82,8 @@ status read_bytes(const json& j, const char* key, const std::string& where, std:
                     out);
 }
 
-#define PW_TRY(expr)                         \
-  do {                                       \
-    status st_ = (expr);                     \
-    if (!st_) return error{st_.message()};   \
-  } while (0)
-
 result<cluster_level> read_level(const json& j, const std::string& where, bool count_required) {
-  PW_TRY(only_keys(j, where, {"name", "count", "bandwidth_bytes_per_s", "latency_s"}));
+  PW_TRY(only_keys(j, prefix, where, {"name", "count", "bandwidth_bytes_per_s", "latency_s"}));
   cluster_level l;
   l.count = 0;
   PW_TRY(read_string(j, "name", where, l.name));
@@ -214,7 +194,7 @@ result<cluster> parse_cluster(const std::string& json_text) {
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     return make_error(std::string("cluster.json is not valid JSON: ") + e.what());
   }
-  PW_TRY(only_keys(j, "the top level", {"device_memory_bytes", "levels", "devices"}));
+  PW_TRY(only_keys(j, prefix, "the top level", {"device_memory_bytes", "levels", "devices"}));
   cluster c;
   std::vector<json> levels;
   if (j.contains("levels")) {
@@ -246,7 +226,7 @@ result<cluster> parse_cluster(const std::string& json_text) {
     }
     for (std::size_t i = 0; i < ds.size(); ++i) {
       const std::string where = "devices[" + std::to_string(i) + "]";
-      PW_TRY(only_keys(ds[i], where, {"name", "speed", "memory_bytes"}));
+      PW_TRY(only_keys(ds[i], prefix, where, {"name", "speed", "memory_bytes"}));
       device_spec d;
       PW_TRY(read_string(ds[i], "name", where, d.name));
       PW_TRY(read_number(ds[i], "speed", where, true, "1 is nominal; times are divided by it",

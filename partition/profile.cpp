@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/json_keys.hpp"
+
 namespace pipeworks {
 
 namespace {
@@ -17,22 +19,6 @@ namespace {
 using json = nlohmann::json;
 
 const std::string prefix = "profile.json: ";
-
-// Rejects keys outside `allowed`, naming the first one and the keys that would work.
-status only_keys(const json& j, const std::string& where,
-                 std::initializer_list<const char*> allowed) {
-  if (!j.is_object()) return make_error(prefix + where + " must be an object, not " + j.dump());
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* k : allowed) known = known || it.key() == k;
-    if (known) continue;
-    std::string list;
-    for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
-    return make_error(prefix + "unknown key \"" + it.key() + "\" in " + where +
-                      "; known keys: " + list);
-  }
-  return {};
-}
 
 status need(const json& j, const char* key, const std::string& where, const std::string& what) {
   if (j.contains(key)) return {};
@@ -92,12 +78,6 @@ status read_whole(const json& j, const char* key, const std::string& where, std:
   return {};
 }
 
-#define PW_TRY(expr)                         \
-  do {                                       \
-    status st_ = (expr);                     \
-    if (!st_) return error{st_.message()};   \
-  } while (0)
-
 }  // namespace
 
 std::string to_json(const model_profile& p) {
@@ -129,7 +109,7 @@ result<model_profile> parse_profile(const std::string& json_text) {
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     return make_error(std::string("profile.json is not valid JSON: ") + e.what());
   }
-  PW_TRY(only_keys(j, "the top level", {"model", "microbatch", "layers"}));
+  PW_TRY(only_keys(j, prefix, "the top level", {"model", "microbatch", "layers"}));
   model_profile p;
   PW_TRY(read_string(j, "model", "the top level", p.model));
   PW_TRY(read_whole(j, "microbatch", "the top level", 1, "samples", p.microbatch));
@@ -142,7 +122,7 @@ result<model_profile> parse_profile(const std::string& json_text) {
   for (std::size_t i = 0; i < ls.size(); ++i) {
     std::string where = "layers[" + std::to_string(i) + "]";
     const json& lj = ls[i];
-    PW_TRY(only_keys(lj, where, {"name", "fwd_ms", "bwd_ms", "activation_bytes", "saved_bytes",
+    PW_TRY(only_keys(lj, prefix, where, {"name", "fwd_ms", "bwd_ms", "activation_bytes", "saved_bytes",
                                  "param_bytes", "optimizer_bytes"}));
     layer_profile l;
     PW_TRY(read_string(lj, "name", where, l.name));

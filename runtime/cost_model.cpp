@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/json_keys.hpp"
+
 namespace pipeworks {
 
 namespace {
@@ -22,22 +24,6 @@ std::string num(double x) {
   std::ostringstream s;
   s << x;
   return s.str();
-}
-
-// Rejects keys outside `allowed`, naming the first one and the keys that would work.
-status only_keys(const json& j, const std::string& where,
-                 std::initializer_list<const char*> allowed) {
-  if (!j.is_object()) return make_error("costs.json: " + where + " must be an object");
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* k : allowed) known = known || it.key() == k;
-    if (known) continue;
-    std::string list;
-    for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
-    return make_error("costs.json: unknown key \"" + it.key() + "\" in " + where +
-                      "; known keys: " + list);
-  }
-  return {};
 }
 
 status read_number(const json& j, const char* key, const std::string& where, double& out) {
@@ -93,18 +79,12 @@ status read_device(const json& j, const char* key, const std::string& where, int
   return {};
 }
 
-#define PW_TRY(expr)                 \
-  do {                               \
-    status st_ = (expr);             \
-    if (!st_) return error{st_.message()}; \
-  } while (0)
-
 result<link_cost> read_link(const json& j, const std::string& where, bool with_ends,
                             link_cost out = {}) {
   if (with_ends) {
-    PW_TRY(only_keys(j, where, {"latency", "bandwidth", "from", "to"}));
+    PW_TRY(only_keys(j, "costs.json: ", where, {"latency", "bandwidth", "from", "to"}));
   } else {
-    PW_TRY(only_keys(j, where, {"latency", "bandwidth"}));
+    PW_TRY(only_keys(j, "costs.json: ", where, {"latency", "bandwidth"}));
   }
   PW_TRY(read_number(j, "latency", where, out.latency));
   PW_TRY(read_number(j, "bandwidth", where, out.bandwidth));
@@ -252,7 +232,7 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
   } catch (const json::parse_error& e) {
     return make_error(std::string("costs.json is not valid JSON: ") + e.what());
   }
-  PW_TRY(only_keys(j, "the top level", {"stages", "link", "links", "reduce_link", "devices"}));
+  PW_TRY(only_keys(j, "costs.json: ", "the top level", {"stages", "link", "links", "reduce_link", "devices"}));
   cost_model c;
   if (j.contains("stages")) {
     const json& st = j.at("stages");
@@ -263,7 +243,7 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
     for (std::size_t i = 0; i < st.size(); ++i) {
       const std::string where = "stages[" + std::to_string(i) + "]";
       const json& s = st[i];
-      PW_TRY(only_keys(s, where, {"forward", "backward", "weight_grad", "step", "reduce",
+      PW_TRY(only_keys(s, "costs.json: ", where, {"forward", "backward", "weight_grad", "step", "reduce",
                                   "activation_bytes", "boundary_bytes", "param_bytes"}));
       stage_cost sc;
       PW_TRY(read_number(s, "forward", where, sc.forward));
@@ -314,7 +294,7 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
     c.devices.clear();
     for (std::size_t i = 0; i < ds.size(); ++i) {
       const std::string where = "devices[" + std::to_string(i) + "]";
-      PW_TRY(only_keys(ds[i], where, {"speed", "memory"}));
+      PW_TRY(only_keys(ds[i], "costs.json: ", where, {"speed", "memory"}));
       device_cost dc;
       PW_TRY(read_number(ds[i], "speed", where, dc.speed));
       PW_TRY(read_bytes(ds[i], "memory", where, dc.memory));
