@@ -55,6 +55,18 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+def time_steps(step, warmup, steps):
+    """Runs step() warmup times, then times `steps` runs; returns the times in seconds, sorted."""
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ctx", type=int, default=128)
@@ -80,14 +92,7 @@ def main():
         opt.step()
         return loss.item()
 
-    for _ in range(a.warmup):
-        step()
-    times = []
-    for _ in range(a.steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    times.sort()
+    times = time_steps(step, a.warmup, a.steps)
     print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": a.threads,
                       "ms_per_step_median": 1000 * times[len(times) // 2],
                       "ms_per_step_min": 1000 * times[0]}))

@@ -4,7 +4,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 import torch.distributed.rpc as rpc
@@ -13,7 +12,7 @@ import torch.nn.functional as F
 from torch.distributed.pipeline.sync import Pipe
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_gpt_step import GPT  # noqa: E402
+from torch_gpt_step import GPT, time_steps  # noqa: E402
 
 
 class Embed(nn.Module):
@@ -80,15 +79,8 @@ def main():
         opt.step()
         return loss.item()
 
-    for _ in range(a.warmup):
-        step()
-    times = []
-    for _ in range(a.steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
+    times = time_steps(step, a.warmup, a.steps)
     rpc.shutdown()
-    times.sort()
     print(json.dumps({"impl": "pytorch " + torch.__version__ + " Pipe", "threads": a.threads,
                       "batch": a.batch, "microbatches": a.microbatches, "cut": a.cut,
                       "ms_per_step_median": 1000 * times[len(times) // 2],
