@@ -498,9 +498,12 @@ void stage_executor<T>::deliver(message msg) {
 
 template <class T>
 result<bool> stage_executor<T>::run() {
-  auto r = impl_->run();
-  killed_ = impl_->killed;
-  return r;
+  return impl_->run();
+}
+
+template <class T>
+bool stage_executor<T>::kill_requested() const {
+  return impl_->killed;
 }
 
 template <class T>

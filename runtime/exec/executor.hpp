@@ -91,7 +91,7 @@ class stage_executor {
   result<bool> run();
 
   bool finished() const;
-  bool kill_requested() const { return killed_; }
+  bool kill_requested() const;
   // The action the rank is at and what it waits for, for people ("1RECV_F3: waiting for ...").
   std::string waiting_for() const;
   std::optional<action> current() const;
@@ -106,7 +106,6 @@ class stage_executor {
  private:
   struct impl;
   std::unique_ptr<impl> impl_;
-  bool killed_ = false;
 };
 
 // The smallest credit window per link that runs the lowered schedule without deadlock (at most
