@@ -30,6 +30,9 @@ struct pipeline_plan {
 struct pipedream_options {
   int max_devices = 0;       // 0: all of the cluster's
   int in_flight = 0;         // microbatches in flight per stage for the memory estimate; 0: p − s
+  // Every stage gets the same number of replicas (for a runtime that replicates whole
+  // pipelines, as `pipeworks train --replicas w` does).
+  bool same_replicas = false;
 };
 
 // On a flat cluster of n identical devices with bandwidth bw the objective is exactly:
