@@ -1,0 +1,74 @@
+// Baselines to set against PipeDream-2BW's plans on the same profile and cluster: the best GPipe
+// configuration, pure data parallelism, and model parallelism without pipelining (GPipe, m = 1).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/result.hpp"
+#include "partition/cluster.hpp"
+#include "partition/pipedream_planner.hpp"  // planned_stage
+#include "partition/profile.hpp"
+
+namespace pipeworks {
+
+struct baseline_plan {
+  std::string kind;    // "gpipe", "data-parallel" or "model-parallel"
+  int p = 1;           // pipeline depth
+  int w = 1;           // data-parallel width
+  std::int64_t b = 1;  // samples per microbatch
+  int m = 1;           // microbatches per optimizer step, per replica
+  // As in two_bw_plan: replica r runs stage s on device r·p + s; time_ms per microbatch at b on
+  // the slowest replica; memory_bytes the per-device estimate.
+  std::vector<planned_stage> stages;
+  double throughput_samples_per_s = 0;  // b·m·w / step_ms
+  double step_ms = 0;
+  double analytic_step_ms = 0;
+  bool simulated = false;               // step_ms came from the simulator
+  std::int64_t max_memory_bytes = 0;    // the largest per-device estimate
+};
+
+struct baseline_options {
+  int max_devices = 0;  // 0: all of the cluster's
+  bool use_simulator = true;
+  int simulate_top = 8;  // how many of the best analytic GPipe candidates the simulator re-scores
+  std::int64_t max_simulated_actions = std::int64_t{1} << 21;
+};
+
+// The cost conventions are two_bw_planner's (see two_bw_planner.hpp): figures scale linearly in
+// b / profile.microbatch except parameter and optimizer bytes; the same balanced contiguous split
+// of the layers on time; the same link and ring all-reduce model; the same candidate microbatch
+// sizes (profile.microbatch × {1/4, 1/2, 1, 2, 4} where integral). What differs is the schedule:
+//
+// GPipe (Huang et al. 2019): all m forwards, then all m backwards, then a flush, every step.
+//   Memory at stage s: Σparam (ONE weight version) + Σparam (gradients) + Σoptimizer
+//                      + m·Σsaved(b)   (every microbatch of the step is stashed at once)
+//   With a profile built with activation recomputation (GPipe's own default, as in torchgpipe),
+//   Σsaved is each layer's input only, and the backward carries the recomputation.
+//   Analytic step: (m + p − 1) · max(max_s stage_s, max_s link_s) + max_s allreduce_s
+//   Simulated step: the makespan of the gpipe schedule {p, m, 1, w, steps = 1} on a cost model
+//   built from the same figures (the flush makes every step pay fill and drain).
+//   Candidates: 1 <= p <= min(layers, devices), p·w <= devices, m in {p, 2p, 4p}; the best
+//   simulate_top by analytic throughput are simulated. Ties: fewer devices, then shallower.
+// Model parallelism without pipelining: GPipe with m = 1 (one microbatch in flight: only one
+//   stage works at a time), p >= 2.
+// Pure data parallelism: p = 1 (the whole model on every device), 1 <= w <= devices, m in
+//   {1, 2, 4, 8} microbatches accumulated per step:
+//   Memory: 2·Σparam + Σoptimizer + Σsaved(b)
+//   Step: m · Σ(fwd + bwd)(b) / speed + 2(w−1)/w · Σparam / bandwidth + 2(w−1)·latency (the ring's
+//   slowest hop; not overlapped with the backward, as two_bw_planner does not overlap it either).
+//
+// Errors when nothing fits say by how many bytes the smallest candidate exceeds memory.
+result<baseline_plan> plan_gpipe(const model_profile& profile, const cluster& c,
+                                 const baseline_options& options = {});
+result<baseline_plan> plan_model_parallel(const model_profile& profile, const cluster& c,
+                                          const baseline_options& options = {});
+result<baseline_plan> plan_data_parallel(const model_profile& profile, const cluster& c,
+                                         const baseline_options& options = {});
+
+// One GPipe configuration (p, w, b, m), scored as plan_gpipe scores it; an error if it does not
+// fit (with the excess) or is invalid (p > layers, p·w > devices, b < 1, m < 1).
+result<baseline_plan> evaluate_gpipe(const model_profile& profile, const cluster& c, int p, int w,
+                                     std::int64_t b, int m, const baseline_options& options = {});
+
+}  // namespace pipeworks
