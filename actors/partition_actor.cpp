@@ -58,6 +58,8 @@ result<pipeline_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
       };
       es.record_trace = spec.record_trace;
       es.fault = spec.fault;
+      if (!spec.device_speed.empty())
+        es.speed = spec.device_speed.at(static_cast<std::size_t>(plan.rank_of(r, d)));
       for (int s = 0; s < V; ++s)
         if (plan.device_of[static_cast<std::size_t>(s)] == d)
           st->initial.push_back((*pieces)[static_cast<std::size_t>(s)].clone());

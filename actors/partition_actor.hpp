@@ -26,6 +26,7 @@ struct partition_spec {
   int credit_window = 0;                // as executor_setup takes it (0: unbounded)
   bool record_trace = false;
   fault_injection fault;
+  std::vector<double> device_speed;     // per rank; empty: every rank at full speed
   std::chrono::steady_clock::time_point start;  // the common zero of every rank's clock
   std::shared_ptr<rank_board> board;
   caf::actor driver;

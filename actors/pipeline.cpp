@@ -67,6 +67,9 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
 // cores.
 int scheduler_threads(const pipeline_options& o, int ranks) {
   if (o.detached) return 2;
+  // A throttled rank sleeps on its thread: every rank needs one so the others keep running.
+  if (std::any_of(o.device_speed.begin(), o.device_speed.end(), [](double s) { return s < 1; }))
+    return std::max(2, ranks);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::clamp(ranks, 2, std::max(2, cores));
 }
@@ -140,6 +143,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ps->credit_window = window;
     ps->record_trace = options.record_trace;
     ps->fault = options.fault;
+    ps->device_speed = options.device_speed;
     ps->start = t0;
     ps->board = board;
     ps->driver = driver;
@@ -205,6 +209,7 @@ status check(const pipeline_options& o, int blocks) {
                   std::to_string(o.replicas) + ")");
     if (o.fault.kind != fault_kind::none)
       return fail("fault injection needs a pipeline schedule");
+    if (!o.device_speed.empty()) return fail("throttled device speeds need a pipeline schedule");
     return {};
   }
   const int V = o.stages * o.chunks;
@@ -228,6 +233,17 @@ status check(const pipeline_options& o, int blocks) {
   }
   const schedule_params sp{o.stages, o.microbatches, o.chunks, o.replicas, 1};
   if (auto s = make_schedule(*o.schedule, sp); !s) return fail(s.message());
+  if (!o.device_speed.empty()) {
+    if (static_cast<int>(o.device_speed.size()) != o.stages * o.replicas)
+      return fail("device_speed gives " + std::to_string(o.device_speed.size()) +
+                  " speeds, but there are " + std::to_string(o.stages * o.replicas) +
+                  " ranks (stages x replicas)");
+    for (std::size_t r = 0; r < o.device_speed.size(); ++r)
+      if (!(o.device_speed[r] > 0.0 && o.device_speed[r] <= 1.0))
+        return fail("the device speed of rank " + std::to_string(r) + " is " +
+                    std::to_string(o.device_speed[r]) +
+                    ", not in (0, 1] (1 is one full core of this machine)");
+  }
   if (o.fault.kind != fault_kind::none) {
     if (o.fault.replica < 0 || o.fault.replica >= o.replicas)
       return fail("the fault's replica " + std::to_string(o.fault.replica) + " is not in 0.." +

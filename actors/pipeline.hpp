@@ -35,6 +35,9 @@ struct pipeline_options {
   int credit_window = 0;       // per link and direction; 0: the smallest window that is safe
   bool record_trace = false;   // keep the measured timeline in pipeline_result::trace
   fault_injection fault;       // tests only
+  // Per rank (replica * stages + device), the device's speed in (0, 1]: 1 is one full core of
+  // this machine; a slower rank is throttled (see executor_setup::speed). Empty: all 1.
+  std::vector<double> device_speed;
   // Polled between messages; returning true stops the run cleanly (for SIGINT).
   std::function<bool()> stop_requested;
 };

@@ -12,6 +12,7 @@
 #include <csignal>
 
 #include "actors/pipeline.hpp"
+#include "cli/auto_partition.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "cli/pipeline_flags.hpp"
@@ -123,7 +124,17 @@ train_config make_config(const train_options& o) {
   return c;
 }
 
+// One real sample of b rows from the training data (the profile's input), drawn like step 0's.
+minibatch first_sample(const model_spec& spec, std::shared_ptr<const image_dataset> images,
+                       const text_split& text, std::int64_t b, std::uint64_t seed) {
+  auto mb = spec.is_gpt() ? text_minibatches(text.train, b, spec.gpt().context, seed)(0)
+                          : image_minibatches(std::move(images), b, seed)(0);
+  if (!mb) throw pipeworks_error("--auto-partition: the sample to profile: " + mb.message());
+  return std::move(*mb);
+}
+
 int run_train(train_options& o) {
+  check_auto_partition_flags(o.pipe);
   model_spec spec = validate(o);
   set_cpu_threads(o.threads);
   model<float> net = build_model<float>(spec);
@@ -166,8 +177,21 @@ int run_train(train_options& o) {
       throw CLI::ValidationError(
           "--batch",
           "larger than the " + std::to_string(train_images->size()) + " training images");
-    if (o.epochs > 0) o.steps = o.epochs * (train_images->size() / o.batch);
   }
+  // --auto-partition: profile, plan and print before anything runs; the flags become the plan's.
+  std::optional<planned_run> planned;
+  if (o.pipe.auto_partition) {
+    planned = auto_partition_flags(
+        o.pipe, net,
+        [&](std::int64_t b) { return first_sample(spec, train_images, split, b, o.seed); },
+        o.batch, o.microbatches, o.json);
+    if (train_images && o.batch > train_images->size())
+      throw CLI::ValidationError("--auto-partition", "the plan's batch " + std::to_string(o.batch) +
+                                                         " is larger than the " +
+                                                         std::to_string(train_images->size()) +
+                                                         " training images");
+  }
+  if (train_images && o.epochs > 0) o.steps = o.epochs * (train_images->size() / o.batch);
   train_config cfg = make_config(o);
   if (status s = validate(cfg); !s) throw CLI::ValidationError("train", s.message());
   minibatch_fn next = spec.is_gpt()
@@ -191,6 +215,10 @@ int run_train(train_options& o) {
   pipeline_options popts =
       make_pipeline_options(o.pipe, net, o.microbatches, o.batch, cpu_threads());
   popts.train = cfg;
+  if (planned) {
+    popts.device_speed = planned->plan.device_speed;
+    popts.threads_per_stage = 1;  // a device of speed 1 is one core, as profiled
+  }
   popts.stop_requested = [] { return interrupted.load(); };
   if (!o.pipe.trace.empty()) check_output_path(o.pipe.trace, "--trace");
   if (o.pipe.compare_sim) check_output_path(sim_trace_path(o.pipe.trace), "--trace");
@@ -236,6 +264,9 @@ int run_train(train_options& o) {
                          {"elapsed_s", last->elapsed_s},
                          {"model", spec.name},
                          {"schedule", o.pipe.schedule}};
+  // The first block of each stage, as --split takes it.
+  summary["split"] = std::vector<int>(run->boundaries.begin(), run->boundaries.end() - 1);
+  if (planned) summary["plan"] = plan_json(*planned, o.pipe.cluster);
   if (!run->stages.empty()) {
     nlohmann::json stages = nlohmann::json::array();
     for (const stage_stats& st : run->stages)
@@ -368,6 +399,7 @@ const bool registered = register_command(
       sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
       add_threads_option(sub, o->threads);
       add_pipeline_flags(sub, o->pipe);
+      CLI::App* app = &sub;  // main's parser owns it for the whole run
       sub.add_option("--save", o->save, "write the final weights to this safetensors file");
       sub.add_option("--metrics", o->metrics,
                      "also write the --json lines to this file (progress stays on screen)");
@@ -385,7 +417,12 @@ const bool registered = register_command(
       sub.add_flag("--json", o->json,
                    "one JSON object per line; the last has final_loss, steps, samples_per_s "
                    "(and test_accuracy for mlp, eval_loss for gpt)");
-      return [o] { return run_train(*o); };
+      return [o, app] {
+        for (const char* flag : {"--schedule", "--stages", "--replicas", "--chunks", "--split",
+                                 "--cluster", "--planner", "--batch", "--microbatches"})
+          if (app->count(flag) > 0) o->pipe.given.insert(flag);
+        return run_train(*o);
+      };
     });
 
 }  // namespace

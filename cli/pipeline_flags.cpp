@@ -36,6 +36,17 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                  "messages in flight per link (0: the smallest window the schedule allows)")
       ->check(nonnegative_int)
       ->capture_default_str();
+  sub.add_flag("--auto-partition", f.auto_partition,
+               "profile the model, plan stages and replicas for --cluster, print the plan and "
+               "run it (each rank throttled to its device's speed)");
+  sub.add_option("--cluster", f.cluster,
+                 "with --auto-partition: local-cpu, or cluster.json with a \"devices\" list of "
+                 "speeds <= 1 (fractions of one core here)")
+      ->capture_default_str();
+  sub.add_option("--planner", f.planner,
+                 "with --auto-partition: pipedream (default; keeps --batch) or 2bw (chooses "
+                 "p, w, m and the microbatch; default with --schedule 2bw)")
+      ->check(CLI::IsMember({"pipedream", "2bw"}));
   sub.add_option("--inject-fault", f.inject_fault,
                  "test only: KIND@ACTION[:REPLICA] with KIND exception, nan or kill")
       ->group("");  // hidden from --help

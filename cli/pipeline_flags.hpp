@@ -1,8 +1,9 @@
-// `pipeworks train`'s pipeline flags (--schedule, --stages, --replicas, --chunks, --split,
-// --trace, --compare-sim, --actors, the test-only --inject-fault) and their checks.
+// `pipeworks train`'s pipeline flags (--schedule, --stages, --replicas, --chunks, --split, --trace,
+// --compare-sim, --actors, --auto-partition, --cluster, --planner, --inject-fault) and checks.
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <set>
 #include <string>
 
 #include "actors/pipeline.hpp"
@@ -15,6 +16,10 @@ struct pipeline_flags {
   int stages = 1, replicas = 1, chunks = 1, credits = 0;
   std::string split, trace, inject_fault, actors = "detached";
   bool compare_sim = false;
+  // --auto-partition [--cluster C] [--planner pipedream|2bw] (cli/auto_partition.hpp).
+  bool auto_partition = false;
+  std::string cluster = "local-cpu", planner;
+  std::set<std::string> given;  // the flags given on the command line ("--stages", ...)
 };
 
 void add_pipeline_flags(CLI::App& sub, pipeline_flags& flags);

@@ -3,10 +3,12 @@
 #include "runtime/exec/executor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "runtime/exec/executor_state.hpp"
 
@@ -38,6 +40,7 @@ struct stage_executor<T>::impl {
   bool killed = false;
   std::vector<timeline_event> events;
   bool natural_latest;  // the rule is "the latest version when F runs": checked as it runs
+  bool throttled = false;  // setup.speed < 1: compute actions are stretched to t / speed
 
   impl(const model<T>& mdl, executor_setup su, std::vector<param_set> initial, sink out)
       : model_(mdl), setup(std::move(su)), send(std::move(out)), plan(*setup.plan),
@@ -51,6 +54,19 @@ struct stage_executor<T>::impl {
       throw pipeworks_error("executor: replica " + std::to_string(setup.replica) + ", device " +
                             std::to_string(setup.device) + " is not in the schedule's " +
                             std::to_string(w) + " replicas of " + std::to_string(p) + " devices");
+    if (!(setup.speed > 0.0 && setup.speed <= 1.0))
+      throw pipeworks_error("executor: the device speed " + std::to_string(setup.speed) +
+                            " of rank " + std::to_string(rank) +
+                            " is not in (0, 1] (1 is one full core of this machine)");
+    throttled = setup.speed < 1.0;
+    if (throttled && !setup.clock) {
+      const auto start = std::chrono::steady_clock::now();
+      setup.clock = [start] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      };
+    }
+    if (throttled && !setup.sleep)
+      setup.sleep = [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); };
     natural_latest = is_flush(plan.kind) || plan.kind == schedule_kind::pipedream ||
                      plan.custom_programs;
     if (static_cast<int>(setup.boundaries.size()) != S + 1)
@@ -86,8 +102,19 @@ struct stage_executor<T>::impl {
     }
   }
 
-  // The clock feeds only the trace: without one, no action pays for reading it.
-  double now() const { return setup.record_trace && setup.clock ? setup.clock() : 0.0; }
+  // The clock feeds the trace and throttling: without either, no action pays for reading it.
+  double now() const {
+    return (setup.record_trace || throttled) && setup.clock ? setup.clock() : 0.0;
+  }
+  // Ends a compute action that began at t0. A throttled rank first sleeps (1/speed - 1) times
+  // what the action took, so it lasts t/speed. Returns the end the trace records.
+  double end_compute(double t0) {
+    const double t1 = now();
+    if (!throttled) return t1;
+    const double extra = (1.0 / setup.speed - 1.0) * std::max(0.0, t1 - t0);
+    if (extra > 0) setup.sleep(extra);
+    return now();
+  }
   int rank_of_stage(int s) const { return plan.rank_of(setup.replica, plan.device_of[s]); }
   virtual_stage_state<T>& state(int s) {
     if (s < 0 || s >= S || index_of[s] < 0)
@@ -226,7 +253,7 @@ struct stage_executor<T>::impl {
     const double t0 = now();
     stage_forward out = forward_blocks(model_, *weights, std::move(in.data), in.ctx);
     if (fault_here(a, fault_kind::nan)) poison(out.output);
-    const double t1 = now();
+    const double t1 = end_compute(t0);
     record(stream_kind::compute, a, t0, t1, v);
     ++st.forwards_done;
     held_microbatch<T> h;
@@ -290,7 +317,7 @@ struct stage_executor<T>::impl {
       din = backward_blocks(model_, *h.stash.weights, st.grads, std::move(h.stash.saved),
                             std::move(dout), h.stash.ctx);
     if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison(din);
-    record(stream_kind::compute, a, t0, now(), v);
+    record(stream_kind::compute, a, t0, end_compute(t0), v);
     if (a.stage > 0) {
       if (plan.device_of[a.stage - 1] == setup.device) {
         inbox_b.emplace(message_key{a.stage - 1, a.microbatch},
@@ -321,7 +348,7 @@ struct stage_executor<T>::impl {
     if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
     const double t0 = now();
     backward_weight_blocks(model_, *h.stash.weights, st.grads, std::move(*h.later));
-    record(stream_kind::compute, a, t0, now(), h.version);
+    record(stream_kind::compute, a, t0, end_compute(t0), h.version);
     st.activation_bytes -= h.bytes;
     st.unref(h.version);
     st.held.erase(it);
@@ -355,7 +382,7 @@ struct stage_executor<T>::impl {
     release_versions(st);
     std::span<T> g = st.grads.template values<T>();
     std::fill(g.begin(), g.end(), T(0));
-    record(stream_kind::compute, a, t0, now(), st.latest);
+    record(stream_kind::compute, a, t0, end_compute(t0), st.latest);
     st.stats.steps = st.latest;
     st.note_peaks();
     emit(endpoint_kind::driver, 0,

@@ -40,9 +40,17 @@ struct executor_setup {
   train_config train;           // optimizer and lr schedule; microbatches = plan's m
   int credit_window = 0;        // messages in flight per link and direction; 0: unbounded
   int input_window = 2;         // microbatch inputs requested ahead of virtual stage 0's F
-  std::function<double()> clock;  // seconds since the run started (for the trace)
+  std::function<double()> clock;  // seconds since the run started (trace and throttling)
   bool record_trace = true;
   fault_injection fault;
+  // This rank's device speed in (0, 1]; 1 is one full core of this machine. A slower device is
+  // throttled: after a compute action (F, B, I, W, STEP) that took t seconds the rank sleeps
+  // (1/speed - 1)·t, so the action takes t/speed and leaves the core free meanwhile; the trace
+  // shows the stretched duration. Without a clock a throttled rank reads std::chrono's steady one.
+  double speed = 1.0;
+  // How a throttled rank sleeps, in seconds (tests inject one that advances a fake clock);
+  // empty: std::this_thread::sleep_for.
+  std::function<void(double)> sleep;
 };
 
 // What one virtual stage of this rank went through.

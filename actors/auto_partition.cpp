@@ -1,0 +1,221 @@
+// train --auto-partition's plan: runs PipeDream's or 2BW's planner, maps the plan onto the
+// runtime (whole replicated pipelines, ranks throttled to their devices' speeds), and prints it.
+#include "actors/auto_partition.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "partition/two_bw_planner.hpp"
+#include "runtime/lower.hpp"
+#include "runtime/simulate.hpp"
+
+namespace pipeworks {
+namespace {
+
+std::string num(double x, const char* fmt = "%g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, x);
+  return buf;
+}
+
+std::string device_name(const cluster& c, int d) {
+  if (d < static_cast<int>(c.devices.size()) && !c.devices[static_cast<std::size_t>(d)].name.empty())
+    return c.devices[static_cast<std::size_t>(d)].name;
+  return "device " + std::to_string(d);
+}
+
+// Every device of a local run is a throttled core: none may be faster than one.
+status check_speeds(const cluster& c) {
+  for (int d = 0; d < c.device_count(); ++d)
+    if (c.speed(d) > 1.0)
+      return make_error("the cluster's " + device_name(c, d) + " has speed " + num(c.speed(d)) +
+                        ", but a local run throttles CPU cores: speeds are relative to one core "
+                        "of this machine and must be at most 1 (divide every speed by " +
+                        num(c.speed(d)) + ", or plan such clusters with `pipeworks plan`)");
+  return {};
+}
+
+// The runtime's shape from a plan's stages: w replicas of every stage, replica j of stage s
+// on stages[s].devices[j].
+status fill_ranks(auto_partition& out, const cluster& c) {
+  out.p = static_cast<int>(out.stages.size());
+  if (out.p < 1) return make_error("the planner returned no stages");
+  out.w = out.stages[0].replicas;
+  std::string counts;
+  bool uneven = false;
+  for (const planned_stage& s : out.stages) {
+    counts += (counts.empty() ? "" : "-") + std::to_string(s.replicas);
+    uneven = uneven || s.replicas != out.w ||
+             static_cast<int>(s.devices.size()) != s.replicas;
+  }
+  if (uneven)
+    return make_error("the plan replicates its stages " + counts +
+                      " times, but the runtime replicates whole pipelines (every stage the same "
+                      "number of times); use --planner 2bw, or a cluster with fewer devices");
+  out.boundaries.clear();
+  for (const planned_stage& s : out.stages) out.boundaries.push_back(s.first_layer);
+  out.boundaries.push_back(out.stages.back().last_layer + 1);
+  out.rank_device.assign(static_cast<std::size_t>(out.p * out.w), 0);
+  out.device_speed.assign(out.rank_device.size(), 1.0);
+  out.device_names.assign(out.rank_device.size(), "");
+  for (int j = 0; j < out.w; ++j)
+    for (int s = 0; s < out.p; ++s) {
+      const int d = out.stages[static_cast<std::size_t>(s)].devices[static_cast<std::size_t>(j)];
+      const auto r = static_cast<std::size_t>(j * out.p + s);
+      out.rank_device[r] = d;
+      out.device_speed[r] = c.speed(d);
+      out.device_names[r] = device_name(c, d);
+    }
+  return {};
+}
+
+// The throttled ranks must fit on this machine's cores.
+status check_cores(const auto_partition& out, int cores) {
+  double need = 0;
+  for (double s : out.device_speed) need += s;
+  if (cores > 0 && need > cores + 1e-9)
+    return make_error("the plan uses " + std::to_string(out.device_speed.size()) +
+                      " devices whose speeds add up to " + num(need) + " cores, but this "
+                      "machine has " + std::to_string(cores) + "; use a cluster with fewer or "
+                      "slower devices (speeds are fractions of one core), e.g. --cluster local-cpu");
+  return {};
+}
+
+}  // namespace
+
+std::string planner_name(planner_kind k) { return k == planner_kind::two_bw ? "2bw" : "pipedream"; }
+
+cost_model profile_costs(const model_profile& profile, const std::vector<int>& boundaries,
+                         const std::vector<double>& stage_speed, double scale) {
+  cost_model cm;
+  cm.stages.clear();
+  cm.devices.clear();
+  for (std::size_t s = 0; s + 1 < boundaries.size(); ++s) {
+    stage_cost sc;
+    double fwd = 0, bwd = 0;
+    std::int64_t saved = 0, params = 0;
+    for (int l = boundaries[s]; l < boundaries[s + 1]; ++l) {
+      const layer_profile& lp = profile.layers.at(static_cast<std::size_t>(l));
+      fwd += lp.fwd_ms;
+      bwd += lp.bwd_ms;
+      saved += lp.saved_bytes;
+      params += lp.param_bytes;
+    }
+    sc.forward = fwd * scale / 1000.0;
+    sc.backward = bwd * scale / 1000.0;
+    sc.weight_grad = sc.backward / 2;
+    sc.step = 0;
+    sc.activation_bytes = static_cast<std::int64_t>(static_cast<double>(saved) * scale);
+    sc.param_bytes = params;
+    cm.stages.push_back(sc);
+    cm.devices.push_back(device_cost{s < stage_speed.size() ? stage_speed[s] : 1.0, 0});
+  }
+  return cm;
+}
+
+result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, const cost_model& costs) {
+  auto made = make_schedule(kind, schedule_params{p, m, 1, w, 2});
+  if (!made) return made.err();
+  simulate_options so;
+  so.record_timeline = false;
+  auto sim = simulate(lower_communication(std::move(*made)), costs, so);
+  if (!sim) return sim.err();
+  return 1000.0 * sim->makespan / 2;
+}
+
+result<auto_partition> plan_auto_partition(const model_profile& profile, const cluster& c,
+                                           const auto_partition_request& rq) {
+  if (status s = check_speeds(c); !s) return make_error(s.message());
+  if (rq.microbatches < 1 || rq.batch < 1 || rq.batch % rq.microbatches != 0)
+    return make_error("the batch " + std::to_string(rq.batch) + " must be a positive multiple of "
+                      "the microbatches " + std::to_string(rq.microbatches));
+  auto_partition out;
+  out.planner = rq.planner;
+  out.schedule = rq.schedule;
+  double scale = 1.0;  // the run's microbatch over the profile's
+  if (rq.planner == planner_kind::pipedream) {
+    pipedream_options po;
+    po.same_replicas = true;
+    auto plan = plan_pipedream(profile, c, po);
+    if (!plan) return make_error("PipeDream's planner: " + plan.message());
+    out.stages = plan->stages;
+    out.planner_step_ms = plan->predicted_step_ms;
+    if (status s = fill_ranks(out, c); !s) return make_error(s.message());
+    if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
+    if (rq.microbatches % out.w != 0)
+      return make_error("the plan runs " + std::to_string(out.w) +
+                        " replicas of the pipeline, each with --microbatches / " +
+                        std::to_string(out.w) + " of the step's microbatches, but --microbatches " +
+                        std::to_string(rq.microbatches) + " is not divisible by " +
+                        std::to_string(out.w) + "; give a multiple of " + std::to_string(out.w) +
+                        " (and keep --batch / --microbatches, the profiled microbatch, whole)");
+    out.m = rq.microbatches / out.w;
+    out.microbatch = rq.batch / rq.microbatches;
+    out.batch = rq.batch;
+    scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
+  } else {
+    auto plan = plan_two_bw(profile, c);
+    if (!plan) return make_error("2BW's planner: " + plan.message());
+    out.stages = plan->stages;
+    out.planner_step_ms = plan->step_ms;
+    if (status s = fill_ranks(out, c); !s) return make_error(s.message());
+    if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
+    out.m = plan->m;
+    out.microbatch = plan->b;
+    out.batch = plan->b * plan->m * plan->w;
+    if (rq.keep_batch && out.batch != rq.batch)
+      return make_error("2BW's planner chose " + std::to_string(plan->w) + " replicas x " +
+                        std::to_string(plan->m) + " microbatches of " + std::to_string(plan->b) +
+                        " samples, a batch of " + std::to_string(out.batch) + ", not --batch " +
+                        std::to_string(rq.batch) + "; drop --batch to train with the planner's, "
+                        "or use --planner pipedream, which keeps --batch");
+    scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
+  }
+  std::vector<double> stage_speed(static_cast<std::size_t>(out.p), 1.0);
+  for (std::size_t r = 0; r < out.device_speed.size(); ++r) {
+    double& s = stage_speed[r % static_cast<std::size_t>(out.p)];
+    s = std::min(s, out.device_speed[r]);  // the slowest replica sets the stage's pace
+  }
+  auto sim = simulate_step_ms(out.schedule, out.p, out.m, out.w,
+                              profile_costs(profile, out.boundaries, stage_speed, scale));
+  if (!sim) return make_error("the planned run (" + std::string(schedule_name(out.schedule)) +
+                              ", p=" + std::to_string(out.p) + ", m=" + std::to_string(out.m) +
+                              ", w=" + std::to_string(out.w) + "): " + sim.message());
+  out.simulated_step_ms = *sim;
+  return out;
+}
+
+std::string format_auto_partition(const auto_partition& a, const model_profile& profile,
+                                  const std::string& cluster_name) {
+  std::string t = "auto-partition: planner " + planner_name(a.planner) + " on " + cluster_name +
+                  ", " + profile.model + " profiled at microbatch " +
+                  std::to_string(profile.microbatch) + " on one core\n";
+  t += "| stage | layers | blocks | replicas | devices (speed) | ms per microbatch |\n";
+  t += "|---:|---|---|---:|---|---:|\n";
+  for (int s = 0; s < a.p; ++s) {
+    const planned_stage& st = a.stages[static_cast<std::size_t>(s)];
+    std::string devs;
+    for (int j = 0; j < a.w; ++j) {
+      const auto r = static_cast<std::size_t>(j * a.p + s);
+      devs += (j ? ", " : "") + a.device_names[r] + " (" + num(a.device_speed[r]) + ")";
+    }
+    t += "| " + std::to_string(s) + " | " +
+         profile.layers.at(static_cast<std::size_t>(st.first_layer)).name + ".." +
+         profile.layers.at(static_cast<std::size_t>(st.last_layer)).name + " | " +
+         std::to_string(st.first_layer) + ".." + std::to_string(st.last_layer) + " | " +
+         std::to_string(st.replicas) + " | " + devs + " | " + num(st.time_ms, "%.3f") + " |\n";
+  }
+  std::string split;
+  for (int s = 0; s < a.p; ++s)
+    split += (s ? "," : "") + std::to_string(a.boundaries[static_cast<std::size_t>(s)]);
+  t += "run: " + std::string(schedule_name(a.schedule)) + ", " + std::to_string(a.p) +
+       " stages x " + std::to_string(a.w) + " replicas, " + std::to_string(a.m) +
+       " microbatches of " + std::to_string(a.microbatch) + " per replica (batch " +
+       std::to_string(a.batch) + "), split " + split + "\n";
+  t += "predicted step: " + num(a.planner_step_ms, "%.3f") + " ms (planner), " +
+       num(a.simulated_step_ms, "%.3f") + " ms (this schedule simulated)\n";
+  return t;
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,73 @@
+// The partition actor's plan at start-up (`train --auto-partition`): from a profile and a cluster
+// to a local run's shape (stages, replicas, microbatches, split, each rank's throttled speed).
+#pragma once
+// Pure functions, no CAF: the plan must exist before any actor does (the schedule's p, w and m
+// decide which actors to spawn), so train_pipeline's caller plans here, prints the plan, and the
+// partition actor realises it (boundaries, weights, one throttled stage actor per rank).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/result.hpp"
+#include "partition/cluster.hpp"
+#include "partition/pipedream_planner.hpp"
+#include "partition/profile.hpp"
+#include "runtime/cost_model.hpp"
+#include "runtime/schedule.hpp"
+
+namespace pipeworks {
+
+enum class planner_kind { pipedream, two_bw };
+
+struct auto_partition_request {
+  planner_kind planner = planner_kind::pipedream;
+  schedule_kind schedule = schedule_kind::one_f_one_b;
+  // The step: batch B in `microbatches` microbatches of B / microbatches samples, the size the
+  // profile was taken at. PipeDream keeps that size: its w replicas run microbatches / w each.
+  // 2BW chooses b, m and w itself; with keep_batch its b·m·w must equal B.
+  std::int64_t batch = 1;
+  int microbatches = 1;
+  bool keep_batch = false;
+  int cores = 0;  // this machine's cores: the used devices' speeds must sum to at most this; 0: any
+};
+
+struct auto_partition {
+  planner_kind planner = planner_kind::pipedream;
+  schedule_kind schedule = schedule_kind::one_f_one_b;
+  std::vector<planned_stage> stages;  // the planner's stages (layers, replicas, devices, ms)
+  int p = 1, w = 1, m = 1;            // the run: stages, replicas, microbatches per replica
+  std::int64_t microbatch = 1;        // samples per microbatch
+  std::int64_t batch = 1;             // samples per step: microbatch · m · w
+  std::vector<int> boundaries;        // stage s runs blocks [b[s], b[s+1])
+  std::vector<int> rank_device;       // per rank (replica · p + stage): the cluster's device
+  std::vector<double> device_speed;   // per rank: cluster.speed of its device
+  std::vector<std::string> device_names;  // per rank
+  double planner_step_ms = 0;         // the planner's own prediction (its assumptions)
+  double simulated_step_ms = 0;       // the run's schedule simulated on the profile's costs
+};
+
+// Plans with PipeDream's planner (same replicas on every stage: the runtime replicates whole
+// pipelines) or 2BW's. Errors: a device faster than one core (speed > 1), a plan that replicates
+// stages unevenly, microbatches not divisible by the plan's replicas, a 2BW batch other than a
+// kept --batch, devices whose speeds add up to more than `cores`, and the planners' own.
+result<auto_partition> plan_auto_partition(const model_profile& profile, const cluster& c,
+                                           const auto_partition_request& request);
+
+// The simulator's costs of a pipeline cut at `boundaries` (stage s = blocks [b[s], b[s+1])):
+// the profile's forward and backward times in seconds, scaled by `scale` (a microbatch size
+// over the profile's), W = half of B (for split-backward schedules), no STEP time, free links
+// (in-process messages pass by reference), and device s at speed stage_speed[s].
+cost_model profile_costs(const model_profile& profile, const std::vector<int>& boundaries,
+                         const std::vector<double>& stage_speed, double scale = 1.0);
+
+// One step (p stages, m microbatches per replica, w replicas) of `kind` simulated on `costs`, in ms.
+result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, const cost_model& costs);
+
+// The plan for people: a markdown table of the stages (layers, blocks, replicas, devices with
+// their speeds, ms per microbatch), then the run's shape and both predicted step times.
+std::string format_auto_partition(const auto_partition& plan, const model_profile& profile,
+                                  const std::string& cluster_name);
+
+std::string planner_name(planner_kind k);
+
+}  // namespace pipeworks

@@ -1,0 +1,164 @@
+// Benchmark: a heterogeneous cluster (examples/clusters/hetero-2fast-2slow.json) on this CPU:
+// the automatic plan against an even split, simulated and measured with throttled ranks.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tbb/task_arena.h>
+
+#include "actors/auto_partition.hpp"
+#include "actors/pipeline.hpp"
+#include "ops/cpu_threads.hpp"
+#include "ops/data/text.hpp"
+#include "ops/model/model_spec.hpp"
+#include "ops/train/sources.hpp"
+#include "partition/even_split.hpp"
+#include "partition/profiler.hpp"
+
+using namespace pipeworks;
+
+namespace {
+
+struct bench_options {
+  std::string model = "gpt-small", cluster = "examples/clusters/hetero-2fast-2slow.json";
+  std::string data = fortunes_default_dir;
+  std::int64_t batch = 16;
+  int microbatches = 8, steps = 8;
+};
+
+// One configuration: stages cut at boundaries, w replicas, m per replica, rank speeds.
+struct config {
+  std::string name;
+  int p = 1, w = 1, m = 1;
+  std::vector<int> boundaries;
+  std::vector<double> rank_speed;     // per rank (replica · p + stage)
+  std::vector<std::string> rank_names;
+  double simulated_ms = 0, measured_ms = 0;
+};
+
+template <class X>
+X must(result<X> r, const std::string& what) {
+  if (!r) {
+    std::fprintf(stderr, "bench_hetero: %s: %s\n", what.c_str(), r.message().c_str());
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+
+// The simulated step: the profile's costs over each stage's slowest replica's speed.
+double simulate(const config& c, const model_profile& prof, std::int64_t microbatch) {
+  std::vector<double> stage_speed(static_cast<std::size_t>(c.p), 1.0);
+  for (std::size_t r = 0; r < c.rank_speed.size(); ++r)
+    stage_speed[r % c.p] = std::min(stage_speed[r % c.p], c.rank_speed[r]);
+  const double scale = double(microbatch) / double(prof.microbatch);
+  return must(simulate_step_ms(schedule_kind::one_f_one_b, c.p, c.m, c.w,
+                               profile_costs(prof, c.boundaries, stage_speed, scale)),
+              c.name + ": simulate");
+}
+
+// The measured step: train_pipeline with throttled ranks; the mean step after the first two.
+double measure(const config& c, const model<float>& net, const minibatch_fn& data,
+               const bench_options& o) {
+  pipeline_options po;
+  po.schedule = schedule_kind::one_f_one_b;
+  po.stages = c.p;
+  po.replicas = c.w;
+  po.microbatches = c.m;
+  po.split.assign(c.boundaries.begin(), c.boundaries.end() - 1);
+  po.device_speed = c.rank_speed;
+  po.threads_per_stage = 1;
+  po.train.steps = o.steps;
+  po.train.warmup_steps = 1;
+  po.train.optim = default_optimizer_config(optimizer_kind::adamw);
+  std::vector<double> at;  // elapsed_s after each step
+  auto r = train_pipeline<float>(net, net.init_params(1), po, data,
+                                 [&](const step_metrics& m) { at.push_back(m.elapsed_s); });
+  must(std::move(r), c.name + ": train_pipeline");
+  const std::size_t skip = at.size() > 3 ? 2 : 0;
+  const double first = skip ? at[skip - 1] : 0.0;
+  return 1000.0 * (at.back() - first) / double(at.size() - skip);
+}
+
+std::string shape(const config& c) {
+  std::string split, devs;
+  for (int s = 0; s < c.p; ++s) split += (s ? "," : "") + std::to_string(c.boundaries[s]);
+  for (std::size_t r = 0; r < c.rank_names.size(); ++r) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s %g", r ? ", " : "", c.rank_names[r].c_str(), c.rank_speed[r]);
+    devs += buf;
+  }
+  return std::to_string(c.p) + " x " + std::to_string(c.w) + " | " + split + " | " + devs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  reexec_without_openblas_coretype(argv);
+  bench_options o;
+  CLI::App app{"bench_hetero: auto plan against an even split on a throttled heterogeneous cluster"};
+  app.add_option("--model", o.model, "mlp, gpt-tiny, gpt-small or a model JSON")->capture_default_str();
+  app.add_option("--cluster", o.cluster, "a cluster.json with a devices list (speeds <= 1)")
+      ->capture_default_str();
+  app.add_option("--data", o.data, "text for gpt (mlp: Fashion-MNIST)")->capture_default_str();
+  app.add_option("--batch", o.batch, "samples per step")->capture_default_str();
+  app.add_option("--microbatches", o.microbatches, "microbatches per step")->capture_default_str();
+  app.add_option("--steps", o.steps, "measured steps per configuration")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  set_cpu_threads(0);
+  const model_spec spec = must(parse_model_spec(o.model), "--model");
+  const model<float> net = build_model<float>(spec);
+  const cluster cl = must(load_cluster(o.cluster), "--cluster");
+  minibatch_fn data;
+  text_corpus text;
+  std::shared_ptr<const image_dataset> images;
+  if (spec.is_gpt()) {
+    text = must(load_text(o.data), "--data");
+    data = text_minibatches(text.view(), o.batch, spec.gpt().context, 1);
+  } else {
+    images = std::make_shared<const image_dataset>(
+        must(load_fashion_mnist(dataset_split::train, fashion_mnist_default_dir), "Fashion-MNIST"));
+    data = image_minibatches(images, o.batch, 1);
+  }
+  const std::int64_t b = o.batch / o.microbatches;
+  const minibatch sample = must(spec.is_gpt() ? text_minibatches(text.view(), b, spec.gpt().context, 7)(0)
+                                              : image_minibatches(images, b, 7)(0),
+                                "sample");
+  result<model_profile> prof_r = make_error("");
+  tbb::task_arena one_core(1);
+  one_core.execute([&] { prof_r = profile_model(net, sample); });
+  const model_profile prof = must(std::move(prof_r), "profile");
+
+  auto_partition_request rq;
+  rq.batch = o.batch;
+  rq.microbatches = o.microbatches;
+  rq.cores = static_cast<int>(std::thread::hardware_concurrency());
+  const auto_partition ap = must(plan_auto_partition(prof, cl, rq), "plan");
+  std::fputs(format_auto_partition(ap, prof, o.cluster).c_str(), stdout);
+
+  config autoc{"auto", ap.p, ap.w, ap.m, ap.boundaries, ap.device_speed, ap.device_names};
+  config even{"even", cl.device_count(), 1, o.microbatches,
+              must(even_split(net.costs(), cl.device_count()), "even split"), {}, {}};
+  for (int d = 0; d < cl.device_count(); ++d) {
+    even.rank_speed.push_back(cl.speed(d));
+    even.rank_names.push_back(d < int(cl.devices.size()) ? cl.devices[d].name : std::to_string(d));
+  }
+  for (config* c : {&autoc, &even}) {
+    c->simulated_ms = simulate(*c, prof, b);
+    c->measured_ms = measure(*c, net, data, o);
+  }
+  std::printf("\n%s, batch %lld in %d microbatches of %lld, 1f1b, %d steps measured per plan, on %s\n\n",
+              spec.name.c_str(), static_cast<long long>(o.batch), o.microbatches,
+              static_cast<long long>(b), o.steps, o.cluster.c_str());
+  std::printf("| plan | p x w | split | devices (speed) | simulated step ms | measured step ms | measured / simulated |\n");
+  std::printf("|---|---|---|---|---:|---:|---:|\n");
+  for (const config* c : {&autoc, &even})
+    std::printf("| %s | %s | %.1f | %.1f | %.2f |\n", c->name.c_str(), shape(*c).c_str(),
+                c->simulated_ms, c->measured_ms, c->measured_ms / c->simulated_ms);
+  std::printf("| even / auto | | | | %.2f | %.2f | |\n", even.simulated_ms / autoc.simulated_ms,
+              even.measured_ms / autoc.measured_ms);
+  return 0;
+}
