@@ -1,0 +1,400 @@
+// PipeDream's planner on heterogeneous devices (see pipedream_hetero.hpp): identical devices form
+// classes, and a bisection on the bottleneck asks a reachability program whether a plan reaches it.
+//
+// Why classes make it exact: links are flat, so two devices with the same speed and memory are
+// interchangeable, and a plan is determined (up to renaming) by its split and, per stage, the
+// number of devices it takes from each class. A stage taking the vector x (x_c devices of class c)
+// on layers i..j with f microbatches in flight is allowed when every class with x_c > 0 holds
+// memory(i..j, f), and then takes T(i..j, Σx, min speed over the classes in x).
+//
+// For a bottleneck b, over suffixes so that a stage knows how many stages follow it:
+//   R(0, L, 0) = true
+//   R(k, i, u) = OR over j ≥ i and x ≤ u, x ≠ 0, of  R(k − 1, j + 1, u − x)
+//                where stage (i..j, x, in_flight k) is allowed, T ≤ b, link(j) ≤ b (j < L − 1)
+// (u: devices per class used by stages i..; k: stages i.. count). A plan with bottleneck ≤ b exists
+// iff R(k, 0, u) for some k and Σu ≤ max_devices. The bottleneck of every plan is one of the
+// values T(i..j, r, speed of a class) or link(j), so bisection over those sorted values finds the
+// optimum exactly (the same floating-point formula is evaluated for both). When in_flight does not
+// depend on k (a fixed options.in_flight, or no device with a memory limit) k is dropped.
+// Among plans at the optimum the one with the fewest devices, then the fewest stages, is returned.
+#include "partition/pipedream_hetero.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pipeworks {
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double work_limit = 3e7;
+
+struct device_class {
+  double speed = 1.0;
+  std::int64_t memory = 0;   // 0: unlimited
+  std::vector<int> devices;  // the cluster's numbers, ascending
+};
+
+struct hetero_model {
+  int layers = 0;
+  int max_devices = 0;
+  int in_flight = 0;  // 0: p − s
+  bool track_k = false;
+  int rows = 1;
+  std::vector<device_class> classes;
+  // A vector u of devices per class is the state Σ u_c · stride[c] (mixed radix, n_c + 1).
+  std::vector<int> stride;
+  int states = 1;
+  std::vector<int> total;           // Σ u_c
+  std::vector<double> floor_speed;  // min speed over the classes with u_c > 0
+  std::vector<std::uint64_t> used;  // bit c: u_c > 0
+  std::vector<double> compute;      // prefix sums of fwd + bwd, ms
+  std::vector<double> params;       // prefix sums of param_bytes
+  std::vector<std::int64_t> fixed;  // prefix sums of 2 · param + optimizer bytes
+  std::vector<std::int64_t> saved;  // prefix sums of saved_bytes
+  std::vector<double> link_ms;      // 2 · activation_bytes[j] / bandwidth
+  double ms_per_byte = 0;           // 0: free links
+  std::int64_t slack = 0;           // bytes granted to every limited device (the excess search)
+
+  int count(int state, int c) const {
+    return state / stride[c] % (static_cast<int>(classes[c].devices.size()) + 1);
+  }
+  // T(i..j, r, speed) = Σ(fwd + bwd)/(r · speed) + (r > 1 ? 2(r − 1)/r · Σparam / bw : 0)
+  double stage_ms(int i, int j, int r, double speed) const {
+    const double t = (compute[j + 1] - compute[i]) / (r * speed);
+    if (r == 1) return t;
+    return t + 2.0 * (r - 1) / r * (params[j + 1] - params[i]) * ms_per_byte;
+  }
+  std::int64_t memory_of(int i, int j, int f) const {
+    return fixed[j + 1] - fixed[i] + static_cast<std::int64_t>(f) * (saved[j + 1] - saved[i]);
+  }
+  // Bit c set when a device of class c holds layers i..j with f microbatches in flight.
+  std::uint64_t fitting(int i, int j, int f) const {
+    const std::int64_t need = memory_of(i, j, f);
+    std::uint64_t bits = 0;
+    for (std::size_t c = 0; c < classes.size(); ++c)
+      if (classes[c].memory == 0 || need <= classes[c].memory + slack) bits |= std::uint64_t{1} << c;
+    return bits;
+  }
+};
+
+struct stage_choice {
+  int first = 0, last = 0, pick = 0;  // layers first..last on the device vector `pick`
+};
+
+// The reachability table R for one bottleneck, with the choice that reached each entry.
+struct search {
+  const hetero_model& m;
+  int replicas = 0;  // same_replicas: every stage's count; 0: any
+  std::vector<char> reach;
+  std::vector<int> cut, pick;
+
+  explicit search(const hetero_model& model) : m(model) {
+    const std::size_t n = static_cast<std::size_t>(m.rows + 1) * (m.layers + 1) * m.states;
+    reach.assign(n, 0);
+    cut.assign(n, -1);
+    pick.assign(n, 0);
+  }
+  std::size_t at(int k, int i, int u) const {
+    return (static_cast<std::size_t>(k) * (m.layers + 1) + i) * m.states + u;
+  }
+
+  // Fills R for bottleneck b; the best final (k, u) (fewest devices, then stages), or k = 0.
+  std::pair<int, int> run(double b) {
+    const int L = m.layers, S = m.states, K = static_cast<int>(m.classes.size());
+    std::fill(reach.begin(), reach.end(), 0);
+    reach[at(m.track_k ? 0 : 1, L, 0)] = 1;
+    std::vector<int> lim(K), x(K);
+    for (int k = 1; k <= m.rows; ++k) {
+      const int f = m.in_flight > 0 ? m.in_flight : k;
+      const int after = m.track_k ? k - 1 : k;
+      for (int i = L - 1; i >= 0; --i)
+        for (int j = i; j < L; ++j) {
+          if (j + 1 < L && m.link_ms[j] > b) continue;
+          const std::uint64_t fit = m.fitting(i, j, f);
+          if (fit == 0) break;  // memory only grows with j
+          for (int v = 0; v < S; ++v) {
+            if (!reach[at(after, j + 1, v)] || m.total[v] >= m.max_devices) continue;
+            for (int c = 0; c < K; ++c) {
+              lim[c] = static_cast<int>(m.classes[c].devices.size()) - m.count(v, c);
+              x[c] = 0;
+            }
+            int xs = 0;
+            while (true) {  // every x ≤ n − v, x ≠ 0, as an odometer
+              int c = 0;
+              while (c < K && x[c] == lim[c]) {
+                xs -= x[c] * m.stride[c];
+                x[c] = 0;
+                ++c;
+              }
+              if (c == K) break;
+              ++x[c];
+              xs += m.stride[c];
+              const int u = v + xs;
+              if ((m.used[xs] & ~fit) != 0 || m.total[u] > m.max_devices) continue;
+              const int r = m.total[xs];
+              if ((replicas != 0 && r != replicas) || reach[at(k, i, u)]) continue;
+              if (m.stage_ms(i, j, r, m.floor_speed[xs]) > b) continue;
+              reach[at(k, i, u)] = 1;
+              cut[at(k, i, u)] = j;
+              pick[at(k, i, u)] = xs;
+            }
+          }
+        }
+    }
+    std::pair<int, int> best{0, 0};
+    for (int k = 1; k <= m.rows; ++k)
+      for (int u = 0; u < S; ++u)
+        if (reach[at(k, 0, u)] && (best.first == 0 || m.total[u] < m.total[best.second]))
+          best = {k, u};
+    return best;
+  }
+
+  std::vector<stage_choice> stages(std::pair<int, int> end) const {
+    auto [k, u] = end;
+    std::vector<stage_choice> out;
+    for (int i = 0; i < m.layers;) {
+      const stage_choice s{i, cut[at(k, i, u)], pick[at(k, i, u)]};
+      out.push_back(s);
+      u -= s.pick;
+      i = s.last + 1;
+      if (m.track_k) --k;
+    }
+    return out;
+  }
+};
+
+// The search over every replica count when all stages must share one.
+struct any_replicas {
+  search s;
+  bool same = false;
+  int most = 1;
+  std::pair<int, int> found{0, 0};
+  int found_replicas = 0;
+
+  bool run(double b) {
+    if (!same) {
+      found = s.run(b);
+      return found.first != 0;
+    }
+    for (int r = 1; r <= most; ++r) {
+      s.replicas = r;
+      found = s.run(b);
+      if (found.first != 0) {
+        found_replicas = r;
+        return true;
+      }
+    }
+    return false;
+  }
+  std::vector<stage_choice> stages() const { return s.stages(found); }
+};
+
+std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
+
+status check_inputs(const model_profile& profile, const cluster& c, const pipedream_options& o) {
+  const int L = static_cast<int>(profile.layers.size());
+  if (L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
+  for (int l = 0; l < L; ++l) {
+    const layer_profile& x = profile.layers[l];
+    if (!(x.fwd_ms >= 0 && std::isfinite(x.fwd_ms)) || !(x.bwd_ms >= 0 && std::isfinite(x.bwd_ms)) ||
+        x.activation_bytes < 0 || x.saved_bytes < 0 || x.param_bytes < 0 || x.optimizer_bytes < 0)
+      return make_error("layer " + std::to_string(l) + " (" + x.name +
+                        "): times and byte counts must be finite and non-negative");
+  }
+  if (o.max_devices < 0 || o.in_flight < 0)
+    return make_error("pipedream options: max_devices and in_flight must be 0 (default) or positive");
+  if (c.devices.empty())
+    return make_error("plan_pipedream_devices needs a cluster given as a list of devices");
+  if (c.levels.size() > 1)
+    return make_error("a cluster of listed devices has one flat level, not " +
+                      std::to_string(c.levels.size()));
+  if (!c.levels.empty() && !(c.levels[0].bandwidth_bytes_per_s > 0))
+    return make_error("cluster level " + c.levels[0].name + ": bandwidth_bytes_per_s must be positive");
+  for (const device_spec& d : c.devices) {
+    if (!(d.speed > 0) || !std::isfinite(d.speed))
+      return make_error("device " + d.name + ": speed must be finite and positive");
+    if (d.memory_bytes < 0)
+      return make_error("device " + d.name + ": memory_bytes must be 0 (unlimited) or positive");
+  }
+  return {};
+}
+
+// Groups identical devices; fills the state tables. An error when the search would be too big.
+status build_model(const model_profile& profile, const cluster& c, const pipedream_options& o,
+                   hetero_model& m) {
+  const int n = static_cast<int>(c.devices.size());
+  const int L = static_cast<int>(profile.layers.size());
+  for (int d = 0; d < n; ++d) {
+    const device_spec& s = c.devices[d];
+    auto same = [&](const device_class& k) { return k.speed == s.speed && k.memory == s.memory_bytes; };
+    auto it = std::find_if(m.classes.begin(), m.classes.end(), same);
+    if (it == m.classes.end()) it = m.classes.insert(m.classes.end(), device_class{s.speed, s.memory_bytes, {}});
+    it->devices.push_back(d);
+  }
+  // Faster classes first, then more memory (0, unlimited, counts as most).
+  std::stable_sort(m.classes.begin(), m.classes.end(), [](const device_class& a, const device_class& b) {
+    if (a.speed != b.speed) return a.speed > b.speed;
+    const auto mem = [](std::int64_t x) { return x == 0 ? std::numeric_limits<std::int64_t>::max() : x; };
+    return mem(a.memory) > mem(b.memory);
+  });
+  bool limited = false;
+  for (const device_class& k : m.classes) limited = limited || k.memory > 0;
+  m.layers = L;
+  m.max_devices = o.max_devices > 0 ? std::min(o.max_devices, n) : n;
+  m.in_flight = o.in_flight;
+  m.track_k = limited && o.in_flight == 0;
+  m.rows = m.track_k ? std::min(L, m.max_devices) : 1;
+
+  double pairs = 1;
+  for (const device_class& k : m.classes) {
+    const double nc = static_cast<double>(k.devices.size());
+    pairs *= (nc + 1) * (nc + 2) / 2;
+  }
+  const double work = m.rows * (L * (L + 1.0) / 2) * pairs * (o.same_replicas ? m.max_devices : 1);
+  if (work > work_limit || m.classes.size() > 63)
+    return make_error(
+        "pipedream planner: " + std::to_string(n) + " devices in " + std::to_string(m.classes.size()) +
+        " classes of equal (speed, memory) and " + std::to_string(L) + " layers make a search of about " +
+        std::to_string(static_cast<long long>(std::min(work, 1e18))) + " stage choices, over the limit of " +
+        std::to_string(static_cast<long long>(work_limit)) +
+        "; give the devices fewer distinct speeds and memories (round them to a few common values), "
+        "merge layers in the profile, or use the 2bw planner");
+
+  m.stride.assign(m.classes.size(), 1);
+  for (std::size_t k = 1; k < m.classes.size(); ++k)
+    m.stride[k] = m.stride[k - 1] * (static_cast<int>(m.classes[k - 1].devices.size()) + 1);
+  m.states = m.stride.back() * (static_cast<int>(m.classes.back().devices.size()) + 1);
+  m.total.assign(m.states, 0);
+  m.floor_speed.assign(m.states, inf);
+  m.used.assign(m.states, 0);
+  for (int u = 0; u < m.states; ++u)
+    for (std::size_t k = 0; k < m.classes.size(); ++k)
+      if (const int x = m.count(u, static_cast<int>(k)); x > 0) {
+        m.total[u] += x;
+        m.floor_speed[u] = std::min(m.floor_speed[u], m.classes[k].speed);
+        m.used[u] |= std::uint64_t{1} << k;
+      }
+
+  const double bw = c.levels.empty() ? 0.0 : c.levels[0].bandwidth_bytes_per_s;
+  m.ms_per_byte = bw > 0 ? 1000.0 / bw : 0.0;
+  m.compute.assign(L + 1, 0.0);
+  m.params.assign(L + 1, 0.0);
+  m.fixed.assign(L + 1, 0);
+  m.saved.assign(L + 1, 0);
+  m.link_ms.assign(L, 0.0);
+  for (int l = 0; l < L; ++l) {
+    const layer_profile& x = profile.layers[l];
+    m.compute[l + 1] = m.compute[l] + x.fwd_ms + x.bwd_ms;
+    m.params[l + 1] = m.params[l] + static_cast<double>(x.param_bytes);
+    m.fixed[l + 1] = m.fixed[l] + 2 * x.param_bytes + x.optimizer_bytes;
+    m.saved[l + 1] = m.saved[l] + x.saved_bytes;
+    m.link_ms[l] = 2.0 * static_cast<double>(x.activation_bytes) * m.ms_per_byte;
+  }
+  return {};
+}
+
+// Every value a plan's bottleneck can take, sorted.
+std::vector<double> bottleneck_values(const hetero_model& m) {
+  std::vector<double> speeds;
+  for (const device_class& k : m.classes) speeds.push_back(k.speed);
+  std::sort(speeds.begin(), speeds.end());
+  speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
+  std::vector<double> v;
+  for (int i = 0; i < m.layers; ++i)
+    for (int j = i; j < m.layers; ++j) {
+      for (double s : speeds)
+        for (int r = 1; r <= m.max_devices; ++r) v.push_back(m.stage_ms(i, j, r, s));
+      if (j + 1 < m.layers) v.push_back(m.link_ms[j]);
+    }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// The error when no plan fits: the least slack that lets one fit is by how much the best plan
+// exceeds a device's memory (bisection; at slack = the whole model's need every stage fits).
+error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
+  std::int64_t lo = 0, hi = m.memory_of(0, m.layers - 1, m.in_flight > 0 ? m.in_flight : m.rows);
+  while (hi - lo > 1) {
+    m.slack = lo + (hi - lo) / 2;
+    if (a.run(inf)) hi = m.slack;
+    else lo = m.slack;
+  }
+  m.slack = hi;
+  a.run(inf);
+  const std::vector<stage_choice> st = a.stages();
+  const int p = static_cast<int>(st.size());
+  std::vector<int> next(m.classes.size(), 0);
+  std::int64_t worst = std::numeric_limits<std::int64_t>::min(), need_at = 0;
+  int device = 0;
+  for (int s = 0; s < p; ++s) {
+    const std::int64_t need = m.memory_of(st[s].first, st[s].last, m.in_flight > 0 ? m.in_flight : p - s);
+    for (std::size_t k = 0; k < m.classes.size(); ++k)
+      for (int x = m.count(st[s].pick, static_cast<int>(k)); x > 0; --x) {
+        const int d = m.classes[k].devices[next[k]++];
+        const std::int64_t cap = m.classes[k].memory;
+        if (cap > 0 && need - cap > worst) {
+          worst = need - cap;
+          need_at = need;
+          device = d;
+        }
+      }
+  }
+  return make_error("no plan fits in memory: the smallest plan on " + std::to_string(m.max_devices) +
+                    " devices needs " + bytes_text(need_at) + " on device " +
+                    c.devices[device].name + ", " + bytes_text(worst) + " more than the " +
+                    bytes_text(c.devices[device].memory_bytes) + " it has");
+}
+
+}  // namespace
+
+result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
+                                             const pipedream_options& options) {
+  if (status s = check_inputs(profile, c, options); !s) return make_error(s.message());
+  hetero_model m;
+  if (status s = build_model(profile, c, options, m); !s) return make_error(s.message());
+  any_replicas a{search(m), options.same_replicas, m.max_devices};
+  if (!a.run(inf)) return memory_error(m, a, c);
+
+  // Bisection over the sorted values: the least one a plan reaches is the optimum.
+  const std::vector<double> values = bottleneck_values(m);
+  // values[hi] is reached (every plan's bottleneck is a value); values[lo] is not (lo = −1: none).
+  std::ptrdiff_t lo = -1, hi = static_cast<std::ptrdiff_t>(values.size()) - 1;
+  while (hi - lo > 1) {
+    const std::ptrdiff_t mid = lo + (hi - lo) / 2;
+    if (a.run(values[static_cast<std::size_t>(mid)])) hi = mid;
+    else lo = mid;
+  }
+  a.run(values[static_cast<std::size_t>(hi)]);
+
+  const std::vector<stage_choice> st = a.stages();
+  const int p = static_cast<int>(st.size());
+  pipeline_plan plan;
+  std::vector<int> next(m.classes.size(), 0);
+  for (int s = 0; s < p; ++s) {
+    planned_stage ps;
+    ps.first_layer = st[s].first;
+    ps.last_layer = st[s].last;
+    ps.replicas = m.total[st[s].pick];
+    for (std::size_t k = 0; k < m.classes.size(); ++k)
+      for (int x = m.count(st[s].pick, static_cast<int>(k)); x > 0; --x)
+        ps.devices.push_back(m.classes[k].devices[next[k]++]);
+    std::sort(ps.devices.begin(), ps.devices.end());
+    ps.time_ms = m.stage_ms(ps.first_layer, ps.last_layer, ps.replicas, m.floor_speed[st[s].pick]);
+    ps.memory_bytes = m.memory_of(ps.first_layer, ps.last_layer, m.in_flight > 0 ? m.in_flight : p - s);
+    for (std::size_t d = 0; d < ps.devices.size(); ++d) plan.memory_bytes.push_back(ps.memory_bytes);
+    plan.bottleneck_ms = std::max(plan.bottleneck_ms, ps.time_ms);
+    if (s + 1 < p) plan.bottleneck_ms = std::max(plan.bottleneck_ms, m.link_ms[ps.last_layer]);
+    plan.stages.push_back(std::move(ps));
+  }
+  plan.predicted_step_ms = plan.bottleneck_ms * (3 * p - 1);
+  return plan;
+}
+
+}  // namespace pipeworks

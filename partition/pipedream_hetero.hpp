@@ -1,0 +1,33 @@
+// PipeDream's planner on a list of heterogeneous devices (each its own speed and memory):
+// contiguous stages, each replicated over devices of the list, minimising the bottleneck.
+#pragma once
+#include "ops/result.hpp"
+#include "partition/cluster.hpp"
+#include "partition/pipedream_planner.hpp"
+#include "partition/profile.hpp"
+
+namespace pipeworks {
+
+// For a cluster given as `devices` (one flat level; links at levels[0]'s bandwidth, or free when
+// no level is given). The objective, exactly, over every plan (any contiguous split, any disjoint
+// sets of devices for the stages, at most options.max_devices in all):
+//   stage time = Σ(fwd_ms + bwd_ms) / (r · min speed of its r devices)
+//                + (r > 1 ? 2(r − 1)/r · Σparam_bytes / bw : 0)
+//                (microbatches go round-robin to the replicas: the slowest sets the pace)
+//   link time  = 2 · activation_bytes(last layer of the stage) / bw
+//   bottleneck = max over stages and links, minimised
+// subject to: every device of a stage holds Σ(2·param + optimizer) + in_flight · Σsaved bytes
+// within its own memory_bytes (0: unlimited), in_flight = options.in_flight or p − s (0);
+// with options.same_replicas every stage has the same number of replicas.
+// stages[s].devices are the cluster's device numbers, ascending; memory_bytes lists the devices in
+// the order the stages list them; predicted_step_ms = (3p − 1) · bottleneck as plan_pipedream's.
+//
+// Cost: identical devices form a class; with n_c devices in class c the search visits
+//   (rows) · L(L+1)/2 · Π_c (n_c + 1)(n_c + 2)/2   (· n with same_replicas)
+// stage choices per bisection step (rows = min(L, n) when memory binds and in_flight is p − s,
+// else 1), about 20 steps. An error, saying what to do, when that passes 3·10^7; an error when no
+// plan fits in memory, saying by how much the best one exceeds a device's memory.
+result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
+                                             const pipedream_options& options = {});
+
+}  // namespace pipeworks

@@ -1,0 +1,245 @@
+// PipeDream's planner on heterogeneous devices: its bottleneck equals a brute force over every split
+// and every assignment of devices to stages on small clusters, and fast devices get more layers.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "partition/pipedream_hetero.hpp"
+
+using namespace pipeworks;
+
+namespace {
+
+layer_profile layer(double fwd, double bwd, std::int64_t act, std::int64_t saved,
+                    std::int64_t params, std::int64_t opt = 0) {
+  layer_profile l;
+  l.name = "l";
+  l.fwd_ms = fwd;
+  l.bwd_ms = bwd;
+  l.activation_bytes = act;
+  l.saved_bytes = saved;
+  l.param_bytes = params;
+  l.optimizer_bytes = opt;
+  return l;
+}
+
+cluster devices(const std::vector<std::pair<double, std::int64_t>>& specs, double bandwidth) {
+  cluster c;
+  for (std::size_t d = 0; d < specs.size(); ++d)
+    c.devices.push_back(device_spec{"d" + std::to_string(d), specs[d].first, specs[d].second});
+  if (bandwidth > 0) c.levels.push_back(cluster_level{"link", static_cast<int>(specs.size()), bandwidth, 0.0});
+  return c;
+}
+
+// The objective of the header, written out: every split (a bit per gap) and every labelling of the
+// devices with a stage or "unused".
+double brute_force(const model_profile& p, const cluster& c, const pipedream_options& o) {
+  const int L = static_cast<int>(p.layers.size()), n = static_cast<int>(c.devices.size());
+  const double ms_per_byte = c.levels.empty() ? 0.0 : 1000.0 / c.levels[0].bandwidth_bytes_per_s;
+  const int cap = o.max_devices > 0 ? o.max_devices : n;
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
+    std::vector<std::pair<int, int>> st;
+    int first = 0;
+    for (int g = 0; g < L - 1; ++g)
+      if (mask >> g & 1) {
+        st.push_back({first, g});
+        first = g + 1;
+      }
+    st.push_back({first, L - 1});
+    const int s = static_cast<int>(st.size());
+    if (s > cap) continue;
+    double links = 0;
+    for (int k = 0; k + 1 < s; ++k)
+      links = std::max(links, 2.0 * static_cast<double>(p.layers[st[k].second].activation_bytes) * ms_per_byte);
+    std::vector<int> label(n, 0);  // 0..s−1: a stage, s: unused
+    while (true) {
+      std::vector<int> r(s, 0);
+      std::vector<double> slowest(s, std::numeric_limits<double>::infinity());
+      bool fits = true;
+      int used = 0;
+      for (int d = 0; d < n; ++d) {
+        const int k = label[d];
+        if (k == s) continue;
+        ++used;
+        ++r[k];
+        slowest[k] = std::min(slowest[k], c.devices[d].speed);
+        std::int64_t need = 0, saved = 0;
+        for (int l = st[k].first; l <= st[k].second; ++l) {
+          need += 2 * p.layers[l].param_bytes + p.layers[l].optimizer_bytes;
+          saved += p.layers[l].saved_bytes;
+        }
+        need += (o.in_flight > 0 ? o.in_flight : s - k) * saved;
+        if (c.devices[d].memory_bytes != 0 && need > c.devices[d].memory_bytes) fits = false;
+      }
+      bool ok = fits && used <= cap;
+      for (int k = 0; k < s; ++k) ok = ok && r[k] > 0 && (!o.same_replicas || r[k] == r[0]);
+      if (ok) {
+        double b = links;
+        for (int k = 0; k < s; ++k) {
+          double t = 0, w = 0;
+          for (int l = st[k].first; l <= st[k].second; ++l) {
+            t += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+            w += static_cast<double>(p.layers[l].param_bytes);
+          }
+          t /= r[k] * slowest[k];
+          if (r[k] > 1) t += 2.0 * (r[k] - 1) / r[k] * w * ms_per_byte;
+          b = std::max(b, t);
+        }
+        best = std::min(best, b);
+      }
+      int d = 0;  // next labelling, odometer style
+      while (d < n && label[d] == s) label[d++] = 0;
+      if (d == n) break;
+      ++label[d];
+    }
+  }
+  return best;
+}
+
+// The plan is well formed: contiguous stages, distinct devices within max, memory within each
+// device's, and times recomputed from its devices.
+void check_plan(const pipeline_plan& plan, const model_profile& p, const cluster& c, const pipedream_options& o) {
+  REQUIRE(!plan.stages.empty());
+  CHECK(plan.stages.front().first_layer == 0);
+  CHECK(plan.stages.back().last_layer == static_cast<int>(p.layers.size()) - 1);
+  std::set<int> seen;
+  const int stages = static_cast<int>(plan.stages.size());
+  for (int s = 0; s < stages; ++s) {
+    const planned_stage& st = plan.stages[s];
+    if (s > 0) CHECK(st.first_layer == plan.stages[s - 1].last_layer + 1);
+    REQUIRE(static_cast<int>(st.devices.size()) == st.replicas);
+    if (o.same_replicas) CHECK(st.replicas == plan.stages[0].replicas);
+    double slowest = std::numeric_limits<double>::infinity(), t = 0;
+    for (int d : st.devices) {
+      CHECK(seen.insert(d).second);
+      slowest = std::min(slowest, c.devices[d].speed);
+      if (c.devices[d].memory_bytes != 0) CHECK(st.memory_bytes <= c.devices[d].memory_bytes);
+    }
+    for (int l = st.first_layer; l <= st.last_layer; ++l) t += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+    CHECK(st.time_ms >= t / (st.replicas * slowest) * (1 - 1e-12));
+    CHECK(plan.bottleneck_ms >= st.time_ms);
+  }
+  CHECK(static_cast<int>(seen.size()) <= (o.max_devices > 0 ? o.max_devices : static_cast<int>(c.devices.size())));
+  CHECK(plan.memory_bytes.size() == seen.size());
+  CHECK(plan.predicted_step_ms == Approx(plan.bottleneck_ms * (3 * stages - 1)));
+}
+
+}  // namespace
+
+TEST_CASE("pipedream hetero equals brute force on small mixed clusters", "[partition][hetero]") {
+  std::mt19937 rng(20261122);
+  std::uniform_int_distribution<int> layers_d(1, 7), devices_d(1, 5), choice(0, 3);
+  std::uniform_real_distribution<double> ms(0.0, 10.0), fast(1.2, 3.0);
+  std::uniform_int_distribution<std::int64_t> bytes(0, 4000);
+  int with_plan = 0, without = 0, mixed = 0;
+  for (int instance = 0; instance < 250; ++instance) {
+    const int L = layers_d(rng), n = devices_d(rng);
+    model_profile p;
+    for (int l = 0; l < L; ++l)
+      p.layers.push_back(layer(ms(rng), ms(rng), bytes(rng), bytes(rng), bytes(rng), bytes(rng)));
+    // Two speed classes; memories unlimited, tight or roomy, per device.
+    const double speed2 = fast(rng);
+    std::vector<std::pair<double, std::int64_t>> specs;
+    for (int d = 0; d < n; ++d) {
+      const int m = choice(rng);
+      specs.push_back({choice(rng) < 2 ? 1.0 : speed2, m == 0 ? 0 : 6000 + 5000 * m});
+    }
+    const cluster c = devices(specs, choice(rng) == 0 ? 0.0 : 1e6 * (1 + choice(rng)));
+    pipedream_options o;
+    o.in_flight = choice(rng) == 0 ? 2 : 0;
+    o.max_devices = choice(rng) == 0 ? 1 + choice(rng) : 0;
+    o.same_replicas = choice(rng) == 0;
+    const auto planned = plan_pipedream_devices(p, c, o);
+    const double brute = brute_force(p, c, o);
+    INFO("instance " << instance << ": " << L << " layers, " << n << " devices, in_flight "
+                     << o.in_flight << ", max_devices " << o.max_devices << ", same_replicas "
+                     << o.same_replicas);
+    REQUIRE(planned.ok() == (brute < std::numeric_limits<double>::infinity()));
+    if (!planned.ok()) {
+      CHECK(planned.message().find("no plan fits in memory") != std::string::npos);
+      CHECK(planned.message().find("more than") != std::string::npos);
+      ++without;
+      continue;
+    }
+    ++with_plan;
+    CHECK(planned->bottleneck_ms == Approx(brute).epsilon(1e-9).margin(1e-12));
+    check_plan(*planned, p, c, o);
+    for (const planned_stage& st : planned->stages) {
+      std::set<double> speeds;
+      for (int d : st.devices) speeds.insert(c.devices[d].speed);
+      if (speeds.size() > 1) ++mixed;
+    }
+  }
+  CHECK(with_plan > 100);
+  CHECK(without > 0);
+  CHECK(mixed > 0);  // some optimal stages mix speeds: one class per stage would not be exact
+}
+
+TEST_CASE("pipedream hetero: 2 fast and 2 slow devices share 12 layers by speed", "[partition][hetero]") {
+  // Equal layers; parameters make replication cost an all-reduce, so the plan is a 4-stage pipeline.
+  model_profile p;
+  for (int l = 0; l < 12; ++l) p.layers.push_back(layer(1.0, 2.0, 1000, 1000, 10'000'000));
+  const cluster c = devices({{2.0, 0}, {2.0, 0}, {1.0, 0}, {1.0, 0}}, 1e9);
+  const auto plan = plan_pipedream_devices(p, c);
+  REQUIRE(plan.ok());
+  std::vector<int> layers_on(4, 0);
+  for (const planned_stage& st : plan->stages)
+    for (int d : st.devices) layers_on[d] += st.last_layer - st.first_layer + 1;
+  INFO("layers per device " << layers_on[0] << " " << layers_on[1] << " " << layers_on[2] << " " << layers_on[3]);
+  CHECK(layers_on[0] == 2 * layers_on[2]);
+  CHECK(layers_on[1] == 2 * layers_on[3]);
+  // 4 layers on a fast device, 2 on a slow one: 4·3/2 = 6 ms per stage, against the even split's
+  // 3 layers on a slow device, 9 ms.
+  CHECK(plan->bottleneck_ms == Approx(6.0));
+  const double even = 3 * 3.0 / 1.0;
+  CHECK(plan->bottleneck_ms < even);
+  check_plan(*plan, p, c, {});
+}
+
+TEST_CASE("pipedream hetero: a small-memory device gets fewer layers", "[partition][hetero]") {
+  // Two equal-speed devices, one with room for 3 of 8 layers (each 2·100 + 0 + in_flight·10).
+  model_profile p;
+  for (int l = 0; l < 8; ++l) p.layers.push_back(layer(1.0, 1.0, 10, 10, 100));
+  const cluster c = devices({{1.0, 0}, {1.0, 700}}, 1e9);
+  pipedream_options o;
+  o.in_flight = 2;  // 220 bytes a layer: 3 layers = 660 fit in 700, 4 = 880 do not
+  const auto plan = plan_pipedream_devices(p, c, o);
+  REQUIRE(plan.ok());
+  REQUIRE(plan->stages.size() == 2);
+  for (const planned_stage& st : plan->stages) {
+    REQUIRE(st.devices.size() == 1);
+    if (st.devices[0] == 1) CHECK(st.last_layer - st.first_layer + 1 == 3);
+  }
+  CHECK(plan->bottleneck_ms == Approx(10.0));  // 5 layers of 2 ms on the roomy device
+}
+
+TEST_CASE("pipedream hetero: no plan fits reports by how much, and big searches are refused",
+          "[partition][hetero]") {
+  model_profile p;
+  for (int l = 0; l < 3; ++l) p.layers.push_back(layer(1.0, 1.0, 10, 10, 100, 50));
+  // 250 + in_flight · 10 bytes a layer; devices of 200, 240 and 200 bytes: the best plan puts one
+  // layer on each device, needing 280, 270, 260, with the 240-byte device on the first stage.
+  const cluster c = devices({{1.0, 200}, {1.0, 240}, {2.0, 200}}, 1e9);
+  const auto plan = plan_pipedream_devices(p, c);
+  REQUIRE(!plan.ok());
+  INFO(plan.message());
+  CHECK(plan.message().find("no plan fits in memory") != std::string::npos);
+  // The least excess over plans: 270 on a 200-byte device (70) beats 280 on one (80).
+  CHECK(plan.message().find("70 bytes more than the 200 bytes") != std::string::npos);
+
+  model_profile big;
+  for (int l = 0; l < 200; ++l) big.layers.push_back(layer(1.0, 1.0, 10, 10, 100));
+  std::vector<std::pair<double, std::int64_t>> specs;
+  for (int d = 0; d < 24; ++d) specs.push_back({1.0 + d % 4, 0});
+  const auto refused = plan_pipedream_devices(big, devices(specs, 1e9));
+  REQUIRE(!refused.ok());
+  CHECK(refused.message().find("fewer distinct speeds") != std::string::npos);
+  CHECK(!plan_pipedream_devices(model_profile{}, devices(specs, 1e9)).ok());
+}
