@@ -1,0 +1,295 @@
+// PipeDream's program on one pool of devices, exact by bisection on the bottleneck, and its
+// same_replicas variant. The feasibility programs are written out above each one.
+#include "partition/pipedream_flat.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "partition/pipedream_search.hpp"
+
+namespace pipeworks::pipedream {
+
+int flat_model::level_of(int r) const {
+  for (int l = 0; l < static_cast<int>(unit_size.size()); ++l)
+    if (r <= unit_size[l]) return l;
+  return static_cast<int>(unit_size.size()) - 1;
+}
+
+double replicated_ms(double t, double param_bytes, double ms_per_byte, int r) {
+  if (r == 1) return t;
+  return t / r + 2.0 * (r - 1) / r * param_bytes * ms_per_byte;
+}
+
+// T(r) = a + (t − a)/r with a = 2 · param · ms_per_byte: decreasing in r when t > a, else never
+// below t. The closed form gives the candidate; the formula itself settles rounding.
+int fewest_replicas(double t, double param_bytes, double ms_per_byte, double x, int cap) {
+  if (t <= x) return 1;
+  const double a = 2.0 * param_bytes * ms_per_byte;
+  if (!(t > a && x > a) || cap < 2) return no_devices;
+  const double need = std::ceil((t - a) / (x - a));
+  if (!(need <= static_cast<double>(cap) + 1)) return no_devices;
+  int r = std::clamp(static_cast<int>(need), 2, cap);
+  while (r > 2 && replicated_ms(t, param_bytes, ms_per_byte, r - 1) <= x) --r;
+  while (r <= cap && replicated_ms(t, param_bytes, ms_per_byte, r) > x) ++r;
+  return r <= cap ? r : no_devices;
+}
+
+double flat_model::stage_ms(int i, int j, int r) const {
+  return replicated_ms(compute_ms(i, j), param_bytes(i, j), ms_per_byte[level_of(r)], r);
+}
+
+// Within a level T is a + (c − a)/r; levels further out are slower, so the first level (in
+// order of r) that reaches b holds the answer.
+int flat_model::min_replicas(int i, int j, double b, int cap) const {
+  if (stage_ms(i, j, 1) <= b) return 1;
+  const int levels = static_cast<int>(unit_size.size());
+  int lo = 2;
+  for (int l = 0; l < levels && lo <= cap; ++l) {
+    const int hi = std::min(cap, l + 1 == levels ? cap : unit_size[l]);
+    if (lo > hi) continue;
+    // fewest_replicas searches 2..hi; a level's r must also be ≥ lo.
+    const int r = fewest_replicas(compute_ms(i, j), param_bytes(i, j), ms_per_byte[l], b, hi);
+    if (r != no_devices) return std::max(r, lo) <= hi ? std::max(r, lo) : no_devices;
+    lo = hi + 1;
+  }
+  return no_devices;
+}
+
+double flat_bottleneck(const flat_model& m, const std::vector<planned_stage>& st) {
+  double b = 0;
+  for (std::size_t s = 0; s < st.size(); ++s) {
+    b = std::max(b, st[s].time_ms);
+    if (s + 1 < st.size()) b = std::max(b, m.link_ms[st[s].last_layer]);
+  }
+  return b;
+}
+
+namespace {
+
+planned_stage make_stage(const flat_model& m, int i, int j, int r, int& next_device) {
+  planned_stage s;
+  s.first_layer = i;
+  s.last_layer = j;
+  s.replicas = r;
+  for (int d = 0; d < r; ++d) s.devices.push_back(next_device++);
+  s.time_ms = m.stage_ms(i, j, r);
+  return s;
+}
+
+// With a fixed in_flight f (or unlimited memory) a stage's memory does not depend on its place:
+//   G(L) = 0,  G(i) = min over j of r(i..j) + G(j + 1)
+// where r(i..j) = the fewest replicas with T(i..j, r) ≤ b, link(j) ≤ b when j < L − 1, and
+// memory(i..j, f) fits a device; a plan with bottleneck ≤ b exists iff G(0) ≤ n. r(i..j) only
+// grows with j (T(i..j, r) does for every r), so the scan over j stops once r reaches the best
+// total found or no r ≤ n reaches b.
+struct fixed_in_flight_program {
+  const flat_model& m;
+  int f;
+  std::vector<int> best, cut, reps;
+
+  fixed_in_flight_program(const flat_model& model, int in_flight)
+      : m(model), f(in_flight), best(model.layers + 1), cut(model.layers + 1), reps(model.layers + 1) {}
+
+  bool run(double b) {
+    const int L = m.layers;
+    best[L] = 0;
+    for (int i = L - 1; i >= 0; --i) {
+      int bi = no_devices, cj = -1, cr = 0;
+      for (int j = i; j < L; ++j) {
+        if (!m.fits(i, j, f)) break;  // memory only grows with j
+        const int r = m.min_replicas(i, j, b, m.devices);
+        if (r == no_devices || r >= bi) break;
+        if (j + 1 < L && m.link_ms[j] > b) continue;
+        const int rest = best[j + 1];
+        if (rest == no_devices || r + rest >= bi || r + rest > m.devices) continue;
+        bi = r + rest;
+        cj = j;
+        cr = r;
+      }
+      best[i] = bi;
+      cut[i] = cj;
+      reps[i] = cr;
+    }
+    return best[0] <= m.devices;
+  }
+
+  std::vector<planned_stage> stages() const {
+    std::vector<planned_stage> out;
+    int next_device = 0;
+    for (int i = 0; i < m.layers; i = cut[i] + 1) out.push_back(make_stage(m, i, cut[i], reps[i], next_device));
+    return out;
+  }
+};
+
+// With in_flight = p − s a stage keeps as many microbatches as there are stages from it to the
+// end, k, so the suffix program carries k:
+//   G(k, i) = the fewest devices for layers i..L−1 as k stages, every stage and link ≤ b
+//   G(0, L) = 0,  G(k, i) = min over j of r(i..j) + G(k − 1, j + 1), memory(i..j, k) fits.
+// A suffix (k, g) dominates (k', g') when k ≤ k' and g ≤ g': every stage before it keeps fewer
+// microbatches and fewer devices are used. So each i keeps only its Pareto front (k up, g down),
+// which is what makes 1,000 layers on 1,024 devices fast; the answer is the same as over all k.
+struct in_flight_by_depth_program {
+  struct entry {
+    int k, g, cut, reps, next;  // next: the entry of the rest of the plan (in front[cut + 1])
+  };
+  const flat_model& m;
+  std::vector<entry> pool;
+  std::vector<int> begin, end;
+  std::vector<int> cand_g, cand_j, cand_r, cand_next;
+
+  explicit in_flight_by_depth_program(const flat_model& model)
+      : m(model), begin(model.layers + 1), end(model.layers + 1),
+        cand_g(model.layers + 2, no_devices), cand_j(model.layers + 2), cand_r(model.layers + 2),
+        cand_next(model.layers + 2) {}
+
+  bool run(double b) {
+    const int L = m.layers;
+    pool.clear();
+    pool.push_back({0, 0, -1, 0, -1});
+    begin[L] = 0;
+    end[L] = 1;
+    for (int i = L - 1; i >= 0; --i) {
+      int kmin = L + 1, kmax = -1;
+      for (int j = i; j < L; ++j) {
+        if (!m.fits(i, j, 1)) break;
+        const int r = m.min_replicas(i, j, b, m.devices);
+        if (r == no_devices) break;
+        if (j + 1 < L && m.link_ms[j] > b) continue;
+        for (int e = begin[j + 1]; e < end[j + 1]; ++e) {
+          const int k = pool[e].k + 1;
+          if (!m.fits(i, j, k)) break;  // the front's k only grows
+          const int g = pool[e].g + r;
+          if (g > m.devices || g >= cand_g[k]) continue;
+          cand_g[k] = g;
+          cand_j[k] = j;
+          cand_r[k] = r;
+          cand_next[k] = e;
+          kmin = std::min(kmin, k);
+          kmax = std::max(kmax, k);
+        }
+      }
+      begin[i] = static_cast<int>(pool.size());
+      int last = no_devices;
+      for (int k = kmin; k <= kmax; ++k) {
+        if (cand_g[k] < last) {
+          pool.push_back({k, cand_g[k], cand_j[k], cand_r[k], cand_next[k]});
+          last = cand_g[k];
+        }
+        cand_g[k] = no_devices;
+      }
+      end[i] = static_cast<int>(pool.size());
+    }
+    return end[0] > begin[0];
+  }
+
+  // The plan of the front's fewest devices.
+  std::vector<planned_stage> stages() const {
+    std::vector<planned_stage> out;
+    int next_device = 0;
+    for (int e = end[0] - 1, i = 0; i < m.layers; i = pool[e].cut + 1, e = pool[e].next)
+      out.push_back(make_stage(m, i, pool[e].cut, pool[e].reps, next_device));
+    return out;
+  }
+};
+
+// The fewest stages of r replicas each (memory, T(i..j, r) and links ≤ b):
+//   S(L) = 0,  S(i) = min over j of 1 + S(j + 1), memory(i..j, f) fits with f = in_flight or
+//   1 + S(j + 1) (p − s). A suffix with fewer stages dominates one with more (fewer devices, and
+// every earlier stage keeps fewer microbatches), so the least S is the only one to keep.
+// Feasible iff S(0) · r ≤ n. With r = 1 and b = ∞ it answers "does anything fit in memory?".
+struct fewest_stages_program {
+  const flat_model& m;
+  int r = 1;
+  std::vector<int> best, cut;
+
+  explicit fewest_stages_program(const flat_model& model)
+      : m(model), best(model.layers + 1), cut(model.layers + 1) {}
+
+  bool run(double b) {
+    const int L = m.layers;
+    best[L] = 0;
+    for (int i = L - 1; i >= 0; --i) {
+      best[i] = no_devices;
+      for (int j = i; j < L; ++j) {
+        if (!m.fits(i, j, 1) || m.stage_ms(i, j, r) > b) break;
+        if (j + 1 < L && m.link_ms[j] > b) continue;
+        const int rest = best[j + 1];
+        if (rest == no_devices || rest + 1 >= best[i]) continue;
+        if (!m.fits(i, j, m.in_flight > 0 ? m.in_flight : rest + 1)) continue;
+        best[i] = rest + 1;
+        cut[i] = j;
+      }
+    }
+    return best[0] != no_devices && static_cast<long long>(best[0]) * r <= m.devices;
+  }
+
+  std::vector<planned_stage> stages() const {
+    std::vector<planned_stage> out;
+    int next_device = 0;
+    for (int i = 0; i < m.layers; i = cut[i] + 1) out.push_back(make_stage(m, i, cut[i], r, next_device));
+    return out;
+  }
+};
+
+}  // namespace
+
+std::optional<std::vector<planned_stage>> plan_flat(const flat_model& m) {
+  const bool by_depth = m.memory != 0 && m.in_flight == 0;
+  // Anything at all in memory? The fewest-stages split on single devices answers it.
+  fewest_stages_program any(m);
+  if (!any.run(inf)) return std::nullopt;
+  // The fixed-in_flight program: exact unless by_depth, where in_flight 1 relaxes memory (every
+  // stage keeps at least one microbatch) and so gives a lower bound.
+  fixed_in_flight_program fixed(m, m.in_flight > 0 ? m.in_flight : 1);
+  fixed.run(inf);
+  const double lower = m.compute_ms(0, m.layers - 1) / m.devices;  // n · b ≥ Σ r · T ≥ Σ compute
+  const double relaxed =
+      least_feasible(lower, flat_bottleneck(m, fixed.stages()), [&](double b) { return fixed.run(b); });
+  if (!by_depth) return fixed.stages();
+  in_flight_by_depth_program exact(m);
+  const double hi = std::max(relaxed, flat_bottleneck(m, any.stages()));
+  least_feasible(relaxed, hi, [&](double b) { return exact.run(b); });
+  return exact.stages();
+}
+
+std::optional<std::vector<planned_stage>> plan_same_replicas(const flat_model& m) {
+  fewest_stages_program prog(m);
+  std::optional<std::vector<planned_stage>> best;
+  double best_b = inf;
+  for (int r = 1; r <= m.devices; ++r) {
+    prog.r = r;
+    // Only an r that beats the best so far is searched (ties keep the fewer replicas).
+    const double hi = best ? std::nextafter(best_b, 0.0) : inf;
+    if (!prog.run(hi)) continue;
+    const double lower = m.compute_ms(0, m.layers - 1) / m.devices;
+    least_feasible(std::min(lower, hi), hi, [&](double b) { return prog.run(b); });
+    best = prog.stages();
+    best_b = flat_bottleneck(m, *best);
+  }
+  return best;
+}
+
+// P(k, i) = min over j of max(memory(i..j, in_flight(k)), P(k − 1, j + 1)), P(0, L) = 0; memory
+// grows with j, so a scan stops once it alone reaches the best found.
+std::int64_t least_peak_memory(const flat_model& m) {
+  const int L = m.layers, rows = std::min(L, m.devices);
+  constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> prev(L + 1, big), cur(L + 1, big);
+  prev[L] = 0;
+  std::int64_t least = big;
+  for (int k = 1; k <= rows; ++k) {
+    const int f = m.in_flight > 0 ? m.in_flight : k;
+    std::fill(cur.begin(), cur.end(), big);
+    for (int i = L - 1; i >= 0; --i)
+      for (int j = i; j < L; ++j) {
+        const std::int64_t mem = m.memory_of(i, j, f);
+        if (mem >= cur[i]) break;
+        if (prev[j + 1] != big) cur[i] = std::min(cur[i], std::max(mem, prev[j + 1]));
+      }
+    least = std::min(least, cur[0]);
+    std::swap(prev, cur);
+  }
+  return least;
+}
+
+}  // namespace pipeworks::pipedream

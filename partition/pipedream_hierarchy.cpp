@@ -1,0 +1,238 @@
+// PipeDream's recurrence (Narayanan et al., SOSP'19, §3.1) level by level, with the issue's
+// additive objective; per-start memoised programs below the top, bisection at the top.
+//
+// Levels l = 0..H−1 innermost first; level l joins c_l units of level l − 1 (level −1: one device)
+// with bandwidth B_l. For a layer range i..j:
+//   A⁻¹(i..j)   = Σ(fwd + bwd) over i..j                          (∞ if it does not fit a device)
+//   Tˡ(i..j, r) = Aˡ⁻¹(i..j)/r + (r > 1 ? 2(r − 1)/r · Σparam(i..j)/B_l : 0)
+//   Aˡ(i..j)    = min over pipelines of contiguous stages of i..j, stage s replicated over r_s
+//                 whole units of level l − 1 with Σ r_s ≤ c_l, of
+//                 max(max_s Tˡ(stage s, r_s), max over cuts after layer x of 2 · act(x)/B_l).
+// The plan is A^{H−1}(0..L−1). On one level this is the flat objective (pipedream_flat.cpp).
+//
+// Below the top, Aˡ(i..j) is PipeDream's own prefix program from a fixed start i,
+//   Dᵢ(j, m) = min over the last stage k..j and r ≤ m of
+//              k = i: Tˡ(i..j, r);  k > i: max(Dᵢ(k − 1, m − r), 2 · act(k − 1)/B_l, Tˡ(k..j, r))
+//   Aˡ(i..j) = Dᵢ(j, c_l)        (Dᵢ(·, 0) = ∞: m counts units used, at most m)
+// memoised per (level, start) and extended in j only as far as the level above asks. The scan over
+// k stops once Aˡ⁻¹(k..j)/m can no longer beat Dᵢ(j, m) for any m (A grows as k falls).
+// At the top the bottleneck X is bisected (pipedream_search.hpp) on
+//   G(L) = 0, G(i) = min over j of r(i..j) + G(j + 1) ≤ c_{H−1}
+// with r(i..j) the fewest top units with T^{H−1}(i..j, r) ≤ X and links ≤ X. A(i..j) grows with j,
+// so r(i..j) does, and the scan over j stops at the first j no r ≤ c_{H−1} serves; near the answer
+// that keeps the ranges asked of the levels below short (a stage cannot outgrow X · units).
+//
+// The flattened plan: a top stage over r_top units runs, in each unit, the sub-pipeline that
+// attains A^{H−2}, and so on down to devices. A device-level stage is a layer range and all the
+// devices that hold it: replicas = Π r over the levels (r₀ devices in each of its server's
+// copies, times r₁ servers, ...); gradients are all-reduced level by level. Its time_ms is the
+// share of the top-level stage time it accounts for: t = T⁰(stage), then t ← t/r_l + the level-l
+// all-reduce of the enclosing level-l stage, outward to the top; the top stage's time is the max
+// of these and its scaled inner links, so bottleneck_ms = A^{H−1}(0..L−1) ≥ every time_ms.
+#include "partition/pipedream_hierarchy.hpp"
+
+#include <algorithm>
+
+#include "partition/pipedream_search.hpp"
+
+namespace pipeworks::pipedream {
+
+namespace {
+
+class level_program {
+ public:
+  level_program(const flat_model& m, std::vector<level_spec> levels, int in_flight)
+      : m_(m), levels_(std::move(levels)), f_(in_flight), memo_(levels_.size() - 1) {
+    for (auto& per_start : memo_) per_start.resize(m.layers);
+    top_best_.resize(m.layers + 1);
+    top_cut_.resize(m.layers + 1);
+    top_reps_.resize(m.layers + 1);
+  }
+
+  int top() const { return static_cast<int>(levels_.size()) - 1; }
+
+  // Aˡ(i..j) for l = −1..H−2.
+  double value(int l, int i, int j) {
+    if (l < 0) return m_.fits(i, j, f_) ? m_.compute_ms(i, j) : inf;
+    table& t = memo_[l][i];
+    while (t.rows <= j - i) extend(l, i, t);
+    return t.d[static_cast<std::size_t>(j - i) * (levels_[l].count + 1) + levels_[l].count];
+  }
+
+  // Is there a top-level plan with every stage and link ≤ x?
+  bool run(double x) {
+    const int L = m_.layers, c = levels_[top()].count;
+    const double w = levels_[top()].ms_per_byte;
+    top_best_[L] = 0;
+    for (int i = L - 1; i >= 0; --i) {
+      int bi = no_devices, cj = -1, cr = 0;
+      for (int j = i; j < L; ++j) {
+        const double a = value(top() - 1, i, j);
+        if (a == inf) break;
+        const int r = fewest_replicas(a, m_.param_bytes(i, j), w, x, c);
+        if (r == no_devices || r >= bi) break;
+        if (j + 1 < L && 2.0 * m_.activation[j] * w > x) continue;
+        const int rest = top_best_[j + 1];
+        if (rest == no_devices || r + rest >= bi || r + rest > c) continue;
+        bi = r + rest;
+        cj = j;
+        cr = r;
+      }
+      top_best_[i] = bi;
+      top_cut_[i] = cj;
+      top_reps_[i] = cr;
+    }
+    return top_best_[0] <= c;
+  }
+
+  // The plan of the last run, flattened to device-level stages, and its top-level value.
+  hierarchy_plan flatten() {
+    hierarchy_plan out;
+    const level_spec& t = levels_[top()];
+    const int unit = devices_per_unit(top() - 1);
+    int next_unit = 0;
+    for (int i = 0; i < m_.layers; i = top_cut_[i] + 1) {
+      const int j = top_cut_[i], r = top_reps_[i];
+      const double p = m_.param_bytes(i, j);
+      out.bottleneck_ms = std::max(out.bottleneck_ms, replicated_ms(value(top() - 1, i, j), p, t.ms_per_byte, r));
+      if (j + 1 < m_.layers) out.bottleneck_ms = std::max(out.bottleneck_ms, 2.0 * m_.activation[j] * t.ms_per_byte);
+      std::vector<int> bases;
+      for (int q = 0; q < r; ++q) bases.push_back((next_unit + q) * unit);
+      next_unit += r;
+      flatten_range(top() - 1, i, j, bases, {{r, allreduce_ms(p, t.ms_per_byte, r)}}, out.stages);
+    }
+    return out;
+  }
+
+ private:
+  struct table {
+    int rows = 0;             // Dᵢ(j, ·) for j = i .. i + rows − 1
+    std::vector<double> d;    // rows × (c + 1)
+    std::vector<int> k, r;    // the last stage's first layer and replicas, per (j, m)
+  };
+  struct outer_stage {
+    int r;
+    double allreduce_ms;
+  };
+
+  static double allreduce_ms(double param_bytes, double ms_per_byte, int r) {
+    return r > 1 ? 2.0 * (r - 1) / r * param_bytes * ms_per_byte : 0.0;
+  }
+  int devices_per_unit(int l) const {  // of level l; 1 for l = −1
+    int u = 1;
+    for (int x = 0; x <= l; ++x) u *= levels_[x].count;
+    return u;
+  }
+
+  // Appends the row Dᵢ(i + t.rows, ·) of level l.
+  void extend(int l, int i, table& t) {
+    const int c = levels_[l].count, j = i + t.rows;
+    const double w = levels_[l].ms_per_byte;
+    const std::size_t row = static_cast<std::size_t>(t.rows) * (c + 1);
+    t.d.resize(row + c + 1, inf);
+    t.k.resize(row + c + 1, -1);
+    t.r.resize(row + c + 1, 0);
+    for (int k = j; k >= i; --k) {
+      const double a = value(l - 1, k, j);  // touches only level l − 1's tables
+      if (a == inf) break;
+      bool useful = false;
+      for (int mm = 1; mm <= c && !useful; ++mm) useful = a / mm < t.d[row + mm];
+      if (!useful) break;
+      const double p = m_.param_bytes(k, j);
+      const double link = k > i ? 2.0 * m_.activation[k - 1] * w : 0.0;
+      const std::size_t before = static_cast<std::size_t>(k - 1 - i) * (c + 1);
+      for (int r = 1; r <= c; ++r) {
+        const double stage = replicated_ms(a, p, w, r);
+        for (int mm = k == i ? r : r + 1; mm <= c; ++mm) {
+          const double v = k == i ? stage : std::max({stage, link, t.d[before + mm - r]});
+          if (v < t.d[row + mm]) {
+            t.d[row + mm] = v;
+            t.k[row + mm] = k;
+            t.r[row + mm] = r;
+          }
+        }
+      }
+    }
+    ++t.rows;
+  }
+
+  // The sub-pipeline attaining Aˡ(i..j), run by the level-l units starting at the devices `bases`.
+  void flatten_range(int l, int i, int j, const std::vector<int>& bases, std::vector<outer_stage> outer,
+                     std::vector<planned_stage>& out) {
+    const int c = levels_[l].count;
+    const table& t = memo_[l][i];
+    std::vector<std::pair<int, int>> stages;  // (first layer, replicas), last stage first
+    for (int jj = j, mm = c; jj >= i;) {
+      const std::size_t at = static_cast<std::size_t>(jj - i) * (c + 1) + mm;
+      stages.push_back({t.k[at], t.r[at]});
+      mm -= t.r[at];
+      jj = t.k[at] - 1;
+    }
+    std::reverse(stages.begin(), stages.end());
+    const int unit = devices_per_unit(l - 1);
+    int next_unit = 0;
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      const int k = stages[s].first, r = stages[s].second;
+      const int last = s + 1 < stages.size() ? stages[s + 1].first - 1 : j;
+      std::vector<int> sub;
+      for (int b : bases)
+        for (int q = 0; q < r; ++q) sub.push_back(b + (next_unit + q) * unit);
+      next_unit += r;
+      const double ar = allreduce_ms(m_.param_bytes(k, last), levels_[l].ms_per_byte, r);
+      if (l > 0) {
+        std::vector<outer_stage> o = outer;
+        o.push_back({r, ar});
+        flatten_range(l - 1, k, last, sub, std::move(o), out);
+        continue;
+      }
+      planned_stage st;
+      st.first_layer = k;
+      st.last_layer = last;
+      std::sort(sub.begin(), sub.end());
+      st.devices = sub;
+      st.replicas = static_cast<int>(sub.size());
+      double time = m_.compute_ms(k, last) / r + ar;  // T⁰, then outward
+      for (auto it = outer.rbegin(); it != outer.rend(); ++it) time = time / it->r + it->allreduce_ms;
+      st.time_ms = time;
+      out.push_back(std::move(st));
+    }
+  }
+
+  const flat_model& m_;
+  std::vector<level_spec> levels_;
+  int f_;
+  std::vector<std::vector<table>> memo_;  // [level 0..H−2][start]
+  std::vector<int> top_best_, top_cut_, top_reps_;
+};
+
+}  // namespace
+
+std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vector<level_spec>& levels,
+                                             int in_flight) {
+  const int L = m.layers;
+  long long devices = 1;
+  double slowest = 0;
+  for (const level_spec& l : levels) {
+    devices *= l.count;
+    slowest = std::max(slowest, l.ms_per_byte);
+  }
+  // Anything in memory? The fewest single-device stages (greedy: maximal stages) must number at
+  // most the devices; packed into units with no replicas they form a plan whose bottleneck is at
+  // most `hi`, so the top-level search is feasible there.
+  int stages = 0;
+  double hi = 0;
+  for (int i = 0, j; i < L; i = j + 1) {
+    if (!m.fits(i, i, in_flight)) return std::nullopt;
+    for (j = i; j + 1 < L && m.fits(i, j + 1, in_flight);) ++j;
+    ++stages;
+    hi = std::max(hi, m.compute_ms(i, j));
+    if (j + 1 < L) hi = std::max(hi, 2.0 * m.activation[j] * slowest);
+  }
+  if (stages > devices) return std::nullopt;
+  level_program prog(m, levels, in_flight);
+  const double lower = m.compute_ms(0, L - 1) / static_cast<double>(devices);
+  least_feasible(std::min(lower, hi), hi, [&](double x) { return prog.run(x); });
+  return prog.flatten();
+}
+
+}  // namespace pipeworks::pipedream
