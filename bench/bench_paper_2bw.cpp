@@ -96,10 +96,11 @@ void row(const std::string& model, const std::string& approach, const choice& c,
   }
   char ratio[32] = "–";
   if (!c.two_bw) std::snprintf(ratio, sizeof ratio, "%.2f×", two_bw_tp / c.throughput());
+  std::string layers = layers_per_stage(*stages);
+  if (c.two_bw) layers += " (" + std::to_string(c.two_bw->inter_server_links) + " links across servers)";
   std::printf("| %s | %s | %s | %d | %d | %lld | %d | %lld | %s | %s | %.1f | %s |\n", model.c_str(),
               approach.c_str(), c.recompute ? "yes" : "no", p, w, static_cast<long long>(b), m,
-              static_cast<long long>(b * m * w), layers_per_stage(*stages).c_str(), gb(mem).c_str(),
-              c.throughput(), ratio);
+              static_cast<long long>(b * m * w), layers.c_str(), gb(mem).c_str(), c.throughput(), ratio);
 }
 
 // What one device would need for the whole model at b = 1 with recomputation (the least).
@@ -126,18 +127,22 @@ auto baseline(F f, const cluster& cl) {
   };
 }
 
-// The best 2BW and GPipe configurations at one global batch B = b·m·w (the analytic model picks,
-// the simulator scores the pick), with and without recomputation.
+// A configuration at a fixed global batch, with its analytic (steady-state) and simulated scores.
+struct config {
+  int p = 0, w = 0, m = 0;
+  std::int64_t b = 0;
+  bool re = false;
+  double analytic = 0;   // samples/s
+  double simulated = 0;  // samples/s
+};
+
+// The best 2BW and GPipe configurations at one global batch B = b·m·w, with and without
+// recomputation, as the planners pick: the analytic model ranks, the simulator re-scores the top 8.
 void fixed_batch_row(const std::string& model, const model_profile& plain, const model_profile& re,
                      const cluster& cl, int batch) {
   const int n = cl.device_count();
   const int L = static_cast<int>(plain.layers.size());
-  struct best_t {
-    double tp = 0;
-    int p = 0, w = 0, m = 0;
-    std::int64_t b = 0;
-    bool re = false;
-  } two, gp;
+  std::vector<config> twos, gps;
   two_bw_options ao;
   ao.use_simulator = false;
   baseline_options bo;
@@ -149,34 +154,54 @@ void fixed_batch_row(const std::string& model, const model_profile& plain, const
         for (std::int64_t b : {1, 2, 4, 8, 16}) {
           if (batch % (b * w) != 0) continue;
           const int m = static_cast<int>(batch / (b * w));
-          if (m >= p) {
-            auto r = evaluate_two_bw(prof, cl, p, w, b, m, ao);
-            if (r && r->throughput_samples_per_s > two.tp) two = {r->throughput_samples_per_s, p, w, m, b, recompute == 1};
-          }
-          auto g = evaluate_gpipe(prof, cl, p, w, b, m, bo);
-          if (g && g->throughput_samples_per_s > gp.tp) gp = {g->throughput_samples_per_s, p, w, m, b, recompute == 1};
+          if (m >= p)
+            if (auto r = evaluate_two_bw(prof, cl, p, w, b, m, ao))
+              twos.push_back({p, w, m, b, recompute == 1, r->throughput_samples_per_s, 0});
+          if (auto g = evaluate_gpipe(prof, cl, p, w, b, m, bo))
+            gps.push_back({p, w, m, b, recompute == 1, g->throughput_samples_per_s, 0});
         }
   }
-  auto show = [](const best_t& x, double tp) {
+  auto best = [&](std::vector<config>& all, bool two_bw) {
+    std::sort(all.begin(), all.end(), [](const config& a, const config& b) { return a.analytic > b.analytic; });
+    config top;
+    for (std::size_t i = 0; i < std::min<std::size_t>(all.size(), 8); ++i) {
+      config& k = all[i];
+      const model_profile& prof = k.re ? re : plain;
+      if (two_bw) {
+        auto r = evaluate_two_bw(prof, cl, k.p, k.w, k.b, k.m);
+        k.simulated = r ? r->throughput_samples_per_s : 0;
+      } else {
+        auto g = evaluate_gpipe(prof, cl, k.p, k.w, k.b, k.m);
+        k.simulated = g ? g->throughput_samples_per_s : 0;
+      }
+      if (k.simulated > top.simulated) top = k;
+    }
+    return top;
+  };
+  const config two = best(twos, true), gp = best(gps, false);
+  // GPipe at 2BW's own configuration: without recomputation if it fits, else with it.
+  config same;
+  if (two.simulated > 0)
+    for (int recompute = 0; recompute < 2 && same.simulated == 0; ++recompute)
+      if (auto g = evaluate_gpipe(recompute ? re : plain, cl, two.p, two.w, two.b, two.m))
+        same = {two.p, two.w, two.m, two.b, recompute == 1, 0, g->throughput_samples_per_s};
+  auto show = [](const config& x) {
     char buf[96];
-    if (x.tp == 0) return std::string("does not fit");
+    if (x.simulated == 0) return std::string("does not fit");
     std::snprintf(buf, sizeof buf, "p=%d w=%d b=%lld m=%d%s: %.1f", x.p, x.w, static_cast<long long>(x.b), x.m,
-                  x.re ? " (recompute)" : "", tp);
+                  x.re ? " (recompute)" : "", x.simulated);
     return std::string(buf);
   };
-  double two_tp = 0, gp_tp = 0;
-  if (two.tp > 0) {
-    auto r = evaluate_two_bw(two.re ? re : plain, cl, two.p, two.w, two.b, two.m);
-    two_tp = r ? r->throughput_samples_per_s : 0;
-  }
-  if (gp.tp > 0) {
-    auto g = evaluate_gpipe(gp.re ? re : plain, cl, gp.p, gp.w, gp.b, gp.m);
-    gp_tp = g ? g->throughput_samples_per_s : 0;
-  }
-  char ratio[32] = "–";
-  if (two_tp > 0 && gp_tp > 0) std::snprintf(ratio, sizeof ratio, "%.2f×", two_tp / gp_tp);
-  std::printf("| %s | %d | %s | %s | %s |\n", model.c_str(), batch, show(two, two_tp).c_str(),
-              show(gp, gp_tp).c_str(), ratio);
+  auto ratio = [](double a, double b) {
+    char buf[32] = "–";
+    if (a > 0 && b > 0) std::snprintf(buf, sizeof buf, "%.2f×", a / b);
+    return std::string(buf);
+  };
+  char steady[48] = "";
+  if (two.simulated > 0) std::snprintf(steady, sizeof steady, " (steady %.1f)", two.analytic);
+  std::printf("| %s | %d | %s%s | %s | %s | %s | %s |\n", model.c_str(), batch, show(two).c_str(), steady,
+              show(gp).c_str(), ratio(two.simulated, gp.simulated).c_str(), show(same).c_str(),
+              ratio(two.simulated, same.simulated).c_str());
 }
 
 }  // namespace
@@ -202,9 +227,12 @@ int main(int argc, char** argv) {
 
   std::printf("## PipeDream-2BW's setting: GPT on %d V100 16 GB (%d servers of %d)\n\n", cl.device_count(),
               cl.levels[1].count, cl.levels[0].count);
-  std::printf("NVLink %.0f GB/s inside a server, %.0f Gb/s between servers; %.0f TFLOP/s sustained per "
-              "device; Adam in mixed precision (2BW: 18 B/parameter, GPipe and DP: 16); sequence 512.\n\n",
-              cl.levels[0].bandwidth_bytes_per_s / 1e9, inter_gbps, tflops);
+  std::printf("NVLink %.0f GB/s inside a server, %.0f Gb/s between servers (the v100x8 preset has %.0f; "
+              "p3.16xlarge has 25); %.0f TFLOP/s sustained per device; Adam in mixed precision (2BW: "
+              "18 B/parameter, GPipe and DP: 16); sequence 512, vocabulary 51,200. Best of with and "
+              "without activation recomputation for every approach.\n\n",
+              cl.levels[0].bandwidth_bytes_per_s / 1e9, inter_gbps, preset->levels[1].bandwidth_bytes_per_s * 8 / 1e9,
+              tflops);
   std::printf("| model | approach | recompute | p | w | b | m | batch | layers per stage | memory/device (GiB) "
               "| samples/s | 2BW / this |\n");
   std::printf("|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n");
@@ -234,8 +262,16 @@ int main(int argc, char** argv) {
     const choice two = best_of(x.plain, x.re, [&](const model_profile& p) { return plan_2bw(p, cl); });
     const double tp = two.throughput();
     row(name, "2BW", two, tp);
+    if (two.two_bw) {
+      // The same plan in steady state: no fill or drain (2BW never flushes), m·bottleneck + all-reduce.
+      const two_bw_plan& x = *two.two_bw;
+      const double steady = static_cast<double>(x.b) * x.m * x.w / x.analytic_step_ms * 1000.0;
+      std::printf("| %s | 2BW steady state (analytic) | %s | %d | %d | %lld | %d | %lld | same | same | %.1f | "
+                  "%.2f× |\n", name, two.recompute ? "yes" : "no", x.p, x.w, static_cast<long long>(x.b), x.m,
+                  static_cast<long long>(x.b * x.m * x.w), steady, tp / steady);
+    }
     row(name, "GPipe", best_of(x.plain, x.re, baseline(plan_gpipe, cl)), tp);
-    row(name, "model parallel (no pipelining)", best_of(x.plain, x.re, baseline(plan_model_parallel, cl)), tp);
+    row(name, "inter-layer MP, no pipelining (m=1)", best_of(x.plain, x.re, baseline(plan_model_parallel, cl)), tp);
     choice dp = best_of(x.plain, x.re, baseline(plan_data_parallel, cl));
     if (dp.throughput() == 0) dp.error = "does not fit: " + whole_model(x.re, cl);
     row(name, "data parallel", dp, tp);
@@ -244,8 +280,9 @@ int main(int argc, char** argv) {
 
   if (fixed) {
     std::printf("\n### At a fixed global batch (samples per optimizer step)\n\n");
-    std::printf("| model | batch | 2BW: config: samples/s | GPipe: config: samples/s | 2BW / GPipe |\n");
-    std::printf("|---|---:|---|---|---:|\n");
+    std::printf("| model | batch | 2BW: config: samples/s | best GPipe: config: samples/s | 2BW / GPipe "
+                "| GPipe at 2BW's config | 2BW / that |\n");
+    std::printf("|---|---:|---|---|---:|---|---:|\n");
     for (const profiles& x : ps) {
       if (x.c.layers > 40) continue;  // the 30B model is about fitting, not batch sizes
       for (int batch : {64, 256, 512}) fixed_batch_row(x.c.name, x.plain, x.re, cl, batch);
