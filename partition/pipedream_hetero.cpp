@@ -32,7 +32,7 @@ namespace pipeworks {
 namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
-constexpr double work_limit = 3e7;
+constexpr double work_limit = 1e8;
 
 struct device_class {
   double speed = 1.0;

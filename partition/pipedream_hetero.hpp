@@ -25,7 +25,7 @@ namespace pipeworks {
 // Cost: identical devices form a class; with n_c devices in class c the search visits
 //   (rows) · L(L+1)/2 · Π_c (n_c + 1)(n_c + 2)/2   (· n with same_replicas)
 // stage choices per bisection step (rows = min(L, n) when memory binds and in_flight is p − s,
-// else 1), about 20 steps. An error, saying what to do, when that passes 3·10^7; an error when no
+// else 1), about 20 steps. An error, saying what to do, when that passes 10^8; an error when no
 // plan fits in memory, saying by how much the best one exceeds a device's memory.
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
                                              const pipedream_options& options = {});

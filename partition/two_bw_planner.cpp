@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -33,9 +34,12 @@ link_figures figures(const cluster& c, int d, int e) {
           l.latency_s * 1000.0};
 }
 
-// Contiguous split of per-layer times into p stages minimising max_s Σtime / speed[s].
-// Returns the first layer of each stage (p entries).
-std::vector<int> balanced_split(const std::vector<double>& prefix, const std::vector<double>& speed) {
+// Contiguous split of per-layer times into p stages minimising max_s Σtime / speed[s], over the
+// splits where allowed(s, i, j) holds for every stage s on layers i..j − 1. Returns the first
+// layer of each stage (p entries), or nothing when no split is allowed.
+template <class Allowed>
+std::vector<int> balanced_split(const std::vector<double>& prefix, const std::vector<double>& speed,
+                                Allowed allowed) {
   const int L = static_cast<int>(prefix.size()) - 1;
   const int p = static_cast<int>(speed.size());
   // best[s][j]: the smallest bottleneck placing layers 0..j-1 in stages 0..s-1.
@@ -45,13 +49,14 @@ std::vector<int> balanced_split(const std::vector<double>& prefix, const std::ve
   for (int s = 1; s <= p; ++s)
     for (int j = s; j <= L - (p - s); ++j)
       for (int i = s - 1; i < j; ++i) {
-        if (best[s - 1][i] == inf) continue;
+        if (best[s - 1][i] == inf || !allowed(s - 1, i, j)) continue;
         const double v = std::max(best[s - 1][i], (prefix[j] - prefix[i]) / speed[s - 1]);
         if (v < best[s][j]) {
           best[s][j] = v;
           cut[s][j] = i;
         }
       }
+  if (best[p][L] == inf) return {};
   std::vector<int> first(p);
   int j = L;
   for (int s = p; s >= 1; --s) {
@@ -68,7 +73,14 @@ struct context {
   int L = 0;
   int n = 0;  // devices usable
   std::vector<double> time_prefix;  // Σ(fwd+bwd) at the profile's microbatch
+  std::vector<std::int64_t> weight_prefix;  // Σ(3·param + optimizer): two versions, gradients, state
+  std::vector<std::int64_t> saved_prefix;   // Σsaved at the profile's microbatch
+  // Device lists: the orders devices are dealt to stages in (see arrangement()); empty for levels.
+  std::vector<std::vector<int>> orders;
   std::map<std::vector<double>, std::vector<int>> splits;  // by per-stage speeds
+  // Memory-aware splits, by per-stage speeds, per-stage memory and microbatch size.
+  std::map<std::tuple<std::vector<double>, std::vector<std::int64_t>, std::int64_t>, std::vector<int>>
+      fitted_splits;
 };
 
 // A fully evaluated candidate (analytic score), or the memory excess when it does not fit.
@@ -89,7 +101,44 @@ std::int64_t scaled(std::int64_t bytes, std::int64_t b, std::int64_t mb) {
   return static_cast<std::int64_t>(std::llround(static_cast<long double>(bytes) * b / mb));
 }
 
-candidate build(context& ctx, int p, int w, std::int64_t b, int m) {
+// The device of replica r's stage s, at devs[r·p + s]. Levels: r·p + s (a replica's stages are
+// consecutive devices, inside a server when p fits). Device lists: ctx.orders[arrangement] dealt
+// in groups of w, group s to stage s, so that the replicas of a stage have similar devices.
+std::vector<int> arrangement(const context& ctx, int p, int w, int which) {
+  std::vector<int> devs(static_cast<std::size_t>(p) * w);
+  for (int r = 0; r < w; ++r)
+    for (int s = 0; s < p; ++s)
+      devs[static_cast<std::size_t>(r) * p + s] =
+          ctx.orders.empty() ? r * p + s : ctx.orders[static_cast<std::size_t>(which)][static_cast<std::size_t>(s) * w + r];
+  return devs;
+}
+
+// Bytes a device of stage s (of p) needs for layers i..j − 1 at microbatch b.
+std::int64_t stage_need(const context& ctx, int s, int p, int i, int j, std::int64_t b) {
+  const std::int64_t saved = scaled(ctx.saved_prefix[j] - ctx.saved_prefix[i], b, ctx.profile.microbatch);
+  return ctx.weight_prefix[j] - ctx.weight_prefix[i] + static_cast<std::int64_t>(p - s) * saved;
+}
+
+// The split balanced on time; when it does not fit the stages' memory (caps[s], 0: unlimited),
+// the best balanced split that does, if any.
+const std::vector<int>& choose_split(context& ctx, const std::vector<double>& speed,
+                                     const std::vector<std::int64_t>& caps, std::int64_t b) {
+  const int p = static_cast<int>(speed.size());
+  auto fits = [&](int s, int i, int j) { return caps[s] == 0 || stage_need(ctx, s, p, i, j, b) <= caps[s]; };
+  auto it = ctx.splits.find(speed);
+  if (it == ctx.splits.end())
+    it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed, [](int, int, int) { return true; })).first;
+  const std::vector<int>& first = it->second;
+  bool ok = true;
+  for (int s = 0; s < p && ok; ++s) ok = fits(s, first[s], s + 1 < p ? first[s + 1] : ctx.L);
+  if (ok) return first;
+  auto key = std::make_tuple(speed, caps, b);
+  auto f = ctx.fitted_splits.find(key);
+  if (f == ctx.fitted_splits.end()) f = ctx.fitted_splits.emplace(key, balanced_split(ctx.time_prefix, speed, fits)).first;
+  return f->second.empty() ? first : f->second;
+}
+
+candidate build(context& ctx, int p, int w, std::int64_t b, int m, int which = 0) {
   const cluster& c = ctx.c;
   const model_profile& pr = ctx.profile;
   const double f = static_cast<double>(b) / static_cast<double>(pr.microbatch);
@@ -99,17 +148,21 @@ candidate build(context& ctx, int p, int w, std::int64_t b, int m) {
   plan.w = w;
   plan.b = b;
   plan.m = m;
-  auto dev = [&](int r, int s) { return r * p + s; };
+  const std::vector<int> devs = arrangement(ctx, p, w, which);
+  auto dev = [&](int r, int s) { return devs[static_cast<std::size_t>(r) * p + s]; };
 
-  // Per stage position: the slowest replica's speed, for the split.
+  // Per stage position: the slowest replica's speed and the smallest memory, for the split.
   std::vector<double> speed(p, inf);
+  std::vector<std::int64_t> caps(p, 0);
   for (int s = 0; s < p; ++s)
-    for (int r = 0; r < w; ++r) speed[s] = std::min(speed[s], c.speed(dev(r, s)));
-  auto it = ctx.splits.find(speed);
-  if (it == ctx.splits.end()) it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed)).first;
-  const std::vector<int>& first = it->second;
+    for (int r = 0; r < w; ++r) {
+      speed[s] = std::min(speed[s], c.speed(dev(r, s)));
+      const std::int64_t cap = c.memory(dev(r, s));
+      if (cap > 0) caps[s] = caps[s] == 0 ? cap : std::min(caps[s], cap);
+    }
+  const std::vector<int>& first = choose_split(ctx, speed, caps, b);
 
-  plan.memory_bytes.assign(static_cast<std::size_t>(p) * w, 0);
+  plan.memory_bytes.assign(static_cast<std::size_t>(*std::max_element(devs.begin(), devs.end())) + 1, 0);
   double max_stage = 0, max_link = 0, max_reduce = 0;
   for (int s = 0; s < p; ++s) {
     planned_stage st;
@@ -243,7 +296,7 @@ bool better(const two_bw_plan& a, const two_bw_plan& b) {
 
 result<context> make_context(const model_profile& profile, const cluster& c,
                              const two_bw_options& options) {
-  context ctx{profile, c, options, 0, 0, {}, {}};
+  context ctx{profile, c, options, 0, 0, {}, {}, {}, {}, {}, {}};
   ctx.L = static_cast<int>(profile.layers.size());
   if (ctx.L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
   if (profile.microbatch < 1) return make_error("the profile's microbatch must be at least 1");
@@ -268,8 +321,31 @@ result<context> make_context(const model_profile& profile, const cluster& c,
   if (options.max_devices > 0) ctx.n = std::min(ctx.n, options.max_devices);
   if (ctx.n < 1) return make_error("the cluster has no devices");
   ctx.time_prefix.assign(ctx.L + 1, 0.0);
-  for (int l = 0; l < ctx.L; ++l)
-    ctx.time_prefix[l + 1] = ctx.time_prefix[l] + profile.layers[l].fwd_ms + profile.layers[l].bwd_ms;
+  ctx.weight_prefix.assign(ctx.L + 1, 0);
+  ctx.saved_prefix.assign(ctx.L + 1, 0);
+  for (int l = 0; l < ctx.L; ++l) {
+    const layer_profile& x = profile.layers[l];
+    ctx.time_prefix[l + 1] = ctx.time_prefix[l] + x.fwd_ms + x.bwd_ms;
+    ctx.weight_prefix[l + 1] = ctx.weight_prefix[l] + 3 * x.param_bytes + x.optimizer_bytes;
+    ctx.saved_prefix[l + 1] = ctx.saved_prefix[l] + x.saved_bytes;
+  }
+  if (!c.devices.empty()) {
+    // Fastest first (then most memory), and most memory first (then fastest); 0 bytes: unlimited.
+    const auto mem = [&](int d) {
+      return c.devices[d].memory_bytes == 0 ? std::numeric_limits<std::int64_t>::max() : c.devices[d].memory_bytes;
+    };
+    std::vector<int> by_speed(c.devices.size());
+    for (std::size_t d = 0; d < by_speed.size(); ++d) by_speed[d] = static_cast<int>(d);
+    std::vector<int> by_memory = by_speed;
+    std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
+      return c.devices[a].speed != c.devices[b].speed ? c.devices[a].speed > c.devices[b].speed : mem(a) > mem(b);
+    });
+    std::stable_sort(by_memory.begin(), by_memory.end(), [&](int a, int b) {
+      return mem(a) != mem(b) ? mem(a) > mem(b) : c.devices[a].speed > c.devices[b].speed;
+    });
+    ctx.orders.push_back(by_speed);
+    if (by_memory != by_speed) ctx.orders.push_back(by_memory);
+  }
   return ctx;
 }
 
@@ -290,7 +366,12 @@ result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster&
     return make_error("invalid 2bw configuration p=" + std::to_string(p) + " w=" + std::to_string(w) +
                       " b=" + std::to_string(b) + " m=" + std::to_string(m) +
                       ": need 1 <= p <= layers, m >= p, b >= 1, p·w <= devices");
-  candidate k = build(*ctx, p, w, b, m);
+  // The best fitting arrangement of the devices (by the analytic score), or the least excess.
+  candidate k = build(*ctx, p, w, b, m, 0);
+  for (int which = 1; which < static_cast<int>(ctx->orders.size()); ++which) {
+    candidate alt = build(*ctx, p, w, b, m, which);
+    if (alt.fits ? !k.fits || better(alt.plan, k.plan) : !k.fits && alt.excess < k.excess) k = std::move(alt);
+  }
   if (!k.fits) return make_error("the 2bw plan " + describe(k));
   if (options.use_simulator) {
     status st = simulate_candidate(*ctx, k);
@@ -313,19 +394,21 @@ result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
   std::vector<candidate> fitting;
   candidate smallest;  // the candidate with the least excess, for the error
   bool any = false;
+  const int arrangements = std::max(1, static_cast<int>(ctx.orders.size()));
   for (int p = 1; p <= std::min(ctx.L, ctx.n); ++p)
     for (int w = 1; p * w <= ctx.n; ++w)
       for (std::int64_t b : sizes)
-        for (int m : {p, 2 * p, 4 * p}) {
-          candidate k = build(ctx, p, w, b, m);
-          if (k.fits) {
-            // Keep the candidate list small: only the stage figures are needed later.
-            fitting.push_back(std::move(k));
-          } else if (!any || k.excess < smallest.excess) {
-            smallest = std::move(k);
-            any = true;
+        for (int m : {p, 2 * p, 4 * p})
+          for (int which = 0; which < arrangements; ++which) {
+            candidate k = build(ctx, p, w, b, m, which);
+            if (k.fits) {
+              // Keep the candidate list small: only the stage figures are needed later.
+              fitting.push_back(std::move(k));
+            } else if (!any || k.excess < smallest.excess) {
+              smallest = std::move(k);
+              any = true;
+            }
           }
-        }
   if (fitting.empty()) {
     if (!any) return make_error("no 2bw candidate to plan");
     return make_error("no 2bw plan fits in memory: the smallest candidate " + describe(smallest));

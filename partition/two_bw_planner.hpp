@@ -18,17 +18,22 @@ struct two_bw_plan {
   int w = 1;  // data-parallel width (replicas of the whole pipeline)
   std::int64_t b = 1;  // samples per microbatch
   int m = 1;  // microbatches per optimizer step, per replica (always >= p)
-  // stages[s].devices: replica r runs stage s on device r·p + s (a replica's stages are
-  // consecutive devices, so its pipeline links stay inside a server when p fits in one).
+  // stages[s].devices[r]: the device replica r runs stage s on. On a hierarchy of levels it is
+  // r·p + s (a replica's stages are consecutive devices, so its pipeline links stay inside a
+  // server when p fits in one). On a device list the devices are sorted (fastest first, then most
+  // memory; or most memory first, then fastest: both are tried) and dealt in groups of w, the
+  // first group to stage 0: the replicas of a stage have similar speeds, so no replica (they
+  // synchronise every step) is all slow devices. Only the first p·w devices in that order serve.
   // time_ms: the stage's compute time per microbatch at b on its slowest replica;
-  // memory_bytes: the largest per-device estimate over its replicas.
+  // memory_bytes: the per-device estimate (every replica holds the same).
   std::vector<planned_stage> stages;
   double throughput_samples_per_s = 0;  // b·m·w / step_ms, from the simulator when `simulated`
   double step_ms = 0;                   // time per optimizer step (see two_bw_options)
   double analytic_step_ms = 0;          // the analytic model's step time
   bool simulated = false;               // step_ms came from the simulator
   int inter_server_links = 0;           // pipeline links (over all replicas) above level 0
-  std::vector<std::int64_t> memory_bytes;  // per device used (0 .. p·w − 1), the estimate
+  // The estimate per device, by the cluster's number (0 .. the largest used; 0 for one unused).
+  std::vector<std::int64_t> memory_bytes;
 };
 
 struct two_bw_options {
@@ -46,6 +51,10 @@ struct two_bw_options {
 // Memory per device at stage s (0-based) of a p-stage pipeline:
 //   2·Σparam (two weight versions) + Σparam (gradients) + Σoptimizer
 //   + (p − s)·Σsaved(b)   (2BW's 1F1B stash: stage 0 holds p microbatches in flight)
+//
+// Split: contiguous stages minimising max_s Σ(fwd+bwd) / speed_s (speed_s: the slowest replica's);
+// when that split does not fit every device's own memory, the best split that does (so a device
+// with less memory takes fewer layers); when none does, the candidate does not fit.
 //
 // Analytic step time (ms):
 //   m · max(max_s stage_s, max_s link_s)  +  max_s allreduce_s

@@ -3,6 +3,7 @@
 // alternatives, and m >= p always.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -206,4 +207,112 @@ TEST_CASE("2bw: never m < p, and invalid configurations are errors", "[partition
   CHECK_FALSE(evaluate_two_bw(prof, c, 5, 1, 1, 5).ok());  // p > layers
   CHECK_FALSE(evaluate_two_bw(prof, c, 2, 3, 1, 2).ok());  // p·w > devices
   CHECK(evaluate_two_bw(prof, c, 4, 1, 1, 4).ok());
+}
+
+namespace {
+
+cluster device_list(const std::vector<std::pair<double, std::int64_t>>& specs, double bandwidth) {
+  cluster c;
+  for (std::size_t d = 0; d < specs.size(); ++d)
+    c.devices.push_back(device_spec{"d" + std::to_string(d), specs[d].first, specs[d].second});
+  c.levels.push_back(cluster_level{"link", static_cast<int>(specs.size()), bandwidth, 0.0});
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("2bw: 2 fast and 2 slow devices each get their share", "[partition][hetero]") {
+  // 12 equal layers, tiny parameters (cheap all-reduce); fast devices listed first, so replica r
+  // on devices r·p + s would pair a fast stage with a slow one in every replica.
+  model_profile prof;
+  prof.microbatch = 4;
+  for (int l = 0; l < 12; ++l) prof.layers.push_back(layer(1, 2, 100, 100, 10));
+  const cluster c = device_list({{2.0, 0}, {2.0, 0}, {1.0, 0}, {1.0, 0}}, 1e12);
+  // p = 2, w = 2: the fast pair serves stage 0 with 8 layers, the slow pair stage 1 with 4.
+  auto two = evaluate_two_bw(prof, c, 2, 2, 4, 8);
+  REQUIRE(two.ok());
+  CHECK(two->stages[0].devices == std::vector<int>{0, 1});
+  CHECK(two->stages[1].devices == std::vector<int>{2, 3});
+  CHECK(two->stages[0].last_layer == 7);
+  CHECK(two->stages[0].time_ms == Approx(8 * 3 / 2.0));
+  CHECK(two->stages[1].time_ms == Approx(4 * 3 / 1.0));
+  // The planner's choice: every stage's replicas have one speed, every fast device holds twice
+  // the layers of a slow one, and it beats four slow devices by more than 1.3x (6 / 4 ideal).
+  auto plan = plan_two_bw(prof, c);
+  REQUIRE(plan.ok());
+  INFO("p=" << plan->p << " w=" << plan->w << " b=" << plan->b << " m=" << plan->m);
+  std::vector<int> layers_on(4, 0);
+  for (const planned_stage& st : plan->stages) {
+    for (int d : st.devices) {
+      CHECK(c.speed(d) == c.speed(st.devices[0]));
+      layers_on[d] = st.last_layer - st.first_layer + 1;
+    }
+  }
+  CHECK(plan->p * plan->w == 4);
+  CHECK(layers_on[0] == 2 * layers_on[2]);
+  CHECK(layers_on[1] == 2 * layers_on[3]);
+  auto slow = plan_two_bw(prof, device_list({{1.0, 0}, {1.0, 0}, {1.0, 0}, {1.0, 0}}, 1e12));
+  REQUIRE(slow.ok());
+  CHECK(plan->throughput_samples_per_s > 1.3 * slow->throughput_samples_per_s);
+}
+
+TEST_CASE("2bw: a device with less memory takes fewer layers", "[partition][hetero]") {
+  // 8 equal layers of 300 weight bytes (two versions, gradients) and 100 saved bytes per sample.
+  // Device 0 holds 1300 bytes: 4 layers (1200 + stash) never fit it, 3 layers at the last stage
+  // (900 + 300 at b = 1) do; device 1 is unlimited.
+  model_profile prof;
+  prof.microbatch = 1;
+  for (int l = 0; l < 8; ++l) prof.layers.push_back(layer(1, 2, 10, 100, 100));
+  const cluster c = device_list({{1.0, 1300}, {1.0, 0}}, 1e12);
+  auto plan = plan_two_bw(prof, c);
+  REQUIRE(plan.ok());
+  INFO("p=" << plan->p << " w=" << plan->w << " b=" << plan->b << " m=" << plan->m);
+  REQUIRE(plan->p == 2);
+  int small = -1, big = -1;
+  for (const planned_stage& st : plan->stages) {
+    REQUIRE(st.devices.size() == 1);
+    (st.devices[0] == 0 ? small : big) = st.last_layer - st.first_layer + 1;
+    if (st.devices[0] == 0) CHECK(st.memory_bytes <= 1300);
+  }
+  CHECK(small < big);
+  CHECK(small + big == 8);
+  REQUIRE(plan->memory_bytes.size() == 2);
+  CHECK(plan->memory_bytes[0] <= 1300);
+  // The roomy device runs stage 0, which stashes p microbatches; the small one the last (1).
+  CHECK(plan->stages[0].devices == std::vector<int>{1});
+}
+
+TEST_CASE("2bw: on random device lists every plan fits each device's own memory", "[partition][hetero]") {
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<int> layers(2, 8), devices(1, 6), pick(0, 2);
+  int planned = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const model_profile prof = random_profile(rng, layers(rng), 4);
+    std::int64_t total = 0;
+    for (const auto& l : prof.layers) total += 3 * l.param_bytes + l.optimizer_bytes + l.saved_bytes;
+    std::vector<std::pair<double, std::int64_t>> specs;
+    const int n = devices(rng);
+    for (int d = 0; d < n; ++d) specs.push_back({0.5 + pick(rng), pick(rng) == 0 ? 0 : total * (1 + pick(rng)) / 3});
+    const cluster c = device_list(specs, 1e9);
+    auto plan = plan_two_bw(prof, c);
+    if (!plan) {
+      CHECK(plan.message().find("bytes more than its memory") != std::string::npos);
+      continue;
+    }
+    ++planned;
+    INFO("trial " << trial << " p=" << plan->p << " w=" << plan->w);
+    std::vector<int> seen;
+    for (const planned_stage& st : plan->stages) {
+      REQUIRE(static_cast<int>(st.devices.size()) == plan->w);
+      for (int d : st.devices) {
+        seen.push_back(d);
+        REQUIRE(d < static_cast<int>(plan->memory_bytes.size()));
+        CHECK(plan->memory_bytes[d] == st.memory_bytes);
+        if (c.memory(d) > 0) CHECK(st.memory_bytes <= c.memory(d));
+      }
+    }
+    std::sort(seen.begin(), seen.end());
+    CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+  }
+  CHECK(planned > 10);
 }
