@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "partition/baselines.hpp"
 
@@ -57,6 +58,23 @@ TEST_CASE("gpipe step time and memory on a hand case", "[partition][baselines]")
     // One version (100) + gradients (100) + optimizer (200) + 4 stashed microbatches (4 · 1000).
     CHECK(g->stages[0].memory_bytes == 100 + 100 + 200 + 4 * 1000);
     CHECK(g->max_memory_bytes == 4400);
+  }
+}
+
+TEST_CASE("gpipe with replicas adds the ring all-reduce after the flush", "[partition][baselines]") {
+  // Two replicas of two stages on one server of 4 at 1e9 B/s; each stage holds 1e6 parameter
+  // bytes: 2·(2−1)/2 · 1e6 / 1e9 s = 1 ms of all-reduce after the 15 ms of compute.
+  model_profile p = two_layers(1);
+  for (layer_profile& l : p.layers) l.param_bytes = 1'000'000;
+  const cluster c = one_server(4, 1e9, 0);
+  for (bool sim : {false, true}) {
+    baseline_options o;
+    o.use_simulator = sim;
+    auto g = evaluate_gpipe(p, c, 2, 2, 1, 4, o);
+    REQUIRE(g);
+    CHECK(g->step_ms == Approx(16.0));
+    CHECK(g->throughput_samples_per_s == Approx(8.0 / 16.0 * 1000.0));
+    CHECK(g->stages[1].devices == std::vector<int>{1, 3});
   }
 }
 
