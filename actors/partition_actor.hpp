@@ -1,6 +1,5 @@
-// The partition actor: takes the split (explicit first blocks, or an even split of the model's
-// FLOPs over the p * v virtual stages), cuts the initial weights, spawns the ranks and reducers
-// for the plan and answers plan_atom with their handles (a pipeline_wiring).
+// The partition actor: realises the plan (split and rank speeds from actors/auto_partition.hpp,
+// or given) by cutting the weights and spawning throttled ranks and reducers; answers plan_atom.
 #pragma once
 #include <caf/all.hpp>
 #include <chrono>

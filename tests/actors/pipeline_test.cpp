@@ -136,3 +136,36 @@ TEST_CASE("a minibatch that does not split w * m ways ends the run with an error
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.message(), Catch::Contains("step 1"));
 }
+
+TEST_CASE("throttled ranks train to the same weights as full-speed ones", "[actors]") {
+  // Throttling only stretches time: a flush schedule's weights stay those of one device.
+  const model<float> net = small_mlp();
+  const param_set initial = net.init_params(5);
+  const param_snapshot want = reference_weights(net, initial, sgd(2), 4);
+  pipeline_options o = one_f_one_b(2, 4, 2);
+  o.device_speed = {1.0, 0.25};
+  o.record_trace = true;
+  auto r = train_pipeline<float>(net, initial, o, synthetic_data());
+  REQUIRE(r.ok());
+  CHECK(relative_difference(r->weights, *want) < 1e-5);
+  int computes = 0;
+  for (const auto& e : r->trace.events)
+    if (e.stream == stream_kind::compute) ++computes;
+  CHECK(computes == 2 * (4 + 4 + 1) * 2);  // 2 ranks x (F, B per microbatch and a STEP) x 2 steps
+}
+
+TEST_CASE("check refuses device speeds of the wrong count or outside (0 1]", "[actors]") {
+  pipeline_options o = one_f_one_b(2, 4, 1);
+  o.device_speed = {1.0};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("2 ranks"));
+  o.device_speed = {0.5, 1.5};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("rank 1"));
+  o.device_speed = {0.0, 1.0};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("rank 0"));
+  o.device_speed = {0.5, 0.25};
+  CHECK(check(o, 3).ok());
+  o.schedule = std::nullopt;
+  o.stages = 1;
+  o.device_speed = {0.5};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("pipeline schedule"));
+}

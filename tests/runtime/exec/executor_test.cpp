@@ -211,3 +211,71 @@ TEST_CASE("a rank refuses a message for a stage it does not run and a duplicate"
   REQUIRE_FALSE(r.ok());
   CHECK(r.message().find("a second activation for stage 1, microbatch 1") != std::string::npos);
 }
+
+TEST_CASE("a throttled rank sleeps (1/speed - 1) times each compute action and its trace shows it", "[runtime]") {
+  // A fake clock that ticks 1 s per reading and a sleep that advances it: every compute action
+  // takes exactly 1 s before throttling, so speed 0.25 must ask for 3 s of sleep after each.
+  model<float> net = two_block_mlp();
+  for (double speed : {1.0, 0.25}) {
+    CAPTURE(speed);
+    auto parts = split_params(net.init_params(1), {0, 1, 2});
+    REQUIRE(parts.ok());
+    double fake = 0;
+    std::vector<double> slept;
+    executor_setup su;
+    su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
+    su.device = 1;
+    su.boundaries = {0, 1, 2};
+    su.train = plain_sgd(2);
+    su.speed = speed;
+    su.clock = [&] { return fake += 1.0; };
+    su.sleep = [&](double s) {
+      slept.push_back(s);
+      fake += s;
+    };
+    std::vector<param_set> mine;
+    mine.push_back(std::move((*parts)[1]));
+    stage_executor<float> rank(net, su, std::move(mine), [](outgoing) {});
+    rank.start();
+    rank.deliver(activation_for_stage1(0));
+    rank.deliver(activation_for_stage1(1));
+    auto r = rank.run();
+    REQUIRE(r.ok());
+    REQUIRE(*r);
+    int computes = 0;
+    for (const timeline_event& e : rank.take_events()) {
+      if (e.stream != stream_kind::compute) continue;
+      ++computes;
+      CAPTURE(to_string(e.act));
+      // 1 s of work, then 3 s of sleep at speed 0.25 (and one more tick to read the end).
+      if (speed == 1.0) CHECK(e.end - e.start == Approx(1.0));
+      else CHECK(e.end - e.start >= 4.0);
+    }
+    CHECK(computes == 5);  // F0, B0, F1, B1, STEP
+    if (speed == 1.0) {
+      CHECK(slept.empty());
+    } else {
+      REQUIRE(slept.size() == 5);
+      for (double s : slept) CHECK(s == Approx(3.0));
+    }
+  }
+}
+
+TEST_CASE("an executor refuses a device speed outside (0 1]", "[runtime]") {
+  model<float> net = two_block_mlp();
+  for (double speed : {0.0, -1.0, 1.5}) {
+    CAPTURE(speed);
+    auto parts = split_params(net.init_params(1), {0, 1, 2});
+    REQUIRE(parts.ok());
+    executor_setup su;
+    su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
+    su.device = 1;
+    su.boundaries = {0, 1, 2};
+    su.train = plain_sgd(2);
+    su.speed = speed;
+    std::vector<param_set> mine;
+    mine.push_back(std::move((*parts)[1]));
+    CHECK_THROWS_WITH((stage_executor<float>(net, su, std::move(mine), [](outgoing) {})),
+                      Catch::Contains("device speed"));
+  }
+}

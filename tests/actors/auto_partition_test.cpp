@@ -1,0 +1,143 @@
+// Tests for the start-up plan (actors/auto_partition.hpp): ranks mapped to the plan's devices and
+// speeds, the refusals (speed > 1, too many cores, uneven microbatches, a 2BW batch), the text.
+#include "actors/auto_partition.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace pipeworks;
+
+namespace {
+
+// `layers` identical layers: 1 ms forward, 2 ms backward, no parameters, at microbatch 4.
+model_profile uniform_profile(int layers) {
+  model_profile p;
+  p.model = "uniform";
+  p.microbatch = 4;
+  for (int l = 0; l < layers; ++l)
+    p.layers.push_back(layer_profile{"l" + std::to_string(l), 1.0, 2.0, 1000, 1000, 0, 0});
+  return p;
+}
+
+cluster hetero() {
+  auto c = parse_cluster(R"({"devices": [{"name": "fast0", "speed": 0.5}, {"name": "fast1", "speed": 0.5},
+                                          {"name": "slow0", "speed": 0.25}, {"name": "slow1", "speed": 0.25}]})");
+  REQUIRE(c.ok());
+  return *c;
+}
+
+}  // namespace
+
+TEST_CASE("auto partition maps every rank to its planned device and that device's speed", "[actors]") {
+  const cluster c = hetero();
+  for (int layers : {1, 4, 6}) {
+    CAPTURE(layers);
+    auto_partition_request rq;
+    rq.batch = 32;
+    rq.microbatches = 8;
+    auto a = plan_auto_partition(uniform_profile(layers), c, rq);
+    REQUIRE(a.ok());
+    REQUIRE(a->p == static_cast<int>(a->stages.size()));
+    CHECK(a->m * a->w == 8);
+    CHECK(a->microbatch == 4);
+    CHECK(a->batch == 32);
+    REQUIRE(a->boundaries.size() == static_cast<std::size_t>(a->p + 1));
+    CHECK(a->boundaries.front() == 0);
+    CHECK(a->boundaries.back() == layers);
+    REQUIRE(a->rank_device.size() == static_cast<std::size_t>(a->p * a->w));
+    for (int s = 0; s < a->p; ++s) {
+      CHECK(a->boundaries[static_cast<std::size_t>(s)] == a->stages[static_cast<std::size_t>(s)].first_layer);
+      for (int j = 0; j < a->w; ++j) {
+        const auto r = static_cast<std::size_t>(j * a->p + s);
+        const int d = a->stages[static_cast<std::size_t>(s)].devices.at(static_cast<std::size_t>(j));
+        CHECK(a->rank_device[r] == d);
+        CHECK(a->device_speed[r] == c.speed(d));
+        CHECK(a->device_names[r] == c.devices[static_cast<std::size_t>(d)].name);
+      }
+    }
+    CHECK(a->simulated_step_ms > 0);
+  }
+}
+
+TEST_CASE("auto partition refuses a device faster than one core", "[actors]") {
+  auto c = parse_cluster(R"({"devices": [{"name": "gpu0", "speed": 2}, {"name": "cpu0", "speed": 1}]})");
+  REQUIRE(c.ok());
+  auto a = plan_auto_partition(uniform_profile(2), *c, {});
+  REQUIRE_FALSE(a.ok());
+  CHECK_THAT(a.message(), Catch::Contains("gpu0") && Catch::Contains("at most 1"));
+}
+
+TEST_CASE("auto partition refuses devices whose speeds add up to more than the cores", "[actors]") {
+  auto c = parse_cluster(R"({"devices": [{"speed": 1}, {"speed": 1}, {"speed": 1}, {"speed": 1}]})");
+  REQUIRE(c.ok());
+  auto_partition_request rq;
+  rq.batch = 16;
+  rq.microbatches = 4;
+  rq.cores = 2;
+  // One layer can only be replicated: with free all-reduce the plan takes all four devices.
+  auto a = plan_auto_partition(uniform_profile(1), *c, rq);
+  REQUIRE_FALSE(a.ok());
+  CHECK_THAT(a.message(), Catch::Contains("add up to 4") && Catch::Contains("has 2"));
+  rq.cores = 4;
+  CHECK(plan_auto_partition(uniform_profile(1), *c, rq).ok());
+}
+
+TEST_CASE("auto partition refuses microbatches its replicas cannot share", "[actors]") {
+  auto_partition_request rq;
+  rq.batch = 12;
+  rq.microbatches = 3;
+  auto a = plan_auto_partition(uniform_profile(1), hetero(), rq);
+  REQUIRE_FALSE(a.ok());
+  CHECK_THAT(a.message(), Catch::Contains("not divisible by 4"));
+  rq.batch = 16;
+  rq.microbatches = 4;
+  a = plan_auto_partition(uniform_profile(1), hetero(), rq);
+  REQUIRE(a.ok());
+  CHECK(a->w == 4);
+  CHECK(a->m == 1);
+}
+
+TEST_CASE("auto partition with 2BW keeps a given batch only if the plan has it", "[actors]") {
+  auto_partition_request rq;
+  rq.planner = planner_kind::two_bw;
+  rq.schedule = schedule_kind::two_bw;
+  rq.batch = 7;  // b·m·w with m in {1 2 4} and w <= 4 never makes 7
+  rq.microbatches = 1;
+  rq.keep_batch = true;
+  auto a = plan_auto_partition(uniform_profile(1), hetero(), rq);
+  REQUIRE_FALSE(a.ok());
+  CHECK_THAT(a.message(), Catch::Contains("not --batch 7"));
+  rq.keep_batch = false;
+  a = plan_auto_partition(uniform_profile(1), hetero(), rq);
+  REQUIRE(a.ok());
+  CHECK(a->batch == a->microbatch * a->m * a->w);
+}
+
+TEST_CASE("profile costs sum each stage's times and carry its device speed", "[actors]") {
+  const cost_model cm = profile_costs(uniform_profile(3), {0, 1, 3}, {0.5, 0.25}, 2.0);
+  REQUIRE(cm.stages.size() == 2);
+  REQUIRE(cm.devices.size() == 2);
+  CHECK(cm.stages[0].forward == Approx(0.002));   // 1 ms x scale 2
+  CHECK(cm.stages[1].backward == Approx(0.008));  // 2 layers x 2 ms x 2
+  CHECK(cm.devices[0].speed == 0.5);
+  CHECK(cm.devices[1].speed == 0.25);
+  // One stage at speed 0.5: a step of one microbatch is (1 + 2) ms / 0.5.
+  auto ms = simulate_step_ms(schedule_kind::one_f_one_b, 1, 1, 1,
+                             profile_costs(uniform_profile(1), {0, 1}, {0.5}));
+  REQUIRE(ms.ok());
+  CHECK(*ms == Approx(6.0));
+}
+
+TEST_CASE("the printed plan names the layers and devices and speeds and the run", "[actors]") {
+  auto_partition_request rq;
+  rq.batch = 16;
+  rq.microbatches = 4;
+  auto a = plan_auto_partition(uniform_profile(1), hetero(), rq);
+  REQUIRE(a.ok());
+  const std::string text = format_auto_partition(*a, uniform_profile(1), "hetero.json");
+  CHECK_THAT(text, Catch::Contains("planner pipedream on hetero.json"));
+  CHECK_THAT(text, Catch::Contains("| 0 | l0..l0 | 0..0 | 4 | "));
+  CHECK_THAT(text, Catch::Contains("fast0 (0.5)") && Catch::Contains("slow1 (0.25)"));
+  CHECK_THAT(text, Catch::Contains("run: 1f1b, 1 stages x 4 replicas, 1 microbatches of 4"));
+  CHECK_THAT(text, Catch::Contains("split 0\n"));
+  CHECK_THAT(text, Catch::Contains("predicted step:"));
+}
