@@ -1,11 +1,15 @@
 // `pipeworks plan`: a partition plan from a profile and a cluster: the stages (layer ranges,
-// replicas, devices), the bottleneck, the predicted step time and throughput, memory per device.
+// replicas, devices: with names and speeds for a device list), the bottleneck, the predicted
+// step time and throughput, memory per device.
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
+#include "partition/pipedream_hetero.hpp"
 #include "partition/pipedream_planner.hpp"
 #include "partition/two_bw_planner.hpp"
 
@@ -18,23 +22,59 @@ struct plan_options {
   bool json = false;
 };
 
-// [{"first_layer", "last_layer", "replicas", "devices", "time_ms", "memory_bytes"}, ...]
-nlohmann::json stages_json(const std::vector<planned_stage>& stages) {
+// [{"first_layer", "last_layer", "replicas", "devices", "time_ms", "memory_bytes"}, ...], with
+// "device_names" and "device_speeds" when the cluster is a list of devices.
+nlohmann::json stages_json(const std::vector<planned_stage>& stages, const cluster& c) {
   nlohmann::json out = nlohmann::json::array();
-  for (const planned_stage& s : stages)
-    out.push_back({{"first_layer", s.first_layer},
-                   {"last_layer", s.last_layer},
-                   {"replicas", s.replicas},
-                   {"devices", s.devices},
-                   {"time_ms", s.time_ms},
-                   {"memory_bytes", s.memory_bytes}});
+  for (const planned_stage& s : stages) {
+    nlohmann::json j{{"first_layer", s.first_layer},
+                     {"last_layer", s.last_layer},
+                     {"replicas", s.replicas},
+                     {"devices", s.devices},
+                     {"time_ms", s.time_ms},
+                     {"memory_bytes", s.memory_bytes}};
+    if (!c.devices.empty()) {
+      nlohmann::json names = nlohmann::json::array(), speeds = nlohmann::json::array();
+      for (int d : s.devices) {
+        names.push_back(c.devices[static_cast<std::size_t>(d)].name);
+        speeds.push_back(c.devices[static_cast<std::size_t>(d)].speed);
+      }
+      j["device_names"] = std::move(names);
+      j["device_speeds"] = std::move(speeds);
+    }
+    out.push_back(std::move(j));
+  }
   return out;
 }
 
-std::string device_list(const std::vector<int>& devices) {
+// "0,1" on a hierarchy; "fast0 (speed 0.5), fast1 (speed 0.5)" on a list of devices.
+std::string device_list(const std::vector<int>& devices, const cluster& c) {
   std::string out;
-  for (int d : devices) out += (out.empty() ? "" : ",") + std::to_string(d);
+  for (int d : devices) {
+    out += out.empty() ? "" : (c.devices.empty() ? "," : ", ");
+    if (c.devices.empty()) {
+      out += std::to_string(d);
+    } else {
+      char speed[32];
+      std::snprintf(speed, sizeof speed, "%g", c.devices[static_cast<std::size_t>(d)].speed);
+      const std::string& name = c.devices[static_cast<std::size_t>(d)].name;
+      out += (name.empty() ? "device " + std::to_string(d) : name) + " (speed " + speed + ")";
+    }
+  }
   return out;
+}
+
+// The stage table both planners print.
+void print_stages(const model_profile& prof, const cluster& c, const std::vector<planned_stage>& stages) {
+  std::printf("| stage | layers | replicas | devices | ms per microbatch | memory per device |\n");
+  std::printf("|---:|---|---:|---|---:|---:|\n");
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const planned_stage& s = stages[i];
+    std::printf("| %zu | %s..%s | %d | %s | %.3f | %.1f MiB |\n", i,
+                prof.layers[s.first_layer].name.c_str(), prof.layers[s.last_layer].name.c_str(),
+                s.replicas, device_list(s.devices, c).c_str(), s.time_ms,
+                static_cast<double>(s.memory_bytes) / (1 << 20));
+  }
 }
 
 // The 2BW planner's choice: depth p, width w, microbatch b, microbatches m, and the stages.
@@ -44,7 +84,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
   auto plan = plan_two_bw(prof, c, to);
   if (!plan) throw pipeworks_error(plan.message());
   if (o.json) {
-    const nlohmann::json stages = stages_json(plan->stages);
+    const nlohmann::json stages = stages_json(plan->stages, c);
     nlohmann::json j{{"stages", stages},         {"p", plan->p},
                      {"w", plan->w},             {"microbatch", plan->b},
                      {"m", plan->m},             {"predicted_step_ms", plan->step_ms},
@@ -58,15 +98,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
               "replicas, microbatch %lld, m=%d per step\n",
               prof.model.c_str(), prof.layers.size(), o.cluster.c_str(), c.device_count(), plan->p,
               plan->w, static_cast<long long>(plan->b), plan->m);
-  std::printf("| stage | layers | replicas | devices | ms per microbatch | memory per device |\n");
-  std::printf("|---:|---|---:|---|---:|---:|\n");
-  for (std::size_t i = 0; i < plan->stages.size(); ++i) {
-    const planned_stage& s = plan->stages[i];
-    std::printf("| %zu | %s..%s | %d | %s | %.3f | %.1f MiB |\n", i,
-                prof.layers[s.first_layer].name.c_str(), prof.layers[s.last_layer].name.c_str(),
-                s.replicas, device_list(s.devices).c_str(), s.time_ms,
-                static_cast<double>(s.memory_bytes) / (1 << 20));
-  }
+  print_stages(prof, c, plan->stages);
   std::printf("predicted step %.3f ms (%s): %.1f samples/s\n", plan->step_ms,
               plan->simulated ? "simulated" : "analytic", plan->throughput_samples_per_s);
   return exit_ok;
@@ -80,12 +112,14 @@ int run_plan(const plan_options& o) {
   if (o.planner == "2bw") return print_two_bw(o, *prof, *c);
   pipedream_options po;
   po.max_devices = o.devices;
-  auto plan = plan_pipedream(*prof, *c, po);
+  // A list of devices: each its own speed and memory (plan_pipedream alone plans them all at
+  // the slowest speed and the smallest memory).
+  auto plan = c->devices.empty() ? plan_pipedream(*prof, *c, po) : plan_pipedream_devices(*prof, *c, po);
   if (!plan) throw pipeworks_error(plan.message());
   const double samples_per_s =
       plan->bottleneck_ms > 0 ? 1000.0 * static_cast<double>(prof->microbatch) / plan->bottleneck_ms : 0;
   if (o.json) {
-    const nlohmann::json stages = stages_json(plan->stages);
+    const nlohmann::json stages = stages_json(plan->stages, *c);
     nlohmann::json j{{"stages", stages},
                      {"bottleneck_ms", plan->bottleneck_ms},
                      {"predicted_step_ms", plan->predicted_step_ms},
@@ -97,16 +131,7 @@ int run_plan(const plan_options& o) {
   std::printf("pipeworks plan: %s (%zu layers, microbatch %lld) on %s (%d devices), planner %s\n",
               prof->model.c_str(), prof->layers.size(), static_cast<long long>(prof->microbatch),
               o.cluster.c_str(), c->device_count(), o.planner.c_str());
-  std::printf("| stage | layers | replicas | devices | ms per microbatch | memory per device |\n");
-  std::printf("|---:|---|---:|---|---:|---:|\n");
-  for (std::size_t i = 0; i < plan->stages.size(); ++i) {
-    const planned_stage& s = plan->stages[i];
-    const std::string devs = device_list(s.devices);
-    std::printf("| %zu | %s..%s | %d | %s | %.3f | %.1f MiB |\n", i,
-                prof->layers[s.first_layer].name.c_str(), prof->layers[s.last_layer].name.c_str(),
-                s.replicas, devs.c_str(), s.time_ms,
-                static_cast<double>(s.memory_bytes) / (1 << 20));
-  }
+  print_stages(*prof, *c, plan->stages);
   std::printf("bottleneck %.3f ms per microbatch: %.1f samples/s in steady state; predicted step "
               "%.3f ms\n",
               plan->bottleneck_ms, samples_per_s, plan->predicted_step_ms);

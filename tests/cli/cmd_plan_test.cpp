@@ -1,6 +1,10 @@
-// `pipeworks plan`: a plan from a hand-written profile and cluster, as JSON; bad files exit 2.
+// `pipeworks plan`: a plan from a hand-written profile and cluster, as JSON or a table (device
+// names and speeds for a device list); bad files exit 2.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
 
 #include "fixtures.hpp"
 #include "run_cli.hpp"
@@ -62,4 +66,63 @@ TEST_CASE("plan --planner 2bw picks depth and width within memory", "[cli]") {
   CHECK(p["m"].get<int>() >= p["p"].get<int>());
   for (const auto& bytes : p["memory_bytes"]) CHECK(bytes.get<std::int64_t>() <= 1000000000);
   CHECK(p["samples_per_s"].get<double>() > 0);
+}
+
+namespace {
+
+// Twelve equal layers with heavy parameters (replicating a stage costs an all-reduce).
+std::string twelve_layers() {
+  std::string layers;
+  for (int l = 0; l < 12; ++l)
+    layers += std::string(l ? ", " : "") + "{\"name\": \"l" + std::to_string(l) +
+              "\", \"fwd_ms\": 1, \"bwd_ms\": 2, \"activation_bytes\": 1000, \"saved_bytes\": 1000, "
+              "\"param_bytes\": 10000000, \"optimizer_bytes\": 0}";
+  return "{\"model\": \"twelve\", \"microbatch\": 4, \"layers\": [" + layers + "]}";
+}
+
+// As examples/clusters/hetero-2fast-2slow.json: two devices at half a core, two at a quarter.
+const char* two_fast_two_slow = R"({"devices": [
+  {"name": "fast0", "speed": 0.5}, {"name": "fast1", "speed": 0.5},
+  {"name": "slow0", "speed": 0.25}, {"name": "slow1", "speed": 0.25}],
+  "levels": [{"name": "link", "bandwidth_bytes_per_s": 1e9, "latency_s": 0}]})";
+
+}  // namespace
+
+TEST_CASE("plan on 2 fast and 2 slow devices gives the fast ones twice the layers", "[cli][hetero]") {
+  scratch_dir dir;
+  write_file(dir / "profile.json", twelve_layers());
+  write_file(dir / "cluster.json", two_fast_two_slow);
+  const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                dir / "cluster.json", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json p = json::parse(r.out);
+  std::vector<int> layers_on(4, 0);
+  for (const auto& st : p["stages"]) {
+    REQUIRE(st["device_names"].size() == st["devices"].size());
+    for (std::size_t k = 0; k < st["devices"].size(); ++k) {
+      const int d = st["devices"][k].get<int>();
+      layers_on[d] += st["last_layer"].get<int>() - st["first_layer"].get<int>() + 1;
+      CHECK(st["device_speeds"][k].get<double>() == (d < 2 ? 0.5 : 0.25));
+    }
+  }
+  CHECK(layers_on[0] == 4);
+  CHECK(layers_on[1] == 4);
+  CHECK(layers_on[2] == 2);
+  CHECK(layers_on[3] == 2);
+  CHECK(p["bottleneck_ms"].get<double>() == Approx(24.0));  // 4 · 3 ms / 0.5 = 2 · 3 ms / 0.25
+
+  // The table names each stage's devices with their speeds, for both planners.
+  const cli_result text = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                   dir / "cluster.json"});
+  INFO(text.out);
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "fast0 (speed 0.5)"));
+  CHECK(contains(text.out, "slow1 (speed 0.25)"));
+  const cli_result two = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                  dir / "cluster.json", "--planner", "2bw"});
+  INFO(two.out << two.err);
+  REQUIRE(two.exit_code == 0);
+  CHECK(contains(two.out, "fast1 (speed 0.5)"));
+  CHECK(contains(two.out, "(speed 0.25)"));
 }
