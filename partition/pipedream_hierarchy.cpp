@@ -39,6 +39,10 @@ namespace pipeworks::pipedream {
 
 namespace {
 
+// The microbatches a device-stage starting at layer i keeps: F, or with m.in_flight = 0 (p − s)
+// at most the L − i stages from it to the end.
+int in_flight_at(const flat_model& m, int f, int i) { return m.in_flight > 0 ? f : std::min(f, m.layers - i); }
+
 class level_program {
  public:
   level_program(const flat_model& m, std::vector<level_spec> levels, int in_flight)
@@ -53,7 +57,7 @@ class level_program {
 
   // Aˡ(i..j) for l = −1..H−2.
   double value(int l, int i, int j) {
-    if (l < 0) return m_.fits(i, j, f_) ? m_.compute_ms(i, j) : inf;
+    if (l < 0) return m_.fits(i, j, in_flight_at(m_, f_, i)) ? m_.compute_ms(i, j) : inf;
     table& t = memo_[l][i];
     while (t.rows <= j - i) extend(l, i, t);
     return t.d[static_cast<std::size_t>(j - i) * (levels_[l].count + 1) + levels_[l].count];
@@ -99,7 +103,7 @@ class level_program {
       std::vector<int> bases;
       for (int q = 0; q < r; ++q) bases.push_back((next_unit + q) * unit);
       next_unit += r;
-      flatten_range(top() - 1, i, j, bases, {{r, allreduce_ms(p, t.ms_per_byte, r)}}, out.stages);
+      flatten_range(top() - 1, i, j, bases, {{r, p, t.ms_per_byte}}, out.stages);
     }
     return out;
   }
@@ -110,14 +114,11 @@ class level_program {
     std::vector<double> d;    // rows × (c + 1)
     std::vector<int> k, r;    // the last stage's first layer and replicas, per (j, m)
   };
-  struct outer_stage {
+  struct outer_stage {  // an enclosing stage: its replicas, parameters and level
     int r;
-    double allreduce_ms;
+    double param_bytes, ms_per_byte;
   };
 
-  static double allreduce_ms(double param_bytes, double ms_per_byte, int r) {
-    return r > 1 ? 2.0 * (r - 1) / r * param_bytes * ms_per_byte : 0.0;
-  }
   int devices_per_unit(int l) const {  // of level l; 1 for l = −1
     int u = 1;
     for (int x = 0; x <= l; ++x) u *= levels_[x].count;
@@ -178,10 +179,10 @@ class level_program {
       for (int b : bases)
         for (int q = 0; q < r; ++q) sub.push_back(b + (next_unit + q) * unit);
       next_unit += r;
-      const double ar = allreduce_ms(m_.param_bytes(k, last), levels_[l].ms_per_byte, r);
+      const double p = m_.param_bytes(k, last), w = levels_[l].ms_per_byte;
       if (l > 0) {
         std::vector<outer_stage> o = outer;
-        o.push_back({r, ar});
+        o.push_back({r, p, w});
         flatten_range(l - 1, k, last, sub, std::move(o), out);
         continue;
       }
@@ -191,8 +192,10 @@ class level_program {
       std::sort(sub.begin(), sub.end());
       st.devices = sub;
       st.replicas = static_cast<int>(sub.size());
-      double time = m_.compute_ms(k, last) / r + ar;  // T⁰, then outward
-      for (auto it = outer.rbegin(); it != outer.rend(); ++it) time = time / it->r + it->allreduce_ms;
+      // T⁰, then outward, with the same function as the program (bit for bit the same values)
+      double time = replicated_ms(m_.compute_ms(k, last), p, w, r);
+      for (auto it = outer.rbegin(); it != outer.rend(); ++it)
+        time = replicated_ms(time, it->param_bytes, it->ms_per_byte, it->r);
       st.time_ms = time;
       out.push_back(std::move(st));
     }
@@ -222,8 +225,9 @@ std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vec
   int stages = 0;
   double hi = 0;
   for (int i = 0, j; i < L; i = j + 1) {
-    if (!m.fits(i, i, in_flight)) return std::nullopt;
-    for (j = i; j + 1 < L && m.fits(i, j + 1, in_flight);) ++j;
+    const int f = in_flight_at(m, in_flight, i);
+    if (!m.fits(i, i, f)) return std::nullopt;
+    for (j = i; j + 1 < L && m.fits(i, j + 1, f);) ++j;
     ++stages;
     hi = std::max(hi, m.compute_ms(i, j));
     if (j + 1 < L) hi = std::max(hi, 2.0 * m.activation[j] * slowest);

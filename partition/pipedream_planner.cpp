@@ -19,10 +19,13 @@
 // - Hierarchies with memory and in_flight = p − s: p is unknown inside a sub-pipeline, so the
 //   program runs with one in_flight F for every device-stage. F = 1 first: a relaxation, so when
 //   its plan fits under the true p − s it is optimal among level-by-level plans. Otherwise F grows
-//   to the depth of the last plan (a plan of depth ≤ F fits for sure), and at last F = n. If none
-//   of those finds a plan, the flat program (exact p − s memory, pool costs) is placed on devices
-//   0, 1, .. and its bottleneck is its cost at that placement (all-reduce at the level spanning
-//   a stage's devices, a link at the level spanning both stages). Not claimed optimal.
+//   to the depth of the last plan, and at last F = n; a device-stage starting at layer i is checked
+//   with min(F, L − i) (it has at most L − i stages from it to the end), so a plan of depth ≤ F
+//   fits for sure; every plan is checked exactly. If none of those fits, the flat program (exact
+//   p − s memory) is run with the pool's costs and with every all-reduce at the outermost level,
+//   both are placed on devices 0, 1, .. and costed there (all-reduce at the level spanning a
+//   stage's devices, a link at the level spanning both stages), and the better is returned with
+//   that cost as bottleneck_ms. Not claimed optimal.
 // - same_replicas: the flat program over the pool (on a hierarchy: all-reduce at the innermost
 //   level holding r devices, links at the outermost level used).
 // - Heterogeneous clusters (`devices`): the slowest device's speed and the smallest memory stand
@@ -31,6 +34,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -132,10 +136,23 @@ result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_s
     const int depth = static_cast<int>(h->stages.size());
     f = attempt < 5 ? std::min(m.devices, std::max(f + 1, depth)) : m.devices;
   }
-  auto stages = pipedream::plan_flat(m);
-  if (!stages) return no_plan(m);
-  const double b = placed_bottleneck(m, levels, *stages);
-  return finish(m, std::move(*stages), b);
+  // The flat program under two cost models: the pool's (replicas packed into the innermost unit
+  // holding them) and a pessimistic one (every all-reduce at the outermost level); the same memory.
+  // The better of the two at their actual placement.
+  std::optional<std::vector<planned_stage>> best;
+  double best_b = inf;
+  for (int pessimistic = 0; pessimistic < 2; ++pessimistic) {
+    flat_model pool = m;
+    if (pessimistic) std::fill(pool.ms_per_byte.begin(), pool.ms_per_byte.end(), m.ms_per_byte.back());
+    auto stages = pipedream::plan_flat(pool);
+    if (!stages) return no_plan(m);
+    const double b = placed_bottleneck(m, levels, *stages);
+    if (b < best_b) {
+      best_b = b;
+      best = std::move(stages);
+    }
+  }
+  return finish(m, std::move(*best), best_b);
 }
 
 }  // namespace

@@ -264,3 +264,73 @@ TEST_CASE("pipedream planner on a two-level cluster uses the slower level where 
   CHECK(plan->stages[0].replicas == 2);
   CHECK(plan->bottleneck_ms == Approx(60.0 + 1.0));
 }
+
+TEST_CASE("pipedream planner with same_replicas equals brute force on small flat clusters",
+          "[partition]") {
+  std::mt19937 rng(1122);
+  std::uniform_int_distribution<int> layers_d(1, 9), devices_d(1, 6), choice(0, 3);
+  std::uniform_real_distribution<double> ms(0.0, 10.0);
+  std::uniform_int_distribution<std::int64_t> bytes(0, 4000);
+  int with_plan = 0, without = 0;
+  for (int instance = 0; instance < 200; ++instance) {
+    const int L = layers_d(rng), n = devices_d(rng);
+    model_profile p;
+    for (int l = 0; l < L; ++l)
+      p.layers.push_back(layer(ms(rng), ms(rng), bytes(rng), bytes(rng), bytes(rng), bytes(rng)));
+    const double bw = 1e6 * (1 + choice(rng));
+    const std::int64_t memory = choice(rng) == 0 ? 0 : 8000 + 4000 * choice(rng);
+    pipedream_options opt;
+    opt.in_flight = choice(rng) == 0 ? 2 : 0;
+    opt.same_replicas = true;
+    const auto planned = plan_pipedream(p, flat(n, bw, memory), opt);
+    // Every split and every r with stages · r ≤ n, written out from the header's objective.
+    double best = std::numeric_limits<double>::infinity();
+    for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
+      std::vector<std::pair<int, int>> st;
+      int first = 0;
+      for (int g = 0; g < L - 1; ++g)
+        if (mask >> g & 1) {
+          st.push_back({first, g});
+          first = g + 1;
+        }
+      st.push_back({first, L - 1});
+      const int s = static_cast<int>(st.size());
+      bool fits = true;
+      for (int k = 0; k < s; ++k) {
+        std::int64_t mem = 0;
+        for (int l = st[k].first; l <= st[k].second; ++l)
+          mem += 2 * p.layers[l].param_bytes + p.layers[l].optimizer_bytes +
+                 (opt.in_flight > 0 ? opt.in_flight : s - k) * p.layers[l].saved_bytes;
+        if (memory != 0 && mem > memory) fits = false;
+      }
+      if (!fits) continue;
+      for (int r = 1; r * s <= n; ++r) {
+        double b = 0;
+        for (int k = 0; k < s; ++k) {
+          double c = 0, w = 0;
+          for (int l = st[k].first; l <= st[k].second; ++l) {
+            c += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+            w += static_cast<double>(p.layers[l].param_bytes);
+          }
+          b = std::max(b, c / r + (r > 1 ? 2.0 * (r - 1) / r * w / bw * 1000.0 : 0.0));
+          if (k + 1 < s) b = std::max(b, 2.0 * p.layers[st[k].second].activation_bytes / bw * 1000.0);
+        }
+        best = std::min(best, b);
+      }
+    }
+    INFO("instance " << instance << ": " << L << " layers, " << n << " devices, memory " << memory
+                     << ", in_flight " << opt.in_flight);
+    REQUIRE(planned.ok() == (best != std::numeric_limits<double>::infinity()));
+    if (!planned.ok()) {
+      CHECK(planned.message().find("more than") != std::string::npos);
+      ++without;
+      continue;
+    }
+    ++with_plan;
+    CHECK(planned->bottleneck_ms == Approx(best).epsilon(1e-9).margin(1e-12));
+    check_consistent(*planned, p, n);
+    for (const planned_stage& st : planned->stages) CHECK(st.replicas == planned->stages[0].replicas);
+  }
+  CHECK(with_plan > 100);
+  CHECK(without > 0);
+}
