@@ -204,6 +204,33 @@ void fixed_batch_row(const std::string& model, const model_profile& plain, const
               ratio(two.simulated, same.simulated).c_str());
 }
 
+// The most transformer layers of `shape` (hidden, heads, seq, vocab) whose plan fits on `cl`,
+// with or without recomputation, by bisection between lo (fits, else the answer is "below lo")
+// and hi (cannot: over the cluster's memory at 16 bytes per parameter); 0 when lo does not fit. Analytic only: fitting is the
+// memory estimate's call, not the simulator's.
+template <class Fits>
+int largest(const gpt_config& shape, double flops, int lo, int hi, Fits fits) {
+  auto ok = [&](int layers) {
+    gpt_config c = shape;
+    c.layers = layers;
+    gpt_profile_options o;
+    o.microbatch = profile_b;
+    o.flops_per_s = flops;
+    for (bool re : {true, false}) {  // recomputation first: it is the one that fits big models
+      o.recompute = re;
+      auto p = gpt_profile(c, o);
+      if (p && fits(*p)) return true;
+    }
+    return false;
+  };
+  if (!ok(lo)) return 0;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (ok(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,7 +241,9 @@ int main(int argc, char** argv) {
   app.add_option("--tflops", tflops, "sustained fp16 TFLOP/s per V100")->capture_default_str();
   app.add_option("--inter-gbps", inter_gbps, "Gb/s between servers (the v100x8 preset has 100)")
       ->capture_default_str();
+  bool max_size = false;
   app.add_flag("!--no-fixed", fixed, "skip the fixed-global-batch table");
+  app.add_flag("--max-size", max_size, "also bisect the largest GPT each approach fits (about 15 s)");
   CLI11_PARSE(app, argc, argv);
 
   auto preset = load_cluster("v100x8");
@@ -288,6 +317,35 @@ int main(int argc, char** argv) {
       for (int batch : {64, 256, 512}) fixed_batch_row(x.c.name, x.plain, x.re, cl, batch);
       std::fflush(stdout);
     }
+  }
+  // The largest GPT of the 30B row's shape each approach fits (the paper's max-model-size question).
+  if (max_size) {
+    gpt_config shape = paper_models().back();
+    const double per_layer = 12.0 * shape.hidden * shape.hidden;
+    const double total = static_cast<double>(cl.memory(0)) * cl.device_count();
+    const int hi = static_cast<int>(total / 16.0 / per_layer) + 1;  // 16 B/parameter fills every device
+    const int lo = shape.layers;                                      // the 30B row: it fits
+    two_bw_options ao;
+    ao.use_simulator = false;
+    baseline_options bo;
+    bo.use_simulator = false;
+    std::printf("\n### The largest GPT (hidden %lld, %d heads, sequence %lld) that fits on the %d devices\n\n",
+                static_cast<long long>(shape.hidden), shape.heads, static_cast<long long>(shape.seq),
+                cl.device_count());
+    std::printf("| approach | layers | parameters |\n|---|---:|---:|\n");
+    auto show = [&](const char* name, int layers) {
+      gpt_config c = shape;
+      c.layers = layers;
+      if (layers == 0) std::printf("| %s | fewer than %d | – |\n", name, lo);  // DP starts at 1
+      else std::printf("| %s | %d | %.1fB |\n", name, layers, gpt_parameters(c) / 1e9);
+      std::fflush(stdout);
+    };
+    show("2BW", largest(shape, tflops * 1e12, lo, hi, [&](const model_profile& p) {
+      return static_cast<bool>(plan_two_bw(p, cl, ao)); }));
+    show("GPipe", largest(shape, tflops * 1e12, lo, hi, [&](const model_profile& p) {
+      return static_cast<bool>(plan_gpipe(p, cl, bo)); }));
+    show("data parallel", largest(shape, tflops * 1e12, 1, hi, [&](const model_profile& p) {
+      return static_cast<bool>(plan_data_parallel(p, cl, bo)); }));
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,7 @@ struct context {
   int n = 0;
   std::vector<double> time_prefix;
   std::vector<std::int64_t> sizes;  // candidate microbatch sizes
+  std::map<std::vector<double>, std::vector<int>> splits;  // by per-stage speeds
 };
 
 struct candidate {
@@ -82,7 +84,7 @@ struct candidate {
 };
 
 // One configuration; `stashed` microbatches' saved bytes are held at once on every stage.
-candidate build(const context& ctx, const std::string& kind, int p, int w, std::int64_t b, int m,
+candidate build(context& ctx, const std::string& kind, int p, int w, std::int64_t b, int m,
                 int stashed) {
   const cluster& c = ctx.c;
   const model_profile& pr = ctx.profile;
@@ -99,7 +101,9 @@ candidate build(const context& ctx, const std::string& kind, int p, int w, std::
   std::vector<double> speed(p, inf);
   for (int s = 0; s < p; ++s)
     for (int r = 0; r < w; ++r) speed[s] = std::min(speed[s], c.speed(dev(r, s)));
-  const std::vector<int> first = balanced_split(ctx.time_prefix, speed);
+  auto it = ctx.splits.find(speed);
+  if (it == ctx.splits.end()) it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed)).first;
+  const std::vector<int>& first = it->second;
 
   double max_stage = 0, max_link = 0, max_reduce = 0;
   for (int s = 0; s < p; ++s) {
@@ -219,7 +223,7 @@ bool better(const baseline_plan& a, const baseline_plan& b) {
 }
 
 result<context> make_context(const model_profile& profile, const cluster& c, const baseline_options& options) {
-  context ctx{profile, c, options, 0, 0, {}, {}};
+  context ctx{profile, c, options, 0, 0, {}, {}, {}};
   ctx.L = static_cast<int>(profile.layers.size());
   if (ctx.L == 0) return make_error("cannot plan a baseline for a profile with no layers");
   if (profile.microbatch < 1) return make_error("the profile's microbatch must be at least 1");
@@ -276,7 +280,7 @@ result<baseline_plan> pick(const context& ctx, std::vector<candidate>& fitting, 
 
 // Enumerates p in [p_min, p_max], w, the sizes and m from `ms(p)`; `stash(m)` microbatches held.
 template <class Ms, class Stash>
-result<baseline_plan> search(const context& ctx, const std::string& kind, int p_min, int p_max, Ms ms, Stash stash) {
+result<baseline_plan> search(context& ctx, const std::string& kind, int p_min, int p_max, Ms ms, Stash stash) {
   std::vector<candidate> fitting;
   candidate smallest;
   bool any = false;
