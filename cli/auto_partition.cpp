@@ -49,6 +49,11 @@ planned_run auto_partition_flags(pipeline_flags& f, const model<float>& net,
   if (!kind) throw CLI::ValidationError("--schedule", kind.message());
   auto c = load_cluster(f.cluster);
   if (!c) throw CLI::ValidationError("--cluster", c.message());
+  // PipeDream: without --microbatches the step gets 2 per device, so most replica counts share
+  // them evenly (--batch permitting).
+  const std::int64_t per_step = 2 * static_cast<std::int64_t>(c->device_count());
+  if (f.planner == "pipedream" && f.given.count("--microbatches") == 0 && batch % per_step == 0)
+    microbatches = static_cast<int>(per_step);
   planned_run run;
   const std::int64_t b = batch / microbatches;
   {

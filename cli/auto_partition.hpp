@@ -24,7 +24,8 @@ struct planned_run {
   model_profile profile;
 };
 
-// Profiles `net` on one core (a device of speed 1) on sample(b), b = batch / microbatches,
+// Profiles `net` on one core (a device of speed 1) on sample(b), b = batch / microbatches
+// (PipeDream without --microbatches: 2 per cluster device when --batch divides),
 // plans on flags.cluster, prints the plan unless `quiet`, and rewrites flags (stages, replicas,
 // split), batch and microbatches (per replica) to it. Errors throw, naming what to change.
 planned_run auto_partition_flags(pipeline_flags& flags, const model<float>& net,

@@ -101,3 +101,13 @@ TEST_CASE("train --auto-partition refuses a cluster with a device faster than on
   CHECK(contains(r.err, "gpu0"));
   CHECK(contains(r.err, "at most 1"));
 }
+
+TEST_CASE("train --auto-partition without --microbatches gives the step 2 per device", "[cli]") {
+  const cli_result r = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir, "--steps", "2",
+                                "--batch", "32", "--auto-partition", "--cluster", hetero_cluster, "--json"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json plan = json_lines(r).back()["plan"];
+  CHECK(plan["m"].get<int>() * plan["w"].get<int>() == 8);  // 4 devices
+  CHECK(plan["microbatch"] == 4);
+}
