@@ -15,12 +15,16 @@
 //              k = i: Tˡ(i..j, r);  k > i: max(Dᵢ(k − 1, m − r), 2 · act(k − 1)/B_l, Tˡ(k..j, r))
 //   Aˡ(i..j) = Dᵢ(j, c_l)        (Dᵢ(·, 0) = ∞: m counts units used, at most m)
 // memoised per (level, start) and extended in j only as far as the level above asks. The scan over
-// k stops once Aˡ⁻¹(k..j)/m can no longer beat Dᵢ(j, m) for any m (A grows as k falls).
+// k > i stops once Aˡ⁻¹(k..j)/(m − 1) can no longer beat Dᵢ(j, m) for any m (A grows as k falls).
 // At the top the bottleneck X is bisected (pipedream_search.hpp) on
 //   G(L) = 0, G(i) = min over j of r(i..j) + G(j + 1) ≤ c_{H−1}
 // with r(i..j) the fewest top units with T^{H−1}(i..j, r) ≤ X and links ≤ X. A(i..j) grows with j,
 // so r(i..j) does, and the scan over j stops at the first j no r ≤ c_{H−1} serves; near the answer
 // that keeps the ranges asked of the levels below short (a stage cannot outgrow X · units).
+// Cost: each (level, start, end) row is O(len · c_l²). It is fast when the all-reduce bounds how
+// long a stage can be (transformer-like layers: 1,000 layers on 128 servers of 8 in a few tens of
+// ms); with (nearly) no parameters a top-level stage may span most of the model, the tables grow
+// to O(L²) rows and the time to O(L³ · c²) (about 10 s for 1,000 parameter-free layers).
 //
 // The flattened plan: a top stage over r_top units runs, in each unit, the sub-pipeline that
 // attains A^{H−2}, and so on down to devices. A device-level stage is a layer range and all the
@@ -136,9 +140,11 @@ class level_program {
     for (int k = j; k >= i; --k) {
       const double a = value(l - 1, k, j);  // touches only level l − 1's tables
       if (a == inf) break;
-      bool useful = false;
-      for (int mm = 1; mm <= c && !useful; ++mm) useful = a / mm < t.d[row + mm];
-      if (!useful) break;
+      // A stage k..j (k > i) leaves at least one unit to k − 1: under m units it has r ≤ m − 1.
+      bool useful = k == i;
+      for (int mm = 2; mm <= c && !useful; ++mm) useful = a / (mm - 1) < t.d[row + mm];
+      if (!useful) k = i + 1;  // only the single stage i..j is left to try (A grows as k falls)
+      if (!useful) continue;
       const double p = m_.param_bytes(k, j);
       const double link = k > i ? 2.0 * m_.activation[k - 1] * w : 0.0;
       const std::size_t before = static_cast<std::size_t>(k - 1 - i) * (c + 1);

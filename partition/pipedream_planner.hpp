@@ -11,12 +11,18 @@
 
 namespace pipeworks {
 
+// A device-level stage. On a hierarchy a stage of an outer level replicated over r units runs an
+// inner pipeline in each unit, so an inner stage's layers sit on r₀ devices in each of the r units:
+// `replicas` counts every device holding the stage's layers (r₀ · r · ..., the data-parallel
+// width its gradients are all-reduced over, level by level), and `devices` lists them all.
 struct planned_stage {
   int first_layer = 0;  // inclusive
   int last_layer = 0;   // inclusive
   int replicas = 1;
-  std::vector<int> devices;  // replicas devices, in the cluster's numbering
-  double time_ms = 0;        // the stage's time per microbatch including its all-reduce share
+  std::vector<int> devices;  // replicas devices, ascending, in the cluster's numbering
+  // The stage's time per microbatch including its all-reduce share; on a hierarchy, its share of
+  // the enclosing top-level stage's time (t ← t / r + that level's all-reduce, level by level).
+  double time_ms = 0;
   std::int64_t memory_bytes = 0;  // per device
 };
 
@@ -24,7 +30,7 @@ struct pipeline_plan {
   std::vector<planned_stage> stages;
   double bottleneck_ms = 0;       // the slowest stage or link, per microbatch
   double predicted_step_ms = 0;   // for the plan's microbatches per step (see the planner)
-  std::vector<std::int64_t> memory_bytes;  // per device used
+  std::vector<std::int64_t> memory_bytes;  // per device used, in ascending device order
 };
 
 struct pipedream_options {
@@ -39,6 +45,10 @@ struct pipedream_options {
 //   stage time = Σ(fwd_ms + bwd_ms)/r + (r > 1 ? 2(r − 1)/r · Σparam_bytes/bw : 0)
 //   link time  = 2 · activation_bytes(last layer of the stage) / bw
 //   bottleneck = max over stages and links.
+// On a hierarchy (levels innermost first) the same objective level by level: a stage of level l is
+// replicated over whole units of level l − 1, each running the best sub-pipeline of its layers,
+// with level l's bandwidth (the recurrence is in pipedream_hierarchy.cpp; the choices for
+// max_devices and for memory with in_flight = p − s are in pipedream_planner.cpp).
 // An error when no plan fits in memory, saying by how much the smallest one exceeds it.
 result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster& c,
                                      const pipedream_options& options = {});
