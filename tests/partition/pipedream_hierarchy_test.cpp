@@ -272,3 +272,26 @@ TEST_CASE("pipedream planner on a hierarchy with in_flight p - s fits every devi
   CHECK(with_plan > 50);
   CHECK(without > 0);
 }
+
+TEST_CASE("pipedream planner equals brute force over level-by-level plans on three levels",
+          "[partition]") {
+  std::mt19937 rng(3032026);
+  std::uniform_int_distribution<int> layers_d(1, 5), count_d(1, 2), choice(0, 3);
+  for (int instance = 0; instance < 60; ++instance) {
+    const int L = layers_d(rng);
+    const model_profile p = random_profile(rng, L);
+    cluster c;  // devices per server, servers per rack, racks: each 1 or 2, slower outward
+    const double inner = 1e6 * (1 + choice(rng));
+    c.levels.push_back(cluster_level{"server", 2, inner, 0.0});
+    c.levels.push_back(cluster_level{"rack", count_d(rng), inner / 4, 0.0});
+    c.levels.push_back(cluster_level{"cluster", count_d(rng) + 1, inner / 16, 0.0});
+    const auto planned = plan_pipedream(p, c);
+    brute_levels brute{p, c, 0, 0, {}};
+    const double best = brute.value(2, 0, L - 1);
+    INFO("instance " << instance << ": " << L << " layers, " << c.levels[1].count << " servers of 2 per rack, "
+                     << c.levels[2].count << " racks");
+    REQUIRE(planned.ok());
+    CHECK(planned->bottleneck_ms == Approx(best).epsilon(1e-9).margin(1e-12));
+    check_flattened(*planned, L, c.device_count());
+  }
+}
