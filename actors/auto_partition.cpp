@@ -213,8 +213,8 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
        " stages x " + std::to_string(a.w) + " replicas, " + std::to_string(a.m) +
        " microbatches of " + std::to_string(a.microbatch) + " per replica (batch " +
        std::to_string(a.batch) + "), split " + split + "\n";
-  t += "predicted step: " + num(a.planner_step_ms, "%.3f") + " ms (planner), " +
-       num(a.simulated_step_ms, "%.3f") + " ms (this schedule simulated)\n";
+  t += "predicted step: " + num(a.planner_step_ms, "%.3f") + " ms (the planner's estimate), " +
+       num(a.simulated_step_ms, "%.3f") + " ms (this run's schedule simulated)\n";
   return t;
 }
 

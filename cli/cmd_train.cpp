@@ -1,5 +1,5 @@
-// `pipeworks train`: single-device training of mlp or gpt with progress, JSON metrics, a final
-// evaluation (mlp test accuracy, gpt held-out loss), a text sample and an optional checkpoint.
+// `pipeworks train`: mlp or gpt on one device, pipelined or auto-partitioned, with progress,
+// JSON metrics, a final evaluation, a text sample and an optional checkpoint.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -415,8 +415,9 @@ const bool registered = register_command(
           ->check(nonnegative_int)
           ->capture_default_str();
       sub.add_flag("--json", o->json,
-                   "one JSON object per line; the last has final_loss, steps, samples_per_s "
-                   "(and test_accuracy for mlp, eval_loss for gpt)");
+                   "one JSON object per line; the last has final_loss, steps, samples_per_s, "
+                   "split (each stage's first block), test_accuracy (mlp) or eval_loss (gpt), "
+                   "and with --auto-partition the plan");
       return [o, app] {
         for (const char* flag : {"--schedule", "--stages", "--replicas", "--chunks", "--split",
                                  "--cluster", "--planner", "--batch", "--microbatches"})
