@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 #include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
@@ -65,7 +66,8 @@ std::string device_list(const std::vector<int>& devices, const cluster& c) {
 }
 
 // The stage table both planners print.
-void print_stages(const model_profile& prof, const cluster& c, const std::vector<planned_stage>& stages) {
+void print_stages(const model_profile& prof, const cluster& c,
+                  const std::vector<planned_stage>& stages) {
   std::printf("| stage | layers | replicas | devices | ms per microbatch | memory per device |\n");
   std::printf("|---:|---|---:|---|---:|---:|\n");
   for (std::size_t i = 0; i < stages.size(); ++i) {
@@ -114,7 +116,8 @@ int run_plan(const plan_options& o) {
   po.max_devices = o.devices;
   // A list of devices: each its own speed and memory (plan_pipedream alone plans them all at
   // the slowest speed and the smallest memory).
-  auto plan = c->devices.empty() ? plan_pipedream(*prof, *c, po) : plan_pipedream_devices(*prof, *c, po);
+  auto plan =
+      c->devices.empty() ? plan_pipedream(*prof, *c, po) : plan_pipedream_devices(*prof, *c, po);
   if (!plan) throw pipeworks_error(plan.message());
   const double samples_per_s =
       plan->bottleneck_ms > 0 ? 1000.0 * static_cast<double>(prof->microbatch) / plan->bottleneck_ms : 0;

@@ -78,7 +78,8 @@ struct hetero_model {
     const std::int64_t need = memory_of(i, j, f);
     std::uint64_t bits = 0;
     for (std::size_t c = 0; c < classes.size(); ++c)
-      if (classes[c].memory == 0 || need <= classes[c].memory + slack) bits |= std::uint64_t{1} << c;
+      if (classes[c].memory == 0 || need <= classes[c].memory + slack)
+        bits |= std::uint64_t{1} << c;
     return bits;
   }
 };
@@ -202,20 +203,23 @@ status check_inputs(const model_profile& profile, const cluster& c, const pipedr
   if (L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
   for (int l = 0; l < L; ++l) {
     const layer_profile& x = profile.layers[l];
-    if (!(x.fwd_ms >= 0 && std::isfinite(x.fwd_ms)) || !(x.bwd_ms >= 0 && std::isfinite(x.bwd_ms)) ||
-        x.activation_bytes < 0 || x.saved_bytes < 0 || x.param_bytes < 0 || x.optimizer_bytes < 0)
+    if (!(x.fwd_ms >= 0 && std::isfinite(x.fwd_ms)) ||
+        !(x.bwd_ms >= 0 && std::isfinite(x.bwd_ms)) || x.activation_bytes < 0 ||
+        x.saved_bytes < 0 || x.param_bytes < 0 || x.optimizer_bytes < 0)
       return make_error("layer " + std::to_string(l) + " (" + x.name +
                         "): times and byte counts must be finite and non-negative");
   }
   if (o.max_devices < 0 || o.in_flight < 0)
-    return make_error("pipedream options: max_devices and in_flight must be 0 (default) or positive");
+    return make_error(
+        "pipedream options: max_devices and in_flight must be 0 (default) or positive");
   if (c.devices.empty())
     return make_error("plan_pipedream_devices needs a cluster given as a list of devices");
   if (c.levels.size() > 1)
     return make_error("a cluster of listed devices has one flat level, not " +
                       std::to_string(c.levels.size()));
   if (!c.levels.empty() && !(c.levels[0].bandwidth_bytes_per_s > 0))
-    return make_error("cluster level " + c.levels[0].name + ": bandwidth_bytes_per_s must be positive");
+    return make_error("cluster level " + c.levels[0].name +
+                      ": bandwidth_bytes_per_s must be positive");
   for (const device_spec& d : c.devices) {
     if (!(d.speed > 0) || !std::isfinite(d.speed))
       return make_error("device " + d.name + ": speed must be finite and positive");
@@ -232,17 +236,23 @@ status build_model(const model_profile& profile, const cluster& c, const pipedre
   const int L = static_cast<int>(profile.layers.size());
   for (int d = 0; d < n; ++d) {
     const device_spec& s = c.devices[d];
-    auto same = [&](const device_class& k) { return k.speed == s.speed && k.memory == s.memory_bytes; };
+    auto same = [&](const device_class& k) {
+      return k.speed == s.speed && k.memory == s.memory_bytes;
+    };
     auto it = std::find_if(m.classes.begin(), m.classes.end(), same);
-    if (it == m.classes.end()) it = m.classes.insert(m.classes.end(), device_class{s.speed, s.memory_bytes, {}});
+    if (it == m.classes.end())
+      it = m.classes.insert(m.classes.end(), device_class{s.speed, s.memory_bytes, {}});
     it->devices.push_back(d);
   }
   // Faster classes first, then more memory (0, unlimited, counts as most).
-  std::stable_sort(m.classes.begin(), m.classes.end(), [](const device_class& a, const device_class& b) {
-    if (a.speed != b.speed) return a.speed > b.speed;
-    const auto mem = [](std::int64_t x) { return x == 0 ? std::numeric_limits<std::int64_t>::max() : x; };
-    return mem(a.memory) > mem(b.memory);
-  });
+  std::stable_sort(m.classes.begin(), m.classes.end(),
+                   [](const device_class& a, const device_class& b) {
+                     if (a.speed != b.speed) return a.speed > b.speed;
+                     const auto mem = [](std::int64_t x) {
+                       return x == 0 ? std::numeric_limits<std::int64_t>::max() : x;
+                     };
+                     return mem(a.memory) > mem(b.memory);
+                   });
   bool limited = false;
   for (const device_class& k : m.classes) limited = limited || k.memory > 0;
   m.layers = L;
@@ -258,13 +268,15 @@ status build_model(const model_profile& profile, const cluster& c, const pipedre
   }
   const double work = m.rows * (L * (L + 1.0) / 2) * pairs * (o.same_replicas ? m.max_devices : 1);
   if (work > work_limit || m.classes.size() > 63)
-    return make_error(
-        "pipedream planner: " + std::to_string(n) + " devices in " + std::to_string(m.classes.size()) +
-        " classes of equal (speed, memory) and " + std::to_string(L) + " layers make a search of about " +
-        std::to_string(static_cast<long long>(std::min(work, 1e18))) + " stage choices, over the limit of " +
-        std::to_string(static_cast<long long>(work_limit)) +
-        "; give the devices fewer distinct speeds and memories (round them to a few common values), "
-        "merge layers in the profile, or use the 2bw planner");
+    return make_error("pipedream planner: " + std::to_string(n) + " devices in " +
+                      std::to_string(m.classes.size()) + " classes of equal (speed, memory) and " +
+                      std::to_string(L) + " layers make a search of about " +
+                      std::to_string(static_cast<long long>(std::min(work, 1e18))) +
+                      " stage choices, over the limit of " +
+                      std::to_string(static_cast<long long>(work_limit)) +
+                      "; give the devices fewer distinct speeds and memories (round them to a few "
+                      "common values), "
+                      "merge layers in the profile, or use the 2bw planner");
 
   m.stride.assign(m.classes.size(), 1);
   for (std::size_t k = 1; k < m.classes.size(); ++k)
@@ -323,8 +335,10 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
   std::int64_t lo = 0, hi = m.memory_of(0, m.layers - 1, m.in_flight > 0 ? m.in_flight : m.rows);
   while (hi - lo > 1) {
     m.slack = lo + (hi - lo) / 2;
-    if (a.run(inf)) hi = m.slack;
-    else lo = m.slack;
+    if (a.run(inf))
+      hi = m.slack;
+    else
+      lo = m.slack;
   }
   m.slack = hi;
   a.run(inf);
@@ -334,7 +348,8 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
   std::int64_t worst = std::numeric_limits<std::int64_t>::min(), need_at = 0;
   int device = 0;
   for (int s = 0; s < p; ++s) {
-    const std::int64_t need = m.memory_of(st[s].first, st[s].last, m.in_flight > 0 ? m.in_flight : p - s);
+    const std::int64_t need =
+        m.memory_of(st[s].first, st[s].last, m.in_flight > 0 ? m.in_flight : p - s);
     for (std::size_t k = 0; k < m.classes.size(); ++k)
       for (int x = m.count(st[s].pick, static_cast<int>(k)); x > 0; --x) {
         const int d = m.classes[k].devices[next[k]++];
@@ -346,10 +361,10 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
         }
       }
   }
-  return make_error("no plan fits in memory: the smallest plan on " + std::to_string(m.max_devices) +
-                    " devices needs " + bytes_text(need_at) + " on device " +
-                    c.devices[device].name + ", " + bytes_text(worst) + " more than the " +
-                    bytes_text(c.devices[device].memory_bytes) + " it has");
+  return make_error("no plan fits in memory: the smallest plan on " +
+                    std::to_string(m.max_devices) + " devices needs " + bytes_text(need_at) +
+                    " on device " + c.devices[device].name + ", " + bytes_text(worst) +
+                    " more than the " + bytes_text(c.devices[device].memory_bytes) + " it has");
 }
 
 }  // namespace
@@ -368,8 +383,10 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
   std::ptrdiff_t lo = -1, hi = static_cast<std::ptrdiff_t>(values.size()) - 1;
   while (hi - lo > 1) {
     const std::ptrdiff_t mid = lo + (hi - lo) / 2;
-    if (a.run(values[static_cast<std::size_t>(mid)])) hi = mid;
-    else lo = mid;
+    if (a.run(values[static_cast<std::size_t>(mid)]))
+      hi = mid;
+    else
+      lo = mid;
   }
   a.run(values[static_cast<std::size_t>(hi)]);
 
@@ -387,8 +404,10 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
         ps.devices.push_back(m.classes[k].devices[next[k]++]);
     std::sort(ps.devices.begin(), ps.devices.end());
     ps.time_ms = m.stage_ms(ps.first_layer, ps.last_layer, ps.replicas, m.floor_speed[st[s].pick]);
-    ps.memory_bytes = m.memory_of(ps.first_layer, ps.last_layer, m.in_flight > 0 ? m.in_flight : p - s);
-    for (std::size_t d = 0; d < ps.devices.size(); ++d) plan.memory_bytes.push_back(ps.memory_bytes);
+    ps.memory_bytes =
+        m.memory_of(ps.first_layer, ps.last_layer, m.in_flight > 0 ? m.in_flight : p - s);
+    for (std::size_t d = 0; d < ps.devices.size(); ++d)
+      plan.memory_bytes.push_back(ps.memory_bytes);
     plan.bottleneck_ms = std::max(plan.bottleneck_ms, ps.time_ms);
     if (s + 1 < p) plan.bottleneck_ms = std::max(plan.bottleneck_ms, m.link_ms[ps.last_layer]);
     plan.stages.push_back(std::move(ps));

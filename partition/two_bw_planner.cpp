@@ -73,13 +73,14 @@ struct context {
   int L = 0;
   int n = 0;  // devices usable
   std::vector<double> time_prefix;  // Σ(fwd+bwd) at the profile's microbatch
-  std::vector<std::int64_t> weight_prefix;  // Σ(3·param + optimizer): two versions, gradients, state
-  std::vector<std::int64_t> saved_prefix;   // Σsaved at the profile's microbatch
+  std::vector<std::int64_t> weight_prefix;  // Σ(3·param + optimizer): 2 versions, grads, state
+  std::vector<std::int64_t> saved_prefix;  // Σsaved at the profile's microbatch
   // Device lists: the orders devices are dealt to stages in (see arrangement()); empty for levels.
   std::vector<std::vector<int>> orders;
   std::map<std::vector<double>, std::vector<int>> splits;  // by per-stage speeds
   // Memory-aware splits, by per-stage speeds, per-stage memory and microbatch size.
-  std::map<std::tuple<std::vector<double>, std::vector<std::int64_t>, std::int64_t>, std::vector<int>>
+  std::map<std::tuple<std::vector<double>, std::vector<std::int64_t>, std::int64_t>,
+           std::vector<int>>
       fitted_splits;
 };
 
@@ -109,13 +110,16 @@ std::vector<int> arrangement(const context& ctx, int p, int w, int which) {
   for (int r = 0; r < w; ++r)
     for (int s = 0; s < p; ++s)
       devs[static_cast<std::size_t>(r) * p + s] =
-          ctx.orders.empty() ? r * p + s : ctx.orders[static_cast<std::size_t>(which)][static_cast<std::size_t>(s) * w + r];
+          ctx.orders.empty()
+              ? r * p + s
+              : ctx.orders[static_cast<std::size_t>(which)][static_cast<std::size_t>(s) * w + r];
   return devs;
 }
 
 // Bytes a device of stage s (of p) needs for layers i..j − 1 at microbatch b.
 std::int64_t stage_need(const context& ctx, int s, int p, int i, int j, std::int64_t b) {
-  const std::int64_t saved = scaled(ctx.saved_prefix[j] - ctx.saved_prefix[i], b, ctx.profile.microbatch);
+  const std::int64_t saved =
+      scaled(ctx.saved_prefix[j] - ctx.saved_prefix[i], b, ctx.profile.microbatch);
   return ctx.weight_prefix[j] - ctx.weight_prefix[i] + static_cast<std::int64_t>(p - s) * saved;
 }
 
@@ -124,17 +128,21 @@ std::int64_t stage_need(const context& ctx, int s, int p, int i, int j, std::int
 const std::vector<int>& choose_split(context& ctx, const std::vector<double>& speed,
                                      const std::vector<std::int64_t>& caps, std::int64_t b) {
   const int p = static_cast<int>(speed.size());
-  auto fits = [&](int s, int i, int j) { return caps[s] == 0 || stage_need(ctx, s, p, i, j, b) <= caps[s]; };
+  auto fits = [&](int s, int i, int j) {
+    return caps[s] == 0 || stage_need(ctx, s, p, i, j, b) <= caps[s];
+  };
+  auto any = [](int, int, int) { return true; };
   auto it = ctx.splits.find(speed);
   if (it == ctx.splits.end())
-    it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed, [](int, int, int) { return true; })).first;
+    it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed, any)).first;
   const std::vector<int>& first = it->second;
   bool ok = true;
   for (int s = 0; s < p && ok; ++s) ok = fits(s, first[s], s + 1 < p ? first[s + 1] : ctx.L);
   if (ok) return first;
   auto key = std::make_tuple(speed, caps, b);
   auto f = ctx.fitted_splits.find(key);
-  if (f == ctx.fitted_splits.end()) f = ctx.fitted_splits.emplace(key, balanced_split(ctx.time_prefix, speed, fits)).first;
+  if (f == ctx.fitted_splits.end())
+    f = ctx.fitted_splits.emplace(key, balanced_split(ctx.time_prefix, speed, fits)).first;
   return f->second.empty() ? first : f->second;
 }
 
@@ -162,7 +170,8 @@ candidate build(context& ctx, int p, int w, std::int64_t b, int m, int which = 0
     }
   const std::vector<int>& first = choose_split(ctx, speed, caps, b);
 
-  plan.memory_bytes.assign(static_cast<std::size_t>(*std::max_element(devs.begin(), devs.end())) + 1, 0);
+  plan.memory_bytes.assign(
+      static_cast<std::size_t>(*std::max_element(devs.begin(), devs.end())) + 1, 0);
   double max_stage = 0, max_link = 0, max_reduce = 0;
   for (int s = 0; s < p; ++s) {
     planned_stage st;
@@ -332,13 +341,15 @@ result<context> make_context(const model_profile& profile, const cluster& c,
   if (!c.devices.empty()) {
     // Fastest first (then most memory), and most memory first (then fastest); 0 bytes: unlimited.
     const auto mem = [&](int d) {
-      return c.devices[d].memory_bytes == 0 ? std::numeric_limits<std::int64_t>::max() : c.devices[d].memory_bytes;
+      return c.devices[d].memory_bytes == 0 ? std::numeric_limits<std::int64_t>::max()
+                                            : c.devices[d].memory_bytes;
     };
     std::vector<int> by_speed(c.devices.size());
     for (std::size_t d = 0; d < by_speed.size(); ++d) by_speed[d] = static_cast<int>(d);
     std::vector<int> by_memory = by_speed;
     std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
-      return c.devices[a].speed != c.devices[b].speed ? c.devices[a].speed > c.devices[b].speed : mem(a) > mem(b);
+      return c.devices[a].speed != c.devices[b].speed ? c.devices[a].speed > c.devices[b].speed
+                                                      : mem(a) > mem(b);
     });
     std::stable_sort(by_memory.begin(), by_memory.end(), [&](int a, int b) {
       return mem(a) != mem(b) ? mem(a) > mem(b) : c.devices[a].speed > c.devices[b].speed;
@@ -370,7 +381,8 @@ result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster&
   candidate k = build(*ctx, p, w, b, m, 0);
   for (int which = 1; which < static_cast<int>(ctx->orders.size()); ++which) {
     candidate alt = build(*ctx, p, w, b, m, which);
-    if (alt.fits ? !k.fits || better(alt.plan, k.plan) : !k.fits && alt.excess < k.excess) k = std::move(alt);
+    if (alt.fits ? !k.fits || better(alt.plan, k.plan) : !k.fits && alt.excess < k.excess)
+      k = std::move(alt);
   }
   if (!k.fits) return make_error("the 2bw plan " + describe(k));
   if (options.use_simulator) {

@@ -2,7 +2,6 @@
 // names and speeds for a device list); bad files exit 2.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -74,9 +73,10 @@ namespace {
 std::string twelve_layers() {
   std::string layers;
   for (int l = 0; l < 12; ++l)
-    layers += std::string(l ? ", " : "") + "{\"name\": \"l" + std::to_string(l) +
-              "\", \"fwd_ms\": 1, \"bwd_ms\": 2, \"activation_bytes\": 1000, \"saved_bytes\": 1000, "
-              "\"param_bytes\": 10000000, \"optimizer_bytes\": 0}";
+    layers +=
+        std::string(l ? ", " : "") + "{\"name\": \"l" + std::to_string(l) +
+        "\", \"fwd_ms\": 1, \"bwd_ms\": 2, \"activation_bytes\": 1000, \"saved_bytes\": 1000, "
+        "\"param_bytes\": 10000000, \"optimizer_bytes\": 0}";
   return "{\"model\": \"twelve\", \"microbatch\": 4, \"layers\": [" + layers + "]}";
 }
 
@@ -88,12 +88,13 @@ const char* two_fast_two_slow = R"({"devices": [
 
 }  // namespace
 
-TEST_CASE("plan on 2 fast and 2 slow devices gives the fast ones twice the layers", "[cli][hetero]") {
+TEST_CASE("plan on 2 fast and 2 slow devices gives the fast ones twice the layers",
+          "[cli][hetero]") {
   scratch_dir dir;
   write_file(dir / "profile.json", twelve_layers());
   write_file(dir / "cluster.json", two_fast_two_slow);
-  const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
-                                dir / "cluster.json", "--json"});
+  const cli_result r = run_cli(
+      {"plan", "--profile", dir / "profile.json", "--cluster", dir / "cluster.json", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json p = json::parse(r.out);
@@ -113,8 +114,8 @@ TEST_CASE("plan on 2 fast and 2 slow devices gives the fast ones twice the layer
   CHECK(p["bottleneck_ms"].get<double>() == Approx(24.0));  // 4 · 3 ms / 0.5 = 2 · 3 ms / 0.25
 
   // The table names each stage's devices with their speeds, for both planners.
-  const cli_result text = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
-                                   dir / "cluster.json"});
+  const cli_result text =
+      run_cli({"plan", "--profile", dir / "profile.json", "--cluster", dir / "cluster.json"});
   INFO(text.out);
   REQUIRE(text.exit_code == 0);
   CHECK(contains(text.out, "fast0 (speed 0.5)"));

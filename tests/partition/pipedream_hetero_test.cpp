@@ -1,16 +1,15 @@
-// PipeDream's planner on heterogeneous devices: its bottleneck equals a brute force over every split
-// and every assignment of devices to stages on small clusters, and fast devices get more layers.
-#include <catch2/catch.hpp>
+// PipeDream's planner on heterogeneous devices: its bottleneck equals a brute force over every
+// split and device assignment on small clusters, and faster devices get more layers.
+#include "partition/pipedream_hetero.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
-
-#include "partition/pipedream_hetero.hpp"
 
 using namespace pipeworks;
 
@@ -33,7 +32,8 @@ cluster devices(const std::vector<std::pair<double, std::int64_t>>& specs, doubl
   cluster c;
   for (std::size_t d = 0; d < specs.size(); ++d)
     c.devices.push_back(device_spec{"d" + std::to_string(d), specs[d].first, specs[d].second});
-  if (bandwidth > 0) c.levels.push_back(cluster_level{"link", static_cast<int>(specs.size()), bandwidth, 0.0});
+  if (bandwidth > 0)
+    c.levels.push_back(cluster_level{"link", static_cast<int>(specs.size()), bandwidth, 0.0});
   return c;
 }
 
@@ -57,7 +57,8 @@ double brute_force(const model_profile& p, const cluster& c, const pipedream_opt
     if (s > cap) continue;
     double links = 0;
     for (int k = 0; k + 1 < s; ++k)
-      links = std::max(links, 2.0 * static_cast<double>(p.layers[st[k].second].activation_bytes) * ms_per_byte);
+      links = std::max(
+          links, 2.0 * static_cast<double>(p.layers[st[k].second].activation_bytes) * ms_per_byte);
     std::vector<int> label(n, 0);  // 0..s−1: a stage, s: unused
     while (true) {
       std::vector<int> r(s, 0);
@@ -105,7 +106,8 @@ double brute_force(const model_profile& p, const cluster& c, const pipedream_opt
 
 // The plan is well formed: contiguous stages, distinct devices within max, memory within each
 // device's, and times recomputed from its devices.
-void check_plan(const pipeline_plan& plan, const model_profile& p, const cluster& c, const pipedream_options& o) {
+void check_plan(const pipeline_plan& plan, const model_profile& p, const cluster& c,
+                const pipedream_options& o) {
   REQUIRE(!plan.stages.empty());
   CHECK(plan.stages.front().first_layer == 0);
   CHECK(plan.stages.back().last_layer == static_cast<int>(p.layers.size()) - 1);
@@ -122,11 +124,13 @@ void check_plan(const pipeline_plan& plan, const model_profile& p, const cluster
       slowest = std::min(slowest, c.devices[d].speed);
       if (c.devices[d].memory_bytes != 0) CHECK(st.memory_bytes <= c.devices[d].memory_bytes);
     }
-    for (int l = st.first_layer; l <= st.last_layer; ++l) t += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+    for (int l = st.first_layer; l <= st.last_layer; ++l)
+      t += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
     CHECK(st.time_ms >= t / (st.replicas * slowest) * (1 - 1e-12));
     CHECK(plan.bottleneck_ms >= st.time_ms);
   }
-  CHECK(static_cast<int>(seen.size()) <= (o.max_devices > 0 ? o.max_devices : static_cast<int>(c.devices.size())));
+  CHECK(static_cast<int>(seen.size()) <=
+        (o.max_devices > 0 ? o.max_devices : static_cast<int>(c.devices.size())));
   CHECK(plan.memory_bytes.size() == seen.size());
   CHECK(plan.predicted_step_ms == Approx(plan.bottleneck_ms * (3 * stages - 1)));
 }
@@ -182,7 +186,8 @@ TEST_CASE("pipedream hetero equals brute force on small mixed clusters", "[parti
   CHECK(mixed > 0);  // some optimal stages mix speeds: one class per stage would not be exact
 }
 
-TEST_CASE("pipedream hetero: 2 fast and 2 slow devices share 12 layers by speed", "[partition][hetero]") {
+TEST_CASE("pipedream hetero: 2 fast and 2 slow devices share 12 layers by speed",
+          "[partition][hetero]") {
   // Equal layers; parameters make replication cost an all-reduce, so the plan is a 4-stage pipeline.
   model_profile p;
   for (int l = 0; l < 12; ++l) p.layers.push_back(layer(1.0, 2.0, 1000, 1000, 10'000'000));
@@ -192,7 +197,8 @@ TEST_CASE("pipedream hetero: 2 fast and 2 slow devices share 12 layers by speed"
   std::vector<int> layers_on(4, 0);
   for (const planned_stage& st : plan->stages)
     for (int d : st.devices) layers_on[d] += st.last_layer - st.first_layer + 1;
-  INFO("layers per device " << layers_on[0] << " " << layers_on[1] << " " << layers_on[2] << " " << layers_on[3]);
+  INFO("layers per device " << layers_on[0] << " " << layers_on[1] << " " << layers_on[2] << " "
+                            << layers_on[3]);
   CHECK(layers_on[0] == 2 * layers_on[2]);
   CHECK(layers_on[1] == 2 * layers_on[3]);
   // 4 layers on a fast device, 2 on a slow one: 4·3/2 = 6 ms per stage, against the even split's

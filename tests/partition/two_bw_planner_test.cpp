@@ -1,15 +1,15 @@
 // PipeDream-2BW's planner: plans fit in memory (by its estimate and in the simulator), a model too
 // big for any device is an error with the excess, the chosen plan scores at least as well as the
 // alternatives, and m >= p always.
-#include <catch2/catch.hpp>
+#include "partition/two_bw_planner.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "partition/two_bw_planner.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
@@ -282,17 +282,20 @@ TEST_CASE("2bw: a device with less memory takes fewer layers", "[partition][hete
   CHECK(plan->stages[0].devices == std::vector<int>{1});
 }
 
-TEST_CASE("2bw: on random device lists every plan fits each device's own memory", "[partition][hetero]") {
+TEST_CASE("2bw: on random device lists every plan fits each device's own memory",
+          "[partition][hetero]") {
   std::mt19937 rng(99);
   std::uniform_int_distribution<int> layers(2, 8), devices(1, 6), pick(0, 2);
   int planned = 0;
   for (int trial = 0; trial < 40; ++trial) {
     const model_profile prof = random_profile(rng, layers(rng), 4);
     std::int64_t total = 0;
-    for (const auto& l : prof.layers) total += 3 * l.param_bytes + l.optimizer_bytes + l.saved_bytes;
+    for (const auto& l : prof.layers)
+      total += 3 * l.param_bytes + l.optimizer_bytes + l.saved_bytes;
     std::vector<std::pair<double, std::int64_t>> specs;
     const int n = devices(rng);
-    for (int d = 0; d < n; ++d) specs.push_back({0.5 + pick(rng), pick(rng) == 0 ? 0 : total * (1 + pick(rng)) / 3});
+    for (int d = 0; d < n; ++d)
+      specs.push_back({0.5 + pick(rng), pick(rng) == 0 ? 0 : total * (1 + pick(rng)) / 3});
     const cluster c = device_list(specs, 1e9);
     auto plan = plan_two_bw(prof, c);
     if (!plan) {
