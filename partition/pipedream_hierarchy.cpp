@@ -43,13 +43,9 @@ namespace pipeworks::pipedream {
 
 namespace {
 
-// The microbatches a device-stage starting at layer i keeps: F, or with m.in_flight = 0 (p − s)
-// at most the L − i stages from it to the end.
-int in_flight_at(const flat_model& m, int f, int i) { return m.in_flight > 0 ? f : std::min(f, m.layers - i); }
-
 class level_program {
  public:
-  level_program(const flat_model& m, std::vector<level_spec> levels, int in_flight)
+  level_program(const flat_model& m, std::vector<level_spec> levels, const std::vector<int>& in_flight)
       : m_(m), levels_(std::move(levels)), f_(in_flight), memo_(levels_.size() - 1) {
     for (auto& per_start : memo_) per_start.resize(m.layers);
     top_best_.resize(m.layers + 1);
@@ -61,7 +57,7 @@ class level_program {
 
   // Aˡ(i..j) for l = −1..H−2.
   double value(int l, int i, int j) {
-    if (l < 0) return m_.fits(i, j, in_flight_at(m_, f_, i)) ? m_.compute_ms(i, j) : inf;
+    if (l < 0) return m_.fits(i, j, f_[i]) ? m_.compute_ms(i, j) : inf;
     table& t = memo_[l][i];
     while (t.rows <= j - i) extend(l, i, t);
     return t.d[static_cast<std::size_t>(j - i) * (levels_[l].count + 1) + levels_[l].count];
@@ -209,7 +205,7 @@ class level_program {
 
   const flat_model& m_;
   std::vector<level_spec> levels_;
-  int f_;
+  const std::vector<int>& f_;
   std::vector<std::vector<table>> memo_;  // [level 0..H−2][start]
   std::vector<int> top_best_, top_cut_, top_reps_;
 };
@@ -217,7 +213,7 @@ class level_program {
 }  // namespace
 
 std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vector<level_spec>& levels,
-                                             int in_flight) {
+                                             const std::vector<int>& in_flight) {
   const int L = m.layers;
   long long devices = 1;
   double slowest = 0;
@@ -231,9 +227,8 @@ std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vec
   int stages = 0;
   double hi = 0;
   for (int i = 0, j; i < L; i = j + 1) {
-    const int f = in_flight_at(m, in_flight, i);
-    if (!m.fits(i, i, f)) return std::nullopt;
-    for (j = i; j + 1 < L && m.fits(i, j + 1, f);) ++j;
+    if (!m.fits(i, i, in_flight[i])) return std::nullopt;
+    for (j = i; j + 1 < L && m.fits(i, j + 1, in_flight[i]);) ++j;
     ++stages;
     hi = std::max(hi, m.compute_ms(i, j));
     if (j + 1 < L) hi = std::max(hi, 2.0 * m.activation[j] * slowest);

@@ -18,10 +18,11 @@ struct hierarchy_plan {
   double bottleneck_ms = 0;           // A at the top level for all layers
 };
 
-// `levels` innermost first, at least two. A device-stage keeps `in_flight` microbatches for the
-// memory check; when m.in_flight = 0 (p − s), one starting at layer i keeps min(in_flight, L − i)
-// (at most L − i stages from there on). m.devices is not used. Nothing when no plan fits memory.
+// `levels` innermost first, at least two. A device-stage starting at layer i keeps in_flight[i]
+// microbatches for the memory check (in_flight: one per layer, non-increasing, so that the memory
+// of a range only grows with the range). m.in_flight and m.devices are not used. Nothing when no
+// plan fits in memory.
 std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vector<level_spec>& levels,
-                                             int in_flight);
+                                             const std::vector<int>& in_flight);
 
 }  // namespace pipeworks::pipedream

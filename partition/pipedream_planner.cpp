@@ -17,15 +17,17 @@
 //   of them (at most its count); the devices beyond are left idle (e.g. 20 on servers of 8: 2
 //   servers; 5: 5 devices of one server, flat).
 // - Hierarchies with memory and in_flight = p − s: p is unknown inside a sub-pipeline, so the
-//   program runs with one in_flight F for every device-stage. F = 1 first: a relaxation, so when
-//   its plan fits under the true p − s it is optimal among level-by-level plans. Otherwise F grows
-//   to the depth of the last plan, and at last F = n; a device-stage starting at layer i is checked
-//   with min(F, L − i) (it has at most L − i stages from it to the end), so a plan of depth ≤ F
-//   fits for sure; every plan is checked exactly. If none of those fits, the flat program (exact
-//   p − s memory) is run with the pool's costs and with every all-reduce at the outermost level,
-//   both are placed on devices 0, 1, .. and costed there (all-reduce at the level spanning a
-//   stage's devices, a link at the level spanning both stages), and the better is returned with
-//   that cost as bottleneck_ms. Not claimed optimal.
+//   program takes an in-flight count per layer, F(i), used for a device-stage starting at layer i.
+//   Round 1: F = 1, a relaxation, so when its plan fits under the true p − s it is optimal among
+//   level-by-level plans (exact). Otherwise each round raises F(i) to what the last plan's stage
+//   holding layer i needed (kept non-increasing in i) and plans again, up to 12 rounds; then a
+//   uniform F capped at L − i (a device-stage at layer i has at most L − i stages to the end),
+//   raised to the last plan's depth (a plan of depth ≤ F fits for sure), at last F = n. Every plan
+//   is checked exactly under p − s; the first that fits is returned (not claimed optimal). If none
+//   does, the flat program (exact p − s memory) is run with the pool's costs and with every
+//   all-reduce at the outermost level, both are placed on devices 0, 1, .. and costed there
+//   (all-reduce at the level spanning a stage's devices, a link at the level spanning both
+//   stages), and the better is returned with that cost as bottleneck_ms.
 // - same_replicas: the flat program over the pool (on a hierarchy: all-reduce at the innermost
 //   level holding r devices, links at the outermost level used).
 // - Heterogeneous clusters (`devices`): the slowest device's speed and the smallest memory stand
@@ -121,20 +123,34 @@ result<pipeline_plan> plan_flat_or_same(const flat_model& m, bool same_replicas)
   return finish(m, std::move(*stages), b);
 }
 
-// The level-by-level program, with the in_flight = p − s iteration described at the top.
+// The level-by-level program, with the in_flight = p − s rounds described at the top.
 result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_spec>& levels) {
+  const int L = m.layers;
   if (m.memory == 0 || m.in_flight > 0) {
-    auto h = pipedream::plan_hierarchy(m, levels, m.in_flight > 0 ? m.in_flight : 1);
+    auto h = pipedream::plan_hierarchy(m, levels, std::vector<int>(L, std::max(m.in_flight, 1)));
     if (!h) return no_plan(m);
     return finish(m, std::move(h->stages), h->bottleneck_ms);
   }
-  for (int f = 1, attempt = 0;; ++attempt) {
+  // Rounds of per-layer estimates, from 1 (the relaxation) up to what the plans needed.
+  std::vector<int> f(L, 1);
+  for (int round = 0; round < 12; ++round) {
+    auto h = pipedream::plan_hierarchy(m, levels, f);
+    if (!h) break;
+    if (fits_memory(m, h->stages)) return finish(m, std::move(h->stages), h->bottleneck_ms);
+    const int p = static_cast<int>(h->stages.size());
+    for (int s = 0; s < p; ++s)
+      for (int l = h->stages[s].first_layer; l <= h->stages[s].last_layer; ++l) f[l] = std::max(f[l], p - s);
+    for (int l = L - 2; l >= 0; --l) f[l] = std::max(f[l], f[l + 1]);
+  }
+  // A uniform F, capped by the L − i stages a device-stage at layer i has at most to the end.
+  for (int uniform = 1, attempt = 0;; ++attempt) {
+    for (int l = 0; l < L; ++l) f[l] = std::min(uniform, L - l);
     auto h = pipedream::plan_hierarchy(m, levels, f);
     if (!h) break;  // a larger F only needs more memory
     if (fits_memory(m, h->stages)) return finish(m, std::move(h->stages), h->bottleneck_ms);
-    if (f >= m.devices) break;
+    if (uniform >= m.devices) break;
     const int depth = static_cast<int>(h->stages.size());
-    f = attempt < 5 ? std::min(m.devices, std::max(f + 1, depth)) : m.devices;
+    uniform = attempt < 5 ? std::min(m.devices, std::max(uniform + 1, depth)) : m.devices;
   }
   // The flat program under two cost models: the pool's (replicas packed into the innermost unit
   // holding them) and a pessimistic one (every all-reduce at the outermost level); the same memory.
