@@ -176,7 +176,6 @@ struct any_replicas {
   bool same = false;
   int most = 1;
   std::pair<int, int> found{0, 0};
-  int found_replicas = 0;
 
   bool run(double b) {
     if (!same) {
@@ -186,10 +185,7 @@ struct any_replicas {
     for (int r = 1; r <= most; ++r) {
       s.replicas = r;
       found = s.run(b);
-      if (found.first != 0) {
-        found_replicas = r;
-        return true;
-      }
+      if (found.first != 0) return true;
     }
     return false;
   }
