@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "partition/pipedream_hetero.hpp"
 #include "partition/two_bw_planner.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/simulate.hpp"
@@ -137,7 +138,9 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
   if (rq.planner == planner_kind::pipedream) {
     pipedream_options po;
     po.same_replicas = true;
-    auto plan = plan_pipedream(profile, c, po);
+    // A device list is planned with each device's own speed and memory.
+    auto plan = c.devices.empty() ? plan_pipedream(profile, c, po)
+                                  : plan_pipedream_devices(profile, c, po);
     if (!plan) return make_error("PipeDream's planner: " + plan.message());
     out.stages = plan->stages;
     out.planner_step_ms = plan->predicted_step_ms;
