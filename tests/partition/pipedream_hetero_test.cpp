@@ -226,7 +226,7 @@ TEST_CASE("pipedream hetero: a small-memory device gets fewer layers", "[partiti
   CHECK(plan->bottleneck_ms == Approx(10.0));  // 5 layers of 2 ms on the roomy device
 }
 
-TEST_CASE("pipedream hetero: no plan fits reports by how much, and big searches are refused",
+TEST_CASE("pipedream hetero: no plan fits reports by how much and big searches are refused",
           "[partition][hetero]") {
   model_profile p;
   for (int l = 0; l < 3; ++l) p.layers.push_back(layer(1.0, 1.0, 10, 10, 100, 50));

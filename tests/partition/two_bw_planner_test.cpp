@@ -92,7 +92,7 @@ result<simulation> simulate_plan(const two_bw_plan& plan, const model_profile& p
 
 }  // namespace
 
-TEST_CASE("2bw: every plan fits in memory, by its estimate and in the simulator", "[partition]") {
+TEST_CASE("2bw: every plan fits in memory by its estimate and in the simulator", "[partition]") {
   std::mt19937 rng(2024);
   std::uniform_int_distribution<int> layers(2, 9), per_server(1, 4), count(1, 3), mbk(0, 3);
   int planned = 0;
@@ -185,7 +185,7 @@ TEST_CASE("2bw: pipeline stages of a replica stay inside a server when they fit"
     for (std::size_t r = 0; r < st.devices.size(); ++r) CHECK(st.devices[r] == static_cast<int>(r) * plan->p + (&st - plan->stages.data()));
 }
 
-TEST_CASE("2bw: never m < p, and invalid configurations are errors", "[partition]") {
+TEST_CASE("2bw: never m < p and invalid configurations are errors", "[partition]") {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> layers(1, 8);
   for (int trial = 0; trial < 20; ++trial) {
