@@ -111,3 +111,18 @@ TEST_CASE("train --auto-partition without --microbatches gives the step 2 per de
   CHECK(plan["m"].get<int>() * plan["w"].get<int>() == 8);  // 4 devices
   CHECK(plan["microbatch"] == 4);
 }
+
+TEST_CASE("train --auto-partition --planner 2bw runs the planner's p and w and m and batch", "[cli]") {
+  const cli_result r = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir, "--steps", "2",
+                                "--auto-partition", "--planner", "2bw", "--cluster", hetero_cluster,
+                                "--json"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json last = json_lines(r).back();
+  CHECK(last["schedule"] == "2bw");
+  const json& plan = last["plan"];
+  CHECK(plan["planner"] == "2bw");
+  CHECK(plan["batch"].get<int>() ==
+        plan["microbatch"].get<int>() * plan["m"].get<int>() * plan["w"].get<int>());
+  CHECK(last["stages"].size() == plan["p"].get<std::size_t>());
+}
