@@ -14,17 +14,17 @@
 //   Dᵢ(j, m) = min over the last stage k..j and r ≤ m of
 //              k = i: Tˡ(i..j, r);  k > i: max(Dᵢ(k − 1, m − r), 2 · act(k − 1)/B_l, Tˡ(k..j, r))
 //   Aˡ(i..j) = Dᵢ(j, c_l)        (Dᵢ(·, 0) = ∞: m counts units used, at most m)
-// memoised per (level, start) and extended in j only as far as the level above asks. The scan over
-// k > i stops once Aˡ⁻¹(k..j)/(m − 1) can no longer beat Dᵢ(j, m) for any m (A grows as k falls).
+// memoised per (level, start) and extended in j only as far as the level above asks. For each
+// (m, r) the best k is found by bisection where Dᵢ(k − 1, m − r) (growing in k) crosses Tˡ(k..j, r)
+// (shrinking), then a scan outward for the links, so a row costs about c_l² · log(j − i).
 // At the top the bottleneck X is bisected (pipedream_search.hpp) on
 //   G(L) = 0, G(i) = min over j of r(i..j) + G(j + 1) ≤ c_{H−1}
 // with r(i..j) the fewest top units with T^{H−1}(i..j, r) ≤ X and links ≤ X. A(i..j) grows with j,
 // so r(i..j) does, and the scan over j stops at the first j no r ≤ c_{H−1} serves; near the answer
 // that keeps the ranges asked of the levels below short (a stage cannot outgrow X · units).
-// Cost: each (level, start, end) row is O(len · c_l²). It is fast when the all-reduce bounds how
-// long a stage can be (transformer-like layers: 1,000 layers on 128 servers of 8 in a few tens of
-// ms); with (nearly) no parameters a top-level stage may span most of the model, the tables grow
-// to O(L²) rows and the time to O(L³ · c²) (about 10 s for 1,000 parameter-free layers).
+// Cost: fast when the all-reduce bounds how long a stage can be (transformer-like layers: 1,000
+// layers on 128 servers of 8 in a few tens of ms); with (nearly) no parameters a top-level stage
+// may span most of the model and the tables grow to O(L²) rows (see bench_planner).
 //
 // The flattened plan: a top stage over r_top units runs, in each unit, the sub-pipeline that
 // attains A^{H−2}, and so on down to devices. A device-level stage is a layer range and all the
@@ -125,7 +125,7 @@ class level_program {
     return u;
   }
 
-  // Appends the row Dᵢ(i + t.rows, ·) of level l.
+  // Appends the row Dᵢ(j, ·), j = i + t.rows, of level l.
   void extend(int l, int i, table& t) {
     const int c = levels_[l].count, j = i + t.rows;
     const double w = levels_[l].ms_per_byte;
@@ -133,29 +133,46 @@ class level_program {
     t.d.resize(row + c + 1, inf);
     t.k.resize(row + c + 1, -1);
     t.r.resize(row + c + 1, 0);
-    for (int k = j; k >= i; --k) {
-      const double a = value(l - 1, k, j);  // touches only level l − 1's tables
-      if (a == inf) break;
-      // A stage k..j (k > i) leaves at least one unit to k − 1: under m units it has r ≤ m − 1.
-      bool useful = k == i;
-      for (int mm = 2; mm <= c && !useful; ++mm) useful = a / (mm - 1) < t.d[row + mm];
-      if (!useful) k = i + 1;  // only the single stage i..j is left to try (A grows as k falls)
-      if (!useful) continue;
-      const double p = m_.param_bytes(k, j);
-      const double link = k > i ? 2.0 * m_.activation[k - 1] * w : 0.0;
-      const std::size_t before = static_cast<std::size_t>(k - 1 - i) * (c + 1);
-      for (int r = 1; r <= c; ++r) {
-        const double stage = replicated_ms(a, p, w, r);
-        for (int mm = k == i ? r : r + 1; mm <= c; ++mm) {
-          const double v = k == i ? stage : std::max({stage, link, t.d[before + mm - r]});
-          if (v < t.d[row + mm]) {
-            t.d[row + mm] = v;
-            t.k[row + mm] = k;
-            t.r[row + mm] = r;
-          }
+    const auto offer = [&](int mm, double v, int k, int r) {
+      if (v < t.d[row + mm]) {
+        t.d[row + mm] = v;
+        t.k[row + mm] = k;
+        t.r[row + mm] = r;
+      }
+    };
+    // One stage i..j on r ≤ m units.
+    const double whole = value(l - 1, i, j);  // touches only level l − 1's tables
+    for (int r = 1; r <= c && whole != inf; ++r) {
+      const double v = replicated_ms(whole, m_.param_bytes(i, j), w, r);
+      for (int mm = r; mm <= c; ++mm) offer(mm, v, i, r);
+    }
+    // A last stage k..j (i < k ≤ j) on r units after Dᵢ(k − 1, m − r):
+    //   before(k) = Dᵢ(k − 1, m − r) grows with k, stage(k) = Tˡ(k..j, r) shrinks with k,
+    // so max(before, stage) is least where they cross, found by bisection; the links move the
+    // best k away from the crossing, so scan outward from it while the growing side alone can
+    // still beat the best found.
+    const auto stage = [&](int k, int r) { return replicated_ms(value(l - 1, k, j), m_.param_bytes(k, j), w, r); };
+    const auto link = [&](int k) { return 2.0 * m_.activation[k - 1] * w; };
+    for (int mm = 2; mm <= c; ++mm)
+      for (int r = 1; r < mm; ++r) {
+        const auto before = [&](int k) { return t.d[static_cast<std::size_t>(k - 1 - i) * (c + 1) + mm - r]; };
+        int lo = i + 1, hi = j + 1;  // the first k with before(k) ≥ stage(k)
+        while (lo < hi) {
+          const int mid = lo + (hi - lo) / 2;
+          if (before(mid) >= stage(mid, r)) hi = mid;
+          else lo = mid + 1;
+        }
+        for (int k = lo; k <= j; ++k) {  // before ≥ stage here
+          const double b = before(k);
+          if (b >= t.d[row + mm]) break;
+          offer(mm, std::max(b, link(k)), k, r);
+        }
+        for (int k = lo - 1; k > i; --k) {  // stage > before here
+          const double x = stage(k, r);
+          if (x >= t.d[row + mm]) break;
+          offer(mm, std::max(x, link(k)), k, r);
         }
       }
-    }
     ++t.rows;
   }
 
@@ -236,7 +253,9 @@ std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vec
   if (stages > devices) return std::nullopt;
   level_program prog(m, levels, in_flight);
   const double lower = m.compute_ms(0, L - 1) / static_cast<double>(devices);
-  least_feasible(std::min(lower, hi), hi, [&](double x) { return prog.run(x); });
+  bool found = false;
+  least_feasible(std::min(lower, hi), hi, [&](double x) { return found = prog.run(x); });
+  if (!found) return std::nullopt;  // cannot happen: the packed plan above is feasible at hi
   return prog.flatten();
 }
 
