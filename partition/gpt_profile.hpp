@@ -33,7 +33,8 @@ struct gpt_profile_options {
 //   + 2h                            final layer norm
 std::int64_t gpt_parameters(const gpt_config& c);
 
-// The profile: layer 0 "embed", layers 1..L "layer<i>", layer L+1 "head", at options.microbatch.
+// The profile: layer 0 "embed", layers 1..L the transformer layers named "layer0" .. "layer<L−1>"
+// (profile index i + 1 is "layer<i>"), layer L+1 "head", at options.microbatch.
 // With b = microbatch, s, h, a, V as above, F the sustained FLOP/s:
 //   FLOPs   per transformer layer forward: 24·b·s·h² + 4·b·s²·h; the head's 2·b·s·h·V;
 //           the embedding's 0 (a gather). Backward = 2 × forward (3 × for the

@@ -28,6 +28,7 @@ TEST_CASE("gpt_profile lays out embed then the layers then head", "[partition][g
   REQUIRE(p->layers.size() == 50);
   CHECK(p->layers.front().name == "embed");
   CHECK(p->layers[1].name == "layer0");
+  CHECK(p->layers[48].name == "layer47");  // profile index i + 1 is "layer<i>"
   CHECK(p->layers.back().name == "head");
   std::int64_t params = 0, opt = 0;
   for (const layer_profile& l : p->layers) {
