@@ -9,6 +9,8 @@
 //                 whole units of level l − 1 with Σ r_s ≤ c_l, of
 //                 max(max_s Tˡ(stage s, r_s), max over cuts after layer x of 2 · act(x)/B_l).
 // The plan is A^{H−1}(0..L−1). On one level this is the flat objective (pipedream_flat.cpp).
+// Exact when a device's memory check does not depend on the plan (unlimited memory, or a fixed
+// in_flight); for in_flight = p − s the caller passes per-layer estimates (pipedream_planner.cpp).
 //
 // Below the top, Aˡ(i..j) is PipeDream's own prefix program from a fixed start i,
 //   Dᵢ(j, m) = min over the last stage k..j and r ≤ m of
