@@ -30,8 +30,8 @@
 //   stages), and the better is returned with that cost as bottleneck_ms.
 // - same_replicas: the flat program over the pool (on a hierarchy: all-reduce at the innermost
 //   level holding r devices, links at the outermost level used).
-// - Heterogeneous clusters (`devices`): the slowest device's speed and the smallest memory stand
-//   for every device; bandwidth is levels[0]'s, or free when no level is given.
+// - Heterogeneous clusters (`devices`): plan_pipedream_devices (pipedream_hetero.hpp), each
+//   device at its own speed and memory.
 #include "partition/pipedream_planner.hpp"
 
 #include <algorithm>
@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "partition/pipedream_flat.hpp"
+#include "partition/pipedream_hetero.hpp"
 #include "partition/pipedream_hierarchy.hpp"
 
 namespace pipeworks {
@@ -193,51 +194,37 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   }
   if (options.max_devices < 0 || options.in_flight < 0)
     return make_error("pipedream options: max_devices and in_flight must be 0 (default) or positive");
+  if (!c.devices.empty()) return plan_pipedream_devices(profile, c, options);
 
   flat_model m;
   m.layers = L;
   m.in_flight = options.in_flight;
-  double speed = 1.0;
   std::vector<level_spec> levels;  // the hierarchy's levels in use, counts ≥ 2
-  if (!c.devices.empty()) {
-    const int count = static_cast<int>(c.devices.size());
-    speed = inf;
-    for (const device_spec& d : c.devices) {
-      if (!(d.speed > 0)) return make_error("device " + d.name + ": speed must be positive");
-      speed = std::min(speed, d.speed);
-      if (d.memory_bytes > 0 && (m.memory == 0 || d.memory_bytes < m.memory)) m.memory = d.memory_bytes;
-    }
-    m.devices = options.max_devices > 0 ? std::min(options.max_devices, count) : count;
-    m.unit_size = {count};
-    const double bw = c.levels.empty() ? 0.0 : c.levels[0].bandwidth_bytes_per_s;
-    m.ms_per_byte = {bw > 0 ? 1000.0 / bw : 0.0};
-  } else {
-    if (c.levels.empty()) return make_error("the cluster has neither levels nor devices");
-    long long units = 1;
-    for (const cluster_level& lv : c.levels) {
-      if (lv.count < 1) return make_error("cluster level " + lv.name + ": count must be at least 1");
-      if (!(lv.bandwidth_bytes_per_s > 0))
-        return make_error("cluster level " + lv.name + ": bandwidth_bytes_per_s must be positive");
-      units *= lv.count;
-      if (units > (1 << 24)) return make_error("the cluster has too many devices to plan for");
-    }
-    const long long n = options.max_devices > 0 ? std::min<long long>(options.max_devices, units) : units;
-    // The levels in use: full counts while a unit of the level fits in n, then ⌊n / unit⌋.
-    long long unit = 1;
-    for (const cluster_level& lv : c.levels) {
-      if (unit > n) break;
-      const int count = static_cast<int>(std::min<long long>(lv.count, n / unit));
-      if (count > 1) levels.push_back({count, 1000.0 / lv.bandwidth_bytes_per_s});
-      unit *= count;
-    }
-    m.devices = static_cast<int>(unit);
-    if (levels.empty()) levels.push_back({1, 1000.0 / c.levels[0].bandwidth_bytes_per_s});
-    for (const level_spec& l : levels) {
-      m.unit_size.push_back((m.unit_size.empty() ? 1 : m.unit_size.back()) * l.count);
-      m.ms_per_byte.push_back(l.ms_per_byte);
-    }
-    m.memory = std::max<std::int64_t>(c.device_memory_bytes, 0);
+  if (c.levels.empty()) return make_error("the cluster has neither levels nor devices");
+  long long units = 1;
+  for (const cluster_level& lv : c.levels) {
+    if (lv.count < 1) return make_error("cluster level " + lv.name + ": count must be at least 1");
+    if (!(lv.bandwidth_bytes_per_s > 0))
+      return make_error("cluster level " + lv.name + ": bandwidth_bytes_per_s must be positive");
+    units *= lv.count;
+    if (units > (1 << 24)) return make_error("the cluster has too many devices to plan for");
   }
+  const long long n = options.max_devices > 0 ? std::min<long long>(options.max_devices, units) : units;
+  // The levels in use: full counts while a unit of the level fits in n, then ⌊n / unit⌋.
+  long long unit = 1;
+  for (const cluster_level& lv : c.levels) {
+    if (unit > n) break;
+    const int count = static_cast<int>(std::min<long long>(lv.count, n / unit));
+    if (count > 1) levels.push_back({count, 1000.0 / lv.bandwidth_bytes_per_s});
+    unit *= count;
+  }
+  m.devices = static_cast<int>(unit);
+  if (levels.empty()) levels.push_back({1, 1000.0 / c.levels[0].bandwidth_bytes_per_s});
+  for (const level_spec& l : levels) {
+    m.unit_size.push_back((m.unit_size.empty() ? 1 : m.unit_size.back()) * l.count);
+    m.ms_per_byte.push_back(l.ms_per_byte);
+  }
+  m.memory = std::max<std::int64_t>(c.device_memory_bytes, 0);
   // Links of the pool: the level spanning every device the plan may use.
   const double link_ms_per_byte = m.ms_per_byte[m.level_of(m.devices)];
 
@@ -249,7 +236,7 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   m.link_ms.assign(L, 0.0);
   for (int l = 0; l < L; ++l) {
     const layer_profile& x = profile.layers[l];
-    m.compute[l + 1] = m.compute[l] + (x.fwd_ms + x.bwd_ms) / speed;
+    m.compute[l + 1] = m.compute[l] + (x.fwd_ms + x.bwd_ms);
     m.params[l + 1] = m.params[l] + static_cast<double>(x.param_bytes);
     m.fixed[l + 1] = m.fixed[l] + 2 * x.param_bytes + x.optimizer_bytes;
     m.saved[l + 1] = m.saved[l] + x.saved_bytes;
