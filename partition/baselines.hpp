@@ -18,14 +18,19 @@ struct baseline_plan {
   int w = 1;           // data-parallel width
   std::int64_t b = 1;  // samples per microbatch
   int m = 1;           // microbatches per optimizer step, per replica
-  // As in two_bw_plan: replica r runs stage s on device r·p + s; time_ms per microbatch at b on
-  // the slowest replica; memory_bytes the per-device estimate.
+  // Placed as two_bw_plan places them (see two_bw_planner.hpp): on a hierarchy replica r runs
+  // stage s on device r·p + s; on a device list the devices are dealt by speed (or memory) in
+  // groups of w. stages[s].devices[r]: replica r's device; time_ms per microbatch at b on the
+  // slowest replica; memory_bytes the per-device estimate.
   std::vector<planned_stage> stages;
   double throughput_samples_per_s = 0;  // b·m·w / step_ms
   double step_ms = 0;
   double analytic_step_ms = 0;
   bool simulated = false;               // step_ms came from the simulator
   std::int64_t max_memory_bytes = 0;    // the largest per-device estimate
+  // Indexed by the cluster's device number: entry d is device d's estimate, 0 for a device the
+  // plan does not use; it ends at the highest-numbered device used (as two_bw_plan's).
+  std::vector<std::int64_t> memory_bytes;
 };
 
 struct baseline_options {
@@ -35,10 +40,14 @@ struct baseline_options {
   std::int64_t max_simulated_actions = std::int64_t{1} << 21;
 };
 
-// The cost conventions are two_bw_planner's (see two_bw_planner.hpp): figures scale linearly in
-// b / profile.microbatch except parameter and optimizer bytes; the same balanced contiguous split
-// of the layers on time; the same link and ring all-reduce model; the same candidate microbatch
-// sizes (profile.microbatch × {1/4, 1/2, 1, 2, 4} where integral). What differs is the schedule:
+// The cost model is two_bw_planner's, shared through candidate_cost.hpp (see two_bw_planner.hpp):
+// figures scale linearly in b / profile.microbatch except parameter and optimizer bytes; the same
+// placement of devices (r·p + s on a hierarchy; dealt by speed or by memory on a device list, the
+// better of the two); the same split (balanced on time, or when that does not fit, the best
+// balanced split that fits every stage's memory under this baseline's own stash); the same link
+// and ring all-reduce model; the same candidate microbatch sizes (profile.microbatch × {1/4, 1/2,
+// 1, 2, 4} where integral); the same ties (fewer inter-server links, devices, then stages). What
+// differs is the schedule, the weight versions (1, not 2) and the stash:
 //
 // GPipe (Huang et al. 2019): all m forwards, then all m backwards, then a flush, every step.
 //   Memory at stage s: Σparam (ONE weight version) + Σparam (gradients) + Σoptimizer
@@ -49,7 +58,7 @@ struct baseline_options {
 //   Simulated step: the makespan of the gpipe schedule {p, m, 1, w, steps = 1} on a cost model
 //   built from the same figures (the flush makes every step pay fill and drain).
 //   Candidates: 1 <= p <= min(layers, devices), p·w <= devices, m in {p, 2p, 4p}; the best
-//   simulate_top by analytic throughput are simulated. Ties: fewer devices, then shallower.
+//   simulate_top by analytic throughput are simulated.
 // Model parallelism without pipelining: GPipe with m = 1 (one microbatch in flight: only one
 //   stage works at a time), p >= 2.
 // Pure data parallelism: p = 1 (the whole model on every device), 1 <= w <= devices, m in
@@ -58,7 +67,8 @@ struct baseline_options {
 //   Step: m · Σ(fwd + bwd)(b) / speed + 2(w−1)/w · Σparam / bandwidth + 2(w−1)·latency (the ring's
 //   slowest hop; not overlapped with the backward, as two_bw_planner does not overlap it either).
 //
-// Errors when nothing fits say by how many bytes the smallest candidate exceeds memory.
+// Errors when nothing fits name the device and say by how many bytes the smallest candidate
+// exceeds its memory, and what to try.
 result<baseline_plan> plan_gpipe(const model_profile& profile, const cluster& c,
                                  const baseline_options& options = {});
 result<baseline_plan> plan_model_parallel(const model_profile& profile, const cluster& c,

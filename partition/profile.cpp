@@ -80,6 +80,43 @@ status read_whole(const json& j, const char* key, const std::string& where, std:
 
 }  // namespace
 
+status check_profile_totals(const model_profile& p) {
+  struct field {
+    const char* name;
+    std::int64_t layer_profile::*bytes;
+  };
+  constexpr field fields[] = {{"activation_bytes", &layer_profile::activation_bytes},
+                              {"saved_bytes", &layer_profile::saved_bytes},
+                              {"param_bytes", &layer_profile::param_bytes},
+                              {"optimizer_bytes", &layer_profile::optimizer_bytes}};
+  for (const field& f : fields) {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+      const layer_profile& l = p.layers[i];
+      const std::string where = "layers[" + std::to_string(i) + "] (\"" + l.name + "\")";
+      const std::int64_t v = l.*f.bytes;
+      if (v < 0)
+        return make_error(prefix + where + "." + f.name + " " + std::to_string(v) +
+                          " is negative; give a whole number of bytes >= 0");
+      // v <= 2^62 here or below, so the sum cannot overflow before the check.
+      if (v > max_profile_total_bytes || total + v > max_profile_total_bytes)
+        return make_error(prefix + "the total " + f.name + " over layers[0.." +
+                          std::to_string(i) + "] passes 2^50 bytes (about 1 PB) at " + where +
+                          ", which has " + std::to_string(v) +
+                          "; check the profile's units (bytes) or profile a smaller model");
+      total += v;
+    }
+  }
+  return {};
+}
+
+std::int64_t stash_product(std::int64_t k, std::int64_t bytes) {
+  constexpr std::int64_t cap = max_profile_total_bytes << 12;
+  if (k <= 0 || bytes <= 0) return 0;
+  if (bytes > cap / k) return cap;
+  return k * bytes;
+}
+
 std::string to_json(const model_profile& p) {
   using ordered_json = nlohmann::ordered_json;  // keys in the documented order
   ordered_json layers = ordered_json::array();
@@ -135,6 +172,7 @@ result<model_profile> parse_profile(const std::string& json_text) {
     PW_TRY(read_whole(lj, "optimizer_bytes", where, 0, "bytes", l.optimizer_bytes));
     p.layers.push_back(std::move(l));
   }
+  PW_TRY(check_profile_totals(p));
   return p;
 }
 

@@ -26,10 +26,25 @@ struct model_profile {
   std::vector<layer_profile> layers;
 };
 
+// The most bytes any byte field (activation, saved, param, optimizer) may total over all layers:
+// 2^50 (about 1 PB). Below it the planners' sums (3·param + optimizer, prefix sums, a stash of
+// up to 2^10 microbatches at 4× the profile's microbatch) stay far from 2^63.
+constexpr std::int64_t max_profile_total_bytes = std::int64_t{1} << 50;
+
+// An error when a byte field is negative or its running total over layers 0, 1, .. passes
+// max_profile_total_bytes, naming the field and the layer where it does, and what to do. Every
+// planner calls it (profiles can be built by hand, not only read by parse_profile).
+status check_profile_totals(const model_profile& p);
+
+// k · bytes, or max_profile_total_bytes · 2^12 when that is larger (a "does not fit" value that
+// stays far from overflow when summed), for k >= 0 and bytes >= 0.
+std::int64_t stash_product(std::int64_t k, std::int64_t bytes);
+
 // {"model": .., "microbatch": .., "layers": [{"name": .., "fwd_ms": .., "bwd_ms": ..,
 //  "activation_bytes": .., "saved_bytes": .., "param_bytes": .., "optimizer_bytes": ..}, ...]}
 std::string to_json(const model_profile& p);
-// An error names the field and the layer when something is missing, negative or not finite.
+// An error names the field and the layer when something is missing, negative or not finite, or
+// when a byte field's total over the layers passes max_profile_total_bytes (check_profile_totals).
 result<model_profile> parse_profile(const std::string& json_text);
 result<model_profile> load_profile(const std::string& path);
 

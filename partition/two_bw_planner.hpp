@@ -32,7 +32,9 @@ struct two_bw_plan {
   double analytic_step_ms = 0;          // the analytic model's step time
   bool simulated = false;               // step_ms came from the simulator
   int inter_server_links = 0;           // pipeline links (over all replicas) above level 0
-  // The estimate per device, by the cluster's number (0 .. the largest used; 0 for one unused).
+  // Indexed by the cluster's device number: entry d is device d's estimate, 0 for a device the
+  // plan does not use; it ends at the highest-numbered device used (later devices are unused).
+  // The same meaning as pipeline_plan::memory_bytes and `pipeworks plan --json`'s "memory_bytes".
   std::vector<std::int64_t> memory_bytes;
 };
 
@@ -70,7 +72,11 @@ struct two_bw_options {
 // Ties (within 1e-9 relative) go to fewer inter-server pipeline links, then fewer devices, then
 // shallower pipelines.
 //
-// An error when no candidate fits, saying by how much the smallest one exceeds memory.
+// The model is candidate_cost.hpp's, shared with the baselines (baselines.hpp) under 2BW's rules.
+// The profile's byte totals must pass check_profile_totals (at most 2^50 bytes per field).
+//
+// An error when no candidate fits, naming the device and saying by how much the smallest one
+// exceeds its memory, and what to try.
 result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
                                 const two_bw_options& options = {});
 

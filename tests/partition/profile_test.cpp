@@ -17,7 +17,9 @@ model_profile sample() {
   p.microbatch = 4;
   p.layers = {{"embedding", 0.1, 0.30000000000000004, 1 << 20, 0, 38597376, 77194752},
               {"block0", 1.0 / 3.0, 2.0 / 3.0, 1 << 20, 7 << 20, 7087872, 14175744},
-              {"head", 1e-300, 1.7976931348623157e308, 0, 1, std::int64_t{1} << 62, 0}};
+              {"head", 1e-300, 1.7976931348623157e308, 0, 1,
+               // the param_bytes total reaches max_profile_total_bytes exactly: still accepted
+               max_profile_total_bytes - 38597376 - 7087872, 0}};
   return p;
 }
 
@@ -106,6 +108,38 @@ TEST_CASE("profile: errors name the field and the layer", "[partition]") {
   CHECK_THAT(error_of(with_layer(R"({"name": "c", "fwd": 1})")),
              Contains("unknown key \"fwd\" in layers[1]"));
   CHECK_THAT(error_of(with_layer("3")), Contains("layers[1] must be an object"));
+}
+
+TEST_CASE("profile: byte totals over the layers are capped at 2^50", "[partition]") {
+  using Catch::Matchers::Contains;
+  model_profile p = sample();
+  REQUIRE(check_profile_totals(p).ok());
+  // One byte over: the running total of param_bytes crosses 2^50 at the last layer.
+  p.layers[2].param_bytes += 1;
+  CHECK_THAT(check_profile_totals(p).message(),
+             Contains("param_bytes") && Contains("layers[2] (\"head\")") && Contains("2^50") &&
+                 Contains("1 PB"));
+  CHECK_THAT(error_of(to_json(p)), Contains("total param_bytes") && Contains("layers[2]"));
+  // A single field of 2^62 (read_whole's own bound) no longer passes.
+  p = sample();
+  p.layers[0].saved_bytes = std::int64_t{1} << 62;
+  CHECK_THAT(error_of(to_json(p)), Contains("saved_bytes") && Contains("layers[0] (\"embedding\")"));
+  // Totals cross where the sum does, not where one value is large.
+  p = sample();
+  p.layers[0].activation_bytes = max_profile_total_bytes / 2;
+  p.layers[1].activation_bytes = max_profile_total_bytes / 2 + 1;
+  CHECK_THAT(check_profile_totals(p).message(),
+             Contains("activation_bytes over layers[0..1]") && Contains("layers[1] (\"block0\")"));
+  p.layers[1].activation_bytes = -1;
+  CHECK_THAT(check_profile_totals(p).message(), Contains("negative"));
+}
+
+TEST_CASE("profile: stash_product saturates instead of overflowing", "[partition]") {
+  CHECK(stash_product(3, 7) == 21);
+  CHECK(stash_product(0, 7) == 0);
+  const std::int64_t cap = max_profile_total_bytes << 12;
+  CHECK(stash_product(std::int64_t{1} << 40, max_profile_total_bytes) == cap);
+  CHECK(stash_product(std::numeric_limits<int>::max(), std::int64_t{1} << 50) == cap);
 }
 
 TEST_CASE("profile: the top level is checked", "[partition]") {

@@ -1,0 +1,426 @@
+// The cost model shared by 2BW's planner and the baselines (see candidate_cost.hpp and
+// two_bw_planner.hpp for the formulas).
+#include "partition/candidate_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "runtime/lower.hpp"
+#include "runtime/simulate.hpp"
+
+namespace pipeworks {
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+struct link_figures {
+  double ms_per_byte = 0;  // 0: free
+  double latency_ms = 0;
+};
+
+link_figures figures(const cluster& c, int d, int e) {
+  const int lv = c.level_between(d, e);
+  if (lv < 0 || c.levels.empty()) return {};
+  const cluster_level& l = c.levels[static_cast<std::size_t>(lv)];
+  return {l.bandwidth_bytes_per_s > 0 ? 1000.0 / l.bandwidth_bytes_per_s : 0.0,
+          l.latency_s * 1000.0};
+}
+
+// Contiguous split of per-layer times into p stages minimising max_s Σtime / speed[s], over the
+// splits where allowed(s, i, j) holds for every stage s on layers i..j − 1:
+//   best[s][j] = min over i < j of max(best[s−1][i], (prefix[j] − prefix[i]) / speed[s−1])
+// Returns the first layer of each stage (p entries), or nothing when no split is allowed.
+template <class Allowed>
+std::vector<int> balanced_split(const std::vector<double>& prefix, const std::vector<double>& speed,
+                                Allowed allowed) {
+  const int L = static_cast<int>(prefix.size()) - 1;
+  const int p = static_cast<int>(speed.size());
+  std::vector<std::vector<double>> best(p + 1, std::vector<double>(L + 1, inf));
+  std::vector<std::vector<int>> cut(p + 1, std::vector<int>(L + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= p; ++s)
+    for (int j = s; j <= L - (p - s); ++j)
+      for (int i = s - 1; i < j; ++i) {
+        if (best[s - 1][i] == inf || !allowed(s - 1, i, j)) continue;
+        const double v = std::max(best[s - 1][i], (prefix[j] - prefix[i]) / speed[s - 1]);
+        if (v < best[s][j]) {
+          best[s][j] = v;
+          cut[s][j] = i;
+        }
+      }
+  if (best[p][L] == inf) return {};
+  std::vector<int> first(p);
+  for (int s = p, j = L; s >= 1; --s) {
+    first[s - 1] = cut[s][j];
+    j = cut[s][j];
+  }
+  return first;
+}
+
+std::int64_t scaled(std::int64_t bytes, std::int64_t b, std::int64_t mb) {
+  // bytes · b / mb without overflow for the sizes check_profile_totals allows.
+  return static_cast<std::int64_t>(std::llround(static_cast<long double>(bytes) * b / mb));
+}
+
+// Microbatches stashed at once at stage s of p, under the rules.
+std::int64_t stashed(const schedule_rules& r, int s, int p, int m) {
+  switch (r.stash) {
+    case stash_rule::depth_minus_stage: return p - s;
+    case stash_rule::microbatches: return m;
+    case stash_rule::one: return 1;
+  }
+  return 1;
+}
+
+// The device of replica r's stage s, at devs[r·p + s]. Levels: r·p + s (a replica's stages are
+// consecutive devices, inside a server when p fits). Device lists: ctx.orders[which] dealt in
+// groups of w, group s to stage s, so that the replicas of a stage have similar devices.
+std::vector<int> arrangement(const cost_context& ctx, int p, int w, int which) {
+  std::vector<int> devs(static_cast<std::size_t>(p) * w);
+  for (int r = 0; r < w; ++r)
+    for (int s = 0; s < p; ++s)
+      devs[static_cast<std::size_t>(r) * p + s] =
+          ctx.orders.empty()
+              ? r * p + s
+              : ctx.orders[static_cast<std::size_t>(which)][static_cast<std::size_t>(s) * w + r];
+  return devs;
+}
+
+// Bytes a device of stage s (of p) needs for layers i..j − 1 at microbatch b, m per step.
+std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std::int64_t b, int m) {
+  const std::int64_t saved =
+      scaled(ctx.saved_prefix[j] - ctx.saved_prefix[i], b, ctx.profile.microbatch);
+  return ctx.weight_prefix[j] - ctx.weight_prefix[i] +
+         stash_product(stashed(ctx.rules, s, p, m), saved);
+}
+
+// The split balanced on time; when it does not fit the stages' memory (caps[s], 0: unlimited),
+// the best balanced split that does, if any.
+const std::vector<int>& choose_split(cost_context& ctx, const std::vector<double>& speed,
+                                     const std::vector<std::int64_t>& caps, std::int64_t b, int m) {
+  const int p = static_cast<int>(speed.size());
+  auto fits = [&](int s, int i, int j) {
+    return caps[s] == 0 || stage_need(ctx, s, p, i, j, b, m) <= caps[s];
+  };
+  auto any = [](int, int, int) { return true; };
+  auto it = ctx.splits.find(speed);
+  if (it == ctx.splits.end())
+    it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed, any)).first;
+  const std::vector<int>& first = it->second;
+  bool ok = true;
+  for (int s = 0; s < p && ok; ++s) ok = fits(s, first[s], s + 1 < p ? first[s + 1] : ctx.L);
+  if (ok) return first;
+  // The stash depends on m only under stash_rule::microbatches.
+  auto key = std::make_tuple(speed, caps, b, ctx.rules.stash == stash_rule::microbatches ? m : 0);
+  auto f = ctx.fitted_splits.find(key);
+  if (f == ctx.fitted_splits.end())
+    f = ctx.fitted_splits.emplace(key, balanced_split(ctx.time_prefix, speed, fits)).first;
+  return f->second.empty() ? first : f->second;
+}
+
+}  // namespace
+
+schedule_rules two_bw_rules() {
+  return {"2bw", schedule_kind::two_bw, 2, stash_rule::depth_minus_stage, false, 2, true};
+}
+schedule_rules gpipe_rules() {
+  return {"gpipe", schedule_kind::gpipe, 1, stash_rule::microbatches, true, 1, false};
+}
+schedule_rules data_parallel_rules() {
+  return {"data-parallel", schedule_kind::gpipe, 1, stash_rule::one, true, 1, false};
+}
+
+int arrangements(const cost_context& ctx) {
+  return std::max(1, static_cast<int>(ctx.orders.size()));
+}
+
+cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int which) {
+  const cluster& c = ctx.c;
+  const model_profile& pr = ctx.profile;
+  const double f = static_cast<double>(b) / static_cast<double>(pr.microbatch);
+  cost_candidate out;
+  scored_config& plan = out.plan;
+  plan.p = p;
+  plan.w = w;
+  plan.b = b;
+  plan.m = m;
+  const std::vector<int> devs = arrangement(ctx, p, w, which);
+  auto dev = [&](int r, int s) { return devs[static_cast<std::size_t>(r) * p + s]; };
+
+  // Per stage position: the slowest replica's speed and the smallest memory, for the split.
+  std::vector<double> speed(p, inf);
+  std::vector<std::int64_t> caps(p, 0);
+  for (int s = 0; s < p; ++s)
+    for (int r = 0; r < w; ++r) {
+      speed[s] = std::min(speed[s], c.speed(dev(r, s)));
+      const std::int64_t cap = c.memory(dev(r, s));
+      if (cap > 0) caps[s] = caps[s] == 0 ? cap : std::min(caps[s], cap);
+    }
+  const std::vector<int>& first = choose_split(ctx, speed, caps, b, m);
+
+  plan.memory_bytes.assign(static_cast<std::size_t>(*std::max_element(devs.begin(), devs.end())) + 1,
+                           0);
+  double max_stage = 0, max_link = 0, max_reduce = 0;
+  for (int s = 0; s < p; ++s) {
+    planned_stage st;
+    st.first_layer = first[s];
+    st.last_layer = (s + 1 < p ? first[s + 1] : ctx.L) - 1;
+    st.replicas = w;
+    std::int64_t params = 0;
+    double fwd = 0, bwd = 0;
+    for (int l = st.first_layer; l <= st.last_layer; ++l) {
+      params += pr.layers[l].param_bytes;
+      fwd += pr.layers[l].fwd_ms;
+      bwd += pr.layers[l].bwd_ms;
+    }
+    fwd *= f;
+    bwd *= f;
+    const std::int64_t saved_b = scaled(ctx.saved_prefix[st.last_layer + 1] -
+                                            ctx.saved_prefix[st.first_layer],
+                                        b, pr.microbatch);
+    const std::int64_t act_b = scaled(pr.layers[st.last_layer].activation_bytes, b, pr.microbatch);
+    const std::int64_t need = stage_need(ctx, s, p, st.first_layer, st.last_layer + 1, b, m);
+    st.time_ms = (fwd + bwd) / speed[s];
+    max_stage = std::max(max_stage, st.time_ms);
+
+    // The ring over this stage's replicas: its slowest hop bounds it.
+    double reduce_ms = 0;
+    if (w > 1) {
+      link_figures worst{};
+      for (int r = 0; r < w; ++r) {
+        const link_figures lf = figures(c, dev(r, s), dev((r + 1) % w, s));
+        worst.ms_per_byte = std::max(worst.ms_per_byte, lf.ms_per_byte);
+        worst.latency_ms = std::max(worst.latency_ms, lf.latency_ms);
+      }
+      reduce_ms = 2.0 * (w - 1) / w * static_cast<double>(params) * worst.ms_per_byte +
+                  2.0 * (w - 1) * worst.latency_ms;
+    }
+    max_reduce = std::max(max_reduce, reduce_ms);
+
+    // The link to the next stage: the slowest over replicas.
+    if (s + 1 < p) {
+      link_figures worst{};
+      for (int r = 0; r < w; ++r) {
+        const link_figures lf = figures(c, dev(r, s), dev(r, s + 1));
+        worst.ms_per_byte = std::max(worst.ms_per_byte, lf.ms_per_byte);
+        worst.latency_ms = std::max(worst.latency_ms, lf.latency_ms);
+        if (c.level_between(dev(r, s), dev(r, s + 1)) > 0) ++plan.inter_server_links;
+      }
+      max_link = std::max(max_link, 2.0 * static_cast<double>(act_b) * worst.ms_per_byte +
+                                        2.0 * worst.latency_ms);
+      out.links.push_back(device_link{
+          s, s + 1,
+          link_cost{worst.latency_ms, worst.ms_per_byte > 0 ? 1.0 / worst.ms_per_byte : inf}});
+    }
+
+    // Memory on every replica's device.
+    std::int64_t min_memory = 0;  // 0: unlimited
+    for (int r = 0; r < w; ++r) {
+      const int d = dev(r, s);
+      plan.memory_bytes[static_cast<std::size_t>(d)] = need;
+      st.devices.push_back(d);
+      const std::int64_t cap = c.memory(d);
+      if (cap > 0) {
+        min_memory = min_memory == 0 ? cap : std::min(min_memory, cap);
+        if (need > cap && (out.fits || need - cap > out.excess)) {
+          out.fits = false;
+          out.excess = need - cap;
+          out.worst_device = d;
+          out.worst_need = need;
+        }
+      }
+    }
+    st.memory_bytes = need;
+    plan.max_memory_bytes = std::max(plan.max_memory_bytes, need);
+    plan.stages.push_back(std::move(st));
+
+    stage_cost sc;
+    sc.forward = fwd;  // the simulator divides by the device's speed
+    sc.backward = bwd;
+    sc.weight_grad = 0;
+    sc.step = 0;
+    sc.reduce = reduce_ms;
+    sc.activation_bytes = saved_b;
+    sc.boundary_bytes = act_b;
+    sc.param_bytes = params;
+    out.stage_costs.push_back(sc);
+    out.devices.push_back(
+        device_cost{speed[s], ctx.rules.simulator_checks_memory ? min_memory : 0});
+  }
+  const int fill = ctx.rules.flush ? p - 1 : 0;
+  plan.analytic_step_ms = (m + fill) * std::max(max_stage, max_link) + max_reduce;
+  plan.step_ms = plan.analytic_step_ms;
+  plan.throughput_samples_per_s =
+      plan.step_ms > 0 ? static_cast<double>(b) * m * w / plan.step_ms * 1000.0 : inf;
+  return out;
+}
+
+status simulate_candidate(const cost_context& ctx, cost_candidate& k) {
+  scored_config& plan = k.plan;
+  const schedule_params params{plan.p, plan.m, 1, plan.w, ctx.rules.sim_steps};
+  const footprint fp = estimate_footprint(ctx.rules.schedule, params, true, false);
+  if (fp.actions > ctx.options.max_simulated_actions) return {};
+  auto sched = make_schedule(ctx.rules.schedule, params);
+  if (!sched)
+    return make_error(std::string(schedule_name(ctx.rules.schedule)) + " schedule p=" +
+                      std::to_string(plan.p) + ": " + sched.message());
+  cost_model cm;
+  cm.stages = k.stage_costs;
+  cm.links = k.links;
+  cm.link = link_cost{};
+  cm.devices = k.devices;
+  simulate_options so;
+  so.record_timeline = false;
+  auto sim = simulate(lower_communication(std::move(*sched)), cm, so);
+  if (!sim) return make_error(sim.message());
+  plan.step_ms = sim->makespan / params.steps;
+  plan.simulated = true;
+  plan.throughput_samples_per_s =
+      plan.step_ms > 0 ? static_cast<double>(plan.b) * plan.m * plan.w / plan.step_ms * 1000.0
+                       : inf;
+  return {};
+}
+
+bool better(const scored_config& a, const scored_config& b) {
+  const double ta = a.throughput_samples_per_s, tb = b.throughput_samples_per_s;
+  if (std::abs(ta - tb) > 1e-9 * std::max(std::abs(ta), std::abs(tb))) return ta > tb;
+  if (a.inter_server_links != b.inter_server_links)
+    return a.inter_server_links < b.inter_server_links;
+  if (a.p * a.w != b.p * b.w) return a.p * a.w < b.p * b.w;
+  if (a.p != b.p) return a.p < b.p;
+  if (a.b != b.b) return a.b > b.b;
+  return a.m < b.m;
+}
+
+result<cost_context> make_cost_context(const model_profile& profile, const cluster& c,
+                                       const cost_options& options, const schedule_rules& rules) {
+  cost_context ctx{profile, c, options, rules, 0, 0, {}, {}, {}, {}, {}, {}, {}};
+  ctx.L = static_cast<int>(profile.layers.size());
+  if (ctx.L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
+  if (profile.microbatch < 1) return make_error("the profile's microbatch must be at least 1");
+  if (options.max_devices < 0 || options.simulate_top < 0)
+    return make_error(rules.name + " options: max_devices and simulate_top must not be negative");
+  for (int l = 0; l < ctx.L; ++l) {
+    const layer_profile& x = profile.layers[l];
+    if (!(x.fwd_ms >= 0) || !(x.bwd_ms >= 0) || !std::isfinite(x.fwd_ms) ||
+        !std::isfinite(x.bwd_ms))
+      return make_error("layer " + std::to_string(l) + " (" + x.name +
+                        "): times must be finite and not negative");
+  }
+  if (status st = check_profile_totals(profile); !st) return make_error(st.message());
+  if (c.levels.empty() && c.devices.empty())
+    return make_error("the cluster has neither levels nor devices");
+  for (const cluster_level& lv : c.levels) {
+    if (lv.count < 1) return make_error("cluster level " + lv.name + ": count must be at least 1");
+    if (!(lv.bandwidth_bytes_per_s > 0))
+      return make_error("cluster level " + lv.name + ": bandwidth_bytes_per_s must be positive");
+  }
+  for (std::size_t d = 0; d < c.devices.size(); ++d)
+    if (!(c.devices[d].speed > 0))
+      return make_error(device_label(c, static_cast<int>(d)) + ": speed must be positive");
+  ctx.n = c.device_count();
+  if (options.max_devices > 0) ctx.n = std::min(ctx.n, options.max_devices);
+  if (ctx.n < 1) return make_error("the cluster has no devices");
+  ctx.time_prefix.assign(ctx.L + 1, 0.0);
+  ctx.weight_prefix.assign(ctx.L + 1, 0);
+  ctx.saved_prefix.assign(ctx.L + 1, 0);
+  for (int l = 0; l < ctx.L; ++l) {
+    const layer_profile& x = profile.layers[l];
+    ctx.time_prefix[l + 1] = ctx.time_prefix[l] + x.fwd_ms + x.bwd_ms;
+    // weight versions, gradients and optimizer state: ≤ 4 · 2^50 by check_profile_totals
+    ctx.weight_prefix[l + 1] =
+        ctx.weight_prefix[l] + (rules.weight_versions + 1) * x.param_bytes + x.optimizer_bytes;
+    ctx.saved_prefix[l + 1] = ctx.saved_prefix[l] + x.saved_bytes;
+  }
+  for (int k : {1, 2, 4, 8, 16})  // profile.microbatch × {1/4, 1/2, 1, 2, 4} where integral
+    if (profile.microbatch * k % 4 == 0) ctx.sizes.push_back(profile.microbatch * k / 4);
+  if (!c.devices.empty()) {
+    // Fastest first (then most memory), and most memory first (then fastest); 0 bytes: unlimited.
+    const auto mem = [&](int d) {
+      return c.devices[d].memory_bytes == 0 ? std::numeric_limits<std::int64_t>::max()
+                                            : c.devices[d].memory_bytes;
+    };
+    std::vector<int> by_speed(c.devices.size());
+    for (std::size_t d = 0; d < by_speed.size(); ++d) by_speed[d] = static_cast<int>(d);
+    std::vector<int> by_memory = by_speed;
+    std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
+      return c.devices[a].speed != c.devices[b].speed ? c.devices[a].speed > c.devices[b].speed
+                                                      : mem(a) > mem(b);
+    });
+    std::stable_sort(by_memory.begin(), by_memory.end(), [&](int a, int b) {
+      return mem(a) != mem(b) ? mem(a) > mem(b) : c.devices[a].speed > c.devices[b].speed;
+    });
+    ctx.orders.push_back(by_speed);
+    if (by_memory != by_speed) ctx.orders.push_back(by_memory);
+  }
+  return ctx;
+}
+
+std::string describe(const cost_context& ctx, const cost_candidate& k) {
+  const scored_config& p = k.plan;
+  return "(p=" + std::to_string(p.p) + ", w=" + std::to_string(p.w) + ", b=" +
+         std::to_string(p.b) + ", m=" + std::to_string(p.m) + ") needs " +
+         std::to_string(k.worst_need) + " bytes on " + device_label(ctx.c, k.worst_device) + ", " +
+         std::to_string(k.excess) + " bytes more than its memory of " +
+         std::to_string(k.worst_need - k.excess) + " bytes";
+}
+
+std::string memory_advice() {
+  return "; give more devices or devices with more memory, profile at a smaller microbatch, "
+         "or build the profile with activation recomputation";
+}
+
+result<scored_config> evaluate_config(cost_context& ctx, int p, int w, std::int64_t b, int m) {
+  const int m_min = ctx.rules.stash == stash_rule::depth_minus_stage ? p : 1;
+  if (p < 1 || w < 1 || b < 1 || m < m_min || p > ctx.L ||
+      static_cast<std::int64_t>(p) * w > ctx.n)
+    return make_error("invalid " + ctx.rules.name + " configuration p=" + std::to_string(p) +
+                      " w=" + std::to_string(w) + " b=" + std::to_string(b) +
+                      " m=" + std::to_string(m) + ": need 1 <= p <= layers, " +
+                      (m_min == 1 ? "m >= 1" : "m >= p") + ", b >= 1, p·w <= devices");
+  // The best fitting arrangement of the devices (by the analytic score), or the least excess.
+  cost_candidate k = build(ctx, p, w, b, m, 0);
+  for (int which = 1; which < arrangements(ctx); ++which) {
+    cost_candidate alt = build(ctx, p, w, b, m, which);
+    if (alt.fits ? !k.fits || better(alt.plan, k.plan) : !k.fits && alt.excess < k.excess)
+      k = std::move(alt);
+  }
+  if (!k.fits)
+    return make_error("the " + ctx.rules.name + " plan " + describe(ctx, k) +
+                      memory_advice());
+  if (ctx.options.use_simulator)
+    if (status st = simulate_candidate(ctx, k); !st) return make_error(st.message());
+  return std::move(k.plan);
+}
+
+result<scored_config> pick_best(const cost_context& ctx, std::vector<cost_candidate>& fitting,
+                                const cost_candidate* smallest) {
+  const std::string& what = ctx.rules.name;
+  if (fitting.empty()) {
+    if (!smallest) return make_error("no " + what + " candidate to plan");
+    return make_error("no " + what + " plan fits in memory: the smallest candidate " +
+                      describe(ctx, *smallest) + memory_advice());
+  }
+  std::sort(fitting.begin(), fitting.end(),
+            [](const cost_candidate& a, const cost_candidate& b) { return better(a.plan, b.plan); });
+  if (!ctx.options.use_simulator || ctx.options.simulate_top == 0)
+    return std::move(fitting.front().plan);
+  const std::size_t top =
+      std::min(fitting.size(), static_cast<std::size_t>(ctx.options.simulate_top));
+  const scored_config* best = nullptr;
+  for (std::size_t i = 0; i < top; ++i) {
+    status st = simulate_candidate(ctx, fitting[i]);
+    if (!st)
+      return make_error("simulating the " + what + " plan (p=" + std::to_string(fitting[i].plan.p) +
+                        ", w=" + std::to_string(fitting[i].plan.w) + ", b=" +
+                        std::to_string(fitting[i].plan.b) + ", m=" +
+                        std::to_string(fitting[i].plan.m) + "): " + st.message() +
+                        "; plan with use_simulator off to keep the analytic score");
+    if (!best || better(fitting[i].plan, *best)) best = &fitting[i].plan;
+  }
+  return *best;
+}
+
+}  // namespace pipeworks
