@@ -2,11 +2,14 @@
 // runtime (whole replicated pipelines, ranks throttled to their devices' speeds), and prints it.
 #include "actors/auto_partition.hpp"
 
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
 #include "partition/pipedream_hetero.hpp"
+#include "partition/profiler.hpp"
 #include "partition/two_bw_planner.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/simulate.hpp"
@@ -18,23 +21,6 @@ std::string num(double x, const char* fmt = "%g") {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, x);
   return buf;
-}
-
-std::string device_name(const cluster& c, int d) {
-  if (d < static_cast<int>(c.devices.size()) && !c.devices[static_cast<std::size_t>(d)].name.empty())
-    return c.devices[static_cast<std::size_t>(d)].name;
-  return "device " + std::to_string(d);
-}
-
-// Every device of a local run is a throttled core: none may be faster than one.
-status check_speeds(const cluster& c) {
-  for (int d = 0; d < c.device_count(); ++d)
-    if (c.speed(d) > 1.0)
-      return make_error("the cluster's " + device_name(c, d) + " has speed " + num(c.speed(d)) +
-                        ", but a local run throttles CPU cores: speeds are relative to one core "
-                        "of this machine and must be at most 1 (divide every speed by " +
-                        num(c.speed(d)) + ", or plan such clusters with `pipeworks plan`)");
-  return {};
 }
 
 // The runtime's shape from a plan's stages: w replicas of every stage, replica j of stage s
@@ -66,7 +52,7 @@ status fill_ranks(auto_partition& out, const cluster& c) {
       const auto r = static_cast<std::size_t>(j * out.p + s);
       out.rank_device[r] = d;
       out.device_speed[r] = c.speed(d);
-      out.device_names[r] = device_name(c, d);
+      out.device_names[r] = device_label(c, d);
     }
   return {};
 }
@@ -83,7 +69,64 @@ status check_cores(const auto_partition& out, int cores) {
   return {};
 }
 
+// PipeDream's plan whose w replicas share the step's `microbatches` evenly. The planner does not
+// know m, so: plan on every device; while the plan's w does not divide m, plan again with one
+// device fewer (max_devices). A plan's w is at most its devices and one device gives w = 1, so
+// this ends; it keeps the planner's own choice whenever that already fits, and otherwise the best plan
+// the planner finds among those that use fewer devices, rather than a different m than the user's
+// (or the default's) step.
+result<pipeline_plan> plan_pipedream_dividing(const model_profile& profile, const cluster& c,
+                                              int microbatches) {
+  pipedream_options po;
+  po.same_replicas = true;
+  for (int devices = c.device_count(); devices >= 1; --devices) {
+    po.max_devices = devices;
+    // A device list is planned with each device's own speed and memory.
+    auto plan = c.devices.empty() ? plan_pipedream(profile, c, po)
+                                  : plan_pipedream_devices(profile, c, po);
+    if (!plan) return plan.err();
+    const int w = plan->stages.empty() ? 1 : plan->stages[0].replicas;
+    if (w >= 1 && microbatches % w == 0) return plan;
+  }
+  return make_error("no plan shares " + std::to_string(microbatches) +
+                    " microbatches evenly among its replicas");
+}
+
 }  // namespace
+
+status check_local_speeds(const cluster& c) {
+  for (int d = 0; d < c.device_count(); ++d)
+    if (c.speed(d) > 1.0)
+      return make_error("the cluster's " + device_label(c, d) + " has speed " + num(c.speed(d)) +
+                        ", but a local run throttles CPU cores: speeds are relative to one core "
+                        "of this machine and must be at most 1 (divide every speed by " +
+                        num(c.speed(d)) + ", or plan such clusters with `pipeworks plan`)");
+  return {};
+}
+
+int default_microbatches(std::int64_t batch, int devices) {
+  const std::int64_t most = 2 * static_cast<std::int64_t>(std::max(1, devices));
+  for (std::int64_t m = std::min(most, batch); m > 1; --m)
+    if (batch % m == 0) return static_cast<int>(m);
+  return 1;
+}
+
+std::vector<double> slowest_replica_speeds(const std::vector<double>& rank_speed, int p) {
+  std::vector<double> stage_speed(static_cast<std::size_t>(std::max(0, p)), 1.0);
+  for (std::size_t r = 0; p > 0 && r < rank_speed.size(); ++r) {
+    double& s = stage_speed[r % static_cast<std::size_t>(p)];
+    s = std::min(s, rank_speed[r]);  // microbatches go round-robin: the slowest sets the pace
+  }
+  return stage_speed;
+}
+
+result<model_profile> profile_on_one_core(const model<float>& net, const minibatch& sample) {
+  result<model_profile> prof = make_error("not profiled");
+  tbb::task_arena one_core(1);  // a device of speed 1 is one core, as each rank's arena
+  one_core.execute([&] { prof = profile_model(net, sample); });
+  if (prof) prof->model = net.name();
+  return prof;
+}
 
 std::string planner_name(planner_kind k) { return k == planner_kind::two_bw ? "2bw" : "pipedream"; }
 
@@ -127,7 +170,7 @@ result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, const c
 
 result<auto_partition> plan_auto_partition(const model_profile& profile, const cluster& c,
                                            const auto_partition_request& rq) {
-  if (status s = check_speeds(c); !s) return make_error(s.message());
+  if (status s = check_local_speeds(c); !s) return make_error(s.message());
   if (rq.microbatches < 1 || rq.batch < 1 || rq.batch % rq.microbatches != 0)
     return make_error("the batch " + std::to_string(rq.batch) + " must be a positive multiple of "
                       "the microbatches " + std::to_string(rq.microbatches));
@@ -136,23 +179,12 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
   out.schedule = rq.schedule;
   double scale = 1.0;  // the run's microbatch over the profile's
   if (rq.planner == planner_kind::pipedream) {
-    pipedream_options po;
-    po.same_replicas = true;
-    // A device list is planned with each device's own speed and memory.
-    auto plan = c.devices.empty() ? plan_pipedream(profile, c, po)
-                                  : plan_pipedream_devices(profile, c, po);
+    auto plan = plan_pipedream_dividing(profile, c, rq.microbatches);
     if (!plan) return make_error("PipeDream's planner: " + plan.message());
     out.stages = plan->stages;
     out.planner_step_ms = plan->predicted_step_ms;
     if (status s = fill_ranks(out, c); !s) return make_error(s.message());
     if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
-    if (rq.microbatches % out.w != 0)
-      return make_error("the plan runs " + std::to_string(out.w) +
-                        " replicas of the pipeline, each with --microbatches / " +
-                        std::to_string(out.w) + " of the step's microbatches, but --microbatches " +
-                        std::to_string(rq.microbatches) + " is not divisible by " +
-                        std::to_string(out.w) + "; give a multiple of " + std::to_string(out.w) +
-                        " (and keep --batch / --microbatches, the profiled microbatch, whole)");
     out.m = rq.microbatches / out.w;
     out.microbatch = rq.batch / rq.microbatches;
     out.batch = rq.batch;
@@ -175,16 +207,22 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
                         "or use --planner pipedream, which keeps --batch");
     scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
   }
-  std::vector<double> stage_speed(static_cast<std::size_t>(out.p), 1.0);
-  for (std::size_t r = 0; r < out.device_speed.size(); ++r) {
-    double& s = stage_speed[r % static_cast<std::size_t>(out.p)];
-    s = std::min(s, out.device_speed[r]);  // the slowest replica sets the stage's pace
+  auto sim = simulate_step_ms(
+      out.schedule, out.p, out.m, out.w,
+      profile_costs(profile, out.boundaries, slowest_replica_speeds(out.device_speed, out.p), scale));
+  if (!sim) {
+    std::string what = "the planned run (" + std::string(schedule_name(out.schedule)) + ", p=" +
+                       std::to_string(out.p) + ", m=" + std::to_string(out.m) + ", w=" +
+                       std::to_string(out.w) + ") cannot run: " + sim.message();
+    // Pipelines with fewer microbatches per replica than stages fail in some schedules (2bw):
+    // say how many the step needs, since the user gave the step's count, not m.
+    if (out.m < out.p && rq.planner == planner_kind::pipedream)
+      what += "; raise --microbatches to at least " + std::to_string(out.p * out.w) + " (" +
+              std::to_string(out.p) + " stages x " + std::to_string(out.w) +
+              " replicas, so that each replica gets at least one microbatch per stage), keeping "
+              "--batch divisible by it";
+    return make_error(what);
   }
-  auto sim = simulate_step_ms(out.schedule, out.p, out.m, out.w,
-                              profile_costs(profile, out.boundaries, stage_speed, scale));
-  if (!sim) return make_error("the planned run (" + std::string(schedule_name(out.schedule)) +
-                              ", p=" + std::to_string(out.p) + ", m=" + std::to_string(out.m) +
-                              ", w=" + std::to_string(out.w) + "): " + sim.message());
   out.simulated_step_ms = *sim;
   return out;
 }

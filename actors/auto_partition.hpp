@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "ops/model/model.hpp"
 #include "ops/result.hpp"
+#include "ops/train/microbatches.hpp"
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"
 #include "partition/profile.hpp"
@@ -47,11 +49,30 @@ struct auto_partition {
 };
 
 // Plans with PipeDream's planner (same replicas on every stage: the runtime replicates whole
-// pipelines) or 2BW's. Errors: a device faster than one core (speed > 1), a plan that replicates
-// stages unevenly, microbatches not divisible by the plan's replicas, a 2BW batch other than a
-// kept --batch, devices whose speeds add up to more than `cores`, and the planners' own.
+// pipelines) or 2BW's. PipeDream's plan must share the step's microbatches evenly among its w
+// replicas (w divides request.microbatches): when the best plan's w does not, the planner runs
+// again on fewer devices until it does (w = 1 always does). Errors: a device faster than one core
+// (speed > 1), a plan that replicates stages unevenly, a 2BW batch other than a kept --batch,
+// devices whose speeds add up to more than `cores`, a schedule the run's p and m cannot run
+// (saying how many microbatches it needs), and the planners' own.
 result<auto_partition> plan_auto_partition(const model_profile& profile, const cluster& c,
                                            const auto_partition_request& request);
+
+// A local run throttles CPU cores, so no device may be faster than one (speed <= 1); the error
+// names the device and what to do.
+status check_local_speeds(const cluster& c);
+
+// PipeDream's microbatches per step when none are given: 2 per device (so most replica counts
+// share them evenly), or the largest divisor of batch below that, so that they split it evenly.
+int default_microbatches(std::int64_t batch, int devices);
+
+// Each stage's pace: the slowest speed among its replicas. rank_speed is per rank
+// (replica · p + stage); the answer has p entries.
+std::vector<double> slowest_replica_speeds(const std::vector<double>& rank_speed, int p);
+
+// Profiles `net` on `sample` with one core (a oneTBB arena of one thread): the cost of a device
+// of speed 1, as a throttled rank with one thread runs.
+result<model_profile> profile_on_one_core(const model<float>& net, const minibatch& sample);
 
 // The simulator's costs of a pipeline cut at `boundaries` (stage s = blocks [b[s], b[s+1])):
 // the profile's forward and backward times in seconds, scaled by `scale` (a microbatch size

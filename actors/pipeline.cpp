@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "actors/driver.hpp"
 #include "actors/messages.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/tracer_actor.hpp"
+#include "partition/cpu_count.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/validate.hpp"
 
@@ -70,7 +70,7 @@ int scheduler_threads(const pipeline_options& o, int ranks) {
   // A throttled rank sleeps on its thread: every rank needs one so the others keep running.
   if (std::any_of(o.device_speed.begin(), o.device_speed.end(), [](double s) { return s < 1; }))
     return std::max(2, ranks);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = usable_cores();
   return std::clamp(ranks, 2, std::max(2, cores));
 }
 

@@ -31,7 +31,9 @@ struct pipeline_options {
   train_config train;    // steps, optimizer, lr schedule; train.microbatches is set to m
   // Stage actors on threads of their own (true) or on CAF's scheduler (false).
   bool detached = true;
-  int threads_per_stage = 1;   // oneTBB threads each stage's kernels may use
+  // oneTBB threads each stage's kernels may use; with 1 a throttled rank measures its compute in
+  // its thread's CPU time (executor_setup::speed).
+  int threads_per_stage = 1;
   int credit_window = 0;       // per link and direction; 0: the smallest window that is safe
   bool record_trace = false;   // keep the measured timeline in pipeline_result::trace
   fault_injection fault;       // tests only

@@ -6,10 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
-
-#include <tbb/task_arena.h>
 
 #include "actors/auto_partition.hpp"
 #include "actors/pipeline.hpp"
@@ -17,8 +14,8 @@
 #include "ops/data/text.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/train/sources.hpp"
+#include "partition/cpu_count.hpp"
 #include "partition/even_split.hpp"
-#include "partition/profiler.hpp"
 
 using namespace pipeworks;
 
@@ -26,7 +23,7 @@ namespace {
 
 struct bench_options {
   std::string model = "gpt-small", cluster = "examples/clusters/hetero-2fast-2slow.json";
-  std::string data = fortunes_default_dir;
+  std::string data;  // empty: the model's default (fortunes for gpt, Fashion-MNIST for mlp)
   std::int64_t batch = 16;
   int microbatches = 8, steps = 8;
 };
@@ -52,12 +49,10 @@ X must(result<X> r, const std::string& what) {
 
 // The simulated step: the profile's costs over each stage's slowest replica's speed.
 double simulate(const config& c, const model_profile& prof, std::int64_t microbatch) {
-  std::vector<double> stage_speed(static_cast<std::size_t>(c.p), 1.0);
-  for (std::size_t r = 0; r < c.rank_speed.size(); ++r)
-    stage_speed[r % c.p] = std::min(stage_speed[r % c.p], c.rank_speed[r]);
   const double scale = double(microbatch) / double(prof.microbatch);
   return must(simulate_step_ms(schedule_kind::one_f_one_b, c.p, c.m, c.w,
-                               profile_costs(prof, c.boundaries, stage_speed, scale)),
+                               profile_costs(prof, c.boundaries,
+                                             slowest_replica_speeds(c.rank_speed, c.p), scale)),
               c.name + ": simulate");
 }
 
@@ -104,14 +99,33 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model, "mlp, gpt-tiny, gpt-small or a model JSON")->capture_default_str();
   app.add_option("--cluster", o.cluster, "a cluster.json with a devices list (speeds <= 1)")
       ->capture_default_str();
-  app.add_option("--data", o.data, "text for gpt (mlp: Fashion-MNIST)")->capture_default_str();
+  app.add_option("--data", o.data,
+                 "a text file or directory (gpt) or the Fashion-MNIST directory (mlp); default "
+                 "the Debian package's location");
   app.add_option("--batch", o.batch, "samples per step")->capture_default_str();
   app.add_option("--microbatches", o.microbatches, "microbatches per step")->capture_default_str();
   app.add_option("--steps", o.steps, "measured steps per configuration")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, or the error
+    return code == 0 ? 0 : 2;
+  }
+  // Flags CLI11 does not check: bad values exit 2, as pipeworks' usage errors do.
+  auto usage = [](const std::string& why) {
+    std::fprintf(stderr, "bench_hetero: %s\n", why.c_str());
+    return 2;
+  };
+  if (o.batch < 1) return usage("--batch must be at least 1");
+  if (o.microbatches < 1) return usage("--microbatches must be at least 1");
+  if (o.batch % o.microbatches != 0)
+    return usage("--batch " + std::to_string(o.batch) + " is not divisible by --microbatches " +
+                 std::to_string(o.microbatches));
+  if (o.steps < 1) return usage("--steps must be at least 1");
 
   set_cpu_threads(0);
   const model_spec spec = must(parse_model_spec(o.model), "--model");
+  if (o.data.empty()) o.data = spec.is_gpt() ? fortunes_default_dir : fashion_mnist_default_dir;
   const model<float> net = build_model<float>(spec);
   const cluster cl = must(load_cluster(o.cluster), "--cluster");
   minibatch_fn data;
@@ -122,22 +136,19 @@ int main(int argc, char** argv) {
     data = text_minibatches(text.view(), o.batch, spec.gpt().context, 1);
   } else {
     images = std::make_shared<const image_dataset>(
-        must(load_fashion_mnist(dataset_split::train, fashion_mnist_default_dir), "Fashion-MNIST"));
+        must(load_fashion_mnist(dataset_split::train, o.data), "--data"));
     data = image_minibatches(images, o.batch, 1);
   }
   const std::int64_t b = o.batch / o.microbatches;
   const minibatch sample = must(spec.is_gpt() ? text_minibatches(text.view(), b, spec.gpt().context, 7)(0)
                                               : image_minibatches(images, b, 7)(0),
                                 "sample");
-  result<model_profile> prof_r = make_error("");
-  tbb::task_arena one_core(1);
-  one_core.execute([&] { prof_r = profile_model(net, sample); });
-  const model_profile prof = must(std::move(prof_r), "profile");
+  const model_profile prof = must(profile_on_one_core(net, sample), "profile");
 
   auto_partition_request rq;
   rq.batch = o.batch;
   rq.microbatches = o.microbatches;
-  rq.cores = static_cast<int>(std::thread::hardware_concurrency());
+  rq.cores = usable_cores();
   const auto_partition ap = must(plan_auto_partition(prof, cl, rq), "plan");
   std::fputs(format_auto_partition(ap, prof, o.cluster).c_str(), stdout);
 
@@ -146,7 +157,7 @@ int main(int argc, char** argv) {
               must(even_split(net.costs(), cl.device_count()), "even split"), {}, {}};
   for (int d = 0; d < cl.device_count(); ++d) {
     even.rank_speed.push_back(cl.speed(d));
-    even.rank_names.push_back(d < int(cl.devices.size()) ? cl.devices[d].name : std::to_string(d));
+    even.rank_names.push_back(device_label(cl, d));
   }
   for (config* c : {&autoc, &even}) {
     c->simulated_ms = simulate(*c, prof, b);

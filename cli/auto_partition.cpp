@@ -2,14 +2,11 @@
 // actors/auto_partition.hpp's pure planner, prints the plan and turns it into pipeline flags.
 #include "cli/auto_partition.hpp"
 
-#include <tbb/task_arena.h>
-
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "cli/options.hpp"
-#include "partition/profiler.hpp"
+#include "partition/cpu_count.hpp"
 
 namespace pipeworks::cli {
 
@@ -40,6 +37,13 @@ void check_auto_partition_flags(pipeline_flags& f) {
     throw CLI::ValidationError("--microbatches",
                                "2BW's planner chooses the microbatches and their size: drop "
                                "--microbatches (or use --planner pipedream, which keeps them)");
+  // Each rank runs its kernels on one thread: a device of speed 1 is the one core it was profiled
+  // on, and the throttle measures the rank's own CPU time. More threads would break both.
+  if (given("--threads"))
+    throw CLI::ValidationError("--threads",
+                               "--auto-partition runs every rank on one thread (a device of speed 1 "
+                               "is one core, as profiled): drop --threads, or drop "
+                               "--auto-partition and set --stages and --replicas yourself");
 }
 
 planned_run auto_partition_flags(pipeline_flags& f, const model<float>& net,
@@ -49,31 +53,26 @@ planned_run auto_partition_flags(pipeline_flags& f, const model<float>& net,
   if (!kind) throw CLI::ValidationError("--schedule", kind.message());
   auto c = load_cluster(f.cluster);
   if (!c) throw CLI::ValidationError("--cluster", c.message());
-  // PipeDream: without --microbatches the step gets 2 per device, so most replica counts share
-  // them evenly (--batch permitting).
-  const std::int64_t per_step = 2 * static_cast<std::int64_t>(c->device_count());
-  if (f.planner == "pipedream" && f.given.count("--microbatches") == 0 && batch % per_step == 0)
-    microbatches = static_cast<int>(per_step);
+  if (status s = check_local_speeds(*c); !s) throw CLI::ValidationError("--cluster", s.message());
+  // PipeDream: without --microbatches the step gets 2 per device (so most replica counts share
+  // them evenly), or the largest divisor of --batch below that; the plan's w then divides them.
+  if (f.planner == "pipedream" && f.given.count("--microbatches") == 0)
+    microbatches = default_microbatches(batch, c->device_count());
   planned_run run;
   const std::int64_t b = batch / microbatches;
-  {
-    const minibatch mb = sample(b);
-    result<model_profile> prof = make_error("not profiled");
-    tbb::task_arena one_core(1);  // a device of speed 1 is one core, as each rank's arena
-    one_core.execute([&] { prof = profile_model(net, mb); });
-    if (!prof) throw pipeworks_error("--auto-partition: profiling failed: " + prof.message());
-    run.profile = std::move(*prof);
-    run.profile.model = net.name();
-  }
+  auto prof = profile_on_one_core(net, sample(b));
+  if (!prof) throw pipeworks_error("--auto-partition: profiling failed: " + prof.message());
+  run.profile = std::move(*prof);
   auto_partition_request rq;
   rq.planner = f.planner == "2bw" ? planner_kind::two_bw : planner_kind::pipedream;
   rq.schedule = *kind;
   rq.batch = batch;
   rq.microbatches = microbatches;
   rq.keep_batch = f.given.count("--batch") > 0;
-  rq.cores = static_cast<int>(std::thread::hardware_concurrency());
+  rq.cores = usable_cores();
   auto plan = plan_auto_partition(run.profile, *c, rq);
-  if (!plan) throw CLI::ValidationError("--auto-partition", plan.message());
+  // The flags were fine; the planner found no plan that runs here: a failure (exit 1), not usage.
+  if (!plan) throw pipeworks_error("--auto-partition: " + plan.message());
   run.plan = std::move(*plan);
   const auto_partition& a = run.plan;
   f.stages = a.p;

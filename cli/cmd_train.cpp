@@ -133,18 +133,26 @@ minibatch first_sample(const model_spec& spec, std::shared_ptr<const image_datas
   return std::move(*mb);
 }
 
+// Weights, the spare version, gradients and two moments; a gpt batch is copied once to split.
+void check_train_memory(const model<float>& net, const model_spec& spec, std::int64_t batch,
+                        std::int64_t microbatch, const std::string& flag, const std::string& hint) {
+  const double batch_bytes =
+      spec.is_gpt() ? 4.0 * static_cast<double>(batch) * spec.gpt().context * sizeof(int) : 0;
+  check_memory(net, 5, microbatch, batch_bytes, flag, hint);
+}
+
 int run_train(train_options& o) {
   check_auto_partition_flags(o.pipe);
+  check_pipeline_flags(o.pipe);  // before the data loads and the profile runs
   model_spec spec = validate(o);
   set_cpu_threads(o.threads);
   model<float> net = build_model<float>(spec);
-  // Weights, the spare version, gradients and two moments; a gpt batch is copied once to split.
-  const double batch_bytes =
-      spec.is_gpt() ? 4.0 * static_cast<double>(o.batch) * spec.gpt().context * sizeof(int) : 0;
-  check_memory(net, 5, o.batch / o.microbatches, batch_bytes, "--batch",
-               "lower --batch, or raise --microbatches to split each batch");
+  check_train_memory(net, spec, o.batch, o.batch / o.microbatches, "--batch",
+                     "lower --batch, or raise --microbatches to split each batch");
   if (!o.save.empty()) check_output_path(o.save, "--save");
   if (!o.metrics.empty()) check_output_path(o.metrics, "--metrics");
+  if (!o.pipe.trace.empty()) check_output_path(o.pipe.trace, "--trace");
+  if (o.pipe.compare_sim) check_output_path(sim_trace_path(o.pipe.trace), "--trace");
 
   // Data: the training source, and the held-out set for the final evaluation.
   std::shared_ptr<const image_dataset> train_images;
@@ -190,6 +198,11 @@ int run_train(train_options& o) {
                                                          " is larger than the " +
                                                          std::to_string(train_images->size()) +
                                                          " training images");
+    // 2BW chooses its own microbatch (up to 4x the profiled one) and batch: check them again.
+    check_train_memory(net, spec, o.batch, planned->plan.microbatch, "--planner",
+                       "the plan's microbatches of " + std::to_string(planned->plan.microbatch) +
+                           " samples do not fit; use --planner pipedream, which keeps --batch / "
+                           "--microbatches, with a smaller --batch or more --microbatches");
   }
   if (train_images && o.epochs > 0) o.steps = o.epochs * (train_images->size() / o.batch);
   train_config cfg = make_config(o);
@@ -220,8 +233,6 @@ int run_train(train_options& o) {
     popts.threads_per_stage = 1;  // a device of speed 1 is one core, as profiled
   }
   popts.stop_requested = [] { return interrupted.load(); };
-  if (!o.pipe.trace.empty()) check_output_path(o.pipe.trace, "--trace");
-  if (o.pipe.compare_sim) check_output_path(sim_trace_path(o.pipe.trace), "--trace");
   std::signal(SIGINT, on_sigint);
   progress_line progress(stdout, o.json);
   double total_samples_s = 0;
@@ -420,7 +431,8 @@ const bool registered = register_command(
                    "and with --auto-partition the plan");
       return [o, app] {
         for (const char* flag : {"--schedule", "--stages", "--replicas", "--chunks", "--split",
-                                 "--cluster", "--planner", "--batch", "--microbatches"})
+                                 "--cluster", "--planner", "--batch", "--microbatches",
+                                 "--threads"})
           if (app->count(flag) > 0) o->pipe.given.insert(flag);
         return run_train(*o);
       };

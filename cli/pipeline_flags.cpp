@@ -80,9 +80,17 @@ fault_injection parse_fault(const std::string& text) {
   return f;
 }
 
+void check_pipeline_flags(const pipeline_flags& f) {
+  if (f.compare_sim && f.trace.empty())
+    throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
+  if (f.compare_sim && f.schedule == "none")
+    throw CLI::ValidationError("--compare-sim", "--schedule none has no schedule to simulate");
+}
+
 pipeline_options make_pipeline_options(const pipeline_flags& f, const model<float>& net,
                                        int microbatches, std::int64_t batch, int threads) {
   pipeline_options o;
+  check_pipeline_flags(f);
   if (f.schedule == "none") {
     o.schedule.reset();
     if (f.stages != 1 || f.replicas != 1 || f.chunks != 1 || !f.split.empty() ||
@@ -121,10 +129,6 @@ pipeline_options make_pipeline_options(const pipeline_flags& f, const model<floa
   const int ranks = f.schedule == "none" ? 1 : f.stages * f.replicas;
   o.threads_per_stage = std::max(1, threads / ranks);
   o.record_trace = !f.trace.empty();
-  if (f.compare_sim && f.trace.empty())
-    throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
-  if (f.compare_sim && !o.schedule)
-    throw CLI::ValidationError("--compare-sim", "--schedule none has no schedule to simulate");
   if (o.schedule) {
     if (status s = check(o, net.size()); !s) throw CLI::ValidationError("--schedule", s.message());
   }

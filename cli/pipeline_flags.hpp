@@ -24,6 +24,11 @@ struct pipeline_flags {
 
 void add_pipeline_flags(CLI::App& sub, pipeline_flags& flags);
 
+// The checks that need nothing but the flags (--compare-sim needs --trace and a schedule), so a
+// command can refuse them before it loads data or profiles; make_pipeline_options runs them too.
+// Throws CLI::ValidationError naming the flag.
+void check_pipeline_flags(const pipeline_flags& flags);
+
 // The options for train_pipeline, after checking every flag against the model and the batch;
 // throws CLI::ValidationError naming the flag. threads: all CPU threads the run may use.
 pipeline_options make_pipeline_options(const pipeline_flags& flags, const model<float>& net,

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "partition/cpu_count.hpp"
 #include "runtime/json_keys.hpp"
 
 namespace pipeworks {
@@ -130,8 +130,7 @@ cluster gpu_servers(int servers, double nvlink, double nvlink_latency, double ne
 }
 
 cluster local_cpu() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  const int cores = hw == 0 ? 1 : static_cast<int>(hw);
+  const int cores = usable_cores();
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
   cluster c;
@@ -142,6 +141,13 @@ cluster local_cpu() {
 }
 
 }  // namespace
+
+std::string device_label(const cluster& c, int d) {
+  if (d >= 0 && d < static_cast<int>(c.devices.size()) &&
+      !c.devices[static_cast<std::size_t>(d)].name.empty())
+    return c.devices[static_cast<std::size_t>(d)].name;
+  return "device " + std::to_string(d);
+}
 
 int cluster::device_count() const {
   if (!devices.empty()) return static_cast<int>(devices.size());

@@ -38,12 +38,16 @@ struct cluster {
   int level_between(int d, int e) const;
 };
 
+// How people see device d: its name in the devices list, or "device <d>" (no name, or levels).
+std::string device_label(const cluster& c, int d);
+
 // {"device_memory_bytes": .., "levels": [{"name": .., "count": .., "bandwidth_bytes_per_s": ..,
 //  "latency_s": ..}, ...]} or {"devices": [{"name": .., "speed": .., "memory_bytes": ..}, ...],
 //  "levels": [...optional, one level...]}. Errors name the field.
 result<cluster> parse_cluster(const std::string& json_text);
 // A preset name ("dgx-h100x4": 4 servers of 8 H100 80 GB, NVLink 450 GB/s inside a server,
-// 400 Gb/s between servers; "local-cpu": this machine's cores, one level, memory = RAM) or a
+// 400 Gb/s between servers; "local-cpu": the cores this process may use (usable_cores()), one
+// level, memory = RAM shared among them) or a
 // path to a cluster.json file.
 result<cluster> load_cluster(const std::string& name_or_path);
 std::string to_json(const cluster& c);

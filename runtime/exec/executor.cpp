@@ -10,9 +10,22 @@
 #include <sstream>
 #include <thread>
 
+#include <tbb/task_arena.h>
+#include <time.h>
+
 #include "runtime/exec/executor_state.hpp"
 
 namespace pipeworks {
+namespace {
+
+// Seconds of CPU time the calling thread has used.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+}  // namespace
 
 template <class T>
 struct stage_executor<T>::impl {
@@ -41,6 +54,8 @@ struct stage_executor<T>::impl {
   std::vector<timeline_event> events;
   bool natural_latest;  // the rule is "the latest version when F runs": checked as it runs
   bool throttled = false;  // setup.speed < 1: compute actions are stretched to t / speed
+  bool cpu_timed = false;  // the current compute action is measured in CPU time (begin_compute)
+  double cpu_t0 = 0;       // its CPU-time start
 
   impl(const model<T>& mdl, executor_setup su, std::vector<param_set> initial, sink out)
       : model_(mdl), setup(std::move(su)), send(std::move(out)), plan(*setup.plan),
@@ -106,12 +121,25 @@ struct stage_executor<T>::impl {
   double now() const {
     return (setup.record_trace || throttled) && setup.clock ? setup.clock() : 0.0;
   }
-  // Ends a compute action that began at t0. A throttled rank first sleeps (1/speed - 1) times
-  // what the action took, so it lasts t/speed. Returns the end the trace records.
+  double cpu_seconds() const { return setup.cpu_clock ? setup.cpu_clock() : thread_cpu_seconds(); }
+  // Starts a compute action; returns its start for the trace. A throttled rank whose kernels all
+  // run on this thread (an arena of one thread), or that was given a cpu_clock, also notes its
+  // CPU time: end_compute then measures the action in CPU time (see executor_setup::speed).
+  double begin_compute() {
+    const double t0 = now();
+    if (throttled) {
+      cpu_timed = setup.cpu_clock || tbb::this_task_arena::max_concurrency() == 1;
+      if (cpu_timed) cpu_t0 = cpu_seconds();
+    }
+    return t0;
+  }
+  // Ends a compute action that began at t0 (begin_compute). A throttled rank first sleeps
+  // (1/speed - 1) times what the action took, so it lasts t/speed. Returns the end the trace
+  // records.
   double end_compute(double t0) {
-    const double t1 = now();
-    if (!throttled) return t1;
-    const double extra = (1.0 / setup.speed - 1.0) * std::max(0.0, t1 - t0);
+    if (!throttled) return now();
+    const double took = cpu_timed ? cpu_seconds() - cpu_t0 : now() - t0;
+    const double extra = (1.0 / setup.speed - 1.0) * std::max(0.0, took);
     if (extra > 0) setup.sleep(extra);
     return now();
   }
@@ -250,7 +278,7 @@ struct stage_executor<T>::impl {
                             std::to_string(st.latest) + ")");
     param_snapshot weights = found->second;
     if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
-    const double t0 = now();
+    const double t0 = begin_compute();
     stage_forward out = forward_blocks(model_, *weights, std::move(in.data), in.ctx);
     if (fault_here(a, fault_kind::nan)) poison(out.output);
     const double t1 = end_compute(t0);
@@ -307,7 +335,7 @@ struct stage_executor<T>::impl {
     }
     if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
     const bool split = a.kind == action_kind::input_grad;
-    const double t0 = now();
+    const double t0 = begin_compute();
     tensor din;
     stage_deferred later;
     if (split)  // I: the input gradient now; the weight-gradient GEMMs wait for W
@@ -346,7 +374,7 @@ struct stage_executor<T>::impl {
       throw pipeworks_error("W before its I: no input-gradient half ran for this microbatch");
     held_microbatch<T>& h = it->second;
     if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
-    const double t0 = now();
+    const double t0 = begin_compute();
     backward_weight_blocks(model_, *h.stash.weights, st.grads, std::move(*h.later));
     record(stream_kind::compute, a, t0, end_compute(t0), h.version);
     st.activation_bytes -= h.bytes;
@@ -371,7 +399,7 @@ struct stage_executor<T>::impl {
   void run_step(const action& a) {
     auto& st = state(a.stage);
     if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
-    const double t0 = now();
+    const double t0 = begin_compute();
     auto next = st.optimizer->apply(st.versions.at(st.latest), st.grads, st.latest);
     if (!next) throw pipeworks_error(next.message());
     const double norm = st.optimizer->last_grad_norm();

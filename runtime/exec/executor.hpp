@@ -47,7 +47,16 @@ struct executor_setup {
   // throttled: after a compute action (F, B, I, W, STEP) that took t seconds the rank sleeps
   // (1/speed - 1)·t, so the action takes t/speed and leaves the core free meanwhile; the trace
   // shows the stretched duration. Without a clock a throttled rank reads std::chrono's steady one.
+  //
+  // What t is: when the rank runs its kernels on its own thread (it runs inside a oneTBB arena of
+  // one thread, as with pipeline_options::threads_per_stage == 1, which --auto-partition uses),
+  // t is the thread's CPU time over the action (CLOCK_THREAD_CPUTIME_ID), so time the OS gave to
+  // other threads on a loaded machine does not inflate the sleep. Otherwise (kernels spread over
+  // an arena's threads, whose CPU time this thread cannot see) t is wall time from `clock`.
   double speed = 1.0;
+  // Stands for the CPU-time clock (seconds): when set, a throttled rank always measures t with it
+  // (tests inject a fake); empty: as above.
+  std::function<double()> cpu_clock;
   // How a throttled rank sleeps, in seconds (tests inject one that advances a fake clock);
   // empty: std::this_thread::sleep_for.
   std::function<void(double)> sleep;

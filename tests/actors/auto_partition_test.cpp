@@ -1,5 +1,6 @@
 // Tests for the start-up plan (actors/auto_partition.hpp): ranks mapped to the plan's devices and
-// speeds, the refusals (speed > 1, too many cores, uneven microbatches, a 2BW batch), the text.
+// speeds, microbatches the replicas share, the refusals (speed > 1, too many cores, a 2BW batch,
+// too few microbatches for 2bw), the defaults and the text.
 #include "actors/auto_partition.hpp"
 
 #include <catch2/catch.hpp>
@@ -82,22 +83,88 @@ TEST_CASE("auto partition refuses devices whose speeds add up to more than the c
   CHECK(plan_auto_partition(uniform_profile(1), *c, rq).ok());
 }
 
-TEST_CASE("auto partition refuses microbatches its replicas cannot share", "[actors]") {
-  // One layer on four identical devices: only replication helps, so the plan takes all four.
+TEST_CASE("auto partition plans on fewer devices until its replicas share the microbatches", "[actors]") {
+  // One layer on four identical devices: only replication helps, so the best plan takes all four,
+  // which cannot share 3 microbatches; the plan on three devices can.
   auto c = parse_cluster(R"({"devices": [{"speed": 1}, {"speed": 1}, {"speed": 1}, {"speed": 1}]})");
   REQUIRE(c.ok());
   auto_partition_request rq;
   rq.batch = 12;
   rq.microbatches = 3;
   auto a = plan_auto_partition(uniform_profile(1), *c, rq);
-  REQUIRE_FALSE(a.ok());
-  CHECK_THAT(a.message(), Catch::Contains("not divisible by 4"));
+  REQUIRE(a.ok());
+  CHECK(a->w == 3);
+  CHECK(a->m == 1);
+  CHECK(a->microbatch == 4);
   rq.batch = 16;
   rq.microbatches = 4;
   a = plan_auto_partition(uniform_profile(1), *c, rq);
   REQUIRE(a.ok());
   CHECK(a->w == 4);
   CHECK(a->m == 1);
+}
+
+TEST_CASE("auto partition on three devices with batch 16 shares the default microbatches", "[actors]") {
+  // The CLI's default for batch 16 on 3 devices: 4 microbatches (6 does not divide 16).
+  const int m = default_microbatches(16, 3);
+  CHECK(m == 4);
+  auto c = parse_cluster(R"({"devices": [{"name": "a", "speed": 0.3}, {"name": "b", "speed": 0.3},
+                                          {"name": "c", "speed": 0.3}]})");
+  REQUIRE(c.ok());
+  for (int layers : {1, 2, 3, 6}) {
+    CAPTURE(layers);
+    auto_partition_request rq;
+    rq.batch = 16;
+    rq.microbatches = m;
+    auto a = plan_auto_partition(uniform_profile(layers), *c, rq);
+    REQUIRE(a.ok());
+    CHECK(m % a->w == 0);
+    CHECK(a->m * a->w == m);
+    CHECK(a->microbatch == 4);
+    CHECK(a->batch == 16);
+  }
+}
+
+TEST_CASE("default microbatches are the largest divisor of the batch up to 2 per device", "[actors]") {
+  CHECK(default_microbatches(32, 4) == 8);
+  CHECK(default_microbatches(16, 3) == 4);
+  CHECK(default_microbatches(16, 5) == 8);
+  CHECK(default_microbatches(16, 6) == 8);
+  CHECK(default_microbatches(16, 12) == 16);
+  CHECK(default_microbatches(16, 16) == 16);
+  CHECK(default_microbatches(12, 6) == 12);
+  CHECK(default_microbatches(9, 2) == 3);
+  CHECK(default_microbatches(7, 4) == 7);
+  CHECK(default_microbatches(7, 2) == 1);
+  CHECK(default_microbatches(1, 4) == 1);
+}
+
+TEST_CASE("auto partition says how many microbatches a 2bw run of its stages needs", "[actors]") {
+  // Four layers on four identical devices and one microbatch: a 4-stage pipeline, which 2bw
+  // cannot run with m = 1 < p.
+  auto c = parse_cluster(R"({"devices": [{"speed": 1}, {"speed": 1}, {"speed": 1}, {"speed": 1}]})");
+  REQUIRE(c.ok());
+  auto_partition_request rq;
+  rq.schedule = schedule_kind::two_bw;
+  rq.batch = 4;
+  rq.microbatches = 1;
+  auto a = plan_auto_partition(uniform_profile(4), *c, rq);
+  REQUIRE_FALSE(a.ok());
+  CHECK_THAT(a.message(), Catch::Contains("raise --microbatches to at least 4"));
+  rq.batch = 16;
+  rq.microbatches = 4;
+  a = plan_auto_partition(uniform_profile(4), *c, rq);
+  REQUIRE(a.ok());
+  CHECK(a->m >= a->p);
+}
+
+TEST_CASE("slowest_replica_speeds gives each stage its slowest replica's speed", "[actors]") {
+  // Ranks are replica · p + stage: stage 0 runs on ranks 0 and 2, stage 1 on ranks 1 and 3.
+  const std::vector<double> v = slowest_replica_speeds({0.5, 1.0, 0.25, 0.75}, 2);
+  REQUIRE(v.size() == 2);
+  CHECK(v[0] == 0.25);
+  CHECK(v[1] == 0.75);
+  CHECK(slowest_replica_speeds({0.5, 0.25}, 2) == std::vector<double>{0.5, 0.25});
 }
 
 TEST_CASE("auto partition with 2BW keeps a given batch only if the plan has it", "[actors]") {

@@ -5,7 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
-#include <thread>
+
+#include "partition/cpu_count.hpp"
 
 using namespace pipeworks;
 
@@ -181,8 +182,7 @@ TEST_CASE("cluster: presets", "[partition]") {
 
   auto cpu = load_cluster("local-cpu");
   REQUIRE(cpu.ok());
-  const unsigned hw = std::thread::hardware_concurrency();
-  CHECK(cpu->device_count() == (hw == 0 ? 1 : static_cast<int>(hw)));
+  CHECK(cpu->device_count() == usable_cores());
   REQUIRE(cpu->levels.size() == 1);
   CHECK(cpu->levels[0].bandwidth_bytes_per_s == 10e9);
   CHECK(cpu->levels[0].latency_s == 1e-6);
@@ -222,4 +222,14 @@ TEST_CASE("cluster: load_cluster reads a file and names the path in errors", "[p
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.message(), Contains(path + ": levels[0].bandwidth_bytes_per_s 0"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("device_label gives a device's name or device N", "[partition]") {
+  auto named = parse_cluster(R"({"devices": [{"name": "fast0", "speed": 0.5}, {"speed": 0.25}]})");
+  REQUIRE(named.ok());
+  CHECK(device_label(*named, 0) == "fast0");
+  CHECK(device_label(*named, 1) == "device 1");
+  auto levels = load_cluster("dgx-h100x1");
+  REQUIRE(levels.ok());
+  CHECK(device_label(*levels, 3) == "device 3");
 }

@@ -3,7 +3,10 @@
 // runs every schedule to the end, one less deadlocks, and buffers stay within the window.
 #include "runtime/exec/executor.hpp"
 
+#include <tbb/task_arena.h>
+
 #include <catch2/catch.hpp>
+#include <functional>
 #include <memory>
 
 #include "ops/model/mlp.hpp"
@@ -229,6 +232,7 @@ TEST_CASE("a throttled rank sleeps (1/speed - 1) times each compute action and i
     su.train = plain_sgd(2);
     su.speed = speed;
     su.clock = [&] { return fake += 1.0; };
+    su.cpu_clock = su.clock;  // stands for the rank's CPU-time clock: all of the time is work
     su.sleep = [&](double s) {
       slept.push_back(s);
       fake += s;
@@ -259,6 +263,59 @@ TEST_CASE("a throttled rank sleeps (1/speed - 1) times each compute action and i
       for (double s : slept) CHECK(s == Approx(3.0));
     }
   }
+}
+
+namespace {
+
+// Runs rank 1 of a 2-stage 1f1b over 2 microbatches at speed 0.25 with a wall clock that jumps
+// 100 s per reading (a loaded machine that deschedules the rank); returns what it slept.
+std::vector<double> throttled_sleeps(const std::function<double()>& cpu_clock) {
+  model<float> net = two_block_mlp();
+  auto parts = split_params(net.init_params(1), {0, 1, 2});
+  REQUIRE(parts.ok());
+  double wall = 0;
+  std::vector<double> slept;
+  executor_setup su;
+  su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
+  su.device = 1;
+  su.boundaries = {0, 1, 2};
+  su.train = plain_sgd(2);
+  su.speed = 0.25;
+  su.clock = [&] { return wall += 100.0; };
+  su.cpu_clock = cpu_clock;
+  su.sleep = [&](double s) { slept.push_back(s); };
+  std::vector<param_set> mine;
+  mine.push_back(std::move((*parts)[1]));
+  stage_executor<float> rank(net, su, std::move(mine), [](outgoing) {});
+  rank.start();
+  rank.deliver(activation_for_stage1(0));
+  rank.deliver(activation_for_stage1(1));
+  auto r = rank.run();
+  REQUIRE(r.ok());
+  REQUIRE(*r);
+  return slept;
+}
+
+}  // namespace
+
+TEST_CASE("a throttled rank measures its compute with the CPU-time clock not the wall clock", "[runtime]") {
+  // The CPU clock advances 0.5 s per reading, so each action did 0.5 s of work: speed 0.25 sleeps
+  // 3 x 0.5 s, however much wall time passed meanwhile.
+  double cpu = 0;
+  const std::vector<double> slept = throttled_sleeps([&] { return cpu += 0.5; });
+  REQUIRE(slept.size() == 5);  // F0, B0, F1, B1, STEP
+  for (double s : slept) CHECK(s == Approx(1.5));
+}
+
+TEST_CASE("a throttled rank in a one-thread arena reads its thread's CPU time", "[runtime]") {
+  // No CPU clock injected: inside an arena of one thread the rank reads CLOCK_THREAD_CPUTIME_ID.
+  // The wall clock says each action took 100 s (300 s of sleep); a two-block MLP's action uses
+  // far less than a second of CPU.
+  std::vector<double> slept;
+  tbb::task_arena one(1);
+  one.execute([&] { slept = throttled_sleeps({}); });
+  REQUIRE(slept.size() == 5);
+  for (double s : slept) CHECK(s < 10.0);
 }
 
 TEST_CASE("an executor refuses a device speed outside (0 1]", "[runtime]") {
