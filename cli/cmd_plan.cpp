@@ -1,6 +1,7 @@
 // `pipeworks plan`: a partition plan from a profile and a cluster: the stages (layer ranges,
 // replicas, devices: with names and speeds for a device list), the bottleneck, the predicted
 // step time and throughput, memory per device.
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -24,7 +25,8 @@ struct plan_options {
 };
 
 // [{"first_layer", "last_layer", "replicas", "devices", "time_ms", "memory_bytes"}, ...], with
-// "device_names" and "device_speeds" when the cluster is a list of devices.
+// "device_names" (device_label: the name, or "device <d>" when it has none) and "device_speeds"
+// when the cluster is a list of devices.
 nlohmann::json stages_json(const std::vector<planned_stage>& stages, const cluster& c) {
   nlohmann::json out = nlohmann::json::array();
   for (const planned_stage& s : stages) {
@@ -37,7 +39,7 @@ nlohmann::json stages_json(const std::vector<planned_stage>& stages, const clust
     if (!c.devices.empty()) {
       nlohmann::json names = nlohmann::json::array(), speeds = nlohmann::json::array();
       for (int d : s.devices) {
-        names.push_back(c.devices[static_cast<std::size_t>(d)].name);
+        names.push_back(device_label(c, d));
         speeds.push_back(c.devices[static_cast<std::size_t>(d)].speed);
       }
       j["device_names"] = std::move(names);
@@ -45,6 +47,19 @@ nlohmann::json stages_json(const std::vector<planned_stage>& stages, const clust
     }
     out.push_back(std::move(j));
   }
+  return out;
+}
+
+// The "memory_bytes" of --json, for every planner: indexed by the cluster's device number, entry d
+// is device d's estimate and 0 for a device the plan does not use; it ends at the highest-numbered
+// device used. Built from the stages so that it means the same whatever the planner.
+std::vector<std::int64_t> memory_by_device(const std::vector<planned_stage>& stages) {
+  std::vector<std::int64_t> out;
+  for (const planned_stage& s : stages)
+    for (int d : s.devices) {
+      if (out.size() <= static_cast<std::size_t>(d)) out.resize(static_cast<std::size_t>(d) + 1, 0);
+      out[static_cast<std::size_t>(d)] = s.memory_bytes;
+    }
   return out;
 }
 
@@ -58,8 +73,7 @@ std::string device_list(const std::vector<int>& devices, const cluster& c) {
     } else {
       char speed[32];
       std::snprintf(speed, sizeof speed, "%g", c.devices[static_cast<std::size_t>(d)].speed);
-      const std::string& name = c.devices[static_cast<std::size_t>(d)].name;
-      out += (name.empty() ? "device " + std::to_string(d) : name) + " (speed " + speed + ")";
+      out += device_label(c, d) + " (speed " + speed + ")";
     }
   }
   return out;
@@ -92,7 +106,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
                      {"m", plan->m},             {"predicted_step_ms", plan->step_ms},
                      {"samples_per_s", plan->throughput_samples_per_s},
                      {"simulated", plan->simulated},
-                     {"memory_bytes", plan->memory_bytes}};
+                     {"memory_bytes", memory_by_device(plan->stages)}};
     std::cout << j.dump() << std::endl;
     return exit_ok;
   }
@@ -127,7 +141,7 @@ int run_plan(const plan_options& o) {
                      {"bottleneck_ms", plan->bottleneck_ms},
                      {"predicted_step_ms", plan->predicted_step_ms},
                      {"samples_per_s", samples_per_s},
-                     {"memory_bytes", plan->memory_bytes}};
+                     {"memory_bytes", memory_by_device(plan->stages)}};
     std::cout << j.dump() << std::endl;
     return exit_ok;
   }
@@ -157,8 +171,11 @@ const bool registered = register_command(
           ->check(nonnegative_int)
           ->capture_default_str();
       sub.add_flag("--json", o->json,
-                   "{\"stages\": [{\"first_layer\", \"last_layer\", \"replicas\", \"devices\"}], "
-                   "\"bottleneck_ms\", \"predicted_step_ms\", \"memory_bytes\"}");
+                   "{\"stages\": [{\"first_layer\", \"last_layer\", \"replicas\", \"devices\", "
+                   "\"time_ms\", \"memory_bytes\"}], \"bottleneck_ms\" (2bw: \"p\", \"w\", "
+                   "\"microbatch\", \"m\", \"simulated\"), \"predicted_step_ms\", "
+                   "\"samples_per_s\", \"memory_bytes\": one entry per device number d (device d's "
+                   "estimate in bytes, 0 when unused, up to the highest device used)}");
       return [o] { return run_plan(*o); };
     });
 

@@ -15,8 +15,11 @@
 // iff R(k, 0, u) for some k and Σu ≤ max_devices. The bottleneck of every plan is one of the
 // values T(i..j, r, speed of a class) or link(j), so bisection over those sorted values finds the
 // optimum exactly (the same floating-point formula is evaluated for both). When in_flight does not
-// depend on k (a fixed options.in_flight, or no device with a memory limit) k is dropped.
-// Among plans at the optimum the one with the fewest devices, then the fewest stages, is returned.
+// depend on k (a fixed options.in_flight, or no device with a memory limit) k is dropped, and
+// N(i, u), the fewest stages over the choices reaching R(i, u), is kept beside it:
+//   N(L, 0) = 0,  N(i, u) = min over the choices above of 1 + N(j + 1, u − x)
+// Among plans at the optimum the one with the fewest devices (Σu), then the fewest stages (k, or
+// N(0, u)), is returned; with same_replicas, over every replica count r.
 #include "partition/pipedream_hetero.hpp"
 
 #include <algorithm>
@@ -71,7 +74,8 @@ struct hetero_model {
     return t + 2.0 * (r - 1) / r * (params[j + 1] - params[i]) * ms_per_byte;
   }
   std::int64_t memory_of(int i, int j, int f) const {
-    return fixed[j + 1] - fixed[i] + static_cast<std::int64_t>(f) * (saved[j + 1] - saved[i]);
+    // fixed ≤ 3 · 2^50 by check_profile_totals; the stash saturates rather than overflow
+    return fixed[j + 1] - fixed[i] + stash_product(f, saved[j + 1] - saved[i]);
   }
   // Bit c set when a device of class c holds layers i..j with f microbatches in flight.
   std::uint64_t fitting(int i, int j, int f) const {
@@ -88,28 +92,44 @@ struct stage_choice {
   int first = 0, last = 0, pick = 0;  // layers first..last on the device vector `pick`
 };
 
-// The reachability table R for one bottleneck, with the choice that reached each entry.
+// A plan's end state (k, u) and its size, for ties: k = 0 when none is reached.
+struct found_plan {
+  int k = 0, u = 0;
+  int devices = 0, stages = 0;
+};
+
+// Fewer devices, then fewer stages.
+bool smaller(const found_plan& a, const found_plan& b) {
+  if (b.k == 0) return a.k != 0;
+  if (a.k == 0) return false;
+  return a.devices != b.devices ? a.devices < b.devices : a.stages < b.stages;
+}
+
+// The reachability table R for one bottleneck, with the choice that reached each entry and the
+// stages that choice leads to (N).
 struct search {
   const hetero_model& m;
   int replicas = 0;  // same_replicas: every stage's count; 0: any
   std::vector<char> reach;
-  std::vector<int> cut, pick;
+  std::vector<int> cut, pick, nst;
 
   explicit search(const hetero_model& model) : m(model) {
     const std::size_t n = static_cast<std::size_t>(m.rows + 1) * (m.layers + 1) * m.states;
     reach.assign(n, 0);
     cut.assign(n, -1);
     pick.assign(n, 0);
+    nst.assign(n, 0);
   }
   std::size_t at(int k, int i, int u) const {
     return (static_cast<std::size_t>(k) * (m.layers + 1) + i) * m.states + u;
   }
 
   // Fills R for bottleneck b; the best final (k, u) (fewest devices, then stages), or k = 0.
-  std::pair<int, int> run(double b) {
+  found_plan run(double b) {
     const int L = m.layers, S = m.states, K = static_cast<int>(m.classes.size());
     std::fill(reach.begin(), reach.end(), 0);
     reach[at(m.track_k ? 0 : 1, L, 0)] = 1;
+    nst[at(m.track_k ? 0 : 1, L, 0)] = 0;
     std::vector<int> lim(K), x(K);
     for (int k = 1; k <= m.rows; ++k) {
       const int f = m.in_flight > 0 ? m.in_flight : k;
@@ -139,25 +159,31 @@ struct search {
               const int u = v + xs;
               if ((m.used[xs] & ~fit) != 0 || m.total[u] > m.max_devices) continue;
               const int r = m.total[xs];
-              if ((replicas != 0 && r != replicas) || reach[at(k, i, u)]) continue;
+              if (replicas != 0 && r != replicas) continue;
+              // With k tracked every choice makes k stages; else keep the fewest (N).
+              const int stages = 1 + nst[at(after, j + 1, v)];
+              if (reach[at(k, i, u)] && (m.track_k || nst[at(k, i, u)] <= stages)) continue;
               if (m.stage_ms(i, j, r, m.floor_speed[xs]) > b) continue;
               reach[at(k, i, u)] = 1;
               cut[at(k, i, u)] = j;
               pick[at(k, i, u)] = xs;
+              nst[at(k, i, u)] = stages;
             }
           }
         }
     }
-    std::pair<int, int> best{0, 0};
+    found_plan best;
     for (int k = 1; k <= m.rows; ++k)
       for (int u = 0; u < S; ++u)
-        if (reach[at(k, 0, u)] && (best.first == 0 || m.total[u] < m.total[best.second]))
-          best = {k, u};
+        if (reach[at(k, 0, u)]) {
+          const found_plan f{k, u, m.total[u], nst[at(k, 0, u)]};
+          if (smaller(f, best)) best = f;
+        }
     return best;
   }
 
-  std::vector<stage_choice> stages(std::pair<int, int> end) const {
-    auto [k, u] = end;
+  std::vector<stage_choice> stages(const found_plan& end) const {
+    int k = end.k, u = end.u;
     std::vector<stage_choice> out;
     for (int i = 0; i < m.layers;) {
       const stage_choice s{i, cut[at(k, i, u)], pick[at(k, i, u)]};
@@ -175,19 +201,43 @@ struct any_replicas {
   search s;
   bool same = false;
   int most = 1;
-  std::pair<int, int> found{0, 0};
+  found_plan found;
 
+  // Whether a plan reaches bottleneck b (the first replica count that does, with same).
   bool run(double b) {
     if (!same) {
       found = s.run(b);
-      return found.first != 0;
+      return found.k != 0;
     }
     for (int r = 1; r <= most; ++r) {
       s.replicas = r;
       found = s.run(b);
-      if (found.first != 0) return true;
+      if (found.k != 0) return true;
     }
     return false;
+  }
+  // As run, but with same_replicas the plan with the fewest devices, then the fewest stages, over
+  // every replica count (not the smallest r: r = 2 on 1 stage beats r = 1 on 3 stages); the
+  // tables are left holding that plan's search.
+  bool run_best(double b) {
+    if (!same) return run(b);
+    found_plan best;
+    int best_r = 0;
+    for (int r = 1; r <= most; ++r) {
+      s.replicas = r;
+      const found_plan f = s.run(b);
+      if (smaller(f, best)) {
+        best = f;
+        best_r = r;
+      }
+    }
+    if (best_r == 0) return false;
+    if (best_r != most) {  // the last run was another r: fill the tables again
+      s.replicas = best_r;
+      s.run(b);
+    }
+    found = best;
+    return true;
   }
   std::vector<stage_choice> stages() const { return s.stages(found); }
 };
@@ -217,12 +267,13 @@ status check_inputs(const model_profile& profile, const cluster& c, const pipedr
     return make_error("cluster level " + c.levels[0].name +
                       ": bandwidth_bytes_per_s must be positive");
   for (const device_spec& d : c.devices) {
+    const std::string name = device_label(c, static_cast<int>(&d - c.devices.data()));
     if (!(d.speed > 0) || !std::isfinite(d.speed))
-      return make_error("device " + d.name + ": speed must be finite and positive");
+      return make_error(name + ": speed must be finite and positive");
     if (d.memory_bytes < 0)
-      return make_error("device " + d.name + ": memory_bytes must be 0 (unlimited) or positive");
+      return make_error(name + ": memory_bytes must be 0 (unlimited) or positive");
   }
-  return {};
+  return check_profile_totals(profile);
 }
 
 // Groups identical devices; fills the state tables. An error when the search would be too big.
@@ -337,7 +388,7 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
       lo = m.slack;
   }
   m.slack = hi;
-  a.run(inf);
+  a.run_best(inf);
   const std::vector<stage_choice> st = a.stages();
   const int p = static_cast<int>(st.size());
   std::vector<int> next(m.classes.size(), 0);
@@ -359,8 +410,11 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
   }
   return make_error("no plan fits in memory: the smallest plan on " +
                     std::to_string(m.max_devices) + " devices needs " + bytes_text(need_at) +
-                    " on device " + c.devices[device].name + ", " + bytes_text(worst) +
-                    " more than the " + bytes_text(c.devices[device].memory_bytes) + " it has");
+                    " on " + device_label(c, device) + ", " + bytes_text(worst) +
+                    " more than the " + bytes_text(c.devices[device].memory_bytes) +
+                    " it has; give more devices or devices with more memory, profile at a "
+                    "smaller microbatch, fix in_flight (fewer microbatches in flight per stage), "
+                    "or use the 2bw planner (--planner 2bw)");
 }
 
 }  // namespace
@@ -384,7 +438,7 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
     else
       lo = mid;
   }
-  a.run(values[static_cast<std::size_t>(hi)]);
+  a.run_best(values[static_cast<std::size_t>(hi)]);
 
   const std::vector<stage_choice> st = a.stages();
   const int p = static_cast<int>(st.size());
@@ -402,8 +456,11 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
     ps.time_ms = m.stage_ms(ps.first_layer, ps.last_layer, ps.replicas, m.floor_speed[st[s].pick]);
     ps.memory_bytes =
         m.memory_of(ps.first_layer, ps.last_layer, m.in_flight > 0 ? m.in_flight : p - s);
-    for (std::size_t d = 0; d < ps.devices.size(); ++d)
-      plan.memory_bytes.push_back(ps.memory_bytes);
+    for (int d : ps.devices) {  // indexed by device number, 0 for the unused
+      if (plan.memory_bytes.size() <= static_cast<std::size_t>(d))
+        plan.memory_bytes.resize(static_cast<std::size_t>(d) + 1, 0);
+      plan.memory_bytes[static_cast<std::size_t>(d)] = ps.memory_bytes;
+    }
     plan.bottleneck_ms = std::max(plan.bottleneck_ms, ps.time_ms);
     if (s + 1 < p) plan.bottleneck_ms = std::max(plan.bottleneck_ms, m.link_ms[ps.last_layer]);
     plan.stages.push_back(std::move(ps));

@@ -19,14 +19,19 @@ namespace pipeworks {
 // subject to: every device of a stage holds Σ(2·param + optimizer) + in_flight · Σsaved bytes
 // within its own memory_bytes (0: unlimited), in_flight = options.in_flight or p − s (0);
 // with options.same_replicas every stage has the same number of replicas.
-// stages[s].devices are the cluster's device numbers, ascending; memory_bytes lists the devices in
-// the order the stages list them; predicted_step_ms = (3p − 1) · bottleneck as plan_pipedream's.
+// stages[s].devices are the cluster's device numbers, ascending; memory_bytes is indexed by the
+// cluster's device number (entry d: device d's estimate, 0 for a device the plan does not use,
+// ending at the highest-numbered device used), as two_bw_plan's; predicted_step_ms =
+// (3p − 1) · bottleneck as plan_pipedream's. Among plans at the optimal bottleneck: the fewest
+// devices, then the fewest stages (with same_replicas, over every replica count).
+// The profile's byte totals must pass check_profile_totals (at most 2^50 bytes per field).
 //
 // Cost: identical devices form a class; with n_c devices in class c the search visits
 //   (rows) · L(L+1)/2 · Π_c (n_c + 1)(n_c + 2)/2   (· n with same_replicas)
 // stage choices per bisection step (rows = min(L, n) when memory binds and in_flight is p − s,
 // else 1), about 20 steps. An error, saying what to do, when that passes 10^8; an error when no
-// plan fits in memory, saying by how much the best one exceeds a device's memory.
+// plan fits in memory, naming the device, saying by how much the best one exceeds its memory and
+// what to try.
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
                                              const pipedream_options& options = {});
 

@@ -127,3 +127,49 @@ TEST_CASE("plan on 2 fast and 2 slow devices gives the fast ones twice the layer
   CHECK(contains(two.out, "fast1 (speed 0.5)"));
   CHECK(contains(two.out, "(speed 0.25)"));
 }
+
+namespace {
+
+// Unnamed devices, slow ones first, and device 1 too small to hold any layer (unused).
+const char* unnamed_mixed = R"({"devices": [
+  {"speed": 0.25}, {"speed": 0.5, "memory_bytes": 1}, {"speed": 0.5}, {"speed": 0.25},
+  {"speed": 0.5}],
+  "levels": [{"name": "link", "bandwidth_bytes_per_s": 1e9, "latency_s": 0}]})";
+
+}  // namespace
+
+TEST_CASE("plan --json memory_bytes is indexed by device number for both planners",
+          "[cli][hetero]") {
+  scratch_dir dir;
+  write_file(dir / "profile.json", twelve_layers());
+  write_file(dir / "cluster.json", unnamed_mixed);
+  for (const char* planner : {"pipedream", "2bw"}) {
+    INFO(planner);
+    const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                  dir / "cluster.json", "--planner", planner, "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json p = json::parse(r.out);
+    // What each device holds, from the stages: entry d of memory_bytes must be it, 0 if unused.
+    std::vector<std::int64_t> expect(5, 0);
+    for (const auto& st : p["stages"]) {
+      REQUIRE(st["device_names"].size() == st["devices"].size());
+      for (std::size_t k = 0; k < st["devices"].size(); ++k) {
+        const int d = st["devices"][k].get<int>();
+        CHECK(st["device_names"][k] == "device " + std::to_string(d));  // never ""
+        expect[static_cast<std::size_t>(d)] = st["memory_bytes"].get<std::int64_t>();
+      }
+    }
+    CHECK(expect[1] == 0);  // the 1-byte device holds nothing
+    const auto& mem = p["memory_bytes"];
+    REQUIRE(mem.size() <= 5);
+    REQUIRE(mem.size() > 2);  // a device past the unused device 1 is used
+    for (std::size_t d = 0; d < 5; ++d)
+      CHECK((d < mem.size() ? mem[d].get<std::int64_t>() : 0) == expect[d]);
+  }
+  // The table names unnamed devices too.
+  const cli_result text =
+      run_cli({"plan", "--profile", dir / "profile.json", "--cluster", dir / "cluster.json"});
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "device 2 (speed 0.5)"));
+}

@@ -37,13 +37,20 @@ cluster devices(const std::vector<std::pair<double, std::int64_t>>& specs, doubl
   return c;
 }
 
+// The optimum, and among the plans at it (within 1e-9 relative) the fewest devices, then stages.
+struct brute_result {
+  double bottleneck = std::numeric_limits<double>::infinity();
+  int devices = 0, stages = 0;
+};
+
 // The objective of the header, written out: every split (a bit per gap) and every labelling of the
 // devices with a stage or "unused".
-double brute_force(const model_profile& p, const cluster& c, const pipedream_options& o) {
+brute_result brute_force_ties(const model_profile& p, const cluster& c, const pipedream_options& o) {
   const int L = static_cast<int>(p.layers.size()), n = static_cast<int>(c.devices.size());
   const double ms_per_byte = c.levels.empty() ? 0.0 : 1000.0 / c.levels[0].bandwidth_bytes_per_s;
   const int cap = o.max_devices > 0 ? o.max_devices : n;
   double best = std::numeric_limits<double>::infinity();
+  std::vector<brute_result> found;  // every plan: bottleneck, devices, stages
   for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
     std::vector<std::pair<int, int>> st;
     int first = 0;
@@ -94,6 +101,7 @@ double brute_force(const model_profile& p, const cluster& c, const pipedream_opt
           b = std::max(b, t);
         }
         best = std::min(best, b);
+        found.push_back({b, used, s});
       }
       int d = 0;  // next labelling, odometer style
       while (d < n && label[d] == s) label[d++] = 0;
@@ -101,7 +109,20 @@ double brute_force(const model_profile& p, const cluster& c, const pipedream_opt
       ++label[d];
     }
   }
-  return best;
+  brute_result out;
+  out.bottleneck = best;
+  for (const brute_result& f : found)
+    if (f.bottleneck <= best * (1 + 1e-9) + 1e-12 &&
+        (out.devices == 0 || f.devices < out.devices ||
+         (f.devices == out.devices && f.stages < out.stages))) {
+      out.devices = f.devices;
+      out.stages = f.stages;
+    }
+  return out;
+}
+
+double brute_force(const model_profile& p, const cluster& c, const pipedream_options& o) {
+  return brute_force_ties(p, c, o).bottleneck;
 }
 
 // The plan is well formed: contiguous stages, distinct devices within max, memory within each
@@ -131,7 +152,14 @@ void check_plan(const pipeline_plan& plan, const model_profile& p, const cluster
   }
   CHECK(static_cast<int>(seen.size()) <=
         (o.max_devices > 0 ? o.max_devices : static_cast<int>(c.devices.size())));
-  CHECK(plan.memory_bytes.size() == seen.size());
+  // memory_bytes is indexed by device number: each used device's stage estimate, 0 for the rest,
+  // ending at the highest device used.
+  REQUIRE(!seen.empty());
+  REQUIRE(plan.memory_bytes.size() == static_cast<std::size_t>(*seen.rbegin()) + 1);
+  std::vector<std::int64_t> expect(plan.memory_bytes.size(), 0);
+  for (const planned_stage& st : plan.stages)
+    for (int d : st.devices) expect[static_cast<std::size_t>(d)] = st.memory_bytes;
+  CHECK(plan.memory_bytes == expect);
   CHECK(plan.predicted_step_ms == Approx(plan.bottleneck_ms * (3 * stages - 1)));
 }
 
@@ -161,7 +189,8 @@ TEST_CASE("pipedream hetero equals brute force on small mixed clusters", "[parti
     o.max_devices = choice(rng) == 0 ? 1 + choice(rng) : 0;
     o.same_replicas = choice(rng) == 0;
     const auto planned = plan_pipedream_devices(p, c, o);
-    const double brute = brute_force(p, c, o);
+    const brute_result ties = brute_force_ties(p, c, o);
+    const double brute = ties.bottleneck;
     INFO("instance " << instance << ": " << L << " layers, " << n << " devices, in_flight "
                      << o.in_flight << ", max_devices " << o.max_devices << ", same_replicas "
                      << o.same_replicas);
@@ -175,6 +204,11 @@ TEST_CASE("pipedream hetero equals brute force on small mixed clusters", "[parti
     ++with_plan;
     CHECK(planned->bottleneck_ms == Approx(brute).epsilon(1e-9).margin(1e-12));
     check_plan(*planned, p, c, o);
+    // Ties at the optimum: the fewest devices, then the fewest stages.
+    int used = 0;
+    for (const planned_stage& st : planned->stages) used += st.replicas;
+    CHECK(used == ties.devices);
+    CHECK(static_cast<int>(planned->stages.size()) == ties.stages);
     for (const planned_stage& st : planned->stages) {
       std::set<double> speeds;
       for (int d : st.devices) speeds.insert(c.devices[d].speed);
@@ -248,4 +282,52 @@ TEST_CASE("pipedream hetero: no plan fits reports by how much and big searches a
   REQUIRE(!refused.ok());
   CHECK(refused.message().find("fewer distinct speeds") != std::string::npos);
   CHECK(!plan_pipedream_devices(model_profile{}, devices(specs, 1e9)).ok());
+}
+
+TEST_CASE("pipedream hetero: ties go to the fewest devices then the fewest stages",
+          "[partition][hetero]") {
+  // No memory limit (k is not tracked): layers of 1, 1 and 2 ms on 2 equal devices reach 2 ms
+  // both as 2 stages {l0 l1} {l2} and as 1 stage on 2 replicas; both use 2 devices: 1 stage wins.
+  model_profile p;
+  p.layers = {layer(0.5, 0.5, 0, 0, 0), layer(0.5, 0.5, 0, 0, 0), layer(1.0, 1.0, 0, 0, 0)};
+  const auto two = plan_pipedream_devices(p, devices({{1.0, 0}, {1.0, 0}}, 0.0));
+  REQUIRE(two.ok());
+  CHECK(two->bottleneck_ms == Approx(2.0));
+  CHECK(two->stages.size() == 1);
+  CHECK(two->stages[0].replicas == 2);
+
+  // same_replicas, layers of 1, 2 and 1 ms, two devices of speed 1 and one of 0.5: r = 1 reaches
+  // 2 ms only as 3 stages on 3 devices (the slow one on a 1 ms layer); r = 2 reaches it as 1
+  // stage on the 2 fast devices (4 ms / 2). Fewer devices wins, though r is larger.
+  p.layers = {layer(0.5, 0.5, 0, 0, 0), layer(1.0, 1.0, 0, 0, 0), layer(0.5, 0.5, 0, 0, 0)};
+  pipedream_options o;
+  o.same_replicas = true;
+  const cluster c = devices({{1.0, 0}, {1.0, 0}, {0.5, 0}}, 0.0);
+  const auto same = plan_pipedream_devices(p, c, o);
+  REQUIRE(same.ok());
+  CHECK(same->bottleneck_ms == Approx(2.0));
+  REQUIRE(same->stages.size() == 1);
+  CHECK(same->stages[0].devices == std::vector<int>{0, 1});
+  CHECK(same->memory_bytes == std::vector<std::int64_t>{0, 0});  // no bytes in this profile
+  check_plan(*same, p, c, o);
+}
+
+TEST_CASE("pipedream hetero: profile totals over 2^50 bytes are refused", "[partition][hetero]") {
+  model_profile p;
+  p.layers = {layer(1.0, 1.0, 0, 0, max_profile_total_bytes / 2),
+              layer(1.0, 1.0, 0, 0, max_profile_total_bytes / 2 + 1)};
+  const auto plan = plan_pipedream_devices(p, devices({{1.0, 0}, {1.0, 0}}, 1e9));
+  REQUIRE(!plan.ok());
+  CHECK(plan.message().find("param_bytes") != std::string::npos);
+  CHECK(plan.message().find("2^50") != std::string::npos);
+  // A huge fixed in_flight does not overflow the memory estimate: it just does not fit.
+  model_profile q;
+  q.layers = {layer(1.0, 1.0, 0, max_profile_total_bytes, 0)};
+  pipedream_options o;
+  o.in_flight = std::numeric_limits<int>::max();
+  const auto huge = plan_pipedream_devices(q, devices({{1.0, std::int64_t{1} << 40}}, 0.0), o);
+  REQUIRE(!huge.ok());
+  CHECK(huge.message().find("no plan fits in memory") != std::string::npos);
+  CHECK(huge.message().find("on d0") != std::string::npos);  // the device by its name
+  CHECK(huge.message().find("2bw planner") != std::string::npos);  // and what to try
 }
