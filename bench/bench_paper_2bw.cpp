@@ -97,7 +97,8 @@ void row(const std::string& model, const std::string& approach, const choice& c,
     p = x.p, w = x.w, b = x.b, m = x.m, stages = &x.stages, mem = x.max_memory_bytes;
   }
   char ratio[32] = "–";
-  if (!c.two_bw) std::snprintf(ratio, sizeof ratio, "%.2f×", two_bw_tp / c.throughput());
+  if (!c.two_bw && two_bw_tp == 0) std::snprintf(ratio, sizeof ratio, "no plan");  // 2BW found none
+  else if (!c.two_bw) std::snprintf(ratio, sizeof ratio, "%.2f×", two_bw_tp / c.throughput());
   std::string layers = layers_per_stage(*stages);
   if (c.two_bw) layers += " (" + std::to_string(c.two_bw->inter_server_links) + " links across servers)";
   std::printf("| %s | %s | %s | %d | %d | %lld | %d | %lld | %s | %s | %.1f | %s |\n", model.c_str(),
@@ -335,19 +336,21 @@ int main(int argc, char** argv) {
                 static_cast<long long>(shape.hidden), shape.heads, static_cast<long long>(shape.seq),
                 cl.device_count());
     std::printf("| approach | layers | parameters |\n|---|---:|---:|\n");
-    auto show = [&](const char* name, int layers) {
+    // `from`: the layers the search started at (0 found: not even that many fit).
+    auto show = [&](const char* name, int layers, int from) {
       gpt_config c = shape;
       c.layers = layers;
-      if (layers == 0) std::printf("| %s | fewer than %d | – |\n", name, lo);  // DP starts at 1
+      if (layers == 0 && from <= 1) std::printf("| %s | none (1 layer does not fit) | – |\n", name);
+      else if (layers == 0) std::printf("| %s | fewer than %d | – |\n", name, from);
       else std::printf("| %s | %d | %.1fB |\n", name, layers, gpt_parameters(c) / 1e9);
       std::fflush(stdout);
     };
     show("2BW", largest(shape, tflops * 1e12, lo, hi, [&](const model_profile& p) {
-      return static_cast<bool>(plan_two_bw(p, cl, ao)); }));
+      return static_cast<bool>(plan_two_bw(p, cl, ao)); }), lo);
     show("GPipe", largest(shape, tflops * 1e12, lo, hi, [&](const model_profile& p) {
-      return static_cast<bool>(plan_gpipe(p, cl, bo)); }));
+      return static_cast<bool>(plan_gpipe(p, cl, bo)); }), lo);
     show("data parallel", largest(shape, tflops * 1e12, 1, hi, [&](const model_profile& p) {
-      return static_cast<bool>(plan_data_parallel(p, cl, bo)); }));
+      return static_cast<bool>(plan_data_parallel(p, cl, bo)); }), 1);
   }
   return 0;
 }
