@@ -96,11 +96,11 @@ status check_profile_totals(const model_profile& p) {
       const std::string where = "layers[" + std::to_string(i) + "] (\"" + l.name + "\")";
       const std::int64_t v = l.*f.bytes;
       if (v < 0)
-        return make_error(prefix + where + "." + f.name + " " + std::to_string(v) +
+        return make_error("the profile's " + where + "." + f.name + " " + std::to_string(v) +
                           " is negative; give a whole number of bytes >= 0");
       // v <= 2^62 here or below, so the sum cannot overflow before the check.
       if (v > max_profile_total_bytes || total + v > max_profile_total_bytes)
-        return make_error(prefix + "the total " + f.name + " over layers[0.." +
+        return make_error("the profile's total " + f.name + " over layers[0.." +
                           std::to_string(i) + "] passes 2^50 bytes (about 1 PB) at " + where +
                           ", which has " + std::to_string(v) +
                           "; check the profile's units (bytes) or profile a smaller model");
@@ -172,7 +172,7 @@ result<model_profile> parse_profile(const std::string& json_text) {
     PW_TRY(read_whole(lj, "optimizer_bytes", where, 0, "bytes", l.optimizer_bytes));
     p.layers.push_back(std::move(l));
   }
-  PW_TRY(check_profile_totals(p));
+  if (status st = check_profile_totals(p); !st) return make_error(prefix + st.message());
   return p;
 }
 
