@@ -98,9 +98,9 @@ status check_profile_totals(const model_profile& p) {
       if (v < 0)
         return make_error("the profile's " + where + "." + f.name + " " + std::to_string(v) +
                           " is negative; give a whole number of bytes >= 0");
-      // v <= 2^62 here or below, so the sum cannot overflow before the check.
+      // v is checked first, so total + v <= 2^51 cannot overflow.
       if (v > max_profile_total_bytes || total + v > max_profile_total_bytes)
-        return make_error("the profile's total " + f.name + " over layers[0.." +
+        return make_error(std::string("the profile's total ") + f.name + " over layers[0.." +
                           std::to_string(i) + "] passes 2^50 bytes (about 1 PB) at " + where +
                           ", which has " + std::to_string(v) +
                           "; check the profile's units (bytes) or profile a smaller model");
