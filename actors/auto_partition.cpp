@@ -72,21 +72,30 @@ status check_cores(const auto_partition& out, int cores) {
 // PipeDream's plan whose w replicas share the step's `microbatches` evenly. The planner does not
 // know m, so: plan on every device; while the plan's w does not divide m, plan again with one
 // device fewer (max_devices). A plan's w is at most its devices and one device gives w = 1, so
-// this ends; it keeps the planner's own choice whenever that already fits, and otherwise the best plan
-// the planner finds among those that use fewer devices, rather than a different m than the user's
-// (or the default's) step.
+// this ends. It keeps the planner's own choice whenever that fits, and otherwise the best plan
+// on fewer devices, rather than changing the step's m, which the user (or the default) chose.
+// Its limit: the planner breaks ties toward fewer stages, so an equally fast plan on the same
+// devices with fewer replicas (more stages) that would divide m is not seen; the planner would
+// need an option for the replica counts it may choose.
 result<pipeline_plan> plan_pipedream_dividing(const model_profile& profile, const cluster& c,
                                               int microbatches) {
   pipedream_options po;
   po.same_replicas = true;
+  int first_w = 0;  // the replicas of the plan on every device, when it did not divide
   for (int devices = c.device_count(); devices >= 1; --devices) {
     po.max_devices = devices;
     // A device list is planned with each device's own speed and memory.
     auto plan = c.devices.empty() ? plan_pipedream(profile, c, po)
                                   : plan_pipedream_devices(profile, c, po);
-    if (!plan) return plan.err();
+    if (!plan && first_w == 0) return plan.err();
+    if (!plan)
+      return make_error("the best plan runs " + std::to_string(first_w) + " replicas, which " +
+                        "cannot share " + std::to_string(microbatches) + " microbatches evenly, " +
+                        "and on " + std::to_string(devices) + " devices: " + plan.message() +
+                        "; give a multiple of " + std::to_string(first_w) + " as --microbatches");
     const int w = plan->stages.empty() ? 1 : plan->stages[0].replicas;
     if (w >= 1 && microbatches % w == 0) return plan;
+    if (first_w == 0) first_w = w;
   }
   return make_error("no plan shares " + std::to_string(microbatches) +
                     " microbatches evenly among its replicas");

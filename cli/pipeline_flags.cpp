@@ -38,7 +38,8 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
       ->capture_default_str();
   sub.add_flag("--auto-partition", f.auto_partition,
                "profile the model, plan stages and replicas for --cluster, print the plan and "
-               "run it (each rank throttled to its device's speed)");
+               "run it (each rank on one thread, throttled to its device's speed; not with "
+               "--threads)");
   sub.add_option("--cluster", f.cluster,
                  "with --auto-partition: local-cpu, or cluster.json with a \"devices\" list of "
                  "speeds <= 1 (fractions of one core here)")

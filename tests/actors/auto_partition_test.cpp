@@ -140,9 +140,10 @@ TEST_CASE("default microbatches are the largest divisor of the batch up to 2 per
 }
 
 TEST_CASE("auto partition says how many microbatches a 2bw run of its stages needs", "[actors]") {
-  // Four layers on four identical devices and one microbatch: a 4-stage pipeline, which 2bw
-  // cannot run with m = 1 < p.
-  auto c = parse_cluster(R"({"devices": [{"speed": 1}, {"speed": 1}, {"speed": 1}, {"speed": 1}]})");
+  // Four layers of 1000 saved bytes on devices of 3500 bytes: one device cannot hold them all
+  // (4000), so every plan has at least 2 stages, which 2bw cannot run with m = 1 < p.
+  auto c = parse_cluster(R"({"devices": [{"speed": 1, "memory_bytes": 3500}, {"speed": 1, "memory_bytes": 3500},
+                                          {"speed": 1, "memory_bytes": 3500}, {"speed": 1, "memory_bytes": 3500}]})");
   REQUIRE(c.ok());
   auto_partition_request rq;
   rq.schedule = schedule_kind::two_bw;
@@ -150,11 +151,12 @@ TEST_CASE("auto partition says how many microbatches a 2bw run of its stages nee
   rq.microbatches = 1;
   auto a = plan_auto_partition(uniform_profile(4), *c, rq);
   REQUIRE_FALSE(a.ok());
-  CHECK_THAT(a.message(), Catch::Contains("raise --microbatches to at least 4"));
+  CHECK_THAT(a.message(), Catch::Contains("m=1") && Catch::Contains("raise --microbatches to at least"));
   rq.batch = 16;
   rq.microbatches = 4;
   a = plan_auto_partition(uniform_profile(4), *c, rq);
   REQUIRE(a.ok());
+  CHECK(a->p >= 2);
   CHECK(a->m >= a->p);
 }
 
