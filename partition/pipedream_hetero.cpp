@@ -424,7 +424,7 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
   if (status s = check_inputs(profile, c, options); !s) return make_error(s.message());
   hetero_model m;
   if (status s = build_model(profile, c, options, m); !s) return make_error(s.message());
-  any_replicas a{search(m), options.same_replicas, m.max_devices};
+  any_replicas a{search(m), options.same_replicas, m.max_devices, {}};
   if (!a.run(inf)) return memory_error(m, a, c);
 
   // Bisection over the sorted values: the least one a plan reaches is the optimum.
