@@ -103,14 +103,14 @@ pipeline_plan finish(const flat_model& m, std::vector<planned_stage> stages, dou
   pipeline_plan plan;
   plan.stages = std::move(stages);
   const int p = static_cast<int>(plan.stages.size());
-  std::vector<std::pair<int, std::int64_t>> per_device;
   for (int s = 0; s < p; ++s) {
     planned_stage& st = plan.stages[s];
     st.memory_bytes = m.memory_of(st.first_layer, st.last_layer, in_flight_of(m, p, s));
-    for (int d : st.devices) per_device.push_back({d, st.memory_bytes});
+    for (int d : st.devices) {
+      if (d >= static_cast<int>(plan.memory_bytes.size())) plan.memory_bytes.resize(d + 1, 0);
+      plan.memory_bytes[d] = st.memory_bytes;
+    }
   }
-  std::sort(per_device.begin(), per_device.end());
-  for (const auto& [d, bytes] : per_device) plan.memory_bytes.push_back(bytes);
   plan.bottleneck_ms = bottleneck;
   const int microbatches = 2 * p;
   plan.predicted_step_ms = plan.bottleneck_ms * (microbatches + p - 1);

@@ -30,7 +30,9 @@ struct pipeline_plan {
   std::vector<planned_stage> stages;
   double bottleneck_ms = 0;       // the slowest stage or link, per microbatch
   double predicted_step_ms = 0;   // for the plan's microbatches per step (see the planner)
-  std::vector<std::int64_t> memory_bytes;  // per device used, in ascending device order
+  // Entry d: device d's estimate (0 for a device the plan leaves idle), up to the highest device
+  // used; the same meaning in every planner and in `pipeworks plan --json`.
+  std::vector<std::int64_t> memory_bytes;
 };
 
 struct pipedream_options {

@@ -127,7 +127,13 @@ void check_flattened(const pipeline_plan& plan, int layers, int devices) {
     }
     CHECK(plan.bottleneck_ms >= st.time_ms);
   }
-  CHECK(plan.memory_bytes.size() == used.size());
+  // memory_bytes is indexed by device number, 0 for an idle device.
+  REQUIRE(!used.empty());
+  CHECK(static_cast<int>(plan.memory_bytes.size()) == *used.rbegin() + 1);
+  for (const planned_stage& st : plan.stages)
+    for (int d : st.devices) CHECK(plan.memory_bytes[d] == st.memory_bytes);
+  for (int d = 0; d < static_cast<int>(plan.memory_bytes.size()); ++d)
+    if (!used.count(d)) CHECK(plan.memory_bytes[d] == 0);
   const int p = static_cast<int>(plan.stages.size());
   CHECK(plan.predicted_step_ms == Approx(plan.bottleneck_ms * (3 * p - 1)));
 }
