@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <utility>
 
-#include "partition/pipedream_hetero.hpp"
 #include "partition/profiler.hpp"
 #include "partition/two_bw_planner.hpp"
 #include "runtime/lower.hpp"
@@ -85,8 +84,7 @@ result<pipeline_plan> plan_pipedream_dividing(const model_profile& profile, cons
   for (int devices = c.device_count(); devices >= 1; --devices) {
     po.max_devices = devices;
     // A device list is planned with each device's own speed and memory.
-    auto plan = c.devices.empty() ? plan_pipedream(profile, c, po)
-                                  : plan_pipedream_devices(profile, c, po);
+    auto plan = plan_pipedream(profile, c, po);
     if (!plan && first_w == 0) return plan.err();
     if (!plan)
       return make_error("the best plan runs " + std::to_string(first_w) + " replicas, which " +

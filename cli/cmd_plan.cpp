@@ -11,7 +11,6 @@
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
-#include "partition/pipedream_hetero.hpp"
 #include "partition/pipedream_planner.hpp"
 #include "partition/two_bw_planner.hpp"
 
@@ -128,10 +127,8 @@ int run_plan(const plan_options& o) {
   if (o.planner == "2bw") return print_two_bw(o, *prof, *c);
   pipedream_options po;
   po.max_devices = o.devices;
-  // A list of devices: each its own speed and memory (plan_pipedream alone plans them all at
-  // the slowest speed and the smallest memory).
-  auto plan =
-      c->devices.empty() ? plan_pipedream(*prof, *c, po) : plan_pipedream_devices(*prof, *c, po);
+  // A list of devices is planned with each device's own speed and memory.
+  auto plan = plan_pipedream(*prof, *c, po);
   if (!plan) throw pipeworks_error(plan.message());
   const double samples_per_s =
       plan->bottleneck_ms > 0 ? 1000.0 * static_cast<double>(prof->microbatch) / plan->bottleneck_ms : 0;

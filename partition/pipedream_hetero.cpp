@@ -244,20 +244,8 @@ struct any_replicas {
 
 std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
 
-status check_inputs(const model_profile& profile, const cluster& c, const pipedream_options& o) {
-  const int L = static_cast<int>(profile.layers.size());
-  if (L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
-  for (int l = 0; l < L; ++l) {
-    const layer_profile& x = profile.layers[l];
-    if (!(x.fwd_ms >= 0 && std::isfinite(x.fwd_ms)) ||
-        !(x.bwd_ms >= 0 && std::isfinite(x.bwd_ms)) || x.activation_bytes < 0 ||
-        x.saved_bytes < 0 || x.param_bytes < 0 || x.optimizer_bytes < 0)
-      return make_error("layer " + std::to_string(l) + " (" + x.name +
-                        "): times and byte counts must be finite and non-negative");
-  }
-  if (o.max_devices < 0 || o.in_flight < 0)
-    return make_error(
-        "pipedream options: max_devices and in_flight must be 0 (default) or positive");
+// The profile and the options were checked by plan_pipedream; here the device list.
+status check_inputs(const model_profile& profile, const cluster& c) {
   if (c.devices.empty())
     return make_error("plan_pipedream_devices needs a cluster given as a list of devices");
   if (c.levels.size() > 1)
@@ -421,7 +409,7 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
 
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
                                              const pipedream_options& options) {
-  if (status s = check_inputs(profile, c, options); !s) return make_error(s.message());
+  if (status s = check_inputs(profile, c); !s) return make_error(s.message());
   hetero_model m;
   if (status s = build_model(profile, c, options, m); !s) return make_error(s.message());
   any_replicas a{search(m), options.same_replicas, m.max_devices, {}};

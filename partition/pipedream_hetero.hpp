@@ -31,7 +31,8 @@ namespace pipeworks {
 // stage choices per bisection step (rows = min(L, n) when memory binds and in_flight is p − s,
 // else 1), about 20 steps. An error, saying what to do, when that passes 10^8; an error when no
 // plan fits in memory, naming the device, saying by how much the best one exceeds its memory and
-// what to try.
+// what to try. Called by plan_pipedream (which checks the profile and the options first); callers
+// use plan_pipedream.
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
                                              const pipedream_options& options = {});
 

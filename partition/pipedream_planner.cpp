@@ -194,6 +194,7 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   }
   if (options.max_devices < 0 || options.in_flight < 0)
     return make_error("pipedream options: max_devices and in_flight must be 0 (default) or positive");
+  if (status s = check_profile_totals(profile); !s) return make_error(s.message());
   if (!c.devices.empty()) return plan_pipedream_devices(profile, c, options);
 
   flat_model m;

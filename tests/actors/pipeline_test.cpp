@@ -154,7 +154,7 @@ TEST_CASE("throttled ranks train to the same weights as full-speed ones", "[acto
   CHECK(computes == 2 * (4 + 4 + 1) * 2);  // 2 ranks x (F, B per microbatch and a STEP) x 2 steps
 }
 
-TEST_CASE("check refuses device speeds of the wrong count or outside (0 1]", "[actors]") {
+TEST_CASE("check refuses device speeds of the wrong count or outside 0 to 1", "[actors]") {
   pipeline_options o = one_f_one_b(2, 4, 1);
   o.device_speed = {1.0};
   CHECK_THAT(check(o, 3).message(), Catch::Contains("2 ranks"));

@@ -71,7 +71,7 @@ TEST_CASE("schedule --csv has one row per rank and the same actions as the text 
   }
 }
 
-TEST_CASE("schedule --csv --lowered adds SEND/RECV pairs; --pytorch leaves out STEP", "[cli]") {
+TEST_CASE("schedule --csv --lowered adds SEND/RECV pairs and --pytorch leaves out STEP", "[cli]") {
   const cli_result lowered = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
                                       "--microbatches", "2", "--csv", "--lowered"});
   REQUIRE(lowered.exit_code == 0);

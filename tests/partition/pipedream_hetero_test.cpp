@@ -188,7 +188,7 @@ TEST_CASE("pipedream hetero equals brute force on small mixed clusters", "[parti
     o.in_flight = choice(rng) == 0 ? 2 : 0;
     o.max_devices = choice(rng) == 0 ? 1 + choice(rng) : 0;
     o.same_replicas = choice(rng) == 0;
-    const auto planned = plan_pipedream_devices(p, c, o);
+    const auto planned = plan_pipedream(p, c, o);
     const brute_result ties = brute_force_ties(p, c, o);
     const double brute = ties.bottleneck;
     INFO("instance " << instance << ": " << L << " layers, " << n << " devices, in_flight "
@@ -226,7 +226,7 @@ TEST_CASE("pipedream hetero: 2 fast and 2 slow devices share 12 layers by speed"
   model_profile p;
   for (int l = 0; l < 12; ++l) p.layers.push_back(layer(1.0, 2.0, 1000, 1000, 10'000'000));
   const cluster c = devices({{2.0, 0}, {2.0, 0}, {1.0, 0}, {1.0, 0}}, 1e9);
-  const auto plan = plan_pipedream_devices(p, c);
+  const auto plan = plan_pipedream(p, c);
   REQUIRE(plan.ok());
   std::vector<int> layers_on(4, 0);
   for (const planned_stage& st : plan->stages)
@@ -250,7 +250,7 @@ TEST_CASE("pipedream hetero: a small-memory device gets fewer layers", "[partiti
   const cluster c = devices({{1.0, 0}, {1.0, 700}}, 1e9);
   pipedream_options o;
   o.in_flight = 2;  // 220 bytes a layer: 3 layers = 660 fit in 700, 4 = 880 do not
-  const auto plan = plan_pipedream_devices(p, c, o);
+  const auto plan = plan_pipedream(p, c, o);
   REQUIRE(plan.ok());
   REQUIRE(plan->stages.size() == 2);
   for (const planned_stage& st : plan->stages) {
@@ -267,7 +267,7 @@ TEST_CASE("pipedream hetero: no plan fits reports by how much and big searches a
   // 250 + in_flight · 10 bytes a layer; devices of 200, 240 and 200 bytes: the best plan puts one
   // layer on each device, needing 280, 270, 260, with the 240-byte device on the first stage.
   const cluster c = devices({{1.0, 200}, {1.0, 240}, {2.0, 200}}, 1e9);
-  const auto plan = plan_pipedream_devices(p, c);
+  const auto plan = plan_pipedream(p, c);
   REQUIRE(!plan.ok());
   INFO(plan.message());
   CHECK(plan.message().find("no plan fits in memory") != std::string::npos);
@@ -278,10 +278,10 @@ TEST_CASE("pipedream hetero: no plan fits reports by how much and big searches a
   for (int l = 0; l < 200; ++l) big.layers.push_back(layer(1.0, 1.0, 10, 10, 100));
   std::vector<std::pair<double, std::int64_t>> specs;
   for (int d = 0; d < 24; ++d) specs.push_back({1.0 + d % 4, 0});
-  const auto refused = plan_pipedream_devices(big, devices(specs, 1e9));
+  const auto refused = plan_pipedream(big, devices(specs, 1e9));
   REQUIRE(!refused.ok());
   CHECK(refused.message().find("fewer distinct speeds") != std::string::npos);
-  CHECK(!plan_pipedream_devices(model_profile{}, devices(specs, 1e9)).ok());
+  CHECK(!plan_pipedream(model_profile{}, devices(specs, 1e9)).ok());
 }
 
 TEST_CASE("pipedream hetero: ties go to the fewest devices then the fewest stages",
@@ -290,7 +290,7 @@ TEST_CASE("pipedream hetero: ties go to the fewest devices then the fewest stage
   // both as 2 stages {l0 l1} {l2} and as 1 stage on 2 replicas; both use 2 devices: 1 stage wins.
   model_profile p;
   p.layers = {layer(0.5, 0.5, 0, 0, 0), layer(0.5, 0.5, 0, 0, 0), layer(1.0, 1.0, 0, 0, 0)};
-  const auto two = plan_pipedream_devices(p, devices({{1.0, 0}, {1.0, 0}}, 0.0));
+  const auto two = plan_pipedream(p, devices({{1.0, 0}, {1.0, 0}}, 0.0));
   REQUIRE(two.ok());
   CHECK(two->bottleneck_ms == Approx(2.0));
   CHECK(two->stages.size() == 1);
@@ -303,7 +303,7 @@ TEST_CASE("pipedream hetero: ties go to the fewest devices then the fewest stage
   pipedream_options o;
   o.same_replicas = true;
   const cluster c = devices({{1.0, 0}, {1.0, 0}, {0.5, 0}}, 0.0);
-  const auto same = plan_pipedream_devices(p, c, o);
+  const auto same = plan_pipedream(p, c, o);
   REQUIRE(same.ok());
   CHECK(same->bottleneck_ms == Approx(2.0));
   REQUIRE(same->stages.size() == 1);
@@ -316,7 +316,7 @@ TEST_CASE("pipedream hetero: profile totals over 2^50 bytes are refused", "[part
   model_profile p;
   p.layers = {layer(1.0, 1.0, 0, 0, max_profile_total_bytes / 2),
               layer(1.0, 1.0, 0, 0, max_profile_total_bytes / 2 + 1)};
-  const auto plan = plan_pipedream_devices(p, devices({{1.0, 0}, {1.0, 0}}, 1e9));
+  const auto plan = plan_pipedream(p, devices({{1.0, 0}, {1.0, 0}}, 1e9));
   REQUIRE(!plan.ok());
   CHECK(plan.message().find("param_bytes") != std::string::npos);
   CHECK(plan.message().find("2^50") != std::string::npos);
@@ -325,7 +325,7 @@ TEST_CASE("pipedream hetero: profile totals over 2^50 bytes are refused", "[part
   q.layers = {layer(1.0, 1.0, 0, max_profile_total_bytes, 0)};
   pipedream_options o;
   o.in_flight = std::numeric_limits<int>::max();
-  const auto huge = plan_pipedream_devices(q, devices({{1.0, std::int64_t{1} << 40}}, 0.0), o);
+  const auto huge = plan_pipedream(q, devices({{1.0, std::int64_t{1} << 40}}, 0.0), o);
   REQUIRE(!huge.ok());
   CHECK(huge.message().find("no plan fits in memory") != std::string::npos);
   CHECK(huge.message().find("on d0") != std::string::npos);  // the device by its name

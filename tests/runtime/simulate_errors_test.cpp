@@ -69,7 +69,7 @@ TEST_CASE("simulate: activation and weight bytes that overflow 64 bits are an er
   CHECK_THAT(fails(hand({"0F0 1F0 1B0 0B0"}, 1, 1, 4), w), Catch::Contains("2^63"));
 }
 
-TEST_CASE("footprint: the estimate bounds the lowered actions; too large is refused", "[runtime]") {
+TEST_CASE("footprint: the estimate bounds the lowered actions and too large is refused", "[runtime]") {
   for (auto k : {schedule_kind::one_f_one_b, schedule_kind::zb_h1, schedule_kind::interleaved}) {
     const schedule_params sp = params(4, 8, k == schedule_kind::interleaved ? 2 : 1, 2, 2);
     auto s = make_schedule(k, sp);

@@ -18,7 +18,7 @@ TEST_CASE("flush and delayed tables", "[runtime]") {
   CHECK(delayed[1][6].backward == 1);  // step 2 -> version 1
 }
 
-TEST_CASE("latest versions count STEPs before each F; vertical sync copies stage 0", "[runtime]") {
+TEST_CASE("latest versions count STEPs before each F and vertical sync copies stage 0", "[runtime]") {
   auto s = schedule_from_programs({parse_program("0F0 0F1 0B0 0STEP 0F2 0B1 0STEP 0B2 0STEP").value(),
                                    parse_program("1F0 1B0 1STEP 1F1 1B1 1STEP 1F2 1B2 1STEP").value()},
                                   2, 1, 1, false);

@@ -318,7 +318,7 @@ TEST_CASE("a throttled rank in a one-thread arena reads its thread's CPU time", 
   for (double s : slept) CHECK(s < 10.0);
 }
 
-TEST_CASE("an executor refuses a device speed outside (0 1]", "[runtime]") {
+TEST_CASE("an executor refuses a device speed outside 0 to 1", "[runtime]") {
   model<float> net = two_block_mlp();
   for (double speed : {0.0, -1.0, 1.5}) {
     CAPTURE(speed);

@@ -86,7 +86,7 @@ TEST_CASE("zero-bubble programs run every F, I and W once per microbatch, in ord
   }
 }
 
-TEST_CASE("zb-h1 keeps 1F1B's p in flight per stage; zb-h2 holds 2p-1 on the last stage", "[runtime]") {
+TEST_CASE("zb-h1 keeps 1F1B's p in flight per stage and zb-h2 holds 2p-1 on the last stage", "[runtime]") {
   for (int p : {1, 2, 4, 7}) {
     const int m = 3 * p;
     auto h1 = zero_bubble_h1(params(p, m));
