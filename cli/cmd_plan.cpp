@@ -102,7 +102,8 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
     const nlohmann::json stages = stages_json(plan->stages, c);
     nlohmann::json j{{"stages", stages},         {"p", plan->p},
                      {"w", plan->w},             {"microbatch", plan->b},
-                     {"m", plan->m},             {"predicted_step_ms", plan->step_ms},
+                     {"m", plan->m},             {"bottleneck_ms", plan->bottleneck_ms},
+                     {"predicted_step_ms", plan->step_ms},
                      {"samples_per_s", plan->throughput_samples_per_s},
                      {"simulated", plan->simulated},
                      {"memory_bytes", memory_by_device(plan->stages)}};

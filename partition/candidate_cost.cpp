@@ -250,7 +250,8 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
         device_cost{speed[s], ctx.rules.simulator_checks_memory ? min_memory : 0});
   }
   const int fill = ctx.rules.flush ? p - 1 : 0;
-  plan.analytic_step_ms = (m + fill) * std::max(max_stage, max_link) + max_reduce;
+  plan.bottleneck_ms = std::max(max_stage, max_link);
+  plan.analytic_step_ms = (m + fill) * plan.bottleneck_ms + max_reduce;
   plan.step_ms = plan.analytic_step_ms;
   plan.throughput_samples_per_s =
       plan.step_ms > 0 ? static_cast<double>(b) * m * w / plan.step_ms * 1000.0 : inf;

@@ -62,6 +62,7 @@ struct scored_config {
   double throughput_samples_per_s = 0;
   double step_ms = 0;
   double analytic_step_ms = 0;
+  double bottleneck_ms = 0;  // the slowest stage or link per microbatch (analytic)
   bool simulated = false;
   int inter_server_links = 0;
   // Indexed by the cluster's device number: entry d is device d's estimate, 0 for a device the

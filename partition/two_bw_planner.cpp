@@ -23,6 +23,7 @@ two_bw_plan to_plan(scored_config&& x) {
   plan.throughput_samples_per_s = x.throughput_samples_per_s;
   plan.step_ms = x.step_ms;
   plan.analytic_step_ms = x.analytic_step_ms;
+  plan.bottleneck_ms = x.bottleneck_ms;
   plan.simulated = x.simulated;
   plan.inter_server_links = x.inter_server_links;
   plan.memory_bytes = std::move(x.memory_bytes);

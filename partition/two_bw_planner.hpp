@@ -30,6 +30,7 @@ struct two_bw_plan {
   double throughput_samples_per_s = 0;  // b·m·w / step_ms, from the simulator when `simulated`
   double step_ms = 0;                   // time per optimizer step (see two_bw_options)
   double analytic_step_ms = 0;          // the analytic model's step time
+  double bottleneck_ms = 0;             // the slowest stage or link per microbatch (analytic)
   bool simulated = false;               // step_ms came from the simulator
   int inter_server_links = 0;           // pipeline links (over all replicas) above level 0
   // Indexed by the cluster's device number: entry d is device d's estimate, 0 for a device the

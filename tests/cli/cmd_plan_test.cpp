@@ -1,5 +1,6 @@
 // `pipeworks plan`: a plan from a hand-written profile and cluster, as JSON or a table (device
 // names and speeds for a device list); bad files exit 2.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -65,6 +66,12 @@ TEST_CASE("plan --planner 2bw picks depth and width within memory", "[cli]") {
   CHECK(p["m"].get<int>() >= p["p"].get<int>());
   for (const auto& bytes : p["memory_bytes"]) CHECK(bytes.get<std::int64_t>() <= 1000000000);
   CHECK(p["samples_per_s"].get<double>() > 0);
+  // The fields: the slowest stage bounds the bottleneck, which bounds the step.
+  double slowest = 0;
+  for (const auto& st : p["stages"]) slowest = std::max(slowest, st["time_ms"].get<double>());
+  CHECK(p["bottleneck_ms"].get<double>() >= slowest);
+  CHECK(p["bottleneck_ms"].get<double>() > 0);
+  CHECK(p["predicted_step_ms"].get<double>() >= p["m"].get<int>() * slowest);
 }
 
 namespace {
