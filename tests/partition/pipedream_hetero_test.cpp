@@ -1,6 +1,7 @@
 // PipeDream's planner on heterogeneous devices: its bottleneck equals a brute force over every
 // split and device assignment on small clusters, and faster devices get more layers.
 #include "partition/pipedream_hetero.hpp"
+#include "profile_fixtures.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -15,18 +16,7 @@ using namespace pipeworks;
 
 namespace {
 
-layer_profile layer(double fwd, double bwd, std::int64_t act, std::int64_t saved,
-                    std::int64_t params, std::int64_t opt = 0) {
-  layer_profile l;
-  l.name = "l";
-  l.fwd_ms = fwd;
-  l.bwd_ms = bwd;
-  l.activation_bytes = act;
-  l.saved_bytes = saved;
-  l.param_bytes = params;
-  l.optimizer_bytes = opt;
-  return l;
-}
+using partition_test::layer;
 
 cluster devices(const std::vector<std::pair<double, std::int64_t>>& specs, double bandwidth) {
   cluster c;

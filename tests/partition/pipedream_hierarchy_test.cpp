@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "partition/pipedream_planner.hpp"
+#include "profile_fixtures.hpp"
 
 using namespace pipeworks;
 
@@ -21,18 +22,7 @@ namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-layer_profile layer(double fwd, double bwd, std::int64_t act, std::int64_t saved,
-                    std::int64_t params, std::int64_t opt = 0) {
-  layer_profile l;
-  l.name = "l";
-  l.fwd_ms = fwd;
-  l.bwd_ms = bwd;
-  l.activation_bytes = act;
-  l.saved_bytes = saved;
-  l.param_bytes = params;
-  l.optimizer_bytes = opt;
-  return l;
-}
+using partition_test::layer;
 
 cluster two_level(int per_server, int servers, double inner_bw, double outer_bw,
                   std::int64_t memory = 0) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "partition/pipedream_planner.hpp"
+#include "profile_fixtures.hpp"
 
 using namespace pipeworks;
 
@@ -22,18 +23,7 @@ cluster flat(int n, double bandwidth, std::int64_t memory = 0) {
   return c;
 }
 
-layer_profile layer(double fwd, double bwd, std::int64_t act, std::int64_t saved,
-                    std::int64_t params, std::int64_t opt = 0) {
-  layer_profile l;
-  l.name = "l";
-  l.fwd_ms = fwd;
-  l.bwd_ms = bwd;
-  l.activation_bytes = act;
-  l.saved_bytes = saved;
-  l.param_bytes = params;
-  l.optimizer_bytes = opt;
-  return l;
-}
+using partition_test::layer;
 
 struct brute_result {
   double bottleneck = std::numeric_limits<double>::infinity();

@@ -14,6 +14,7 @@
 #include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/simulate.hpp"
+#include "profile_fixtures.hpp"
 
 using namespace pipeworks;
 
@@ -27,18 +28,7 @@ cluster servers(int per_server, int count, double nvlink, double network, std::i
   return c;
 }
 
-layer_profile layer(double fwd, double bwd, std::int64_t act, std::int64_t saved,
-                    std::int64_t params, std::int64_t opt = 0) {
-  layer_profile l;
-  l.name = "l";
-  l.fwd_ms = fwd;
-  l.bwd_ms = bwd;
-  l.activation_bytes = act;
-  l.saved_bytes = saved;
-  l.param_bytes = params;
-  l.optimizer_bytes = opt;
-  return l;
-}
+using partition_test::layer;
 
 model_profile random_profile(std::mt19937& rng, int layers, std::int64_t microbatch) {
   std::uniform_real_distribution<double> t(0.5, 4.0);
