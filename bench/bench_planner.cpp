@@ -1,7 +1,7 @@
 // PipeDream's planner's speed: the time to plan up to 1,000 layers on 1,024 devices, level by level
 // on servers of 8 and on one flat pool, with unlimited memory and 80 GB devices (in_flight = p − s
-// or fixed), with every stage on the same replica count, and with parameters / 100 (long replicated
-// stages: the level-by-level program's slow case).
+// or fixed), with every stage on the same replica count, with parameters / 100 or none (long
+// replicated stages: the level-by-level program's slow case), and on NVL72-shaped servers of 72.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -44,17 +44,17 @@ model_profile make_profile(int layers, unsigned seed, double param_scale) {
   return p;
 }
 
-// servers of 8 devices: NVLink 450 GB/s inside a server, 400 Gb/s between servers; or one flat
-// level of all the devices at 400 Gb/s.
-cluster make_cluster(int devices, std::int64_t memory, bool flat) {
+// servers of `per_server` devices: NVLink 450 GB/s inside a server, 400 Gb/s between servers; or
+// one flat level of all the devices at 400 Gb/s.
+cluster make_cluster(int devices, std::int64_t memory, bool flat, int per_server) {
   cluster c;
   c.device_memory_bytes = memory;
   if (flat) {
     c.levels.push_back(cluster_level{"pool", devices, 50e9, 0.0});
     return c;
   }
-  c.levels.push_back(cluster_level{"server", std::min(devices, 8), 450e9, 0.0});
-  if (devices > 8) c.levels.push_back(cluster_level{"cluster", devices / 8, 50e9, 0.0});
+  c.levels.push_back(cluster_level{"server", std::min(devices, per_server), 450e9, 0.0});
+  if (devices > per_server) c.levels.push_back(cluster_level{"cluster", devices / per_server, 50e9, 0.0});
   return c;
 }
 
@@ -65,8 +65,18 @@ struct row {
   int in_flight;        // 0: p − s
   bool flat = false;    // one level of all devices, else servers of 8
   bool same_replicas = false;
-  double param_scale = 1.0;
+  double param_scale = 1.0;  // 0: no parameters
+  int per_server = 8;
 };
+
+std::string cluster_text(const row& r) {
+  if (r.flat) return std::string(r.same_replicas ? "flat, same replicas" : "flat") + (r.param_scale == 0 ? ", no params" : "");
+  std::string s = "servers of " + std::to_string(r.per_server);
+  if (r.same_replicas) s += ", same replicas";
+  if (r.param_scale == 0) s += ", no params";
+  else if (r.param_scale < 1) s += ", params / 100";
+  return s;
+}
 
 }  // namespace
 
@@ -85,6 +95,9 @@ int main(int argc, char** argv) {
       {1000, 1024, 0, 0},        {1000, 1024, gb80, 16},     {1000, 1024, gb80, 0},
       {1000, 1024, 0, 0, true},  {1000, 1024, gb80, 0, true}, {1000, 1024, gb80, 0, false, true},
       {1000, 1024, gb80, 0, false, false, 0.01},
+      {1000, 1008, 0, 0, false, false, 1.0, 72},  {1000, 1008, gb80, 0, false, false, 1.0, 72},
+      {1000, 1024, 0, 0, false, false, 0.0},      {1000, 1024, 0, 0, true, true, 0.0},
+      {1000, 1024, 0, 0, false, true, 0.0},
   };
   if (quick) rows.resize(6);
   std::printf("## PipeDream planner time (best of %d)\n\n", reps);
@@ -93,7 +106,7 @@ int main(int argc, char** argv) {
   std::printf("|---:|---:|---|---|---|---:|---:|---:|---:|---:|\n");
   for (const row& r : rows) {
     const model_profile p = make_profile(r.layers, 7, r.param_scale);
-    const cluster c = make_cluster(r.devices, r.memory, r.flat);
+    const cluster c = make_cluster(r.devices, r.memory, r.flat, r.per_server);
     pipedream_options opt;
     opt.in_flight = r.in_flight;
     opt.same_replicas = r.same_replicas;
@@ -112,11 +125,7 @@ int main(int argc, char** argv) {
     int replicas = 0;
     for (const auto& s : plan.stages) replicas = std::max(replicas, s.replicas);
     std::printf("| %d | %d | %s | %s | %s | %.3f | %zu | %zu | %.3f | %d |\n", r.layers, r.devices,
-                r.flat             ? "flat"
-                : r.same_replicas  ? "servers of 8, same replicas"
-                : r.param_scale < 1 ? "servers of 8, params / 100"
-                                   : "servers of 8",
-                r.memory ? "80 GB" : "unlimited",
+                cluster_text(r).c_str(), r.memory ? "80 GB" : "unlimited",
                 r.in_flight ? std::to_string(r.in_flight).c_str() : "p − s", best,
                 plan.stages.size(), plan.memory_bytes.size(), plan.bottleneck_ms, replicas);
     std::fflush(stdout);

@@ -15,6 +15,12 @@ int flat_model::level_of(int r) const {
   return static_cast<int>(unit_size.size()) - 1;
 }
 
+int flat_model::aligned_level_of(int r) const {
+  for (int l = 0; l < static_cast<int>(unit_size.size()); ++l)
+    if (unit_size[l] % r == 0) return l;
+  return static_cast<int>(unit_size.size()) - 1;
+}
+
 double replicated_ms(double t, double param_bytes, double ms_per_byte, int r) {
   if (r == 1) return t;
   return t / r + 2.0 * (r - 1) / r * param_bytes * ms_per_byte;
@@ -38,8 +44,10 @@ double flat_model::stage_ms(int i, int j, int r) const {
   return replicated_ms(compute_ms(i, j), param_bytes(i, j), ms_per_byte[level_of(r)], r);
 }
 
-// Within a level T is a + (c − a)/r; levels further out are slower, so the first level (in
-// order of r) that reaches b holds the answer.
+// Level l serves r in (unit_size[l − 1], unit_size[l]] (the last level up to cap) at its own
+// bandwidth, where T = a + (t − a)/r. The ranges are visited in order of r, so the first one that
+// holds an r with T ≤ b gives the fewest. fewest_replicas answers only where T falls with r, so
+// an answer below a range's first r means that first r serves too.
 int flat_model::min_replicas(int i, int j, double b, int cap) const {
   if (stage_ms(i, j, 1) <= b) return 1;
   const int levels = static_cast<int>(unit_size.size());
@@ -49,7 +57,7 @@ int flat_model::min_replicas(int i, int j, double b, int cap) const {
     if (lo > hi) continue;
     // fewest_replicas searches 2..hi; a level's r must also be ≥ lo.
     const int r = fewest_replicas(compute_ms(i, j), param_bytes(i, j), ms_per_byte[l], b, hi);
-    if (r != no_devices) return std::max(r, lo) <= hi ? std::max(r, lo) : no_devices;
+    if (r != no_devices) return std::max(r, lo);  // r ≤ hi and lo ≤ hi
     lo = hi + 1;
   }
   return no_devices;
@@ -64,16 +72,42 @@ double flat_bottleneck(const flat_model& m, const std::vector<planned_stage>& st
   return b;
 }
 
+double placed_bottleneck(const flat_model& m, std::vector<planned_stage>& st) {
+  const int levels = static_cast<int>(m.unit_size.size());
+  const auto level_spanning = [&](int d, int e) {
+    for (int l = 0; l < levels; ++l)
+      if (d / m.unit_size[l] == e / m.unit_size[l]) return l;
+    return levels - 1;
+  };
+  double b = 0;
+  for (std::size_t s = 0; s < st.size(); ++s) {
+    planned_stage& x = st[s];
+    const int l = level_spanning(x.devices.front(), x.devices.back());
+    x.time_ms = replicated_ms(m.compute_ms(x.first_layer, x.last_layer),
+                              m.param_bytes(x.first_layer, x.last_layer), m.ms_per_byte[l], x.replicas);
+    b = std::max(b, x.time_ms);
+    if (s + 1 < st.size()) {
+      const int k = level_spanning(x.devices.front(), st[s + 1].devices.back());
+      b = std::max(b, link_cost(m.activation[x.last_layer], m.ms_per_byte[k]));
+    }
+  }
+  return b;
+}
+
 namespace {
 
-planned_stage make_stage(const flat_model& m, int i, int j, int r, int& next_device) {
+planned_stage make_stage(int i, int j, int r, double time_ms, int& next_device) {
   planned_stage s;
   s.first_layer = i;
   s.last_layer = j;
   s.replicas = r;
   for (int d = 0; d < r; ++d) s.devices.push_back(next_device++);
-  s.time_ms = m.stage_ms(i, j, r);
+  s.time_ms = time_ms;
   return s;
+}
+
+planned_stage make_stage(const flat_model& m, int i, int j, int r, int& next_device) {
+  return make_stage(i, j, r, m.stage_ms(i, j, r), next_device);
 }
 
 // With a fixed in_flight f (or unlimited memory) a stage's memory does not depend on its place:
@@ -192,7 +226,8 @@ struct in_flight_by_depth_program {
   }
 };
 
-// The fewest stages of r replicas each (memory, T(i..j, r) and links ≤ b):
+// The fewest stages of r replicas each (memory, T(i..j, r) with the all-reduce at ms_per_byte w,
+// and links ≤ b):
 //   S(L) = 0,  S(i) = min over j of 1 + S(j + 1), memory(i..j, f) fits with f = in_flight or
 //   1 + S(j + 1) (p − s). A suffix with fewer stages dominates one with more (fewer devices, and
 // every earlier stage keeps fewer microbatches), so the least S is the only one to keep.
@@ -200,10 +235,13 @@ struct in_flight_by_depth_program {
 struct fewest_stages_program {
   const flat_model& m;
   int r = 1;
+  double w = 0;
   std::vector<int> best, cut;
 
   explicit fewest_stages_program(const flat_model& model)
       : m(model), best(model.layers + 1), cut(model.layers + 1) {}
+
+  double stage_ms(int i, int j) const { return replicated_ms(m.compute_ms(i, j), m.param_bytes(i, j), w, r); }
 
   bool run(double b) {
     const int L = m.layers;
@@ -211,7 +249,7 @@ struct fewest_stages_program {
     for (int i = L - 1; i >= 0; --i) {
       best[i] = no_devices;
       for (int j = i; j < L; ++j) {
-        if (!m.fits(i, j, 1) || m.stage_ms(i, j, r) > b) break;
+        if (!m.fits(i, j, 1) || stage_ms(i, j) > b) break;
         if (j + 1 < L && m.link_ms[j] > b) continue;
         const int rest = best[j + 1];
         if (rest == no_devices || rest + 1 >= best[i]) continue;
@@ -226,7 +264,7 @@ struct fewest_stages_program {
   std::vector<planned_stage> stages() const {
     std::vector<planned_stage> out;
     int next_device = 0;
-    for (int i = 0; i < m.layers; i = cut[i] + 1) out.push_back(make_stage(m, i, cut[i], r, next_device));
+    for (int i = 0; i < m.layers; i = cut[i] + 1) out.push_back(make_stage(i, cut[i], r, stage_ms(i, cut[i]), next_device));
     return out;
   }
 };
@@ -252,44 +290,75 @@ std::optional<std::vector<planned_stage>> plan_flat(const flat_model& m) {
   return exact.stages();
 }
 
+// Every r with r · S ≤ n, S the fewest stages memory allows (the same for every r), is a
+// candidate, and a plan of r replicas has a bottleneck of at least
+//   max(Σcompute / (r · ⌊n / r⌋), T(l..l, r) for the layer of most compute and of most params)
+// (at most ⌊n / r⌋ stages share the compute; every layer sits in a stage at least as slow).
+// Candidates are searched in order of that bound and the search stops where it passes the best
+// found, so only a few r run the program: the best-first order finds the best plan early both when
+// compute dominates (large r) and when the all-reduce does (small r).
 std::optional<std::vector<planned_stage>> plan_same_replicas(const flat_model& m) {
   fewest_stages_program prog(m);
+  if (!prog.run(inf)) return std::nullopt;
+  const int L = m.layers, n = m.devices, r_max = n / prog.best[0];
+  int heavy = 0, wide = 0;
+  for (int l = 1; l < L; ++l) {
+    if (m.compute_ms(l, l) > m.compute_ms(heavy, heavy)) heavy = l;
+    if (m.param_bytes(l, l) > m.param_bytes(wide, wide)) wide = l;
+  }
+  const double total = m.compute_ms(0, L - 1);
+  struct candidate {
+    double lower;
+    int r;
+  };
+  std::vector<candidate> order;
+  order.reserve(r_max);
+  for (int r = 1; r <= r_max; ++r) {
+    const double w = m.ms_per_byte[m.aligned_level_of(r)];
+    const double bound = std::max({total / (static_cast<double>(r) * (n / r)),
+                                    replicated_ms(m.compute_ms(heavy, heavy), m.param_bytes(heavy, heavy), w, r),
+                                    replicated_ms(m.compute_ms(wide, wide), m.param_bytes(wide, wide), w, r)});
+    order.push_back({bound * (1 - 1e-12), r});  // slack for the prefix sums' rounding
+  }
+  std::sort(order.begin(), order.end(),
+            [](const candidate& a, const candidate& b) { return a.lower < b.lower || (a.lower == b.lower && a.r < b.r); });
   std::optional<std::vector<planned_stage>> best;
   double best_b = inf;
-  for (int r = 1; r <= m.devices; ++r) {
-    prog.r = r;
-    // Only an r that beats the best so far is searched (ties keep the fewer replicas).
-    const double hi = best ? std::nextafter(best_b, 0.0) : inf;
+  int best_r = 0;
+  for (const candidate& c : order) {
+    // Later candidates have bounds at least this one's; ties keep the fewer replicas.
+    if (best && (c.lower > best_b || (c.lower == best_b && c.r > best_r))) break;
+    prog.r = c.r;
+    prog.w = m.ms_per_byte[m.aligned_level_of(c.r)];
+    const double hi = !best ? inf : c.r < best_r ? best_b : std::nextafter(best_b, 0.0);
     if (!prog.run(hi)) continue;
-    const double lower = m.compute_ms(0, m.layers - 1) / m.devices;
-    least_feasible(std::min(lower, hi), hi, [&](double b) { return prog.run(b); });
-    best = prog.stages();
-    best_b = flat_bottleneck(m, *best);
+    least_feasible(std::min(c.lower, hi), hi, [&](double b) { return prog.run(b); });
+    auto stages = prog.stages();
+    const double b = flat_bottleneck(m, stages);
+    if (b < best_b || (b == best_b && c.r < best_r)) {
+      best = std::move(stages);
+      best_b = b;
+      best_r = c.r;
+    }
   }
   return best;
 }
 
-// P(k, i) = min over j of max(memory(i..j, in_flight(k)), P(k − 1, j + 1)), P(0, L) = 0; memory
-// grows with j, so a scan stops once it alone reaches the best found.
+// Whether some split into at most n stages fits M bytes per device only grows with M, so the
+// least M is bisected over (0, the whole model as one stage], ~63 runs of the fewest-stages
+// program (a probe's M ≥ 1: memory 0 would mean unlimited).
 std::int64_t least_peak_memory(const flat_model& m) {
-  const int L = m.layers, rows = std::min(L, m.devices);
-  constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
-  std::vector<std::int64_t> prev(L + 1, big), cur(L + 1, big);
-  prev[L] = 0;
-  std::int64_t least = big;
-  for (int k = 1; k <= rows; ++k) {
-    const int f = m.in_flight > 0 ? m.in_flight : k;
-    std::fill(cur.begin(), cur.end(), big);
-    for (int i = L - 1; i >= 0; --i)
-      for (int j = i; j < L; ++j) {
-        const std::int64_t mem = m.memory_of(i, j, f);
-        if (mem >= cur[i]) break;
-        if (prev[j + 1] != big) cur[i] = std::min(cur[i], std::max(mem, prev[j + 1]));
-      }
-    least = std::min(least, cur[0]);
-    std::swap(prev, cur);
+  flat_model probe = m;
+  fewest_stages_program prog(probe);
+  std::int64_t lo = 0, hi = m.memory_of(0, m.layers - 1, m.in_flight > 0 ? m.in_flight : 1);
+  if (hi == 0) return 0;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    probe.memory = mid;
+    if (prog.run(inf)) hi = mid;
+    else lo = mid;
   }
-  return least;
+  return hi;
 }
 
 }  // namespace pipeworks::pipedream

@@ -26,7 +26,9 @@
 // that keeps the ranges asked of the levels below short (a stage cannot outgrow X · units).
 // Cost: fast when the all-reduce bounds how long a stage can be (transformer-like layers: 1,000
 // layers on 128 servers of 8 in a few tens of ms); with (nearly) no parameters a top-level stage
-// may span most of the model and the tables grow to O(L²) rows (see bench_planner).
+// may span most of the model and the tables grow to O(L²) rows, and a row of level l costs about
+// c_l² (NVL72-shaped servers of 72: tens of seconds). So rows are paid for from a work budget
+// (c_l² each); when it runs out the program gives up and the caller plans flat (see bench_planner).
 //
 // The flattened plan: a top stage over r_top units runs, in each unit, the sub-pipeline that
 // attains A^{H−2}, and so on down to devices. A device-level stage is a layer range and all the
@@ -38,6 +40,7 @@
 #include "partition/pipedream_hierarchy.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include "partition/pipedream_search.hpp"
 
@@ -47,8 +50,9 @@ namespace {
 
 class level_program {
  public:
-  level_program(const flat_model& m, std::vector<level_spec> levels, const std::vector<int>& in_flight)
-      : m_(m), levels_(std::move(levels)), f_(in_flight), memo_(levels_.size() - 1) {
+  level_program(const flat_model& m, std::vector<level_spec> levels, const std::vector<int>& in_flight,
+                std::int64_t& budget)
+      : m_(m), levels_(std::move(levels)), f_(in_flight), budget_(budget), memo_(levels_.size() - 1) {
     for (auto& per_start : memo_) per_start.resize(m.layers);
     top_best_.resize(m.layers + 1);
     top_cut_.resize(m.layers + 1);
@@ -56,12 +60,22 @@ class level_program {
   }
 
   int top() const { return static_cast<int>(levels_.size()) - 1; }
+  bool over_budget() const { return over_budget_; }
 
-  // Aˡ(i..j) for l = −1..H−2.
+  // Aˡ(i..j) for l = −1..H−2; ∞ for everything once the budget is spent (the answer is void).
   double value(int l, int i, int j) {
+    if (over_budget_) return inf;
     if (l < 0) return m_.fits(i, j, f_[i]) ? m_.compute_ms(i, j) : inf;
     table& t = memo_[l][i];
-    while (t.rows <= j - i) extend(l, i, t);
+    while (t.rows <= j - i) {
+      const std::int64_t cost = std::int64_t{levels_[l].count} * levels_[l].count;
+      if (budget_ < cost) {
+        over_budget_ = true;
+        return inf;
+      }
+      budget_ -= cost;
+      extend(l, i, t);
+    }
     return t.d[static_cast<std::size_t>(j - i) * (levels_[l].count + 1) + levels_[l].count];
   }
 
@@ -77,7 +91,7 @@ class level_program {
         if (a == inf) break;
         const int r = fewest_replicas(a, m_.param_bytes(i, j), w, x, c);
         if (r == no_devices || r >= bi) break;
-        if (j + 1 < L && 2.0 * m_.activation[j] * w > x) continue;
+        if (j + 1 < L && link_cost(m_.activation[j], w) > x) continue;
         const int rest = top_best_[j + 1];
         if (rest == no_devices || r + rest >= bi || r + rest > c) continue;
         bi = r + rest;
@@ -101,7 +115,7 @@ class level_program {
       const int j = top_cut_[i], r = top_reps_[i];
       const double p = m_.param_bytes(i, j);
       out.bottleneck_ms = std::max(out.bottleneck_ms, replicated_ms(value(top() - 1, i, j), p, t.ms_per_byte, r));
-      if (j + 1 < m_.layers) out.bottleneck_ms = std::max(out.bottleneck_ms, 2.0 * m_.activation[j] * t.ms_per_byte);
+      if (j + 1 < m_.layers) out.bottleneck_ms = std::max(out.bottleneck_ms, link_cost(m_.activation[j], t.ms_per_byte));
       std::vector<int> bases;
       for (int q = 0; q < r; ++q) bases.push_back((next_unit + q) * unit);
       next_unit += r;
@@ -154,7 +168,7 @@ class level_program {
     // best k away from the crossing, so scan outward from it while the growing side alone can
     // still beat the best found.
     const auto stage = [&](int k, int r) { return replicated_ms(value(l - 1, k, j), m_.param_bytes(k, j), w, r); };
-    const auto link = [&](int k) { return 2.0 * m_.activation[k - 1] * w; };
+    const auto link = [&](int k) { return link_cost(m_.activation[k - 1], w); };
     for (int mm = 2; mm <= c; ++mm)
       for (int r = 1; r < mm; ++r) {
         const auto before = [&](int k) { return t.d[static_cast<std::size_t>(k - 1 - i) * (c + 1) + mm - r]; };
@@ -225,15 +239,18 @@ class level_program {
   const flat_model& m_;
   std::vector<level_spec> levels_;
   const std::vector<int>& f_;
+  std::int64_t& budget_;
+  bool over_budget_ = false;
   std::vector<std::vector<table>> memo_;  // [level 0..H−2][start]
   std::vector<int> top_best_, top_cut_, top_reps_;
 };
 
 }  // namespace
 
-std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vector<level_spec>& levels,
-                                             const std::vector<int>& in_flight) {
+hierarchy_outcome plan_hierarchy(const flat_model& m, const std::vector<level_spec>& levels,
+                                 const std::vector<int>& in_flight, std::int64_t& work_budget) {
   const int L = m.layers;
+  assert(std::is_sorted(in_flight.rbegin(), in_flight.rend()));  // non-increasing in i
   long long devices = 1;
   double slowest = 0;
   for (const level_spec& l : levels) {
@@ -246,19 +263,20 @@ std::optional<hierarchy_plan> plan_hierarchy(const flat_model& m, const std::vec
   int stages = 0;
   double hi = 0;
   for (int i = 0, j; i < L; i = j + 1) {
-    if (!m.fits(i, i, in_flight[i])) return std::nullopt;
+    if (!m.fits(i, i, in_flight[i])) return {};
     for (j = i; j + 1 < L && m.fits(i, j + 1, in_flight[i]);) ++j;
     ++stages;
     hi = std::max(hi, m.compute_ms(i, j));
-    if (j + 1 < L) hi = std::max(hi, 2.0 * m.activation[j] * slowest);
+    if (j + 1 < L) hi = std::max(hi, link_cost(m.activation[j], slowest));
   }
-  if (stages > devices) return std::nullopt;
-  level_program prog(m, levels, in_flight);
+  if (stages > devices) return {};
+  level_program prog(m, levels, in_flight, work_budget);
   const double lower = m.compute_ms(0, L - 1) / static_cast<double>(devices);
   bool found = false;
   least_feasible(std::min(lower, hi), hi, [&](double x) { return found = prog.run(x); });
-  if (!found) return std::nullopt;  // cannot happen: the packed plan above is feasible at hi
-  return prog.flatten();
+  if (prog.over_budget()) return {std::nullopt, true};
+  if (!found) return {};  // cannot happen: the packed plan above is feasible at hi
+  return {prog.flatten(), false};
 }
 
 }  // namespace pipeworks::pipedream

@@ -28,8 +28,14 @@
 //   all-reduce at the outermost level, both are placed on devices 0, 1, .. and costed there
 //   (all-reduce at the level spanning a stage's devices, a link at the level spanning both
 //   stages), and the better is returned with that cost as bottleneck_ms.
-// - same_replicas: the flat program over the pool (on a hierarchy: all-reduce at the innermost
-//   level holding r devices, links at the outermost level used).
+// - Work budget: the level-by-level tables cost about c_l² per row, and with long replicated
+//   stages (few parameters) or wide levels (NVL72: 72 per server) they can take minutes. One
+//   planning spends at most pipedream::hierarchy_work_budget (2^25 rows × c_l², about a second);
+//   when it runs out, the flat fallback above is returned instead (costed at its placement).
+// - same_replicas: the flat program over the pool with every stage on r devices numbered
+//   consecutively. On a hierarchy r's all-reduce is searched at the innermost level whose unit
+//   size is a multiple of r (no stage straddles one of its units; else the outermost) and links at
+//   the outermost level used; the plan returned is re-costed at its devices (placed, as above).
 // - Heterogeneous clusters (`devices`): plan_pipedream_devices (pipedream_hetero.hpp), each
 //   device at its own speed and memory.
 #include "partition/pipedream_planner.hpp"
@@ -63,34 +69,6 @@ bool fits_memory(const flat_model& m, const std::vector<planned_stage>& st) {
   return true;
 }
 
-// A flat plan on devices 0, 1, .. of a hierarchy with unit sizes `unit` (innermost first): costs
-// at the level spanning the devices involved.
-double placed_bottleneck(const flat_model& m, const std::vector<level_spec>& levels,
-                         std::vector<planned_stage>& st) {
-  const auto level_spanning = [&](int d, int e) {
-    int unit = 1;
-    for (int l = 0; l < static_cast<int>(levels.size()); ++l) {
-      unit *= levels[l].count;
-      if (d / unit == e / unit) return l;
-    }
-    return static_cast<int>(levels.size()) - 1;
-  };
-  double b = 0;
-  for (std::size_t s = 0; s < st.size(); ++s) {
-    planned_stage& x = st[s];
-    const int l = level_spanning(x.devices.front(), x.devices.back());
-    x.time_ms = pipedream::replicated_ms(m.compute_ms(x.first_layer, x.last_layer),
-                                         m.param_bytes(x.first_layer, x.last_layer),
-                                         levels[l].ms_per_byte, x.replicas);
-    b = std::max(b, x.time_ms);
-    if (s + 1 < st.size()) {
-      const int k = level_spanning(x.devices.front(), st[s + 1].devices.back());
-      b = std::max(b, 2.0 * m.activation[x.last_layer] * levels[k].ms_per_byte);
-    }
-  }
-  return b;
-}
-
 result<pipeline_plan> no_plan(const flat_model& m) {
   const std::int64_t least = pipedream::least_peak_memory(m);
   return make_error("no plan fits in memory: the smallest plan on " + std::to_string(m.devices) +
@@ -117,45 +95,19 @@ pipeline_plan finish(const flat_model& m, std::vector<planned_stage> stages, dou
   return plan;
 }
 
+// The flat program (or same_replicas), costed at the devices its stages hold: on one level that
+// is its own cost; on a hierarchy stages of a pool cost model may straddle units.
 result<pipeline_plan> plan_flat_or_same(const flat_model& m, bool same_replicas) {
   auto stages = same_replicas ? pipedream::plan_same_replicas(m) : pipedream::plan_flat(m);
   if (!stages) return no_plan(m);
-  const double b = pipedream::flat_bottleneck(m, *stages);
+  const double b = pipedream::placed_bottleneck(m, *stages);
   return finish(m, std::move(*stages), b);
 }
 
-// The level-by-level program, with the in_flight = p − s rounds described at the top.
-result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_spec>& levels) {
-  const int L = m.layers;
-  if (m.memory == 0 || m.in_flight > 0) {
-    auto h = pipedream::plan_hierarchy(m, levels, std::vector<int>(L, std::max(m.in_flight, 1)));
-    if (!h) return no_plan(m);
-    return finish(m, std::move(h->stages), h->bottleneck_ms);
-  }
-  // Rounds of per-layer estimates, from 1 (the relaxation) up to what the plans needed.
-  std::vector<int> f(L, 1);
-  for (int round = 0; round < 12; ++round) {
-    auto h = pipedream::plan_hierarchy(m, levels, f);
-    if (!h) break;
-    if (fits_memory(m, h->stages)) return finish(m, std::move(h->stages), h->bottleneck_ms);
-    const int p = static_cast<int>(h->stages.size());
-    for (int s = 0; s < p; ++s)
-      for (int l = h->stages[s].first_layer; l <= h->stages[s].last_layer; ++l) f[l] = std::max(f[l], p - s);
-    for (int l = L - 2; l >= 0; --l) f[l] = std::max(f[l], f[l + 1]);
-  }
-  // A uniform F, capped by the L − i stages a device-stage at layer i has at most to the end.
-  for (int uniform = 1, attempt = 0;; ++attempt) {
-    for (int l = 0; l < L; ++l) f[l] = std::min(uniform, L - l);
-    auto h = pipedream::plan_hierarchy(m, levels, f);
-    if (!h) break;  // a larger F only needs more memory
-    if (fits_memory(m, h->stages)) return finish(m, std::move(h->stages), h->bottleneck_ms);
-    if (uniform >= m.devices) break;
-    const int depth = static_cast<int>(h->stages.size());
-    uniform = attempt < 5 ? std::min(m.devices, std::max(uniform + 1, depth)) : m.devices;
-  }
-  // The flat program under two cost models: the pool's (replicas packed into the innermost unit
-  // holding them) and a pessimistic one (every all-reduce at the outermost level); the same memory.
-  // The better of the two at their actual placement.
+// The flat program on a hierarchy under two cost models: the pool's (replicas packed into the
+// innermost unit holding them) and a pessimistic one (every all-reduce at the outermost level);
+// the same memory. The better of the two at its actual placement.
+result<pipeline_plan> plan_flat_placed(const flat_model& m) {
   std::optional<std::vector<planned_stage>> best;
   double best_b = inf;
   for (int pessimistic = 0; pessimistic < 2; ++pessimistic) {
@@ -163,13 +115,49 @@ result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_s
     if (pessimistic) std::fill(pool.ms_per_byte.begin(), pool.ms_per_byte.end(), m.ms_per_byte.back());
     auto stages = pipedream::plan_flat(pool);
     if (!stages) return no_plan(m);
-    const double b = placed_bottleneck(m, levels, *stages);
+    const double b = pipedream::placed_bottleneck(m, *stages);
     if (b < best_b) {
       best_b = b;
       best = std::move(stages);
     }
   }
   return finish(m, std::move(*best), best_b);
+}
+
+// The level-by-level program, with the in_flight = p − s rounds described at the top, and the
+// flat fallback when the work budget runs out.
+result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_spec>& levels) {
+  const int L = m.layers;
+  std::int64_t budget = pipedream::hierarchy_work_budget;
+  if (m.memory == 0 || m.in_flight > 0) {
+    auto h = pipedream::plan_hierarchy(m, levels, std::vector<int>(L, std::max(m.in_flight, 1)), budget);
+    if (h.over_budget) return plan_flat_placed(m);
+    if (!h.plan) return no_plan(m);
+    return finish(m, std::move(h.plan->stages), h.plan->bottleneck_ms);
+  }
+  // Rounds of per-layer estimates, from 1 (the relaxation) up to what the plans needed.
+  std::vector<int> f(L, 1);
+  for (int round = 0; round < 12; ++round) {
+    auto h = pipedream::plan_hierarchy(m, levels, f, budget);
+    if (h.over_budget) return plan_flat_placed(m);
+    if (!h.plan) break;
+    if (fits_memory(m, h.plan->stages)) return finish(m, std::move(h.plan->stages), h.plan->bottleneck_ms);
+    const int p = static_cast<int>(h.plan->stages.size());
+    for (int s = 0; s < p; ++s)
+      for (int l = h.plan->stages[s].first_layer; l <= h.plan->stages[s].last_layer; ++l) f[l] = std::max(f[l], p - s);
+    for (int l = L - 2; l >= 0; --l) f[l] = std::max(f[l], f[l + 1]);  // non-increasing, as plan_hierarchy needs
+  }
+  // A uniform F, capped by the L − i stages a device-stage at layer i has at most to the end.
+  for (int uniform = 1, attempt = 0;; ++attempt) {
+    for (int l = 0; l < L; ++l) f[l] = std::min(uniform, L - l);
+    auto h = pipedream::plan_hierarchy(m, levels, f, budget);
+    if (h.over_budget || !h.plan) break;  // a larger F only needs more memory
+    if (fits_memory(m, h.plan->stages)) return finish(m, std::move(h.plan->stages), h.plan->bottleneck_ms);
+    if (uniform >= m.devices) break;
+    const int depth = static_cast<int>(h.plan->stages.size());
+    uniform = attempt < 5 ? std::min(m.devices, std::max(uniform + 1, depth)) : m.devices;
+  }
+  return plan_flat_placed(m);
 }
 
 }  // namespace
@@ -194,6 +182,10 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   }
   if (options.max_devices < 0 || options.in_flight < 0)
     return make_error("pipedream options: max_devices and in_flight must be 0 (default) or positive");
+  double total_ms = 0;
+  for (const layer_profile& x : profile.layers) total_ms += x.fwd_ms + x.bwd_ms;
+  if (!std::isfinite(total_ms))
+    return make_error("the layers' fwd_ms + bwd_ms total overflows a double; profile in larger time units");
   if (status s = check_profile_totals(profile); !s) return make_error(s.message());
   if (!c.devices.empty()) return plan_pipedream_devices(profile, c, options);
 
@@ -202,11 +194,27 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   m.in_flight = options.in_flight;
   std::vector<level_spec> levels;  // the hierarchy's levels in use, counts ≥ 2
   if (c.levels.empty()) return make_error("the cluster has neither levels nor devices");
+  if (c.device_memory_bytes < 0)
+    return make_error("device_memory_bytes must be 0 (unlimited) or positive, not " +
+                      std::to_string(c.device_memory_bytes));
+  // The largest transfer a level carries: a link's activation both ways, or an all-reduce of at
+  // most 2 · Σparam_bytes.
+  double largest_bytes = 0, params_total = 0;
+  for (const layer_profile& x : profile.layers) {
+    largest_bytes = std::max(largest_bytes, static_cast<double>(x.activation_bytes));
+    params_total += static_cast<double>(x.param_bytes);
+  }
+  largest_bytes = std::max(largest_bytes, params_total);
   long long units = 1;
   for (const cluster_level& lv : c.levels) {
     if (lv.count < 1) return make_error("cluster level " + lv.name + ": count must be at least 1");
     if (!(lv.bandwidth_bytes_per_s > 0))
       return make_error("cluster level " + lv.name + ": bandwidth_bytes_per_s must be positive");
+    if (!std::isfinite(pipedream::link_cost(largest_bytes, 1000.0 / lv.bandwidth_bytes_per_s)))
+      return make_error("cluster level " + lv.name + ": bandwidth_bytes_per_s " +
+                        std::to_string(lv.bandwidth_bytes_per_s) + " is too small: moving " +
+                        std::to_string(static_cast<std::int64_t>(largest_bytes)) +
+                        " bytes (a link or an all-reduce) would take longer than a double holds");
     units *= lv.count;
     if (units > (1 << 24)) return make_error("the cluster has too many devices to plan for");
   }
@@ -225,7 +233,7 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
     m.unit_size.push_back((m.unit_size.empty() ? 1 : m.unit_size.back()) * l.count);
     m.ms_per_byte.push_back(l.ms_per_byte);
   }
-  m.memory = std::max<std::int64_t>(c.device_memory_bytes, 0);
+  m.memory = c.device_memory_bytes;
   // Links of the pool: the level spanning every device the plan may use.
   const double link_ms_per_byte = m.ms_per_byte[m.level_of(m.devices)];
 
@@ -242,7 +250,7 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
     m.fixed[l + 1] = m.fixed[l] + 2 * x.param_bytes + x.optimizer_bytes;
     m.saved[l + 1] = m.saved[l] + x.saved_bytes;
     m.activation[l] = static_cast<double>(x.activation_bytes);
-    m.link_ms[l] = 2.0 * static_cast<double>(x.activation_bytes) * link_ms_per_byte;
+    m.link_ms[l] = pipedream::link_cost(m.activation[l], link_ms_per_byte);
   }
 
   if (levels.size() < 2 || options.same_replicas) return plan_flat_or_same(m, options.same_replicas);

@@ -291,3 +291,30 @@ TEST_CASE("pipedream planner equals brute force over level-by-level plans on thr
     check_flattened(*planned, L, c.device_count());
   }
 }
+
+TEST_CASE("pipedream planner on a hierarchy too wide to tabulate plans flat at its devices",
+          "[partition]") {
+  // 2 servers of 2^23 devices: one row of the server level's table would take 2^46 steps. The
+  // work budget sends it to the flat program, costed at the devices its stages hold. Parameters
+  // too heavy to replicate: one layer per device.
+  model_profile p;
+  for (int l = 0; l < 6; ++l) p.layers.push_back(layer(2.0 + l, 8.0, 1000, 0, 10'000'000'000));
+  const int per_server = 1 << 23;
+  const auto plan = plan_pipedream(p, two_level(per_server, 2, 1e12, 1e9));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->stages.size() == 6);
+  double b = 0;
+  for (std::size_t s = 0; s < plan->stages.size(); ++s) {
+    const planned_stage& st = plan->stages[s];
+    CHECK(st.replicas == 1);
+    CHECK(st.first_layer == st.last_layer);
+    CHECK(st.time_ms == Approx(p.layers[st.first_layer].fwd_ms + 8.0));
+    b = std::max(b, st.time_ms);
+    if (s + 1 < plan->stages.size()) {
+      const bool same_server = st.devices[0] / per_server == plan->stages[s + 1].devices[0] / per_server;
+      b = std::max(b, 2.0 * 1000 / (same_server ? 1e12 : 1e9) * 1000.0);
+    }
+  }
+  CHECK(plan->bottleneck_ms == Approx(b).epsilon(1e-12));
+  CHECK(plan->bottleneck_ms == Approx(15.0));
+}

@@ -88,6 +88,31 @@ brute_result brute_force(const model_profile& p, int n, double bw, std::int64_t 
   return best;
 }
 
+// The returned stages' own bottleneck and memory, recomputed from the layers with the header's
+// formulas: stage s of p keeps in_flight (or p − s) microbatches' saved bytes.
+void check_returned_stages(const pipeline_plan& plan, const model_profile& p, double bw,
+                           std::int64_t memory, int in_flight) {
+  const int stages = static_cast<int>(plan.stages.size());
+  double b = 0;
+  for (int s = 0; s < stages; ++s) {
+    const planned_stage& st = plan.stages[s];
+    double c = 0, w = 0;
+    std::int64_t mem = 0;
+    for (int l = st.first_layer; l <= st.last_layer; ++l) {
+      c += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+      w += static_cast<double>(p.layers[l].param_bytes);
+      mem += 2 * p.layers[l].param_bytes + p.layers[l].optimizer_bytes +
+             (in_flight > 0 ? in_flight : stages - s) * p.layers[l].saved_bytes;
+    }
+    const int r = st.replicas;
+    b = std::max(b, c / r + (r > 1 ? 2.0 * (r - 1) / r * w / bw * 1000.0 : 0.0));
+    if (s + 1 < stages) b = std::max(b, 2.0 * p.layers[st.last_layer].activation_bytes / bw * 1000.0);
+    CHECK(st.memory_bytes == mem);
+    if (memory != 0) CHECK(mem <= memory);
+  }
+  CHECK(plan.bottleneck_ms == Approx(b).epsilon(1e-9).margin(1e-12));
+}
+
 void check_consistent(const pipeline_plan& plan, const model_profile& p, int n) {
   REQUIRE(!plan.stages.empty());
   CHECK(plan.stages.front().first_layer == 0);
@@ -143,6 +168,7 @@ TEST_CASE("pipedream planner equals brute force on small flat clusters", "[parti
     check_consistent(*planned, p, n);
     for (std::size_t s = 0; s < planned->stages.size(); ++s)
       if (memory != 0) CHECK(planned->stages[s].memory_bytes <= memory);
+    check_returned_stages(*planned, p, bw, memory, in_flight);
   }
   CHECK(with_plan > 100);
   CHECK(without > 0);
@@ -320,7 +346,153 @@ TEST_CASE("pipedream planner with same_replicas equals brute force on small flat
     CHECK(planned->bottleneck_ms == Approx(best).epsilon(1e-9).margin(1e-12));
     check_consistent(*planned, p, n);
     for (const planned_stage& st : planned->stages) CHECK(st.replicas == planned->stages[0].replicas);
+    check_returned_stages(*planned, p, bw, memory, opt.in_flight);
   }
   CHECK(with_plan > 100);
   CHECK(without > 0);
+}
+
+namespace {
+
+// A stage's time and the links of a flat plan on servers of `per_server`, recomputed from the
+// devices the stages hold: the all-reduce crosses servers when a stage's devices do, a link when
+// the two stages' devices do.
+double bottleneck_at_devices(const pipeline_plan& plan, const model_profile& p, int per_server,
+                             double inner_bw, double outer_bw) {
+  const auto one_server = [&](const std::vector<int>& a, const std::vector<int>& b) {
+    for (int d : a)
+      for (int e : b)
+        if (d / per_server != e / per_server) return false;
+    return true;
+  };
+  double b = 0;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const planned_stage& st = plan.stages[s];
+    double c = 0, w = 0;
+    for (int l = st.first_layer; l <= st.last_layer; ++l) {
+      c += p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+      w += static_cast<double>(p.layers[l].param_bytes);
+    }
+    const double bw = one_server(st.devices, st.devices) ? inner_bw : outer_bw;
+    const int r = st.replicas;
+    const double t = c / r + (r > 1 ? 2.0 * (r - 1) / r * w / bw * 1000.0 : 0.0);
+    CHECK(st.time_ms == Approx(t).epsilon(1e-9).margin(1e-12));
+    b = std::max(b, t);
+    if (s + 1 < plan.stages.size()) {
+      const double link_bw = one_server(st.devices, plan.stages[s + 1].devices) ? inner_bw : outer_bw;
+      b = std::max(b, 2.0 * p.layers[st.last_layer].activation_bytes / link_bw * 1000.0);
+    }
+  }
+  return b;
+}
+
+cluster servers(int per_server, int count, double inner_bw, double outer_bw, std::int64_t memory = 0) {
+  cluster c;
+  c.device_memory_bytes = memory;
+  c.levels.push_back(cluster_level{"server", per_server, inner_bw, 0.0});
+  c.levels.push_back(cluster_level{"cluster", count, outer_bw, 0.0});
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("pipedream planner with same_replicas costs a hierarchy at the devices it returns",
+          "[partition]") {
+  // 3 servers of 8, eight 30 ms layers of 1 MB parameters: an all-reduce of 3 replicas costs
+  // 4/3 · 1 µs inside a server and 4/3 · 10 ms across. Three replicas per stage number stage 2 on
+  // devices 6, 7, 8, across two servers, so r = 3 is not the 10 ms plan it looks like.
+  model_profile p;
+  for (int l = 0; l < 8; ++l) p.layers.push_back(layer(10.0, 20.0, 1, 0, 1'000'000));
+  pipedream_options opt;
+  opt.same_replicas = true;
+  const auto plan = plan_pipedream(p, servers(8, 3, 1e12, 1e8), opt);
+  REQUIRE(plan.ok());
+  CHECK(plan->bottleneck_ms == Approx(bottleneck_at_devices(*plan, p, 8, 1e12, 1e8)).epsilon(1e-12));
+  // Three stages of 8 replicas, one per server: 90/8 ms plus 7/4 · 3 MB at 1 TB/s.
+  CHECK(plan->bottleneck_ms == Approx(90.0 / 8 + 2.0 * 7 / 8 * 3e6 / 1e12 * 1000).epsilon(1e-12));
+  for (const planned_stage& st : plan->stages) CHECK(st.replicas == 8);
+
+  // Random profiles on servers of 3 to 5: the bottleneck reported is the one at the devices.
+  std::mt19937 rng(90210);
+  std::uniform_int_distribution<int> layers_d(1, 8), per_server_d(3, 5), servers_d(2, 3), choice(0, 3);
+  std::uniform_real_distribution<double> ms(0.0, 10.0);
+  std::uniform_int_distribution<std::int64_t> bytes(0, 4000);
+  for (int instance = 0; instance < 100; ++instance) {
+    const int L = layers_d(rng), per_server = per_server_d(rng), count = servers_d(rng);
+    model_profile q;
+    for (int l = 0; l < L; ++l)
+      q.layers.push_back(layer(ms(rng), ms(rng), bytes(rng), bytes(rng), bytes(rng), bytes(rng)));
+    const double inner = 4e6, outer = 1e6 / (1 + choice(rng));
+    const auto planned = plan_pipedream(q, servers(per_server, count, inner, outer), opt);
+    INFO("instance " << instance << ": " << L << " layers, " << count << " servers of " << per_server);
+    REQUIRE(planned.ok());
+    CHECK(planned->bottleneck_ms ==
+          Approx(bottleneck_at_devices(*planned, q, per_server, inner, outer)).epsilon(1e-12));
+    for (const planned_stage& st : planned->stages) CHECK(st.replicas == planned->stages[0].replicas);
+  }
+}
+
+TEST_CASE("pipedream planner does not wrap memory with a huge in_flight", "[partition]") {
+  // (2^31 − 1) · 2^33 saved bytes wraps an int64 to a negative number that "fits" any device.
+  model_profile p;
+  p.layers.push_back(layer(1.0, 1.0, 1, std::int64_t{1} << 33, 1000));
+  pipedream_options opt;
+  opt.in_flight = std::numeric_limits<int>::max();
+  const auto plan = plan_pipedream(p, flat(4, 1e9, std::int64_t{1} << 40), opt);
+  REQUIRE(!plan.ok());
+  CHECK(plan.message().find("more than") != std::string::npos);
+  // Nothing saved: the same in_flight plans.
+  p.layers[0].saved_bytes = 0;
+  const auto fits = plan_pipedream(p, flat(4, 1e9, std::int64_t{1} << 40), opt);
+  REQUIRE(fits.ok());
+  CHECK(fits->stages[0].memory_bytes == 2000);
+}
+
+TEST_CASE("pipedream planner rejects negative memory tiny bandwidths and infinite totals",
+          "[partition]") {
+  model_profile p;
+  for (int l = 0; l < 4; ++l) p.layers.push_back(layer(1.0, 2.0, 1'000'000, 10, 1'000'000));
+  const auto negative = plan_pipedream(p, flat(4, 1e9, -1));
+  REQUIRE(!negative.ok());
+  CHECK(negative.message().find("device_memory_bytes") != std::string::npos);
+  // 1e-300 bytes/s: a link would take ∞ ms; the error names the level.
+  const auto slow = plan_pipedream(p, servers(2, 2, 1e9, 1e-300));
+  REQUIRE(!slow.ok());
+  CHECK(slow.message().find("cluster level cluster") != std::string::npos);
+  CHECK(slow.message().find("too small") != std::string::npos);
+  const auto slow_flat = plan_pipedream(p, flat(4, 1e-300));
+  REQUIRE(!slow_flat.ok());
+  CHECK(slow_flat.message().find("cluster level server") != std::string::npos);
+  // Each time is finite, their total is not.
+  p.layers[0].fwd_ms = p.layers[1].fwd_ms = 1e308;
+  const auto huge = plan_pipedream(p, flat(4, 1e9));
+  REQUIRE(!huge.ok());
+  CHECK(huge.message().find("total") != std::string::npos);
+}
+
+TEST_CASE("pipedream planner with same_replicas on many devices finishes", "[partition]") {
+  // No parameters: one stage on every device is best. Searching every r of 65,536 with its own
+  // program took about a minute; the bounds leave a few.
+  model_profile p;
+  for (int l = 0; l < 1000; ++l) p.layers.push_back(layer(1.0 + l % 7, 2.0, 1000, 10, 0));
+  pipedream_options opt;
+  opt.same_replicas = true;
+  const auto plan = plan_pipedream(p, flat(65536, 1e9), opt);
+  REQUIRE(plan.ok());
+  double total = 0;
+  for (const layer_profile& x : p.layers) total += x.fwd_ms + x.bwd_ms;
+  CHECK(plan->bottleneck_ms == Approx(total / 65536).epsilon(1e-9));
+  CHECK(plan->stages.size() == 1);
+}
+
+TEST_CASE("pipedream planner reports the least peak memory of many layers quickly", "[partition]") {
+  // 8,000 layers on as many devices, each layer 260 bytes against 200: the search for the least
+  // peak memory was cubic in the layers (minutes here).
+  model_profile p;
+  for (int l = 0; l < 8000; ++l) p.layers.push_back(layer(1.0, 1.0, 10, 10, 100, 50));
+  pipedream_options opt;
+  opt.in_flight = 1;
+  const auto plan = plan_pipedream(p, flat(8000, 1e9, 200), opt);
+  REQUIRE(!plan.ok());
+  CHECK(plan.message().find("needs 260 bytes") != std::string::npos);
 }
