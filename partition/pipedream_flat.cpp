@@ -119,38 +119,23 @@ planned_stage make_stage(const flat_model& m, int i, int j, int r, int& next_dev
 struct fixed_in_flight_program {
   const flat_model& m;
   int f;
-  std::vector<int> best, cut, reps;
+  fewest_units_program units;
 
   fixed_in_flight_program(const flat_model& model, int in_flight)
-      : m(model), f(in_flight), best(model.layers + 1), cut(model.layers + 1), reps(model.layers + 1) {}
+      : m(model), f(in_flight), units(model.layers) {}
 
   bool run(double b) {
-    const int L = m.layers;
-    best[L] = 0;
-    for (int i = L - 1; i >= 0; --i) {
-      int bi = no_devices, cj = -1, cr = 0;
-      for (int j = i; j < L; ++j) {
-        if (!m.fits(i, j, f)) break;  // memory only grows with j
-        const int r = m.min_replicas(i, j, b, m.devices);
-        if (r == no_devices || r >= bi) break;
-        if (j + 1 < L && m.link_ms[j] > b) continue;
-        const int rest = best[j + 1];
-        if (rest == no_devices || r + rest >= bi || r + rest > m.devices) continue;
-        bi = r + rest;
-        cj = j;
-        cr = r;
-      }
-      best[i] = bi;
-      cut[i] = cj;
-      reps[i] = cr;
-    }
-    return best[0] <= m.devices;
+    return units.run(
+        m.layers, m.devices,
+        [&](int i, int j) { return m.fits(i, j, f) ? m.min_replicas(i, j, b, m.devices) : no_devices; },
+        [&](int j) { return m.link_ms[j] <= b; });
   }
 
   std::vector<planned_stage> stages() const {
     std::vector<planned_stage> out;
     int next_device = 0;
-    for (int i = 0; i < m.layers; i = cut[i] + 1) out.push_back(make_stage(m, i, cut[i], reps[i], next_device));
+    for (int i = 0; i < m.layers; i = units.cut[i] + 1)
+      out.push_back(make_stage(m, i, units.cut[i], units.reps[i], next_device));
     return out;
   }
 };

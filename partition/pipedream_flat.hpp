@@ -58,6 +58,39 @@ struct flat_model {
 int fewest_replicas(double t, double param_bytes, double ms_per_byte, double x, int cap);
 double replicated_ms(double t, double param_bytes, double ms_per_byte, int r);
 
+// The fewest units for layers i..L−1 when a stage i..j takes r(i..j) units:
+//   G(L) = 0,  G(i) = min over j of r(i..j) + G(j + 1),  feasible iff G(0) ≤ cap.
+// replicas(i, j) gives r(i..j), no_devices when none serves; it only grows with j, so the scan
+// over j stops there or once r reaches the best total found. link_ok(j): a cut after j is allowed.
+// Shared by the flat program (fixed in_flight) and the top level of the hierarchy program.
+struct fewest_units_program {
+  std::vector<int> best, cut, reps;
+
+  explicit fewest_units_program(int layers) : best(layers + 1), cut(layers + 1), reps(layers + 1) {}
+
+  template <class Replicas, class LinkOk>
+  bool run(int L, int cap, Replicas&& replicas, LinkOk&& link_ok) {
+    best[L] = 0;
+    for (int i = L - 1; i >= 0; --i) {
+      int bi = no_devices, cj = -1, cr = 0;
+      for (int j = i; j < L; ++j) {
+        const int r = replicas(i, j);
+        if (r == no_devices || r >= bi) break;
+        if (j + 1 < L && !link_ok(j)) continue;
+        const int rest = best[j + 1];
+        if (rest == no_devices || r + rest >= bi || r + rest > cap) continue;
+        bi = r + rest;
+        cj = j;
+        cr = r;
+      }
+      best[i] = bi;
+      cut[i] = cj;
+      reps[i] = cr;
+    }
+    return best[0] <= cap;
+  }
+};
+
 // The exact flat program in the pool cost model (links at link_ms, all-reduce at level_of(r),
 // memory with in_flight = p − s when 0). Stages with devices numbered 0, 1, .. and time_ms;
 // nothing when no split into at most `devices` stages fits in memory.

@@ -52,11 +52,9 @@ class level_program {
  public:
   level_program(const flat_model& m, std::vector<level_spec> levels, const std::vector<int>& in_flight,
                 std::int64_t& budget)
-      : m_(m), levels_(std::move(levels)), f_(in_flight), budget_(budget), memo_(levels_.size() - 1) {
+      : m_(m), levels_(std::move(levels)), f_(in_flight), budget_(budget), memo_(levels_.size() - 1),
+        top_(m.layers) {
     for (auto& per_start : memo_) per_start.resize(m.layers);
-    top_best_.resize(m.layers + 1);
-    top_cut_.resize(m.layers + 1);
-    top_reps_.resize(m.layers + 1);
   }
 
   int top() const { return static_cast<int>(levels_.size()) - 1; }
@@ -81,28 +79,15 @@ class level_program {
 
   // Is there a top-level plan with every stage and link ≤ x?
   bool run(double x) {
-    const int L = m_.layers, c = levels_[top()].count;
+    const int c = levels_[top()].count;
     const double w = levels_[top()].ms_per_byte;
-    top_best_[L] = 0;
-    for (int i = L - 1; i >= 0; --i) {
-      int bi = no_devices, cj = -1, cr = 0;
-      for (int j = i; j < L; ++j) {
-        const double a = value(top() - 1, i, j);
-        if (a == inf) break;
-        const int r = fewest_replicas(a, m_.param_bytes(i, j), w, x, c);
-        if (r == no_devices || r >= bi) break;
-        if (j + 1 < L && link_cost(m_.activation[j], w) > x) continue;
-        const int rest = top_best_[j + 1];
-        if (rest == no_devices || r + rest >= bi || r + rest > c) continue;
-        bi = r + rest;
-        cj = j;
-        cr = r;
-      }
-      top_best_[i] = bi;
-      top_cut_[i] = cj;
-      top_reps_[i] = cr;
-    }
-    return top_best_[0] <= c;
+    return top_.run(
+        m_.layers, c,
+        [&](int i, int j) {
+          const double a = value(top() - 1, i, j);
+          return a == inf ? no_devices : fewest_replicas(a, m_.param_bytes(i, j), w, x, c);
+        },
+        [&](int j) { return link_cost(m_.activation[j], w) <= x; });
   }
 
   // The plan of the last run, flattened to device-level stages, and its top-level value.
@@ -111,8 +96,8 @@ class level_program {
     const level_spec& t = levels_[top()];
     const int unit = devices_per_unit(top() - 1);
     int next_unit = 0;
-    for (int i = 0; i < m_.layers; i = top_cut_[i] + 1) {
-      const int j = top_cut_[i], r = top_reps_[i];
+    for (int i = 0; i < m_.layers; i = top_.cut[i] + 1) {
+      const int j = top_.cut[i], r = top_.reps[i];
       const double p = m_.param_bytes(i, j);
       out.bottleneck_ms = std::max(out.bottleneck_ms, replicated_ms(value(top() - 1, i, j), p, t.ms_per_byte, r));
       if (j + 1 < m_.layers) out.bottleneck_ms = std::max(out.bottleneck_ms, link_cost(m_.activation[j], t.ms_per_byte));
@@ -242,7 +227,7 @@ class level_program {
   std::int64_t& budget_;
   bool over_budget_ = false;
   std::vector<std::vector<table>> memo_;  // [level 0..H−2][start]
-  std::vector<int> top_best_, top_cut_, top_reps_;
+  fewest_units_program top_;
 };
 
 }  // namespace
