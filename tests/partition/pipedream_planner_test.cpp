@@ -472,7 +472,7 @@ TEST_CASE("pipedream planner rejects negative memory tiny bandwidths and infinit
 
 TEST_CASE("pipedream planner with same_replicas on many devices finishes", "[partition]") {
   // No parameters: one stage on every device is best. Searching every r of 65,536 with its own
-  // program took about a minute; the bounds leave a few.
+  // program took two minutes; the bounds leave a few.
   model_profile p;
   for (int l = 0; l < 1000; ++l) p.layers.push_back(layer(1.0 + l % 7, 2.0, 1000, 10, 0));
   pipedream_options opt;
@@ -487,7 +487,7 @@ TEST_CASE("pipedream planner with same_replicas on many devices finishes", "[par
 
 TEST_CASE("pipedream planner reports the least peak memory of many layers quickly", "[partition]") {
   // 8,000 layers on as many devices, each layer 260 bytes against 200: the search for the least
-  // peak memory was cubic in the layers (minutes here).
+  // peak memory was cubic in the layers (80 s here).
   model_profile p;
   for (int l = 0; l < 8000; ++l) p.layers.push_back(layer(1.0, 1.0, 10, 10, 100, 50));
   pipedream_options opt;
