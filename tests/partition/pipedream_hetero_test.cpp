@@ -42,14 +42,7 @@ brute_result brute_force_ties(const model_profile& p, const cluster& c, const pi
   double best = std::numeric_limits<double>::infinity();
   std::vector<brute_result> found;  // every plan: bottleneck, devices, stages
   for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
-    std::vector<std::pair<int, int>> st;
-    int first = 0;
-    for (int g = 0; g < L - 1; ++g)
-      if (mask >> g & 1) {
-        st.push_back({first, g});
-        first = g + 1;
-      }
-    st.push_back({first, L - 1});
+    const std::vector<std::pair<int, int>> st = partition_test::split_of(L, mask);
     const int s = static_cast<int>(st.size());
     if (s > cap) continue;
     double links = 0;

@@ -227,14 +227,7 @@ TEST_CASE("pipedream planner on a hierarchy with in_flight p - s fits every devi
     // Some split into at most n single-device stages fits under p − s?
     bool any = false;
     for (int mask = 0; mask < (1 << (L - 1)) && !any; ++mask) {
-      std::vector<std::pair<int, int>> st;
-      int first = 0;
-      for (int g = 0; g < L - 1; ++g)
-        if (mask >> g & 1) {
-          st.push_back({first, g});
-          first = g + 1;
-        }
-      st.push_back({first, L - 1});
+      const std::vector<std::pair<int, int>> st = partition_test::split_of(L, mask);
       const int s = static_cast<int>(st.size());
       bool fits = s <= n;
       for (int k = 0; k < s && fits; ++k) {

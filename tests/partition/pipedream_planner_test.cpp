@@ -37,14 +37,7 @@ brute_result brute_force(const model_profile& p, int n, double bw, std::int64_t 
   const int L = static_cast<int>(p.layers.size());
   brute_result best;
   for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
-    std::vector<std::pair<int, int>> st;
-    int first = 0;
-    for (int g = 0; g < L - 1; ++g)
-      if (mask >> g & 1) {
-        st.push_back({first, g});
-        first = g + 1;
-      }
-    st.push_back({first, L - 1});
+    const std::vector<std::pair<int, int>> st = partition_test::split_of(L, mask);
     const int s = static_cast<int>(st.size());
     if (s > n) continue;
     bool fits = true;
@@ -302,14 +295,7 @@ TEST_CASE("pipedream planner with same_replicas equals brute force on small flat
     // Every split and every r with stages · r ≤ n, written out from the header's objective.
     double best = std::numeric_limits<double>::infinity();
     for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
-      std::vector<std::pair<int, int>> st;
-      int first = 0;
-      for (int g = 0; g < L - 1; ++g)
-        if (mask >> g & 1) {
-          st.push_back({first, g});
-          first = g + 1;
-        }
-      st.push_back({first, L - 1});
+      const std::vector<std::pair<int, int>> st = partition_test::split_of(L, mask);
       const int s = static_cast<int>(st.size());
       bool fits = true;
       for (int k = 0; k < s; ++k) {
