@@ -23,18 +23,8 @@ schedule_rules model_parallel_rules() {
 
 baseline_plan to_plan(const std::string& kind, scored_config&& x) {
   baseline_plan plan;
+  static_cast<two_bw_plan&>(plan) = std::move(x);
   plan.kind = kind;
-  plan.p = x.p;
-  plan.w = x.w;
-  plan.b = x.b;
-  plan.m = x.m;
-  plan.stages = std::move(x.stages);
-  plan.throughput_samples_per_s = x.throughput_samples_per_s;
-  plan.step_ms = x.step_ms;
-  plan.analytic_step_ms = x.analytic_step_ms;
-  plan.simulated = x.simulated;
-  plan.max_memory_bytes = x.max_memory_bytes;
-  plan.memory_bytes = std::move(x.memory_bytes);
   return plan;
 }
 

@@ -9,28 +9,15 @@
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"  // planned_stage
 #include "partition/profile.hpp"
+#include "partition/two_bw_planner.hpp"
 
 namespace pipeworks {
 
-struct baseline_plan {
-  std::string kind;    // "gpipe", "data-parallel" or "model-parallel"
-  int p = 1;           // pipeline depth
-  int w = 1;           // data-parallel width
-  std::int64_t b = 1;  // samples per microbatch
-  int m = 1;           // microbatches per optimizer step, per replica
-  // Placed as two_bw_plan places them (see two_bw_planner.hpp): on a hierarchy replica r runs
-  // stage s on device r·p + s; on a device list the devices are dealt by speed (or memory) in
-  // groups of w. stages[s].devices[r]: replica r's device; time_ms per microbatch at b on the
-  // slowest replica; memory_bytes the per-device estimate.
-  std::vector<planned_stage> stages;
-  double throughput_samples_per_s = 0;  // b·m·w / step_ms
-  double step_ms = 0;
-  double analytic_step_ms = 0;
-  bool simulated = false;               // step_ms came from the simulator
-  std::int64_t max_memory_bytes = 0;    // the largest per-device estimate
-  // Indexed by the cluster's device number: entry d is device d's estimate, 0 for a device the
-  // plan does not use; it ends at the highest-numbered device used (as two_bw_plan's).
-  std::vector<std::int64_t> memory_bytes;
+// The fields of two_bw_plan (see two_bw_planner.hpp), placed as the 2BW planner places them:
+// on a hierarchy replica r runs stage s on device r·p + s; on a device list the devices are dealt
+// by speed (or memory) in groups of w. time_ms is per microbatch at b on the slowest replica.
+struct baseline_plan : two_bw_plan {
+  std::string kind;  // "gpipe", "data-parallel" or "model-parallel"
 };
 
 struct baseline_options {

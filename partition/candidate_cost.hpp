@@ -12,6 +12,7 @@
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"  // planned_stage
 #include "partition/profile.hpp"
+#include "partition/two_bw_planner.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/schedule.hpp"
 
@@ -53,23 +54,9 @@ struct cost_options {
   std::int64_t max_simulated_actions = std::int64_t{1} << 21;
 };
 
-// One scored configuration. stages[s].devices[r]: the device replica r runs stage s on.
-struct scored_config {
-  int p = 1, w = 1;
-  std::int64_t b = 1;
-  int m = 1;
-  std::vector<planned_stage> stages;
-  double throughput_samples_per_s = 0;
-  double step_ms = 0;
-  double analytic_step_ms = 0;
-  double bottleneck_ms = 0;  // the slowest stage or link per microbatch (analytic)
-  bool simulated = false;
-  int inter_server_links = 0;
-  // Indexed by the cluster's device number: entry d is device d's estimate, 0 for a device the
-  // plan does not use; it ends at the highest-numbered device used.
-  std::vector<std::int64_t> memory_bytes;
-  std::int64_t max_memory_bytes = 0;
-};
+// One scored configuration (the 2BW planner's plan type; the baselines add their kind).
+// stages[s].devices[r]: the device replica r runs stage s on.
+using scored_config = two_bw_plan;
 
 // A fully evaluated candidate (analytic score), or the memory excess when it does not fit.
 struct cost_candidate {

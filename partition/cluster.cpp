@@ -194,12 +194,9 @@ int cluster::level_between(int d, int e) const {
 }
 
 result<cluster> parse_cluster(const std::string& json_text) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
-    return make_error(std::string("cluster.json is not valid JSON: ") + e.what());
-  }
+  auto parsed = parse_json(json_text, "cluster.json");
+  if (!parsed) return parsed.err();
+  const json& j = *parsed;
   PW_TRY(only_keys(j, prefix, "the top level", {"device_memory_bytes", "levels", "devices"}));
   cluster c;
   std::vector<json> levels;

@@ -140,12 +140,9 @@ std::string to_json(const model_profile& p) {
 }
 
 result<model_profile> parse_profile(const std::string& json_text) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
-    return make_error(std::string("profile.json is not valid JSON: ") + e.what());
-  }
+  auto parsed = parse_json(json_text, "profile.json");
+  if (!parsed) return parsed.err();
+  const json& j = *parsed;
   PW_TRY(only_keys(j, prefix, "the top level", {"model", "microbatch", "layers"}));
   model_profile p;
   PW_TRY(read_string(j, "model", "the top level", p.model));

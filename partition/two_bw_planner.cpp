@@ -13,23 +13,6 @@ cost_options to_cost(const two_bw_options& o) {
   return {o.max_devices, o.use_simulator, o.simulate_top, o.max_simulated_actions};
 }
 
-two_bw_plan to_plan(scored_config&& x) {
-  two_bw_plan plan;
-  plan.p = x.p;
-  plan.w = x.w;
-  plan.b = x.b;
-  plan.m = x.m;
-  plan.stages = std::move(x.stages);
-  plan.throughput_samples_per_s = x.throughput_samples_per_s;
-  plan.step_ms = x.step_ms;
-  plan.analytic_step_ms = x.analytic_step_ms;
-  plan.bottleneck_ms = x.bottleneck_ms;
-  plan.simulated = x.simulated;
-  plan.inter_server_links = x.inter_server_links;
-  plan.memory_bytes = std::move(x.memory_bytes);
-  return plan;
-}
-
 }  // namespace
 
 result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster& c, int p, int w,
@@ -38,7 +21,7 @@ result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster&
   if (!ctx) return ctx.err();
   auto r = evaluate_config(*ctx, p, w, b, m);
   if (!r) return r.err();
-  return to_plan(std::move(*r));
+  return std::move(*r);
 }
 
 result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
@@ -47,7 +30,7 @@ result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
   if (!ctx) return ctx.err();
   auto r = search_configs(*ctx, 1, ctx->L, [](int p) { return std::vector<int>{p, 2 * p, 4 * p}; });
   if (!r) return r.err();
-  return to_plan(std::move(*r));
+  return std::move(*r);
 }
 
 }  // namespace pipeworks

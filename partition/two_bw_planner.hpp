@@ -37,6 +37,7 @@ struct two_bw_plan {
   // plan does not use; it ends at the highest-numbered device used (later devices are unused).
   // The same meaning as pipeline_plan::memory_bytes and `pipeworks plan --json`'s "memory_bytes".
   std::vector<std::int64_t> memory_bytes;
+  std::int64_t max_memory_bytes = 0;  // the largest entry of memory_bytes
 };
 
 struct two_bw_options {

@@ -226,12 +226,9 @@ cost_model uniform_costs(double forward, double backward, double weight_grad) {
 }
 
 result<cost_model> parse_cost_model(std::string_view json_text) {
-  json j;
-  try {
-    j = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
-    return make_error(std::string("costs.json is not valid JSON: ") + e.what());
-  }
+  auto parsed = parse_json(json_text, "costs.json");
+  if (!parsed) return parsed.err();
+  const json& j = *parsed;
   PW_TRY(only_keys(j, "costs.json: ", "the top level", {"stages", "link", "links", "reduce_link", "devices"}));
   cost_model c;
   if (j.contains("stages")) {

@@ -1,13 +1,25 @@
-// Shared by the JSON readers (costs.json, profile.json, cluster.json): refusing unknown keys
-// with a message that lists the known ones, and returning a failed status from a result.
+// Shared by the JSON readers (costs.json, profile.json, cluster.json): parsing with a message
+// that names the file, refusing unknown keys with a message that lists the known ones, and
+// returning a failed status from a result.
 #pragma once
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "ops/result.hpp"
 
 namespace pipeworks {
+
+// The document, or an error "<file> is not valid JSON: ..." (a syntax error, or a number out of
+// range such as 1e999).
+inline result<nlohmann::json> parse_json(std::string_view text, const std::string& file) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(file + " is not valid JSON: " + e.what());
+  }
+}
 
 // Rejects keys outside `allowed`, naming the first one and the keys that would work. `file` is
 // the message's prefix ("costs.json: "), `where` the object ("stages[2]").

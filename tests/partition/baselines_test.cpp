@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "partition/baselines.hpp"
+#include "profile_fixtures.hpp"
 
 using namespace pipeworks;
 
@@ -19,23 +20,11 @@ cluster one_server(int devices, double bandwidth, std::int64_t memory) {
   return c;
 }
 
-layer_profile layer(double fwd, double bwd, std::int64_t saved, std::int64_t params, std::int64_t opt) {
-  layer_profile l;
-  l.name = "l";
-  l.fwd_ms = fwd;
-  l.bwd_ms = bwd;
-  l.activation_bytes = 0;
-  l.saved_bytes = saved;
-  l.param_bytes = params;
-  l.optimizer_bytes = opt;
-  return l;
-}
-
 model_profile two_layers(std::int64_t microbatch) {
   model_profile p;
   p.model = "two";
   p.microbatch = microbatch;
-  p.layers = {layer(1, 2, 1000, 100, 200), layer(1, 2, 1000, 100, 200)};
+  p.layers = {partition_test::layer(1, 2, 0, 1000, 100, 200), partition_test::layer(1, 2, 0, 1000, 100, 200)};
   return p;
 }
 
@@ -128,7 +117,7 @@ TEST_CASE("data parallelism by hand: compute plus a ring all-reduce", "[partitio
   model_profile p;
   p.model = "one";
   p.microbatch = 4;
-  p.layers = {layer(1, 2, 10, 1'000'000, 0)};
+  p.layers = {partition_test::layer(1, 2, 0, 10, 1'000'000, 0)};
   const cluster c = one_server(4, 1e9, 0);
   for (bool sim : {false, true}) {
     baseline_options o;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "partition/baselines.hpp"
+#include "profile_fixtures.hpp"
 #include "partition/two_bw_planner.hpp"
 
 using namespace pipeworks;
@@ -16,22 +17,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-layer_profile layer(double fwd, double bwd, std::int64_t saved, std::int64_t params,
-                    std::int64_t opt = 0) {
-  layer_profile l;
-  l.name = "l";
-  l.fwd_ms = fwd;
-  l.bwd_ms = bwd;
-  l.saved_bytes = saved;
-  l.param_bytes = params;
-  l.optimizer_bytes = opt;
-  return l;
-}
-
 model_profile equal_layers(int n, std::int64_t saved, std::int64_t params, std::int64_t opt) {
   model_profile p;
   p.model = "equal";
-  for (int l = 0; l < n; ++l) p.layers.push_back(layer(1, 2, saved, params, opt));
+  for (int l = 0; l < n; ++l) p.layers.push_back(partition_test::layer(1, 2, 0, saved, params, opt));
   return p;
 }
 

@@ -52,6 +52,16 @@ activation_msg activation_for_stage1(int mb) {
   return a;
 }
 
+// Rank `device` of a 2-stage schedule over m microbatches of the two-block mlp, one step, SGD.
+executor_setup two_stage_setup(schedule_kind kind, int m, int device) {
+  executor_setup su;
+  su.plan = lowered(kind, 2, m);
+  su.device = device;
+  su.boundaries = {0, 1, 2};
+  su.train = plain_sgd(m);
+  return su;
+}
+
 }  // namespace
 
 TEST_CASE("a last-stage rank fed by hand receives and reports its loss and sends back and steps", "[runtime]") {
@@ -59,11 +69,7 @@ TEST_CASE("a last-stage rank fed by hand receives and reports its loss and sends
   auto parts = split_params(net.init_params(1), {0, 1, 2});
   REQUIRE(parts.ok());
   std::vector<outgoing> sent;
-  executor_setup su;
-  su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
-  su.device = 1;
-  su.boundaries = {0, 1, 2};
-  su.train = plain_sgd(2);
+  executor_setup su = two_stage_setup(schedule_kind::one_f_one_b, 2, 1);
   std::vector<param_set> mine;
   mine.push_back(std::move((*parts)[1]));
   stage_executor<float> rank(net, su, std::move(mine), [&](outgoing o) { sent.push_back(std::move(o)); });
@@ -110,11 +116,7 @@ TEST_CASE("a send waits for a credit from its receiver", "[runtime]") {
   auto parts = split_params(net.init_params(1), {0, 1, 2});
   REQUIRE(parts.ok());
   std::vector<outgoing> sent;
-  executor_setup su;
-  su.plan = lowered(schedule_kind::gpipe, 2, 4);
-  su.device = 0;
-  su.boundaries = {0, 1, 2};
-  su.train = plain_sgd(4);
+  executor_setup su = two_stage_setup(schedule_kind::gpipe, 4, 0);
   su.credit_window = 1;
   su.input_window = 4;
   std::vector<param_set> mine;
@@ -188,11 +190,7 @@ TEST_CASE("a rank refuses a message for a stage it does not run and a duplicate"
   auto make_rank = [&](std::vector<outgoing>& sent) {
     auto parts = split_params(net.init_params(1), {0, 1, 2});
     REQUIRE(parts.ok());
-    executor_setup su;
-    su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
-    su.device = 1;
-    su.boundaries = {0, 1, 2};
-    su.train = plain_sgd(2);
+    executor_setup su = two_stage_setup(schedule_kind::one_f_one_b, 2, 1);
     std::vector<param_set> mine;
     mine.push_back(std::move((*parts)[1]));
     return std::make_unique<stage_executor<float>>(net, su, std::move(mine),
@@ -225,11 +223,7 @@ TEST_CASE("a throttled rank sleeps (1/speed - 1) times each compute action and i
     REQUIRE(parts.ok());
     double fake = 0;
     std::vector<double> slept;
-    executor_setup su;
-    su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
-    su.device = 1;
-    su.boundaries = {0, 1, 2};
-    su.train = plain_sgd(2);
+    executor_setup su = two_stage_setup(schedule_kind::one_f_one_b, 2, 1);
     su.speed = speed;
     su.clock = [&] { return fake += 1.0; };
     su.cpu_clock = su.clock;  // stands for the rank's CPU-time clock: all of the time is work
@@ -275,11 +269,7 @@ std::vector<double> throttled_sleeps(const std::function<double()>& cpu_clock) {
   REQUIRE(parts.ok());
   double wall = 0;
   std::vector<double> slept;
-  executor_setup su;
-  su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
-  su.device = 1;
-  su.boundaries = {0, 1, 2};
-  su.train = plain_sgd(2);
+  executor_setup su = two_stage_setup(schedule_kind::one_f_one_b, 2, 1);
   su.speed = 0.25;
   su.clock = [&] { return wall += 100.0; };
   su.cpu_clock = cpu_clock;
@@ -324,11 +314,7 @@ TEST_CASE("an executor refuses a device speed outside 0 to 1", "[runtime]") {
     CAPTURE(speed);
     auto parts = split_params(net.init_params(1), {0, 1, 2});
     REQUIRE(parts.ok());
-    executor_setup su;
-    su.plan = lowered(schedule_kind::one_f_one_b, 2, 2);
-    su.device = 1;
-    su.boundaries = {0, 1, 2};
-    su.train = plain_sgd(2);
+    executor_setup su = two_stage_setup(schedule_kind::one_f_one_b, 2, 1);
     su.speed = speed;
     std::vector<param_set> mine;
     mine.push_back(std::move((*parts)[1]));
