@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ops/model/model.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/train/trainer.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/schedule.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/auto_partition.hpp"
+#include "partition/auto_partition.hpp"
 #include "actors/pipeline.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/data/text.hpp"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "actors/auto_partition.hpp"
+#include "partition/auto_partition.hpp"
 #include "cli/pipeline_flags.hpp"
 #include "ops/model/model.hpp"
 #include "ops/train/microbatches.hpp"

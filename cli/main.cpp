@@ -6,7 +6,7 @@
 
 #include "cli/command.hpp"
 #include "ops/cpu_threads.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks::cli {
 

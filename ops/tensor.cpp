@@ -5,7 +5,7 @@
 #include <cstring>
 #include <new>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "partition/cpu_count.hpp"
-#include "runtime/json_keys.hpp"
+#include "base/json_read.hpp"
 
 namespace pipeworks {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ops/layers/layer_cost.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

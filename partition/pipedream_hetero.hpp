@@ -1,7 +1,7 @@
 // PipeDream's planner on a list of heterogeneous devices (each its own speed and memory):
 // contiguous stages, each replicated over devices of the list, minimising the bottleneck.
 #pragma once
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"
 #include "partition/profile.hpp"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "partition/cluster.hpp"
 #include "partition/profile.hpp"
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/json_keys.hpp"
+#include "base/json_read.hpp"
 
 namespace pipeworks {
 

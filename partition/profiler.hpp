@@ -6,7 +6,7 @@
 
 #include "ops/model/model.hpp"
 #include "ops/optim/optimizer.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/train/microbatches.hpp"
 #include "partition/profile.hpp"
 

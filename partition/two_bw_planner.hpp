@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"  // planned_stage
 #include "partition/profile.hpp"

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/action.hpp"
 
 namespace pipeworks {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/timeline.hpp"

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/timeline.hpp"
 
 namespace pipeworks {

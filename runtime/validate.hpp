@@ -2,7 +2,7 @@
 // receives pair up, that every rank runs to the end without deadlock, and that optimizer updates
 // and weight versions follow the schedule's rule. Linear time.
 #pragma once
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks {

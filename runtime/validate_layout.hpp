@@ -1,7 +1,7 @@
 // The validator's layout check, internal to validate.cpp: the shape of a schedule value before its
 // programs are read (p, w, virtual stages, device_of, the rank count, m x steps against actions).
 #pragma once
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks::detail {

@@ -1,7 +1,7 @@
 // The validator's checks of optimizer updates and weight versions (STEP, REDUCE and the version
 // table); internal to validate.cpp, which runs them once the programs are otherwise sound.
 #pragma once
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks::detail {

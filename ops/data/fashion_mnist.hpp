@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/tensor.hpp"
 
 namespace pipeworks {

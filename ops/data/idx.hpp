@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ops/data/fashion_mnist.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/tensor.hpp"
 
 namespace pipeworks {

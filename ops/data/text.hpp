@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/tensor.hpp"
 
 namespace pipeworks {

@@ -4,7 +4,7 @@
 
 #include "ops/kernels/parallel.hpp"
 #include "ops/kernels/softmax.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "ops/kernels/gemm.hpp"
 #include "ops/kernels/parallel.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 namespace {

@@ -1,7 +1,7 @@
 // GPT configurations and the block list of make_gpt.
 #include "ops/model/gpt.hpp"
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

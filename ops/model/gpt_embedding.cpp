@@ -2,7 +2,7 @@
 #include "ops/layers/embedding.hpp"
 #include "ops/model/gpt.hpp"
 #include "ops/model/init.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -5,7 +5,7 @@
 #include "ops/model/gpt.hpp"
 #include "ops/model/init.hpp"
 #include "ops/model/loss_tail.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -10,7 +10,7 @@
 #include "ops/layers/linear.hpp"
 #include "ops/model/gpt.hpp"
 #include "ops/model/init.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 namespace {

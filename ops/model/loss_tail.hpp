@@ -8,7 +8,7 @@
 #include "ops/layers/cross_entropy.hpp"
 #include "ops/model/block.hpp"
 #include "ops/model/model.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -8,7 +8,7 @@
 #include "ops/layers/linear.hpp"
 #include "ops/model/init.hpp"
 #include "ops/model/loss_tail.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 namespace {

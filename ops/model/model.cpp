@@ -1,7 +1,7 @@
 // model<T> bookkeeping and the stage-range forward/backward loops.
 #include "ops/model/model.hpp"
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -9,7 +9,7 @@
 
 #include "ops/model/gpt.hpp"
 #include "ops/model/mlp.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

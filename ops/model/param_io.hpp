@@ -5,7 +5,7 @@
 
 #include "ops/checkpoint/safetensors.hpp"
 #include "ops/model/param_set.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -1,7 +1,7 @@
 // Layout, copies and name lookup for param_set.
 #include "ops/model/param_set.hpp"
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "ops/model/param_set.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

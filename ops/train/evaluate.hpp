@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "ops/model/model.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/train/microbatches.hpp"
 
 namespace pipeworks {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ops/model/block.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/tensor.hpp"
 
 namespace pipeworks {

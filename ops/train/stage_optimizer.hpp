@@ -7,7 +7,7 @@
 
 #include "ops/model/param_set.hpp"
 #include "ops/optim/optimizer.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/train/trainer_config.hpp"
 
 namespace pipeworks {

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "ops/optim/optimizer.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/train/microbatches.hpp"
 
 namespace pipeworks {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ops/model/model.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/train/stage_optimizer.hpp"
 #include "ops/train/trainer_config.hpp"
 #include "runtime/exec/messages.hpp"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ops/model/param_set.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/exec/messages.hpp"
 
 namespace pipeworks {

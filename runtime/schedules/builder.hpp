@@ -4,7 +4,7 @@
 #pragma once
 #include <string_view>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks::schedules {

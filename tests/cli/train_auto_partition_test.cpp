@@ -6,7 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "actors/auto_partition.hpp"
+#include "partition/auto_partition.hpp"
 #include "fixtures.hpp"
 #include "partition/cpu_count.hpp"
 #include "run_cli.hpp"

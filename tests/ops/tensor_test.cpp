@@ -1,7 +1,7 @@
 // Tests for ops/tensor: shapes, ownership, typed access and reshape.
 #include <catch2/catch.hpp>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/tensor.hpp"
 
 using namespace pipeworks;

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 using namespace pipeworks;
 

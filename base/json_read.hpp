@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "ops/result.hpp"
+#include "base/result.hpp"
 
 namespace pipeworks {
 

@@ -1,4 +1,4 @@
-// The partition actor's plan at start-up (`train --auto-partition`): from a profile and a cluster
+// The plan at start-up (`train --auto-partition`): from a profile and a cluster
 // to a local run's shape (stages, replicas, microbatches, split, each rank's throttled speed).
 #pragma once
 // Pure functions, no CAF: the plan must exist before any actor does (the schedule's p, w and m
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ops/model/model.hpp"
-#include "ops/result.hpp"
+#include "base/result.hpp"
 #include "ops/train/microbatches.hpp"
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"

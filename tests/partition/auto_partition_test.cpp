@@ -1,7 +1,7 @@
 // Tests for the start-up plan (actors/auto_partition.hpp): ranks mapped to the plan's devices and
 // speeds, microbatches the replicas share, the refusals (speed > 1, too many cores, a 2BW batch,
 // too few microbatches for 2bw), the defaults and the text.
-#include "actors/auto_partition.hpp"
+#include "partition/auto_partition.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

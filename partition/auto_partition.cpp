@@ -1,6 +1,6 @@
 // train --auto-partition's plan: runs PipeDream's or 2BW's planner, maps the plan onto the
 // runtime (whole replicated pipelines, ranks throttled to their devices' speeds), and prints it.
-#include "actors/auto_partition.hpp"
+#include "partition/auto_partition.hpp"
 
 #include <tbb/task_arena.h>
 
