@@ -135,8 +135,6 @@ result<model_profile> profile_on_one_core(const model<float>& net, const minibat
   return prof;
 }
 
-std::string planner_name(planner_kind k) { return k == planner_kind::two_bw ? "2bw" : "pipedream"; }
-
 cost_model profile_costs(const model_profile& profile, const std::vector<int>& boundaries,
                          const std::vector<double>& stage_speed, double scale) {
   cost_model cm;

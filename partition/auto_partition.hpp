@@ -15,11 +15,10 @@
 #include "partition/pipedream_planner.hpp"
 #include "partition/profile.hpp"
 #include "runtime/cost_model.hpp"
+#include "runtime/run_plan.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks {
-
-enum class planner_kind { pipedream, two_bw };
 
 struct auto_partition_request {
   planner_kind planner = planner_kind::pipedream;
@@ -89,6 +88,5 @@ result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, const c
 std::string format_auto_partition(const auto_partition& plan, const model_profile& profile,
                                   const std::string& cluster_name);
 
-std::string planner_name(planner_kind k);
 
 }  // namespace pipeworks

@@ -80,8 +80,6 @@ result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string nam
       if (!v) return v.err();
       *field = *v;
     }
-    if (c.inputs != 784 || c.classes != 10)
-      return make_error(name + ": the Fashion-MNIST mlp needs inputs 784 and classes 10");
     double params = 0, in = c.inputs;
     for (int h : c.hidden) params += in * h + h, in = h;
     params += in * c.classes + c.classes;
@@ -113,7 +111,8 @@ nlohmann::json to_json(const model_spec& spec) {
     return {{"type", "gpt"},    {"context", c.context}, {"layers", c.layers},
             {"heads", c.heads}, {"width", c.width},     {"vocab", c.vocab}};
   }
-  return {{"type", "mlp"}, {"hidden", spec.mlp().hidden}};
+  const mlp_config& c = spec.mlp();
+  return {{"type", "mlp"}, {"inputs", c.inputs}, {"hidden", c.hidden}, {"classes", c.classes}};
 }
 
 template <class T>

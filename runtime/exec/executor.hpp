@@ -39,6 +39,13 @@ struct executor_setup {
   std::vector<int> boundaries;  // virtual stage s runs blocks [boundaries[s], boundaries[s+1])
   train_config train;           // optimizer and lr schedule; microbatches = plan's m
   int credit_window = 0;        // messages in flight per link and direction; 0: unbounded
+  // Clip by the global norm: before STEP t the rank sends each of its stages' per-block squared
+  // gradient norms to the driver and waits for the sum over every stage (flush schedules).
+  // Otherwise each stage clips its own gradient (train.clip_grad_norm).
+  bool global_clip = false;
+  std::int64_t checkpoint_every = 0;  // record a snapshot after every k-th step; 0: never
+  std::int64_t weights_every = 0;     // attach the new weights to every k-th step_report; 0: never
+  std::int64_t first_step = 0;        // the steps done before this run (a resumed run's position)
   int input_window = 2;         // microbatch inputs requested ahead of virtual stage 0's F
   std::function<double()> clock;  // seconds since the run started (trace and throttling)
   bool record_trace = true;

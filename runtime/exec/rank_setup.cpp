@@ -1,0 +1,56 @@
+// lower_run and rank_setup: the one place that turns a run plan into the ranks' setups.
+#include "runtime/exec/rank_setup.hpp"
+
+#include "runtime/lower.hpp"
+#include "runtime/validate.hpp"
+
+namespace pipeworks {
+
+result<lowered_run> lower_run(run_plan plan, int blocks) {
+  if (status s = check(plan, blocks); !s) return make_error(s.message());
+  if (plan.auto_partition)
+    return make_error("the plan asks for automatic partitioning, which has not run yet");
+  lowered_run out;
+  if (!plan.schedule) {
+    out.boundaries = {0, blocks};
+    out.plan = std::move(plan);
+    return out;
+  }
+  const int V = plan.virtual_stages();
+  if (plan.split.empty()) {
+    if (V != 1) return make_error("the plan's split is not resolved (" + std::to_string(V) + " virtual stages)");
+    plan.split = {0};
+  }
+  out.boundaries = plan.split;
+  out.boundaries.push_back(blocks);
+  const schedule_params sp{plan.stages, plan.train.microbatches, plan.chunks, plan.replicas,
+                           static_cast<int>(plan.train.steps)};
+  auto made = make_schedule(*plan.schedule, sp);
+  if (!made) return made.err();
+  schedule lowered = lower_communication(std::move(*made));
+  if (status s = validate(lowered); !s)
+    return make_error("the lowered schedule is not valid: " + s.message());
+  out.programs = std::make_shared<const schedule>(std::move(lowered));
+  out.credit_window = plan.credits > 0 ? plan.credits : min_credit_window(*out.programs);
+  out.plan = std::move(plan);
+  return out;
+}
+
+executor_setup rank_setup(const lowered_run& run, int rank) {
+  const run_plan& p = run.plan;
+  executor_setup s;
+  s.plan = run.programs;
+  s.replica = rank / p.stages;
+  s.device = rank % p.stages;
+  s.boundaries = run.boundaries;
+  s.train = p.train;
+  s.credit_window = run.credit_window;
+  s.speed = p.ranks.empty() ? 1.0 : p.ranks.at(static_cast<std::size_t>(rank)).speed;
+  s.global_clip = p.clips_globally() && p.train.clip_grad_norm > 0;
+  s.checkpoint_every = p.checkpoint.every;
+  s.weights_every = p.weights_every;
+  s.first_step = p.data.position;
+  return s;
+}
+
+}  // namespace pipeworks

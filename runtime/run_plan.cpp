@@ -1,0 +1,267 @@
+// The run plan's rules: first_issue checks every field a run depends on, in one place, and says
+// what to change; render names the fields; first_result_difference compares two plans.
+#include "runtime/run_plan.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "runtime/exec/executor.hpp"
+#include "runtime/lower.hpp"
+
+namespace pipeworks {
+namespace {
+
+std::string num(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+std::string str(std::int64_t x) { return std::to_string(x); }
+
+plan_issue issue(std::string field, std::string text) { return {std::move(field), std::move(text)}; }
+
+std::optional<plan_issue> check_schedule_shape(const run_plan& p) {
+  if (p.stages < 1) return issue("schedule.stages", "must be at least 1 (got " + str(p.stages) + ")");
+  if (p.chunks < 1) return issue("schedule.chunks", "must be at least 1 (got " + str(p.chunks) + ")");
+  if (p.replicas < 1)
+    return issue("schedule.replicas", "must be at least 1 (got " + str(p.replicas) + ")");
+  if (p.train.microbatches < 1)
+    return issue("schedule.microbatches",
+                 "must be at least 1 (got " + str(p.train.microbatches) + ")");
+  if (p.train.steps < 1) return issue("schedule.steps", "must be at least 1 (got " + str(p.train.steps) + ")");
+  if (p.train.steps > (std::int64_t{1} << 30))
+    return issue("schedule.steps", "must be at most 2^30 (got " + str(p.train.steps) + ")");
+  return std::nullopt;
+}
+
+std::optional<plan_issue> check_train(const run_plan& p) {
+  const train_config& t = p.train;
+  if (!std::isfinite(t.optim.lr) || !(t.optim.lr > 0))
+    return issue("optimizer.lr", "must be a positive number (got " + num(t.optim.lr) + ")");
+  if (!std::isfinite(t.min_lr) || t.min_lr < 0 || t.min_lr > t.optim.lr)
+    return issue("lr_schedule.min_lr", "must be between 0 and {optimizer.lr} " + num(t.optim.lr) +
+                                           " (got " + num(t.min_lr) + ")");
+  if (t.warmup_steps < 0 || t.warmup_steps >= t.steps)
+    return issue("lr_schedule.warmup_steps", "must be at least 0 and smaller than {schedule.steps} " +
+                                                 str(t.steps) + " (got " + str(t.warmup_steps) + ")");
+  if (!std::isfinite(t.clip_grad_norm) || t.clip_grad_norm < 0)
+    return issue("clip.max_norm", "must be 0 (off) or positive (got " + num(t.clip_grad_norm) + ")");
+  if (!std::isfinite(t.optim.weight_decay) || t.optim.weight_decay < 0)
+    return issue("optimizer.weight_decay", "must be 0 or positive (got " + num(t.optim.weight_decay) + ")");
+  if (t.optim.kind == optimizer_kind::adamw && !(t.optim.beta2 >= 0 && t.optim.beta2 < 1))
+    return issue("optimizer.beta2", "must be in [0, 1) (got " + num(t.optim.beta2) + ")");
+  if (status s = validate(t); !s) return issue("optimizer", s.message());
+  return std::nullopt;
+}
+
+std::optional<plan_issue> check_data(const run_plan& p) {
+  const data_spec& d = p.data;
+  const std::int64_t parts = static_cast<std::int64_t>(p.train.microbatches) * p.replicas;
+  if (d.batch < 1) return issue("data.batch", "must be at least 1 (got " + str(d.batch) + ")");
+  if (d.batch % parts != 0)
+    return issue("data.batch", str(d.batch) + " is not divisible by {schedule.microbatches} x " +
+                                   "{schedule.replicas} = " + str(parts));
+  if (d.position < 0 || d.position > p.train.steps)
+    return issue("data.position", "must be in 0..{schedule.steps} " + str(p.train.steps) +
+                                      " (got " + str(d.position) + ")");
+  if (d.source == data_source::text) {
+    if (!p.model.is_gpt()) return issue("data.source", "text data trains a gpt, not " + p.model.name);
+  } else if (d.source == data_source::fashion_mnist) {
+    if (p.model.is_gpt() || p.model.mlp().inputs != 784 || p.model.mlp().classes != 10)
+      return issue("data.source", "Fashion-MNIST trains an mlp with 784 inputs and 10 classes, not " +
+                                      p.model.name);
+  }
+  if (d.source != data_source::callback && d.path.empty())
+    return issue("data.path", "names no file or directory to read the " +
+                                  std::string(data_source_name(d.source)) + " data from");
+  return std::nullopt;
+}
+
+std::optional<plan_issue> check_single_device(const run_plan& p) {
+  if (p.stages != 1 || p.chunks != 1 || p.replicas != 1 || !p.split.empty())
+    return issue("schedule.kind", "none runs on one device without actors; pick a schedule (e.g. "
+                                  "1f1b) to use {schedule.stages}, {schedule.replicas}, "
+                                  "{schedule.chunks} or {split}");
+  if (p.auto_partition)
+    return issue("auto_partition", "plans a pipeline: give a pipeline {schedule.kind} (e.g. 1f1b or 2bw)");
+  if (p.ranks.size() > 1 || (p.ranks.size() == 1 && p.ranks[0].speed != 1.0))
+    return issue("ranks", "throttled device speeds need a pipeline schedule");
+  return std::nullopt;
+}
+
+std::optional<plan_issue> check_split(const run_plan& p, int blocks) {
+  const int V = p.virtual_stages();
+  if (blocks < V)
+    return issue("schedule.stages", str(V) + " virtual stages ({schedule.stages} x {schedule.chunks}) "
+                                    "but the model has only " + str(blocks) + " blocks");
+  if (p.split.empty()) return std::nullopt;
+  if (static_cast<int>(p.split.size()) != V)
+    return issue("split", "names " + str(static_cast<std::int64_t>(p.split.size())) +
+                              " first blocks, but there are " + str(V) + " virtual stages");
+  if (p.split[0] != 0) return issue("split", "must start at block 0");
+  for (std::size_t i = 1; i < p.split.size(); ++i)
+    if (p.split[i] <= p.split[i - 1])
+      return issue("split", "must increase: entry " + str(static_cast<std::int64_t>(i)) + " (" +
+                                str(p.split[i]) + ") is not after " + str(p.split[i - 1]));
+  if (p.split.back() >= blocks)
+    return issue("split", "its last first block " + str(p.split.back()) +
+                              " is past the model's last block " + str(blocks - 1));
+  return std::nullopt;
+}
+
+std::optional<plan_issue> check_ranks(const run_plan& p) {
+  if (p.ranks.empty()) return std::nullopt;
+  const int n = p.stages * p.replicas;
+  if (static_cast<int>(p.ranks.size()) != n)
+    return issue("ranks", "gives " + str(static_cast<std::int64_t>(p.ranks.size())) +
+                              " placements, but there are " + str(n) +
+                              " ranks ({schedule.stages} x {schedule.replicas})");
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    const rank_placement& rp = p.ranks[r];
+    const std::string at = "ranks[" + str(static_cast<std::int64_t>(r)) + "]";
+    if (!(rp.speed > 0.0 && rp.speed <= 1.0))
+      return issue(at + ".speed", "is " + num(rp.speed) +
+                                      ", not in (0, 1] (1 is one full core of this machine)");
+    if (rp.device != "cpu")
+      return issue(at + ".device", "is \"" + rp.device + "\"; this build runs ranks on \"cpu\"");
+    if (rp.process != 0)
+      return issue(at + ".process", "is " + str(rp.process) +
+                                        "; every rank runs in process 0 (runs across processes "
+                                        "are not supported yet)");
+  }
+  return std::nullopt;
+}
+
+std::optional<plan_issue> check_auto_partition(const run_plan& p) {
+  if (p.stages != 1 || p.replicas != 1 || p.chunks != 1 || !p.split.empty() || !p.ranks.empty())
+    return issue("auto_partition", "chooses the stages, replicas and split: leave "
+                                   "{schedule.stages}, {schedule.replicas}, {schedule.chunks}, "
+                                   "{split} and {ranks} unset");
+  if (p.auto_partition->planner == planner_kind::two_bw && *p.schedule != schedule_kind::two_bw)
+    return issue("auto_partition.planner", "2bw plans for {schedule.kind} 2bw, not " +
+                                               std::string(schedule_name(*p.schedule)));
+  if (p.auto_partition->cluster.empty())
+    return issue("auto_partition.cluster", "names no cluster (local-cpu or a cluster.json)");
+  return std::nullopt;
+}
+
+std::optional<plan_issue> check_runtime(const run_plan& p) {
+  if (p.threads_per_stage < 1)
+    return issue("runtime.threads_per_stage", "must be at least 1 (got " + str(p.threads_per_stage) + ")");
+  if (p.credits < 0)
+    return issue("runtime.credits", "must be 0 (the smallest safe window) or positive (got " +
+                                        str(p.credits) + ")");
+  if (p.weights_every < 0)
+    return issue("runtime.weights_every", "must be 0 (never) or positive (got " + str(p.weights_every) + ")");
+  const checkpoint_spec& c = p.checkpoint;
+  if (c.every < 0)
+    return issue("checkpoint.every", "must be 0 (no checkpoints) or positive (got " + str(c.every) + ")");
+  if (c.keep < 0) return issue("checkpoint.keep", "must be 0 (keep all) or positive (got " + str(c.keep) + ")");
+  if (c.every > 0 && c.dir.empty())
+    return issue("checkpoint.dir", "names no directory for the checkpoints {checkpoint.every} asks for");
+  if (c.every == 0 && !c.dir.empty())
+    return issue("checkpoint.every", "is 0, so nothing would be written to {checkpoint.dir} " + c.dir +
+                                         "; say how often to save");
+  return std::nullopt;
+}
+
+// The lowered schedule's smallest safe credit window, against runtime.credits.
+std::optional<plan_issue> check_credits(const run_plan& p) {
+  if (p.credits == 0) return std::nullopt;
+  const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas,
+                           static_cast<int>(p.train.steps)};
+  auto made = make_schedule(*p.schedule, sp);
+  if (!made) return issue("schedule.kind", made.message());
+  const int need = min_credit_window(lower_communication(std::move(*made)));
+  if (p.credits < need)
+    return issue("runtime.credits", "a window of " + str(p.credits) +
+                                        " deadlocks this schedule: it needs at least " + str(need) +
+                                        " messages in flight per link (0 picks it)");
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string planner_name(planner_kind k) { return k == planner_kind::two_bw ? "2bw" : "pipedream"; }
+
+result<planner_kind> parse_planner_kind(std::string_view name) {
+  if (name == "pipedream") return planner_kind::pipedream;
+  if (name == "2bw") return planner_kind::two_bw;
+  return make_error("unknown planner '" + std::string(name) + "' (pipedream or 2bw)");
+}
+
+std::string_view data_source_name(data_source s) {
+  switch (s) {
+    case data_source::callback: return "callback";
+    case data_source::text: return "text";
+    case data_source::fashion_mnist: return "fashion-mnist";
+  }
+  return "callback";
+}
+
+std::string render(const plan_issue& is, const field_namer& name) {
+  std::string out = name(is.field) + ": ";
+  const std::string& t = is.text;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const std::size_t close = t[i] == '{' ? t.find('}', i) : std::string::npos;
+    if (close == std::string::npos) {
+      out += t[i];
+      continue;
+    }
+    out += name(std::string_view(t).substr(i + 1, close - i - 1));
+    i = close;
+  }
+  return out;
+}
+
+std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
+  if (blocks < 0) blocks = build_model<float>(p.model).size();
+  if (auto i = check_schedule_shape(p)) return i;
+  if (auto i = check_train(p)) return i;
+  if (auto i = check_data(p)) return i;
+  if (auto i = check_runtime(p)) return i;
+  if (!p.schedule) return check_single_device(p);
+  if (p.auto_partition) return check_auto_partition(p);  // the planner chooses the rest
+  if (auto i = check_split(p, blocks)) return i;
+  const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1};
+  if (auto s = make_schedule(*p.schedule, sp); !s) return issue("schedule.kind", s.message());
+  if (auto i = check_ranks(p)) return i;
+  return check_credits(p);
+}
+
+status check(const run_plan& p, int blocks) {
+  auto i = first_issue(p, blocks);
+  if (!i) return {};
+  return make_error(render(*i, [](std::string_view f) { return std::string(f); }));
+}
+
+std::string first_result_difference(const run_plan& a, const run_plan& b) {
+  if (to_json(a.model) != to_json(b.model)) return "model";
+  if (a.schedule != b.schedule) return "schedule.kind";
+  if (a.stages != b.stages) return "schedule.stages";
+  if (a.chunks != b.chunks) return "schedule.chunks";
+  if (a.replicas != b.replicas) return "schedule.replicas";
+  if (a.train.microbatches != b.train.microbatches) return "schedule.microbatches";
+  if (a.train.steps != b.train.steps) return "schedule.steps";
+  if (a.split != b.split) return "split";
+  const optimizer_config &x = a.train.optim, &y = b.train.optim;
+  if (x.kind != y.kind) return "optimizer.kind";
+  if (x.lr != y.lr) return "optimizer.lr";
+  if (x.momentum != y.momentum) return "optimizer.momentum";
+  if (x.beta1 != y.beta1) return "optimizer.beta1";
+  if (x.beta2 != y.beta2) return "optimizer.beta2";
+  if (x.eps != y.eps) return "optimizer.eps";
+  if (x.weight_decay != y.weight_decay) return "optimizer.weight_decay";
+  if (a.train.decay_vectors != b.train.decay_vectors) return "optimizer.decay_vectors";
+  if (a.train.warmup_steps != b.train.warmup_steps) return "lr_schedule.warmup_steps";
+  if (a.train.min_lr != b.train.min_lr) return "lr_schedule.min_lr";
+  if (a.train.clip_grad_norm != b.train.clip_grad_norm) return "clip.max_norm";
+  if (a.data.source != b.data.source) return "data.source";
+  if (a.data.path != b.data.path) return "data.path";
+  if (a.data.batch != b.data.batch) return "data.batch";
+  if (a.data.seed != b.data.seed) return "data.seed";
+  return "";
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,122 @@
+// run_plan: everything one training run does, as one plain value: the model, the schedule, the
+// split, each rank's placement, the optimizer and lr schedule, the data, credits, threads and
+// checkpoints. Built once (from flags, library options or a planner), checked once, written and
+// read as JSON; rank_setup (runtime/rank_setup.hpp) derives what each rank needs from it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "ops/model/model_spec.hpp"
+#include "ops/train/trainer_config.hpp"
+#include "runtime/schedule.hpp"
+
+namespace pipeworks {
+
+enum class planner_kind { pipedream, two_bw };
+std::string planner_name(planner_kind k);  // "pipedream", "2bw"
+result<planner_kind> parse_planner_kind(std::string_view name);
+
+// Where a rank runs. A device of speed s < 1 is throttled to s of one core (runtime/exec).
+// Every rank runs in process 0 until runs span processes.
+struct rank_placement {
+  std::string device = "cpu";
+  double speed = 1.0;
+  std::string name;  // the cluster's name for the device, for people ("" when none)
+  int process = 0;
+  bool operator==(const rank_placement&) const = default;
+};
+
+enum class data_source { callback, text, fashion_mnist };
+std::string_view data_source_name(data_source s);  // "callback", "text", "fashion-mnist"
+
+struct data_spec {
+  // callback: the embedding program supplies minibatches; text or fashion-mnist: read from path.
+  data_source source = data_source::callback;
+  std::string path;
+  std::int64_t batch = 16;    // samples per optimizer step (all replicas together)
+  std::uint64_t seed = 1;     // the data order: step t's minibatch is a function of (seed, t)
+  std::int64_t position = 0;  // the first step this run trains (its steps done so far)
+  bool operator==(const data_spec&) const = default;
+};
+
+struct checkpoint_spec {
+  std::int64_t every = 0;  // steps between checkpoints; 0: none
+  std::string dir;         // where they go (DIR/step-NNNNNNNN/)
+  int keep = 0;            // complete checkpoints to keep; 0: all
+  bool operator==(const checkpoint_spec&) const = default;
+};
+
+// The run asks the partition actor to profile the model and plan stages and replicas itself.
+struct auto_partition_spec {
+  planner_kind planner = planner_kind::pipedream;
+  std::string cluster = "local-cpu";  // a preset or a cluster.json path
+  bool keep_batch = false;            // 2bw: the plan's batch must equal data.batch
+  bool keep_microbatches = false;     // pipedream: keep schedule.microbatches (else 2 per device)
+  bool operator==(const auto_partition_spec&) const = default;
+};
+
+struct run_plan {
+  model_spec model;
+  // The schedule; nullopt is `none`: one device, gradient accumulation over m microbatches.
+  std::optional<schedule_kind> schedule = schedule_kind::one_f_one_b;
+  int stages = 1;    // p
+  int chunks = 1;    // v: virtual stages per device
+  int replicas = 1;  // w
+  // Optimizer, lr schedule and clipping. train.steps is the run's total steps and
+  // train.microbatches is m, per replica and step.
+  train_config train;
+  // The first block of each virtual stage ({0, 3, 6}); empty until resolved: an even split of the
+  // FLOPs, or the planner's.
+  std::vector<int> split;
+  // Per rank (replica * stages + device); empty: every rank on a CPU core at speed 1.
+  std::vector<rank_placement> ranks;
+  data_spec data;
+  std::uint64_t init_seed = 1;  // the initial weights, unless init_from names a file
+  std::string init_from;        // a safetensors file or a checkpoint directory ("" for none)
+  int credits = 0;              // messages in flight per link; 0: the smallest safe window
+  int threads_per_stage = 1;    // oneTBB threads of each rank's kernels
+  bool detached = true;         // stage actors on threads of their own (else CAF's scheduler)
+  checkpoint_spec checkpoint;
+  std::int64_t weights_every = 0;  // ranks send their weights to the driver every k steps; 0: never
+  std::optional<auto_partition_spec> auto_partition;
+
+  int virtual_stages() const { return stages * chunks; }
+  int rank_count() const { return schedule ? stages * replicas : 1; }
+  // The clip scope the schedule allows: global for `none` and flush schedules (the squared norms
+  // of all stages are summed before STEP), per stage for the asynchronous ones.
+  bool clips_globally() const { return !schedule || is_flush(*schedule); }
+};
+
+// A problem with a plan: the field it is about ("schedule.stages") and a sentence whose other
+// fields are written {like.this}, so a program can name them its own way (the CLI as flags).
+struct plan_issue {
+  std::string field;
+  std::string text;
+};
+using field_namer = std::function<std::string(std::string_view field)>;
+// "field: text" with every {field} replaced by name(field).
+std::string render(const plan_issue& issue, const field_namer& name);
+
+// The first problem with the plan, or nothing: every rule a run needs, in one place. It lowers
+// the schedule to check the credit window. `blocks`: the model's block count (-1: from
+// plan.model).
+std::optional<plan_issue> first_issue(const run_plan& plan, int blocks = -1);
+// first_issue rendered with the plan's own field names; ok when there is none.
+status check(const run_plan& plan, int blocks = -1);
+
+// JSON: every field required, unknown fields refused, each error naming the field and `source`.
+std::string to_json_text(const run_plan& plan);
+result<run_plan> parse_run_plan(std::string_view text, const std::string& source);
+result<run_plan> load_run_plan(const std::string& path);
+
+// The fields whose values change what a run computes (model, schedule, split, optimizer, lr,
+// clip, data, init): the first field in which a and b differ, or "" when none does. Resume
+// refuses a plan that differs from its checkpoint's in one of them.
+std::string first_result_difference(const run_plan& a, const run_plan& b);
+
+}  // namespace pipeworks
