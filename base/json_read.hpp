@@ -1,7 +1,8 @@
-// Shared by the JSON readers (costs.json, profile.json, cluster.json): parsing with a message
-// that names the file, refusing unknown keys with a message that lists the known ones, and
-// returning a failed status from a result.
+// Shared by the JSON readers (costs.json, profile.json, cluster.json, ...): parsing, refusing
+// unknown keys, and reading strings, numbers, whole numbers and booleans with messages that name
+// the file, the field and the value, and say what to give instead.
 #pragma once
+#include <cstdint>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,32 +12,76 @@
 
 namespace pipeworks {
 
-// The document, or an error "<file> is not valid JSON: ..." (a syntax error, or a number out of
-// range such as 1e999).
-inline result<nlohmann::json> parse_json(std::string_view text, const std::string& file) {
-  try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    return make_error(file + " is not valid JSON: " + e.what());
-  }
-}
+// Where a value sits, for messages: `prefix` names the file ("costs.json: "), `path` the object
+// ("stages[2]", "layers[1] (\"head\")", "the top level"). A key's value is "<path>.<key>".
+struct json_where {
+  std::string prefix = {};
+  std::string path = {};
+};
 
-// Rejects keys outside `allowed`, naming the first one and the keys that would work. `file` is
-// the message's prefix ("costs.json: "), `where` the object ("stages[2]").
-inline status only_keys(const nlohmann::json& j, const std::string& file, const std::string& where,
-                        std::initializer_list<const char*> allowed) {
-  if (!j.is_object()) return make_error(file + where + " must be an object, not " + j.dump());
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* k : allowed) known = known || it.key() == k;
-    if (known) continue;
-    std::string list;
-    for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
-    return make_error(file + "unknown key \"" + it.key() + "\" in " + where + "; known keys: " +
-                      list);
-  }
-  return {};
-}
+// Whether a reader refuses an absent key ("... has no \"key\"; give ...") or leaves `out` as it is.
+enum class presence { optional, required };
+
+// A finite number, any, >= 0 or > 0. `unit` follows "number of" ("milliseconds"); `note` goes
+// in brackets after the bound ("bytes per second", "1 is nominal"). Either may be empty.
+struct number_range {
+  enum bound_kind { any, non_negative, positive };
+  bound_kind bound = any;
+  std::string unit = {};
+  std::string note = {};
+};
+
+// A whole number in min..max. Messages write the bounds as 2^k or 2^k-1 where they are such
+// powers (>= 2^16), else in decimal: "a whole number of bytes in 0..2^62 (0: unlimited)".
+struct whole_range {
+  std::int64_t min = 0;
+  std::int64_t max = std::int64_t{1} << 62;
+  std::string unit = {};  // what it counts: "bytes", "samples"; empty for a bare number
+  std::string note = {};  // in brackets after the range: "0: unlimited"
+};
+
+// What a reader asks for, as its messages say it: "a number of milliseconds >= 0",
+// "a whole number in 1..2^31-1".
+std::string describe(const number_range& r);
+std::string describe(const whole_range& r);
+
+// The document, or an error "<file> is not valid JSON: ..." (a syntax error, or a number out of
+// range such as 1e999, so every number read from it is finite).
+result<nlohmann::json> parse_json(std::string_view text, const std::string& file);
+
+// Rejects a non-object, and keys outside `allowed`, naming the first one and the keys that would
+// work. `file` is the message's prefix ("costs.json: "), `where` the object ("stages[2]").
+status only_keys(const nlohmann::json& j, const std::string& file, const std::string& where,
+                 std::initializer_list<const char*> allowed);
+status only_keys(const nlohmann::json& j, const json_where& at,
+                 std::initializer_list<const char*> allowed);
+
+// Refuses an absent `key`: "<prefix><path> has no \"<key>\"; give <what>".
+status need_key(const nlohmann::json& j, const json_where& at, const char* key,
+                std::string_view what);
+
+// Each reader sets `out` from j[key] and leaves it as it is on an error, or when the key is
+// absent and optional. Refusals, each after `at.prefix`:
+//   a string:       "<path>.<key> must be a string, not <value>"
+//   a bool:         "<path>.<key> must be true or false, not <value>"
+//   a number:       "<path>.<key> must be a number of <unit> >= 0 (<note>), not <value>" for a
+//                   non-number, "<path>.<key> <value> must be a finite number of <unit> >= 0
+//                   (<note>)" for one out of range;
+//   a whole number: "<path>.<key> <value> must be a whole number of <unit> in <min>..<max>
+//                   (<note>)", or "<path>.<key> <value> is too large (max <max>); give ..." above
+//                   max. Unsigned, signed and float JSON numbers are all read (2.0 is 2); a
+//                   fraction or a value outside int64 is refused.
+status read_string(const nlohmann::json& j, const json_where& at, const char* key,
+                   std::string& out, presence p = presence::optional);
+status read_bool(const nlohmann::json& j, const json_where& at, const char* key, bool& out,
+                 presence p = presence::optional);
+status read_number(const nlohmann::json& j, const json_where& at, const char* key,
+                   const number_range& r, double& out, presence p = presence::optional);
+status read_whole(const nlohmann::json& j, const json_where& at, const char* key,
+                  const whole_range& r, std::int64_t& out, presence p = presence::optional);
+// The same into an int; a range wider than int's is narrowed to it.
+status read_whole(const nlohmann::json& j, const json_where& at, const char* key,
+                  const whole_range& r, int& out, presence p = presence::optional);
 
 }  // namespace pipeworks
 

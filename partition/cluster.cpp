@@ -6,7 +6,6 @@
 
 #include <charconv>
 #include <climits>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -26,81 +25,27 @@ using json = nlohmann::json;
 const std::string prefix = "cluster.json: ";
 const std::string preset_list = "dgx-h100x{N}, v100x{N} (N >= 1 servers of 8 GPUs), local-cpu";
 
-status read_string(const json& j, const char* key, const std::string& where, std::string& out) {
-  if (!j.contains(key)) return {};
-  const json& v = j.at(key);
-  if (!v.is_string()) {
-    return make_error(prefix + where + "." + key + " must be a string, not " + v.dump());
-  }
-  out = v.get<std::string>();
-  return {};
-}
-
-// A finite number; `positive`: > 0, else >= 0. Absent keys leave `out` as it is.
-status read_number(const json& j, const char* key, const std::string& where, bool positive,
-                   const std::string& unit, double& out) {
-  if (!j.contains(key)) return {};
-  const json& v = j.at(key);
-  const std::string want = std::string(" must be a finite number ") + (positive ? "> 0" : ">= 0") +
-                           " (" + unit + ")";
-  if (!v.is_number()) return make_error(prefix + where + "." + key + " " + v.dump() + want);
-  out = v.get<double>();
-  if (!std::isfinite(out) || (positive ? !(out > 0.0) : !(out >= 0.0))) {
-    return make_error(prefix + where + "." + key + " " + v.dump() + want);
-  }
-  return {};
-}
-
-// A whole number in min..max; absent keys leave `out` as it is.
-status read_whole(const json& j, const char* key, const std::string& where, std::int64_t min,
-                  std::int64_t max, const std::string& range, std::int64_t& out) {
-  if (!j.contains(key)) return {};
-  const json& v = j.at(key);
-  const std::string bad = prefix + where + "." + key + " " + v.dump() + " must be " + range;
-  if (v.is_number_unsigned()) {
-    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) return make_error(bad);
-    out = static_cast<std::int64_t>(v.get<std::uint64_t>());
-  } else if (v.is_number_integer()) {
-    out = v.get<std::int64_t>();
-  } else if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::abs(d) > static_cast<double>(max)) {
-      return make_error(bad);
-    }
-    out = static_cast<std::int64_t>(d);
-  } else {
-    return make_error(bad);
-  }
-  if (out < min || out > max) return make_error(bad);
-  return {};
-}
-
-constexpr std::int64_t max_bytes = std::int64_t{1} << 62;
-
-status read_bytes(const json& j, const char* key, const std::string& where, std::int64_t& out) {
-  return read_whole(j, key, where, 0, max_bytes, "a whole number of bytes in 0..2^62 (0: unlimited)",
-                    out);
-}
+const whole_range byte_count{.min = 0, .max = std::int64_t{1} << 62, .unit = "bytes",
+                             .note = "0: unlimited"};
 
 result<cluster_level> read_level(const json& j, const std::string& where, bool count_required) {
-  PW_TRY(only_keys(j, prefix, where, {"name", "count", "bandwidth_bytes_per_s", "latency_s"}));
+  const json_where at{prefix, where};
+  PW_TRY(only_keys(j, at, {"name", "count", "bandwidth_bytes_per_s", "latency_s"}));
   cluster_level l;
   l.count = 0;
-  PW_TRY(read_string(j, "name", where, l.name));
-  if (count_required && !j.contains("count")) {
-    return make_error(prefix + where + " has no \"count\"; give the number of units of the "
-                      "level below (devices, for the first level) in one of these");
+  PW_TRY(read_string(j, at, "name", l.name));
+  if (count_required) {
+    PW_TRY(need_key(j, at, "count", "the number of units of the level below (devices, for the "
+                                    "first level) in one of these"));
   }
-  std::int64_t count = 0;
-  PW_TRY(read_whole(j, "count", where, 1, INT_MAX, "a whole number in 1..2^31-1", count));
-  l.count = static_cast<int>(count);
-  if (!j.contains("bandwidth_bytes_per_s")) {
-    return make_error(prefix + where + " has no \"bandwidth_bytes_per_s\"; give the bandwidth "
-                      "between its units in bytes per second (> 0)");
-  }
-  PW_TRY(read_number(j, "bandwidth_bytes_per_s", where, true, "bytes per second",
+  PW_TRY(read_whole(j, at, "count", {.min = 1, .max = INT_MAX}, l.count));
+  PW_TRY(need_key(j, at, "bandwidth_bytes_per_s",
+                  "the bandwidth between its units in bytes per second (> 0)"));
+  PW_TRY(read_number(j, at, "bandwidth_bytes_per_s",
+                     {.bound = number_range::positive, .note = "bytes per second"},
                      l.bandwidth_bytes_per_s));
-  PW_TRY(read_number(j, "latency_s", where, false, "seconds", l.latency_s));
+  PW_TRY(read_number(j, at, "latency_s", {.bound = number_range::non_negative, .note = "seconds"},
+                     l.latency_s));
   return l;
 }
 
@@ -197,7 +142,8 @@ result<cluster> parse_cluster(const std::string& json_text) {
   auto parsed = parse_json(json_text, "cluster.json");
   if (!parsed) return parsed.err();
   const json& j = *parsed;
-  PW_TRY(only_keys(j, prefix, "the top level", {"device_memory_bytes", "levels", "devices"}));
+  const json_where top{prefix, "the top level"};
+  PW_TRY(only_keys(j, top, {"device_memory_bytes", "levels", "devices"}));
   cluster c;
   std::vector<json> levels;
   if (j.contains("levels")) {
@@ -228,13 +174,15 @@ result<cluster> parse_cluster(const std::string& json_text) {
       return make_error(prefix + "too many devices (max 2^31-1)");
     }
     for (std::size_t i = 0; i < ds.size(); ++i) {
-      const std::string where = "devices[" + std::to_string(i) + "]";
-      PW_TRY(only_keys(ds[i], prefix, where, {"name", "speed", "memory_bytes"}));
+      const json_where at{prefix, "devices[" + std::to_string(i) + "]"};
+      PW_TRY(only_keys(ds[i], at, {"name", "speed", "memory_bytes"}));
       device_spec d;
-      PW_TRY(read_string(ds[i], "name", where, d.name));
-      PW_TRY(read_number(ds[i], "speed", where, true, "1 is nominal; times are divided by it",
+      PW_TRY(read_string(ds[i], at, "name", d.name));
+      PW_TRY(read_number(ds[i], at, "speed",
+                         {.bound = number_range::positive,
+                          .note = "1 is nominal; times are divided by it"},
                          d.speed));
-      PW_TRY(read_bytes(ds[i], "memory_bytes", where, d.memory_bytes));
+      PW_TRY(read_whole(ds[i], at, "memory_bytes", byte_count, d.memory_bytes));
       c.devices.push_back(std::move(d));
     }
     if (!levels.empty()) {
@@ -254,7 +202,7 @@ result<cluster> parse_cluster(const std::string& json_text) {
     return make_error(prefix + "give \"levels\" (a hierarchy, innermost first: e.g. 8 GPUs "
                       "per server, 16 servers) or \"devices\" (one entry per device)");
   }
-  PW_TRY(read_bytes(j, "device_memory_bytes", "the top level", c.device_memory_bytes));
+  PW_TRY(read_whole(j, top, "device_memory_bytes", byte_count, c.device_memory_bytes));
   std::int64_t devices = 1;
   for (std::size_t i = 0; i < levels.size(); ++i) {
     const std::string where = "levels[" + std::to_string(i) + "]";

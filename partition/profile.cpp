@@ -2,10 +2,8 @@
 // non-finite fields with an error that names the field and the layer.
 #include "partition/profile.hpp"
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -20,63 +18,8 @@ using json = nlohmann::json;
 
 const std::string prefix = "profile.json: ";
 
-status need(const json& j, const char* key, const std::string& where, const std::string& what) {
-  if (j.contains(key)) return {};
-  return make_error(prefix + where + " has no \"" + key + "\"; give " + what);
-}
-
-status read_string(const json& j, const char* key, const std::string& where, std::string& out) {
-  if (status st = need(j, key, where, "a string"); !st) return st;
-  const json& v = j.at(key);
-  if (!v.is_string()) {
-    return make_error(prefix + where + "." + key + " must be a string, not " + v.dump());
-  }
-  out = v.get<std::string>();
-  return {};
-}
-
-// A time in milliseconds: a finite number >= 0.
-status read_ms(const json& j, const char* key, const std::string& where, double& out) {
-  if (status st = need(j, key, where, "a time in milliseconds"); !st) return st;
-  const json& v = j.at(key);
-  if (!v.is_number()) {
-    return make_error(prefix + where + "." + key + " must be a number of milliseconds, not " +
-                      v.dump());
-  }
-  out = v.get<double>();
-  if (!std::isfinite(out) || out < 0.0) {
-    return make_error(prefix + where + "." + key + " " + v.dump() +
-                      " must be a finite number of milliseconds >= 0");
-  }
-  return {};
-}
-
-// A whole number in min..2^62; `unit` says what it counts.
-status read_whole(const json& j, const char* key, const std::string& where, std::int64_t min,
-                  const std::string& unit, std::int64_t& out) {
-  constexpr std::int64_t max = std::int64_t{1} << 62;
-  if (status st = need(j, key, where, "a whole number of " + unit); !st) return st;
-  const json& v = j.at(key);
-  const std::string name = prefix + where + "." + key + " " + v.dump();
-  const std::string range = " must be a whole number of " + unit + " in " + std::to_string(min) +
-                            "..2^62";
-  if (v.is_number_unsigned()) {
-    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) return make_error(name + range);
-    out = static_cast<std::int64_t>(v.get<std::uint64_t>());
-  } else if (v.is_number_integer()) {
-    out = v.get<std::int64_t>();
-  } else if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::abs(d) > static_cast<double>(max)) {
-      return make_error(name + range);
-    }
-    out = static_cast<std::int64_t>(d);
-  } else {
-    return make_error(name + range);
-  }
-  if (out < min || out > max) return make_error(name + range);
-  return {};
-}
+const number_range milliseconds{.bound = number_range::non_negative, .unit = "milliseconds"};
+const whole_range byte_count{.min = 0, .max = std::int64_t{1} << 62, .unit = "bytes"};
 
 }  // namespace
 
@@ -143,30 +86,34 @@ result<model_profile> parse_profile(const std::string& json_text) {
   auto parsed = parse_json(json_text, "profile.json");
   if (!parsed) return parsed.err();
   const json& j = *parsed;
-  PW_TRY(only_keys(j, prefix, "the top level", {"model", "microbatch", "layers"}));
+  const json_where top{prefix, "the top level"};
+  PW_TRY(only_keys(j, top, {"model", "microbatch", "layers"}));
   model_profile p;
-  PW_TRY(read_string(j, "model", "the top level", p.model));
-  PW_TRY(read_whole(j, "microbatch", "the top level", 1, "samples", p.microbatch));
-  PW_TRY(need(j, "layers", "the top level", "a non-empty array of layer objects"));
+  PW_TRY(read_string(j, top, "model", p.model, presence::required));
+  PW_TRY(read_whole(j, top, "microbatch", {.min = 1, .unit = "samples"}, p.microbatch,
+                    presence::required));
+  PW_TRY(need_key(j, top, "layers", "a non-empty array of layer objects"));
   const json& ls = j.at("layers");
   if (!ls.is_array() || ls.empty()) {
     return make_error(prefix + "\"layers\" must be a non-empty array of layer objects, not " +
                       ls.dump());
   }
   for (std::size_t i = 0; i < ls.size(); ++i) {
-    std::string where = "layers[" + std::to_string(i) + "]";
+    json_where at{prefix, "layers[" + std::to_string(i) + "]"};
     const json& lj = ls[i];
-    PW_TRY(only_keys(lj, prefix, where, {"name", "fwd_ms", "bwd_ms", "activation_bytes", "saved_bytes",
-                                 "param_bytes", "optimizer_bytes"}));
+    PW_TRY(only_keys(lj, at, {"name", "fwd_ms", "bwd_ms", "activation_bytes", "saved_bytes",
+                              "param_bytes", "optimizer_bytes"}));
     layer_profile l;
-    PW_TRY(read_string(lj, "name", where, l.name));
-    where += " (\"" + l.name + "\")";
-    PW_TRY(read_ms(lj, "fwd_ms", where, l.fwd_ms));
-    PW_TRY(read_ms(lj, "bwd_ms", where, l.bwd_ms));
-    PW_TRY(read_whole(lj, "activation_bytes", where, 0, "bytes", l.activation_bytes));
-    PW_TRY(read_whole(lj, "saved_bytes", where, 0, "bytes", l.saved_bytes));
-    PW_TRY(read_whole(lj, "param_bytes", where, 0, "bytes", l.param_bytes));
-    PW_TRY(read_whole(lj, "optimizer_bytes", where, 0, "bytes", l.optimizer_bytes));
+    PW_TRY(read_string(lj, at, "name", l.name, presence::required));
+    at.path += " (\"" + l.name + "\")";
+    PW_TRY(read_number(lj, at, "fwd_ms", milliseconds, l.fwd_ms, presence::required));
+    PW_TRY(read_number(lj, at, "bwd_ms", milliseconds, l.bwd_ms, presence::required));
+    PW_TRY(read_whole(lj, at, "activation_bytes", byte_count, l.activation_bytes,
+                      presence::required));
+    PW_TRY(read_whole(lj, at, "saved_bytes", byte_count, l.saved_bytes, presence::required));
+    PW_TRY(read_whole(lj, at, "param_bytes", byte_count, l.param_bytes, presence::required));
+    PW_TRY(read_whole(lj, at, "optimizer_bytes", byte_count, l.optimizer_bytes,
+                      presence::required));
     p.layers.push_back(std::move(l));
   }
   if (status st = check_profile_totals(p); !st) return make_error(prefix + st.message());

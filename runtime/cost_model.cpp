@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -26,68 +25,23 @@ std::string num(double x) {
   return s.str();
 }
 
-status read_number(const json& j, const char* key, const std::string& where, double& out) {
-  if (!j.contains(key)) return {};
-  const json& v = j.at(key);
-  if (!v.is_number()) {
-    return make_error("costs.json: " + where + "." + key + " must be a number, not " + v.dump());
-  }
-  out = v.get<double>();
-  return {};
-}
+const std::string prefix = "costs.json: ";
 
-// A whole number within +-`max`; `unit` says what it counts ("bytes", "device number").
-status read_whole(const json& j, const char* key, const std::string& where, std::int64_t max,
-                  const std::string& max_text, const std::string& unit, std::int64_t& out) {
-  if (!j.contains(key)) return {};
-  const json& v = j.at(key);
-  const std::string name = "costs.json: " + where + "." + key + " " + v.dump();
-  if (!v.is_number()) return make_error(name + " must be a number of " + unit);
-  if (v.is_number_unsigned()) {
-    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
-      return make_error(name + " is too large (max " + max_text + ")");
-    }
-    out = static_cast<std::int64_t>(v.get<std::uint64_t>());
-    return {};
-  }
-  if (v.is_number_integer()) {
-    out = v.get<std::int64_t>();
-  } else {
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d)) {
-      return make_error(name + " must be a whole number of " + unit);
-    }
-    if (std::abs(d) > static_cast<double>(max)) {
-      return make_error(name + " is too large (max " + max_text + ")");
-    }
-    out = static_cast<std::int64_t>(d);
-  }
-  if (out > max || out < -max) return make_error(name + " is too large (max " + max_text + ")");
-  return {};
-}
+// Times, speeds and link figures are read as any finite number; check() refuses the bad ones, for
+// models built in code too.
+const number_range any_number{};
+const whole_range byte_count{.min = 0, .max = max_cost_bytes, .unit = "bytes"};
+const whole_range device_number{.min = 0, .max = INT_MAX, .note = "a device number"};
 
-status read_bytes(const json& j, const char* key, const std::string& where, std::int64_t& out) {
-  return read_whole(j, key, where, max_cost_bytes, "2^62", "bytes", out);
-}
-
-status read_device(const json& j, const char* key, const std::string& where, int& out) {
-  std::int64_t d = out;
-  if (status st = read_whole(j, key, where, INT_MAX, "2^31 - 1", "device numbers", d); !st) {
-    return st;
-  }
-  out = static_cast<int>(d);
-  return {};
-}
-
-result<link_cost> read_link(const json& j, const std::string& where, bool with_ends,
+result<link_cost> read_link(const json& j, const json_where& at, bool with_ends,
                             link_cost out = {}) {
   if (with_ends) {
-    PW_TRY(only_keys(j, "costs.json: ", where, {"latency", "bandwidth", "from", "to"}));
+    PW_TRY(only_keys(j, at, {"latency", "bandwidth", "from", "to"}));
   } else {
-    PW_TRY(only_keys(j, "costs.json: ", where, {"latency", "bandwidth"}));
+    PW_TRY(only_keys(j, at, {"latency", "bandwidth"}));
   }
-  PW_TRY(read_number(j, "latency", where, out.latency));
-  PW_TRY(read_number(j, "bandwidth", where, out.bandwidth));
+  PW_TRY(read_number(j, at, "latency", any_number, out.latency));
+  PW_TRY(read_number(j, at, "bandwidth", any_number, out.bandwidth));
   return out;
 }
 
@@ -229,72 +183,73 @@ result<cost_model> parse_cost_model(std::string_view json_text) {
   auto parsed = parse_json(json_text, "costs.json");
   if (!parsed) return parsed.err();
   const json& j = *parsed;
-  PW_TRY(only_keys(j, "costs.json: ", "the top level", {"stages", "link", "links", "reduce_link", "devices"}));
+  PW_TRY(only_keys(j, json_where{prefix, "the top level"},
+                   {"stages", "link", "links", "reduce_link", "devices"}));
   cost_model c;
   if (j.contains("stages")) {
     const json& st = j.at("stages");
     if (!st.is_array() || st.empty()) {
-      return make_error("costs.json: \"stages\" must be a non-empty array of stage objects");
+      return make_error(prefix + "\"stages\" must be a non-empty array of stage objects");
     }
     c.stages.clear();
     for (std::size_t i = 0; i < st.size(); ++i) {
-      const std::string where = "stages[" + std::to_string(i) + "]";
+      const json_where at{prefix, "stages[" + std::to_string(i) + "]"};
       const json& s = st[i];
-      PW_TRY(only_keys(s, "costs.json: ", where, {"forward", "backward", "weight_grad", "step", "reduce",
-                                  "activation_bytes", "boundary_bytes", "param_bytes"}));
+      PW_TRY(only_keys(s, at, {"forward", "backward", "weight_grad", "step", "reduce",
+                               "activation_bytes", "boundary_bytes", "param_bytes"}));
       stage_cost sc;
-      PW_TRY(read_number(s, "forward", where, sc.forward));
-      PW_TRY(read_number(s, "backward", where, sc.backward));
-      PW_TRY(read_number(s, "weight_grad", where, sc.weight_grad));
-      PW_TRY(read_number(s, "step", where, sc.step));
-      PW_TRY(read_number(s, "reduce", where, sc.reduce));
-      PW_TRY(read_bytes(s, "activation_bytes", where, sc.activation_bytes));
-      PW_TRY(read_bytes(s, "boundary_bytes", where, sc.boundary_bytes));
-      PW_TRY(read_bytes(s, "param_bytes", where, sc.param_bytes));
+      PW_TRY(read_number(s, at, "forward", any_number, sc.forward));
+      PW_TRY(read_number(s, at, "backward", any_number, sc.backward));
+      PW_TRY(read_number(s, at, "weight_grad", any_number, sc.weight_grad));
+      PW_TRY(read_number(s, at, "step", any_number, sc.step));
+      PW_TRY(read_number(s, at, "reduce", any_number, sc.reduce));
+      PW_TRY(read_whole(s, at, "activation_bytes", byte_count, sc.activation_bytes));
+      PW_TRY(read_whole(s, at, "boundary_bytes", byte_count, sc.boundary_bytes));
+      PW_TRY(read_whole(s, at, "param_bytes", byte_count, sc.param_bytes));
       c.stages.push_back(sc);
     }
   }
   if (j.contains("link")) {
-    auto l = read_link(j.at("link"), "link", false);
+    auto l = read_link(j.at("link"), json_where{prefix, "link"}, false);
     if (!l) return l.err();
     c.link = *l;
   }
   if (j.contains("reduce_link")) {
-    auto l = read_link(j.at("reduce_link"), "reduce_link", false);
+    auto l = read_link(j.at("reduce_link"), json_where{prefix, "reduce_link"}, false);
     if (!l) return l.err();
     c.reduce_link = *l;
   }
   if (j.contains("links")) {
     const json& ls = j.at("links");
     if (!ls.is_array()) {
-      return make_error("costs.json: \"links\" must be an array of {from, to, latency, bandwidth}");
+      return make_error(prefix + "\"links\" must be an array of {from, to, latency, bandwidth}");
     }
     for (std::size_t i = 0; i < ls.size(); ++i) {
-      const std::string where = "links[" + std::to_string(i) + "]";
+      const json_where at{prefix, "links[" + std::to_string(i) + "]"};
       if (!ls[i].is_object() || !ls[i].contains("from") || !ls[i].contains("to")) {
-        return make_error("costs.json: " + where + " needs \"from\" and \"to\" device numbers");
+        return make_error(prefix + at.path + " needs \"from\" and \"to\" device numbers");
       }
-      auto l = read_link(ls[i], where, true, c.link);
+      auto l = read_link(ls[i], at, true, c.link);
       if (!l) return l.err();
       device_link dl;
       dl.cost = *l;
-      PW_TRY(read_device(ls[i], "from", where, dl.from));
-      PW_TRY(read_device(ls[i], "to", where, dl.to));
+      PW_TRY(read_whole(ls[i], at, "from", device_number, dl.from));
+      PW_TRY(read_whole(ls[i], at, "to", device_number, dl.to));
       c.links.push_back(dl);
     }
   }
   if (j.contains("devices")) {
     const json& ds = j.at("devices");
     if (!ds.is_array() || ds.empty()) {
-      return make_error("costs.json: \"devices\" must be a non-empty array of {speed, memory}");
+      return make_error(prefix + "\"devices\" must be a non-empty array of {speed, memory}");
     }
     c.devices.clear();
     for (std::size_t i = 0; i < ds.size(); ++i) {
-      const std::string where = "devices[" + std::to_string(i) + "]";
-      PW_TRY(only_keys(ds[i], "costs.json: ", where, {"speed", "memory"}));
+      const json_where at{prefix, "devices[" + std::to_string(i) + "]"};
+      PW_TRY(only_keys(ds[i], at, {"speed", "memory"}));
       device_cost dc;
-      PW_TRY(read_number(ds[i], "speed", where, dc.speed));
-      PW_TRY(read_bytes(ds[i], "memory", where, dc.memory));
+      PW_TRY(read_number(ds[i], at, "speed", any_number, dc.speed));
+      PW_TRY(read_whole(ds[i], at, "memory", byte_count, dc.memory));
       c.devices.push_back(dc);
     }
   }
@@ -313,7 +268,6 @@ result<cost_model> load_cost_model(const std::string& path) {
   buf << in.rdbuf();
   auto c = parse_cost_model(buf.str());
   if (c) return c;
-  const std::string prefix = "costs.json: ";
   const std::string& m = c.message();
   return make_error(path + ": " + (m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m));
 }
