@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libcaf-dev libtbb-dev libucx-dev catch2
-  libopenblas-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libopenblas-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev
   fortunes dataset-fashion-mnist
 )
 # Extra packages a caller may ask for (the benchmark script asks for python3-torch).

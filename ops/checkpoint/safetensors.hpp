@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "ops/checkpoint/atomic_file.hpp"
 #include "ops/tensor.hpp"
 
 namespace pipeworks {
@@ -30,7 +31,13 @@ safetensors_entry entry_of(std::string name, shape_t shape, std::span<const doub
 safetensors_entry entry_of(std::string name, shape_t shape, std::span<const std::int32_t> data);
 
 // Writes to a temporary file in path's directory, fsyncs it, then renames it over path, so a
-// reader never sees a half-written checkpoint. Adds metadata "format": "pt" unless given.
+// reader never sees a half-written checkpoint (write_file_atomic: a symbolic link or a directory
+// at path is refused). Adds metadata "format": "pt" unless given. The tensors' bytes are written
+// from where the entries point, hashed as they go: returns the file's size and sha256.
+result<written_file> write_safetensors(const std::string& path,
+                                       std::span<const safetensors_entry> entries,
+                                       const metadata_map& metadata = {});
+// write_safetensors without the size and hash.
 status save_safetensors(const std::string& path, std::span<const safetensors_entry> entries,
                         const metadata_map& metadata = {});
 

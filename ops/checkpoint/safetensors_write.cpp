@@ -1,14 +1,9 @@
-// safetensors writing: header JSON, 8-byte alignment padding, then data, written to a temporary
-// file that is fsynced and renamed into place.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
+// safetensors writing: header JSON, 8-byte alignment padding, then the tensors' bytes, written
+// atomically (ops/checkpoint/atomic_file) with their size and sha256.
+#include <array>
 #include <bit>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,20 +19,6 @@ template <class T>
 safetensors_entry make_entry(std::string name, shape_t shape, std::span<const T> data) {
   return {std::move(name), std::move(shape), dtype_of<T>(),
           reinterpret_cast<const std::byte*>(data.data()), data.size_bytes()};
-}
-
-std::string errno_text() { return std::strerror(errno); }
-
-status write_all(int fd, const void* data, std::size_t n, const std::string& tmp) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return make_error("cannot write checkpoint " + tmp + ": " + errno_text());
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return {};
 }
 
 result<std::string> build_header(std::span<const safetensors_entry> entries,
@@ -92,56 +73,27 @@ safetensors_entry entry_of(std::string name, shape_t shape, std::span<const std:
   return make_entry(std::move(name), std::move(shape), data);
 }
 
-status save_safetensors(const std::string& path, std::span<const safetensors_entry> entries,
-                        const metadata_map& metadata) {
+result<written_file> write_safetensors(const std::string& path,
+                                       std::span<const safetensors_entry> entries,
+                                       const metadata_map& metadata) {
   auto header = build_header(entries, metadata);
   if (!header) return header.err();
+  std::array<std::byte, 8> length;
+  const std::uint64_t n = header->size();
+  for (int i = 0; i < 8; ++i) length[static_cast<std::size_t>(i)] = static_cast<std::byte>(n >> (8 * i));
+  // The length, the header, then each tensor's bytes where the caller keeps them: no copy.
+  std::vector<std::span<const std::byte>> parts;
+  parts.reserve(entries.size() + 2);
+  parts.push_back(length);
+  parts.push_back(std::as_bytes(std::span(header->data(), header->size())));
+  for (const auto& e : entries) parts.emplace_back(e.data, e.nbytes);
+  return write_file_atomic(path, parts);
+}
 
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  static std::atomic<int> counter{0};
-  // A hidden sibling: ".NAME.tmp.PID.N" (built with append; GCC 12 warns falsely on "." + s).
-  std::string tmp_name(1, '.');
-  tmp_name.append(target.filename().string())
-      .append(".tmp.")
-      .append(std::to_string(::getpid()))
-      .append(".")
-      .append(std::to_string(counter++));
-  const std::string tmp = (dir / tmp_name).string();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return make_error("cannot create checkpoint file " + tmp + " (for " + path +
-                      "): " + errno_text());
-
-  auto fail = [&](status s) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  unsigned char len[8];
-  std::uint64_t n = header->size();
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-  if (auto s = write_all(fd, len, 8, tmp); !s) return fail(s);
-  if (auto s = write_all(fd, header->data(), header->size(), tmp); !s) return fail(s);
-  for (const auto& e : entries)
-    if (auto s = write_all(fd, e.data, e.nbytes, tmp); !s) return fail(s);
-  if (::fsync(fd) != 0)
-    return fail(make_error("cannot fsync checkpoint " + tmp + ": " + errno_text()));
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return make_error("cannot close checkpoint " + tmp + ": " + errno_text());
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    return make_error("cannot rename checkpoint " + tmp + " to " + path + ": " + why);
-  }
-  // Make the rename itself durable.
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+status save_safetensors(const std::string& path, std::span<const safetensors_entry> entries,
+                        const metadata_map& metadata) {
+  auto written = write_safetensors(path, entries, metadata);
+  if (!written) return written.err();
   return {};
 }
 

@@ -1,0 +1,191 @@
+// write_file_atomic: the parts go to a temporary file with writev, straight from the caller's
+// memory, while a second thread hashes the same bytes; the file streams to disk as it grows;
+// then fsync, rename and fsync the directory.
+#include "ops/checkpoint/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "base/sha256.hpp"
+
+namespace pipeworks {
+namespace {
+
+constexpr std::size_t hash_in_thread_from = std::size_t{4} << 20;  // smaller files: hash inline
+constexpr std::size_t hash_chunk = std::size_t{4} << 20;           // the hasher checks for stop
+constexpr std::size_t write_batch = std::size_t{4} << 20;         // bytes per writev at most
+constexpr std::uint64_t write_behind = std::uint64_t{32} << 20;    // written, not yet waited for
+
+std::string os_reason(int e) { return std::strerror(e); }
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a named pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+// Hashes the parts: inline for small files, else in a thread of its own that runs alongside the
+// writes (both only read the caller's memory). digest() waits for it.
+class part_hasher {
+ public:
+  explicit part_hasher(std::span<const std::span<const std::byte>> parts, std::uint64_t total) {
+    if (total < hash_in_thread_from) {
+      hash_all(parts, {});
+      return;
+    }
+    thread_ = std::jthread([this, parts](std::stop_token stop) { hash_all(parts, stop); });
+  }
+  // The hex digest, or an error when libcrypto failed.
+  result<std::string> digest() {
+    if (thread_.joinable()) thread_.join();
+    if (failure_) return make_error(*failure_);
+    return hash_.hex_digest();
+  }
+
+ private:
+  void hash_all(std::span<const std::span<const std::byte>> parts, std::stop_token stop) {
+    try {
+      for (const auto& part : parts)
+        for (std::size_t at = 0; at < part.size(); at += hash_chunk) {
+          if (stop.stop_requested()) return;
+          hash_.update(part.subspan(at, std::min(hash_chunk, part.size() - at)));
+        }
+    } catch (const std::exception& e) {
+      failure_ = e.what();
+    }
+  }
+  sha256 hash_;
+  std::optional<std::string> failure_;
+  std::jthread thread_;  // last: stopped and joined before the digest it writes is destroyed
+};
+
+// Writes every byte of the parts to fd with writev (up to IOV_MAX spans and write_batch bytes a
+// call). Streams to the disk as it goes: starts writeback of each call's bytes at once, and once
+// more than write_behind bytes are pending, waits for the oldest and drops them from the page
+// cache. The disk then works while later bytes are copied and hashed, the final fsync has little
+// left to do, and a checkpoint neither piles up dirty memory nor evicts the trainer's cache.
+status write_parts(int fd, std::span<const std::span<const std::byte>> parts,
+                   const std::string& tmp) {
+  std::size_t part = 0, offset = 0;  // the next byte to write
+  std::uint64_t written = 0, settled = 0;  // settled: on disk and dropped from the cache
+  std::vector<iovec> iov;
+  iov.reserve(IOV_MAX);
+  for (;;) {
+    iov.clear();
+    std::size_t batch = 0;
+    for (std::size_t p = part, off = offset; p < parts.size() && iov.size() < IOV_MAX &&
+                                             batch < write_batch;
+         ++p, off = 0) {
+      const std::size_t n = std::min(parts[p].size() - off, write_batch - batch);
+      if (n == 0) continue;
+      iov.push_back({const_cast<std::byte*>(parts[p].data() + off), n});
+      batch += n;
+    }
+    if (iov.empty()) return {};
+    const ssize_t w = ::writev(fd, iov.data(), static_cast<int>(iov.size()));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return make_error("cannot write " + tmp + ": " + os_reason(errno));
+    if (w == 0) return make_error("cannot write " + tmp + ": the write made no progress");
+    // Failures here only cost speed: the fsync that follows reports any error of the writes.
+    (void)::sync_file_range(fd, static_cast<off_t>(written), w, SYNC_FILE_RANGE_WRITE);
+    written += static_cast<std::uint64_t>(w);
+    if (written - settled > write_behind) {
+      const std::uint64_t upto = written - write_behind;
+      (void)::sync_file_range(fd, static_cast<off_t>(settled), static_cast<off_t>(upto - settled),
+                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                  SYNC_FILE_RANGE_WAIT_AFTER);
+      (void)::posix_fadvise(fd, static_cast<off_t>(settled), static_cast<off_t>(upto - settled),
+                            POSIX_FADV_DONTNEED);
+      settled = upto;
+    }
+    for (std::size_t left = static_cast<std::size_t>(w); left > 0;) {
+      const std::size_t n = std::min(left, parts[part].size() - offset);
+      left -= n;
+      offset += n;
+      if (offset == parts[part].size()) ++part, offset = 0;
+    }
+    while (part < parts.size() && offset == parts[part].size()) ++part, offset = 0;
+  }
+}
+
+std::string temporary_name(const std::filesystem::path& target) {
+  static std::atomic<int> counter{0};
+  // ".NAME.tmp.PID.N" (built with append; GCC 12 warns falsely on "." + s).
+  std::string name(1, '.');
+  name.append(target.filename().string())
+      .append(".tmp.")
+      .append(std::to_string(::getpid()))
+      .append(".")
+      .append(std::to_string(counter++));
+  return name;
+}
+
+}  // namespace
+
+status fsync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return make_error("cannot open directory " + dir + " to fsync it: " + os_reason(errno));
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) return make_error("cannot fsync directory " + dir + ": " + os_reason(e));
+  return {};
+}
+
+result<written_file> write_file_atomic(const std::string& path,
+                                       std::span<const std::span<const std::byte>> parts) {
+  namespace fs = std::filesystem;
+  if (struct stat st; ::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      return make_error("refusing to write " + path +
+                        ": it is a symbolic link; remove it or choose another path");
+    if (!S_ISREG(st.st_mode))
+      return make_error("refusing to write " + path + ": it exists and is " + kind_of(st.st_mode) +
+                        "; remove it or choose another path");
+  }
+  const fs::path target(path);
+  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+  const std::string tmp = (fs::path(dir) / temporary_name(target)).string();
+
+  std::uint64_t total = 0;
+  for (const auto& p : parts) total += p.size();
+  part_hasher hasher(parts, total);  // first: it may throw, when libcrypto cannot start
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return make_error("cannot create a temporary file in directory " + dir + " to write " + path +
+                      ": " + os_reason(errno));
+  auto fail = [&](const std::string& message, bool close_fd) -> error {
+    if (close_fd) ::close(fd);
+    ::unlink(tmp.c_str());
+    return make_error(message);
+  };
+  if (auto s = write_parts(fd, parts, tmp); !s)
+    return fail(s.message() + " (writing " + path + ")", true);
+  if (::fsync(fd) != 0)
+    return fail("cannot fsync " + tmp + " (writing " + path + "): " + os_reason(errno), true);
+  if (::close(fd) != 0)
+    return fail("cannot close " + tmp + " (writing " + path + "): " + os_reason(errno), false);
+  auto digest = hasher.digest();
+  if (!digest) return fail(digest.message() + " (writing " + path + ")", false);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail("cannot rename " + tmp + " to " + path + ": " + os_reason(errno), false);
+  if (auto s = fsync_directory(dir); !s)
+    return make_error(path + " was written but may not survive a crash: " + s.message());
+  return written_file{total, std::move(*digest)};
+}
+
+}  // namespace pipeworks

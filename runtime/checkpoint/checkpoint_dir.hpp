@@ -1,0 +1,44 @@
+// The layout of a checkpoint directory: DIR/step-00000010/ holds rank-<r>.safetensors per rank
+// and manifest.json, written last; a step directory is a complete checkpoint iff its manifest
+// exists and parses. Finding, preparing, completing and pruning checkpoints.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "runtime/checkpoint/manifest.hpp"
+
+namespace pipeworks {
+
+std::string step_dir_name(std::int64_t step);                 // "step-00000010"
+std::string step_dir(const std::string& dir, std::int64_t step);  // "DIR/step-00000010"
+std::string rank_file_name(int rank);                         // "rank-3.safetensors"
+inline constexpr const char* manifest_name = "manifest.json";
+
+// The steps of the complete checkpoints in dir, ascending: step directories whose manifest.json
+// exists, parses and records that step. A missing dir is an error naming it.
+result<std::vector<std::int64_t>> complete_steps(const std::string& dir);
+// The newest complete checkpoint's step; an error naming dir when it holds none.
+result<std::int64_t> latest_complete(const std::string& dir);
+
+// Reads and parses step_dir(dir, step)/manifest.json; an error when it is absent, does not parse
+// or records another step.
+result<checkpoint_manifest> read_manifest(const std::string& dir, std::int64_t step);
+// Writes step_dir(dir, m.step)/manifest.json atomically, marking the checkpoint complete. The
+// rank files must be in place first. Refuses a manifest that parse_manifest would refuse.
+status write_manifest(const std::string& dir, const checkpoint_manifest& m);
+
+// Creates dir and its parents. Unless resuming, refuses a dir that already holds a step
+// directory (complete or not), so a new run never mixes with an old one. Refuses a file.
+status prepare_checkpoint_dir(const std::string& dir, bool resuming);
+// Creates step_dir(dir, step). One left without a manifest (a checkpoint cut short) is emptied
+// first; one with a manifest is an error: a complete checkpoint is never overwritten.
+status prepare_step_dir(const std::string& dir, std::int64_t step);
+// keep <= 0 keeps everything. Otherwise removes complete checkpoints older than the newest
+// `keep` and incomplete step directories older than the newest complete one. Touches nothing but
+// step-NNNNNNNN directories, and never the newest complete checkpoint. A checkpoint's manifest
+// goes first, so a crash midway never leaves one that looks complete but lacks files.
+status prune_checkpoints(const std::string& dir, int keep);
+
+}  // namespace pipeworks

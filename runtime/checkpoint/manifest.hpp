@@ -1,0 +1,53 @@
+// A checkpoint's manifest.json: the step, the run plan, the data position, RNG states, metrics and
+// each rank's file with its size and sha256. Written last, so its presence marks the checkpoint
+// complete; parsed strictly, and checked against the files it lists.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace pipeworks {
+
+// One rank's state file.
+struct checkpoint_file {
+  int rank = 0;
+  std::string path;  // a file name in the step directory ("rank-0.safetensors")
+  std::uint64_t bytes = 0;
+  std::string sha256;  // 64 lowercase hex digits
+};
+
+struct checkpoint_manifest {
+  int format_version = 1;          // "format": "pipeworks-checkpoint", "version": 1 in JSON
+  std::int64_t step = 0;           // optimizer steps done
+  nlohmann::json plan;             // the run plan (an object; opaque here)
+  std::int64_t data_position = 0;  // the step index of the next minibatch the data stream gives
+  nlohmann::json rng;              // the RNG states (an object; opaque here)
+  nlohmann::json metrics;          // e.g. samples seen, elapsed seconds (an object; opaque here)
+  std::vector<checkpoint_file> files;  // one per rank, ranks 0..n-1 each exactly once
+};
+
+inline constexpr const char* checkpoint_format = "pipeworks-checkpoint";
+inline constexpr int checkpoint_format_version = 1;
+
+// The manifest as pretty-printed JSON, fields in a fixed order:
+// {"format", "version", "step", "data_position", "plan", "rng", "metrics", "files": [{"rank",
+// "path", "bytes", "sha256"}, ...]}.
+std::string to_json(const checkpoint_manifest& m);
+
+// Refuses unknown and missing fields, wrong types, another format or version, duplicate or
+// missing ranks, file paths that are not plain names in the step directory and sha256 values that
+// are not 64 hex digits (upper case is read as lower case). Every message starts with `source`
+// (the file) and names the field: "<source>: files[2].sha256 must be 64 hexadecimal digits".
+result<checkpoint_manifest> parse_manifest(std::string_view text, const std::string& source);
+
+// Checks that step_dir/<file.path> is a regular file of the recorded size and sha256; the error
+// names the file and the field that differs.
+status verify_file(const checkpoint_file& file, const std::string& step_dir);
+// verify_file for every file, in rank order; the first failure.
+status verify_files(const checkpoint_manifest& m, const std::string& step_dir);
+
+}  // namespace pipeworks

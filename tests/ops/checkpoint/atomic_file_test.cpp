@@ -1,0 +1,177 @@
+// Tests for ops/checkpoint/atomic_file: the bytes and the sha256 of what is written, refusals of
+// a symbolic link and a directory (left untouched), no temporary file left behind, and errors
+// that name the directory that cannot be written.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/sha256.hpp"
+#include "ops/checkpoint/atomic_file.hpp"
+
+using namespace pipeworks;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir() {
+  const auto d = fs::temp_directory_path() /
+                 ("pipeworks_atomic_file_test_" + std::to_string(std::random_device{}()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::span<const std::byte> bytes_of(const std::string& s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+// The names in dir, sorted.
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("write_file_atomic writes the parts in order and returns their size and sha256",
+          "[ops][checkpoint]") {
+  const auto dir = fresh_dir();
+  const std::string a = "ab", empty, b = "c";
+  const std::vector<std::span<const std::byte>> parts = {bytes_of(a), bytes_of(empty), bytes_of(b)};
+  auto w = write_file_atomic((dir / "f.bin").string(), parts);
+  REQUIRE(w.ok());
+  CHECK(w->bytes == 3);
+  CHECK(w->sha256 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // "abc"
+  CHECK(slurp(dir / "f.bin") == "abc");
+  CHECK(names_in(dir) == std::vector<std::string>{"f.bin"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic hashes a large file in the background and replaces the old one",
+          "[ops][checkpoint]") {
+  const auto dir = fresh_dir();
+  const auto path = (dir / "big.bin").string();
+  std::ofstream(path) << "old contents";
+  // 40 MiB in parts of uneven sizes, some larger than one write, many small ones.
+  std::vector<std::string> pieces;
+  std::mt19937 rng(7);
+  std::size_t total = 0;
+  for (std::size_t size : {std::size_t{25} << 20, std::size_t{3}, std::size_t{0}}) {
+    pieces.emplace_back(size, '\0');
+    total += size;
+  }
+  for (int i = 0; i < 3000; ++i) {
+    pieces.emplace_back(static_cast<std::size_t>(rng() % 5000), '\0');
+    total += pieces.back().size();
+  }
+  pieces.emplace_back((std::size_t{40} << 20) - total, '\0');
+  std::string whole;
+  for (auto& p : pieces) {
+    for (auto& c : p) c = static_cast<char>(rng());
+    whole += p;
+  }
+  std::vector<std::span<const std::byte>> parts;
+  for (const auto& p : pieces) parts.push_back(bytes_of(p));
+  auto w = write_file_atomic(path, parts);
+  REQUIRE(w.ok());
+  CHECK(w->bytes == std::uint64_t{40} << 20);
+  sha256 h;
+  h.update(bytes_of(whole));
+  CHECK(w->sha256 == h.hex_digest());
+  CHECK(slurp(path) == whole);
+  CHECK(sha256_file(path).value() == w->sha256);
+  CHECK(names_in(dir) == std::vector<std::string>{"big.bin"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic refuses a symbolic link and a directory and leaves them untouched",
+          "[ops][checkpoint]") {
+  const auto dir = fresh_dir();
+  std::ofstream(dir / "real.txt") << "keep me";
+  fs::create_symlink(dir / "real.txt", dir / "link.txt");
+  fs::create_directory(dir / "sub");
+  const std::string text = "new";
+  const std::vector<std::span<const std::byte>> parts = {bytes_of(text)};
+
+  auto link = write_file_atomic((dir / "link.txt").string(), parts);
+  REQUIRE_FALSE(link.ok());
+  CHECK_THAT(link.message(), Catch::Contains((dir / "link.txt").string()) &&
+                                 Catch::Contains("symbolic link"));
+  CHECK(fs::is_symlink(dir / "link.txt"));
+  CHECK(slurp(dir / "real.txt") == "keep me");
+
+  auto sub = write_file_atomic((dir / "sub").string(), parts);
+  REQUIRE_FALSE(sub.ok());
+  CHECK_THAT(sub.message(), Catch::Contains((dir / "sub").string()) &&
+                                Catch::Contains("a directory"));
+  CHECK(fs::is_directory(dir / "sub"));
+  CHECK(fs::is_empty(dir / "sub"));
+  CHECK(names_in(dir) == std::vector<std::string>{"link.txt", "real.txt", "sub"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic names a directory it cannot write in and leaves nothing behind",
+          "[ops][checkpoint]") {
+  const auto dir = fresh_dir();
+  const std::string text = "x";
+  const std::vector<std::span<const std::byte>> parts = {bytes_of(text)};
+
+  auto missing = write_file_atomic((dir / "no" / "such" / "f").string(), parts);
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.message(), Catch::Contains((dir / "no" / "such").string()) &&
+                                    Catch::Contains("No such file or directory"));
+
+  std::ofstream(dir / "plain") << "a file, not a directory";
+  auto not_dir = write_file_atomic((dir / "plain" / "f").string(), parts);
+  REQUIRE_FALSE(not_dir.ok());
+  CHECK_THAT(not_dir.message(), Catch::Contains((dir / "plain").string()) &&
+                                    Catch::Contains("Not a directory"));
+
+  // A directory without write permission; root ignores permissions, so then /sys, which refuses
+  // new files even to root (skipped where it does not).
+  fs::create_directory(dir / "locked");
+  fs::permissions(dir / "locked", fs::perms::owner_read | fs::perms::owner_exec);
+  std::string locked;
+  for (const std::string candidate : {(dir / "locked").string(), std::string("/sys")}) {
+    const std::string probe = candidate + "/pipeworks-probe";
+    if (std::ofstream(probe)) {
+      fs::remove(probe);
+      continue;
+    }
+    locked = candidate;
+    break;
+  }
+  if (locked.empty()) {
+    WARN("no directory here refuses new files; skipping the permission case");
+  } else {
+    auto denied = write_file_atomic(locked + "/pipeworks-test.bin", parts);
+    REQUIRE_FALSE(denied.ok());
+    CHECK_THAT(denied.message(), Catch::Contains("directory " + locked) &&
+                                     Catch::Contains("pipeworks-test.bin"));
+    CHECK_FALSE(fs::exists(locked + "/pipeworks-test.bin"));
+  }
+  fs::permissions(dir / "locked", fs::perms::owner_all);
+  CHECK(fs::is_empty(dir / "locked"));
+  CHECK(names_in(dir) == std::vector<std::string>{"locked", "plain"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("fsync_directory names a missing directory", "[ops][checkpoint]") {
+  const auto dir = fresh_dir();
+  CHECK(fsync_directory(dir.string()).ok());
+  const auto s = fsync_directory((dir / "gone").string());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.message(), Catch::Contains((dir / "gone").string()));
+  fs::remove_all(dir);
+}

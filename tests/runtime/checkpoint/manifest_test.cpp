@@ -1,0 +1,204 @@
+// Tests for runtime/checkpoint/manifest: a round trip through JSON, every refusal of
+// parse_manifest with its message naming the file and the field, and verify_files catching a
+// flipped byte, a truncated file and a missing one.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "base/sha256.hpp"
+#include "runtime/checkpoint/manifest.hpp"
+
+using namespace pipeworks;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string digest_a(64, 'a'), digest_b(64, 'b'), digest_c(64, 'c');
+
+checkpoint_manifest sample() {
+  checkpoint_manifest m;
+  m.step = 10;
+  m.data_position = 11;
+  m.plan = {{"model", {{"type", "gpt"}, {"name", "gpt-small"}}},
+            {"schedule", {{"kind", "1f1b"}, {"stages", 3}}}};
+  m.rng = {{"init", 1234}, {"dropout", json::array({1, 2, 3})}};
+  m.metrics = {{"samples", 640}, {"elapsed_s", 12.5}};
+  m.files = {{0, "rank-0.safetensors", 100, digest_a},
+             {2, "rank-2.safetensors", 300, digest_c},
+             {1, "rank-1.safetensors", 200, digest_b}};
+  return m;
+}
+
+// The sample manifest as JSON, changed by `edit`, parsed back.
+result<checkpoint_manifest> parse_edited(const std::function<void(json&)>& edit) {
+  json j = json::parse(to_json(sample()));
+  edit(j);
+  return parse_manifest(j.dump(), "DIR/step-00000010/manifest.json");
+}
+
+fs::path fresh_dir() {
+  const auto d = fs::temp_directory_path() /
+                 ("pipeworks_manifest_test_" + std::to_string(std::random_device{}()));
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("a manifest round trips through to_json and parse_manifest", "[runtime][checkpoint]") {
+  const checkpoint_manifest m = sample();
+  const std::string text = to_json(m);
+  CHECK(text.rfind("{\n  \"format\": \"pipeworks-checkpoint\",\n  \"version\": 1,\n  \"step\": 10,",
+                   0) == 0);
+  auto back = parse_manifest(text, "manifest.json");
+  REQUIRE(back.ok());
+  CHECK(back->format_version == 1);
+  CHECK(back->step == 10);
+  CHECK(back->data_position == 11);
+  CHECK(back->plan == m.plan);
+  CHECK(back->rng == m.rng);
+  CHECK(back->metrics == m.metrics);
+  REQUIRE(back->files.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(back->files[i].rank == m.files[i].rank);
+    CHECK(back->files[i].path == m.files[i].path);
+    CHECK(back->files[i].bytes == m.files[i].bytes);
+    CHECK(back->files[i].sha256 == m.files[i].sha256);
+  }
+  CHECK(to_json(*back) == text);
+}
+
+TEST_CASE("parse_manifest reads upper-case digests as lower case", "[runtime][checkpoint]") {
+  auto m = parse_edited([](json& j) { j["files"][1]["sha256"] = std::string(64, 'C'); });
+  REQUIRE(m.ok());
+  CHECK(m->files[1].sha256 == digest_c);
+}
+
+TEST_CASE("parse_manifest refuses each bad field and names the file and the field",
+          "[runtime][checkpoint]") {
+  struct refusal {
+    const char* what;
+    std::function<void(json&)> edit;
+    std::string message;
+  };
+  const refusal cases[] = {
+      {"unknown top-level key", [](json& j) { j["extra"] = 1; },
+       "unknown key \"extra\" in the manifest"},
+      {"unknown key in a file", [](json& j) { j["files"][1]["mode"] = "rw"; },
+       "unknown key \"mode\" in files[1]"},
+      {"missing step", [](json& j) { j.erase("step"); }, "missing field \"step\""},
+      {"missing plan", [](json& j) { j.erase("plan"); }, "missing field \"plan\""},
+      {"missing sha256", [](json& j) { j["files"][0].erase("sha256"); },
+       "missing field \"files[0].sha256\""},
+      {"step as a string", [](json& j) { j["step"] = "10"; }, "step must be a whole number"},
+      {"negative step", [](json& j) { j["step"] = -1; }, "step must be a whole number"},
+      {"fractional data position", [](json& j) { j["data_position"] = 1.5; },
+       "data_position must be a whole number"},
+      {"plan as an array", [](json& j) { j["plan"] = json::array(); },
+       "plan must be a JSON object"},
+      {"rng null", [](json& j) { j["rng"] = nullptr; }, "rng must be a JSON object"},
+      {"metrics as a string", [](json& j) { j["metrics"] = "fast"; },
+       "metrics must be a JSON object"},
+      {"another format", [](json& j) { j["format"] = "other"; }, "format is \"other\""},
+      {"format as a number", [](json& j) { j["format"] = 1; }, "format must be a string"},
+      {"version 2", [](json& j) { j["version"] = 2; }, "version 2 is not supported"},
+      {"no files", [](json& j) { j["files"] = json::array(); }, "files must be a non-empty array"},
+      {"files as an object", [](json& j) { j["files"] = json::object(); },
+       "files must be a non-empty array"},
+      {"a file as a string", [](json& j) { j["files"][2] = "rank-2.safetensors"; },
+       "files[2] must be a JSON object"},
+      {"duplicate rank", [](json& j) { j["files"][2]["rank"] = 0; },
+       "files[2].rank 0 appears twice (also files[0].rank)"},
+      {"missing rank", [](json& j) { j["files"][2]["rank"] = 5; }, "files has no entry for rank 1 (files[2].rank is 5)"},
+      {"negative rank", [](json& j) { j["files"][1]["rank"] = -1; },
+       "files[1].rank must be a whole number"},
+      {"negative bytes", [](json& j) { j["files"][1]["bytes"] = -5; },
+       "files[1].bytes must be a whole number"},
+      {"absolute path", [](json& j) { j["files"][0]["path"] = "/etc/passwd"; },
+       "files[0].path must be a file name in the step directory"},
+      {"path with ..", [](json& j) { j["files"][0]["path"] = "../rank-0.safetensors"; },
+       "files[0].path must be a file name in the step directory"},
+      {"path in a subdirectory", [](json& j) { j["files"][1]["path"] = "sub/rank-1.safetensors"; },
+       "files[1].path must be a file name in the step directory"},
+      {"empty path", [](json& j) { j["files"][1]["path"] = ""; },
+       "files[1].path must be a file name in the step directory"},
+      {"shared path", [](json& j) { j["files"][1]["path"] = "rank-0.safetensors"; },
+       "files[1].path \"rank-0.safetensors\" is also files[0].path"},
+      {"short sha256", [](json& j) { j["files"][2]["sha256"] = "abc"; },
+       "files[2].sha256 must be 64 hexadecimal digits"},
+      {"sha256 with a non-hex digit",
+       [](json& j) { j["files"][2]["sha256"] = std::string(63, 'a') + "g"; },
+       "files[2].sha256 must be 64 hexadecimal digits"},
+  };
+  for (const refusal& c : cases) {
+    INFO(c.what);
+    auto m = parse_edited(c.edit);
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.message(), Catch::StartsWith("DIR/step-00000010/manifest.json: ") &&
+                                Catch::Contains(c.message));
+  }
+}
+
+TEST_CASE("parse_manifest refuses text that is not a JSON object", "[runtime][checkpoint]") {
+  auto broken = parse_manifest("{\"format\": ", "m.json");
+  REQUIRE_FALSE(broken.ok());
+  CHECK_THAT(broken.message(), Catch::StartsWith("m.json is not valid JSON"));
+  auto array = parse_manifest("[1, 2]", "m.json");
+  REQUIRE_FALSE(array.ok());
+  CHECK_THAT(array.message(), Catch::StartsWith("m.json: the manifest must be a JSON object"));
+}
+
+TEST_CASE("verify_files catches a flipped byte a truncated file and a missing file",
+          "[runtime][checkpoint]") {
+  const fs::path dir = fresh_dir();
+  checkpoint_manifest m = sample();
+  m.files.clear();
+  for (int r = 0; r < 3; ++r) {
+    const std::string name = "rank-" + std::to_string(r) + ".safetensors";
+    const std::string body(1000 + 100 * static_cast<std::size_t>(r), static_cast<char>('x' + r));
+    std::ofstream(dir / name, std::ios::binary) << body;
+    m.files.push_back({r, name, body.size(), sha256_file((dir / name).string()).value()});
+  }
+  REQUIRE(verify_files(m, dir.string()).ok());
+
+  SECTION("a flipped byte") {
+    std::fstream f(dir / "rank-1.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(500);
+    f.put('!');
+    f.close();
+    const status s = verify_files(m, dir.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.message(),
+               Catch::Contains((dir / "rank-1.safetensors").string() + ": sha256 is ") &&
+                   Catch::Contains("the manifest records " + m.files[1].sha256) &&
+                   Catch::Contains("corrupt or was changed after the checkpoint was written"));
+  }
+  SECTION("a truncated file") {
+    fs::resize_file(dir / "rank-2.safetensors", 700);
+    const status s = verify_files(m, dir.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.message(), Catch::Contains((dir / "rank-2.safetensors").string() +
+                                            ": bytes is 700, the manifest records 1200") &&
+                                Catch::Contains("truncated"));
+  }
+  SECTION("a missing file") {
+    fs::remove(dir / "rank-0.safetensors");
+    const status s = verify_files(m, dir.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.message(), Catch::Contains((dir / "rank-0.safetensors").string() + " is missing") &&
+                                Catch::Contains("rank 0"));
+  }
+  SECTION("a directory in place of a file") {
+    fs::remove(dir / "rank-1.safetensors");
+    fs::create_directory(dir / "rank-1.safetensors");
+    const status s = verify_file(m.files[1], dir.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.message(), Catch::Contains("rank-1.safetensors (rank 1) is not a regular file"));
+  }
+  fs::remove_all(dir);
+}
