@@ -1,24 +1,25 @@
-// The driver's state and behavior: inputs dealt per step and cached until consumed, per-step
-// tallies of losses and replica 0's step reports, failure detection and the end of the run.
+// The driver's state and behavior: the wiring of a resolved plan, driver_core for inputs, norms
+// and step tallies, checkpoint manifests, failure detection and the end of the run.
 #include "actors/driver.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <exception>
 #include <map>
+#include <set>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-#include <variant>
 
-#include "actors/messages.hpp"
-#include "runtime/exec/data_split.hpp"
+#include "actors/tracer_actor.hpp"
+#include "actors/type_ids.hpp"
+#include "runtime/checkpoint/background_writer.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/exec/rank_setup.hpp"
 
 namespace pipeworks {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
 
 class driver_state {
  public:
@@ -28,45 +29,34 @@ class driver_state {
 
   caf::behavior make_behavior(std::shared_ptr<driver_spec> spec) {
     spec_ = std::move(spec);
-    const schedule& plan = *spec_->plan;
-    p_ = plan.params.stages;
-    m_ = plan.params.microbatches;
-    w_ = plan.params.replicas;
-    V_ = plan.virtual_stages;
-    steps_ = plan.params.steps;
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
     return {
         [this](run_atom, const caf::actor& partition) {
           caller_ = caf::actor_cast<caf::actor>(self_->current_sender());
           plan_with(partition);
         },
-        [this](const runtime_box& b) { guarded([&] { on_box(b); }); },
-        [this](const rank_done& d) { guarded([&] { on_rank_done(d); }); },
+        [this](input_request m) { from_rank(m); },
+        [this](loss_report m) { from_rank(m); },
+        [this](step_report& m) { from_rank(std::move(m)); },
+        [this](norm_request& m) { from_rank(std::move(m)); },
+        [this](rank_done& d) { guarded([&] { on_rank_done(std::move(d)); }); },
+        [this](const checkpoint_written& c) { guarded([&] { on_file(c); }); },
         [this](const stage_failure& f) { fail(f.message); },
         [this](poll_atom) { guarded([&] { poll(); }); },
+        [this](manifest_atom, std::int64_t n) { guarded([&] { on_manifest(n); }); },
     };
   }
 
  private:
-  // Everything one step needs before it is complete.
-  struct step_tally {
-    int reports = 0;  // replica 0's virtual stages that made this version
-    std::vector<param_snapshot> weights;
-    double grad_sq = 0, lr = 0;
-    int losses = 0;
-    double loss_sum = 0;
-    std::int64_t samples = 0;
-  };
-  // A step's microbatches, [replica][k], handed out (moved) as the ranks ask for them.
-  struct dealt_step {
-    std::vector<std::vector<microbatch>> parts;
-    int left = 0;
-  };
   enum class who_kind { rank, reducer, tracer, partition };
   struct who {
     who_kind kind;
     int index;
   };
+
+  double elapsed() const {
+    return std::chrono::duration<double>(clock_type::now() - spec_->start).count();
+  }
 
   template <class F>
   void guarded(F&& f) {
@@ -81,27 +71,51 @@ class driver_state {
   void plan_with(const caf::actor& partition) {
     watch(partition, {who_kind::partition, 0});
     self_->request(partition, caf::infinite, plan_atom::value)
-        .then([this](const pipeline_wiring& w) { guarded([&] { wire(w); }); },
+        .then([this](pipeline_wiring& w) { guarded([&] { wire(std::move(w)); }); },
               [this](caf::error& e) {
                 fail("planning the pipeline failed: " + error_text(self_->system(), e));
               });
   }
 
-  void wire(const pipeline_wiring& w) {
-    boundaries_ = w.boundaries;
-    latest_ = w.initial;
-    ranks_ = w.ranks;
-    reducers_ = w.reducers;
-    stats_.resize(static_cast<std::size_t>(V_));
-    for (int s = 0; s < V_; ++s) stats_[static_cast<std::size_t>(s)].stage = s;
+  void wire(pipeline_wiring w) {
+    auto plan = parse_run_plan(w.plan, "the resolved plan");
+    if (!plan) return fail(plan.message());
+    auto run = lower_run(std::move(*plan), spec_->blocks);
+    if (!run) return fail(run.message());
+    run_ = std::move(*run);
+    report_ = std::move(w.report);
+    summary_ = std::move(w.summary);
+    const run_plan& p = run_.plan;
+    if (spec_->callbacks.on_plan)
+      if (status s = spec_->callbacks.on_plan(p, report_); !s) return fail(s.message());
+    auto data = spec_->data(p);
+    if (!data) return fail("the data: " + data.message());
+    core_.emplace(run_.programs, std::move(*data), [this] { return elapsed(); }, p.data.position,
+                  spec_->resume_samples);
+    ranks_ = std::move(w.ranks);
+    reducers_ = std::move(w.reducers);
+    const int V = p.virtual_stages();
+    stats_.resize(static_cast<std::size_t>(V));
+    weights_.resize(static_cast<std::size_t>(V));
+    weight_steps_.assign(static_cast<std::size_t>(V), 0);
+    for (int s = 0; s < V; ++s) stats_[static_cast<std::size_t>(s)].stage = s;
+    for (std::int64_t n = p.checkpoint.every; p.checkpoint.every > 0 && n < p.train.steps;
+         n += p.checkpoint.every)
+      if (n > p.data.position) checkpoints_left_.insert(n);
     for (std::size_t r = 0; r < ranks_.size(); ++r) watch(ranks_[r], {who_kind::rank, static_cast<int>(r)});
     for (std::size_t s = 0; s < reducers_.size(); ++s)
       if (reducers_[s]) watch(reducers_[s], {who_kind::reducer, static_cast<int>(s)});
-    if (spec_->tracer) watch(spec_->tracer, {who_kind::tracer, 0});
-    last_step_end_ = clock_type::now();
-    const rank_wiring peers{ranks_, reducers_, caf::actor_cast<caf::actor>(self_), spec_->tracer};
+    if (spec_->record_trace) {
+      tracer_ = spawn_tracer(self_->system(), run_.ranks(), p.stages,
+                             std::string(schedule_name(*p.schedule)) + " p=" +
+                                 std::to_string(p.stages) + " m=" +
+                                 std::to_string(p.train.microbatches) + " (measured)");
+      watch(tracer_, {who_kind::tracer, 0});
+    }
+    const rank_wiring peers{ranks_, reducers_, caf::actor_cast<caf::actor>(self_), tracer_};
     for (const auto& r : ranks_) self_->send(r, peers);
-    if (spec_->stop_requested) self_->delayed_send(self_, spec_->poll_interval, poll_atom::value);
+    if (spec_->callbacks.stop_requested)
+      self_->delayed_send(self_, spec_->poll_interval, poll_atom::value);
   }
 
   void watch(const caf::actor& a, who w) {
@@ -109,122 +123,131 @@ class driver_state {
     self_->monitor(a);
   }
 
-  void on_box(const runtime_box& b) {
-    if (!b.msg) return;
-    message msg = std::move(*b.msg);
-    if (auto* req = std::get_if<input_request>(&msg)) return on_input(*req);
-    if (auto* loss = std::get_if<loss_report>(&msg)) return on_loss(*loss);
-    if (auto* rep = std::get_if<step_report>(&msg)) return on_step_report(std::move(*rep));
-    fail("the driver received a message meant for another actor (variant index " +
-         std::to_string(msg.index()) + ")");
+  void from_rank(message msg) {
+    if (ended_ || !core_) return;
+    guarded([&] {
+      std::vector<outgoing> out;
+      if (status s = core_->receive(std::move(msg), out); !s) return fail(s.message());
+      for (outgoing& o : out)
+        std::visit([&](auto& m) { self_->send(ranks_.at(static_cast<std::size_t>(o.to.index)), std::move(m)); },
+                   o.msg);
+      for (completed_step& c : core_->take_completed()) {
+        last_ = c.metrics;
+        if (spec_->callbacks.on_step) spec_->callbacks.on_step(c.metrics);
+        if (c.weights && spec_->callbacks.on_weights) spec_->callbacks.on_weights(c.weights);
+      }
+      write_due_manifests();
+    });
   }
 
-  void on_input(const input_request& req) {
-    const std::int64_t t = req.microbatch / m_;
-    const int k = req.microbatch % m_;
-    if (req.replica < 0 || req.replica >= w_ || req.microbatch < 0 || t >= steps_)
-      return fail("replica " + std::to_string(req.replica) + " asked for microbatch " +
-                  std::to_string(req.microbatch) + ", outside the run's " +
-                  std::to_string(steps_ * m_) + " per replica");
-    auto it = inputs_.find(t);
-    if (it == inputs_.end()) {
-      if (t < dealt_) return fail("microbatch " + std::to_string(req.microbatch) + " of replica " +
-                                  std::to_string(req.replica) + " was asked for twice");
-      auto mb = spec_->data(t);
-      if (!mb) return fail("the data for step " + std::to_string(t + 1) + ": " + mb.message());
-      const std::int64_t B = mb->inputs.rank() > 0 ? mb->inputs.dim(0) : 0;
-      auto parts = deal_microbatches(*mb, w_, m_);
-      if (!parts)
-        return fail("the minibatch of step " + std::to_string(t + 1) + ": " + parts.message());
-      tallies_[t].samples = B;
-      dealt_ = std::max(dealt_, t + 1);
-      it = inputs_.emplace(t, dealt_step{std::move(*parts), w_ * m_}).first;
-    }
-    auto& slot = it->second.parts.at(static_cast<std::size_t>(req.replica)).at(static_cast<std::size_t>(k));
-    activation_msg a;
-    a.replica = req.replica;
-    a.stage = 0;
-    a.microbatch = req.microbatch;
-    a.data = std::move(slot.input);
-    a.ctx = std::move(slot.ctx);
-    const int rank = spec_->plan->rank_of(req.replica, spec_->plan->device_of.at(0));
-    self_->send(ranks_.at(static_cast<std::size_t>(rank)), box(std::move(a)));
-    if (--it->second.left == 0) inputs_.erase(it);
+  void on_file(const checkpoint_written& c) {
+    if (!core_) return;
+    if (status s = core_->file_written(c.rank, c.step); !s) return fail(s.message());
+    files_[c.step].push_back(checkpoint_file{c.rank, c.file, c.bytes, c.sha256});
+    write_due_manifests();
   }
 
-  void on_loss(const loss_report& r) {
-    if (!std::isfinite(r.loss))
-      return fail("stage " + std::to_string(V_ - 1) + ", replica " + std::to_string(r.replica) +
-                  ", action " + to_string(action{V_ - 1, action_kind::forward, r.microbatch}) +
-                  ": the loss is not finite (" + std::to_string(r.loss) + ")");
-    step_tally& t = tallies_[r.microbatch / m_];
-    ++t.losses;
-    t.loss_sum += r.loss;
-    complete_steps();
-  }
-
-  void on_step_report(step_report rep) {
-    if (rep.replica != 0) return;  // every replica makes the same version; replica 0 speaks
-    if (rep.stage < 0 || rep.stage >= V_) return fail("a step report for unknown stage " + std::to_string(rep.stage));
-    step_tally& t = tallies_[rep.step];
-    t.weights.resize(static_cast<std::size_t>(V_));
-    auto& slot = t.weights[static_cast<std::size_t>(rep.stage)];
-    if (slot) return fail("stage " + std::to_string(rep.stage) + " reported step " + std::to_string(rep.step + 1) + " twice");
-    slot = std::move(rep.weights);
-    ++t.reports;
-    t.grad_sq += rep.grad_sq;
-    t.lr = rep.lr;
-    complete_steps();
-  }
-
-  // Emits every step, in order, whose stages all reported and whose losses all arrived.
-  void complete_steps() {
-    for (auto it = tallies_.find(steps_done_); it != tallies_.end() && !ended_;
-         it = tallies_.find(steps_done_)) {
-      step_tally& t = it->second;
-      if (t.reports < V_ || t.losses < w_ * m_) return;
-      const auto now = clock_type::now();
-      step_metrics s;
-      s.step = steps_done_ + 1;
-      s.steps = steps_;
-      s.loss = t.loss_sum / (w_ * m_);
-      s.lr = t.lr;
-      s.grad_norm = std::sqrt(t.grad_sq);
-      s.step_s = seconds(now - last_step_end_);
-      s.samples_per_s = s.step_s > 0 ? static_cast<double>(t.samples) / s.step_s : 0;
-      s.elapsed_s = seconds(now - spec_->start);
-      samples_ += t.samples;
-      s.samples = samples_;
-      last_step_end_ = now;
-      latest_ = std::move(t.weights);
-      last_ = s;
-      ++steps_done_;
-      tallies_.erase(it);
-      if (spec_->on_step) spec_->on_step(s);
-      if (spec_->on_weights) spec_->on_weights(std::make_shared<const model_weights>(latest_));
+  // A checkpoint whose files are all durable and whose step is complete gets its manifest, last.
+  void write_due_manifests() {
+    const run_plan& p = run_.plan;
+    for (std::int64_t n : core_->due_checkpoints()) {
+      checkpoint_manifest m;
+      m.step = n;
+      run_plan at = p;
+      at.data.position = n;
+      m.plan = nlohmann::json::parse(to_json_text(at));
+      m.data_position = n;
+      m.rng = {{"data_seed", p.data.seed},
+               {"init_seed", p.init_seed},
+               {"data", "step t's minibatch is drawn from (data_seed, t) alone, so data_position "
+                        "is the whole state of the data stream; no layer draws random numbers "
+                        "while training"}};
+      m.metrics = {{"samples", core_->samples_at(n)}, {"elapsed_s", elapsed()}};
+      m.files = std::move(files_[n]);
+      files_.erase(n);
+      std::sort(m.files.begin(), m.files.end(),
+                [](const checkpoint_file& a, const checkpoint_file& b) { return a.rank < b.rank; });
+      // The manifest's fsync can wait for the whole file system's journal: off the driver's
+      // thread, which keeps feeding the ranks meanwhile.
+      if (!writer_) writer_ = std::make_unique<background_writer>();
+      caf::actor me = caf::actor_cast<caf::actor>(self_);
+      const std::string dir = p.checkpoint.dir;
+      const int keep = p.checkpoint.keep;
+      writer_->post([me, dir, keep, m = std::move(m)] {
+        status s = write_manifest(dir, m);
+        if (!s) {
+          caf::anon_send(me, stage_failure{"writing the checkpoint of step " +
+                                           std::to_string(m.step) + ": " + s.message()});
+          return;
+        }
+        if (status pr = prune_checkpoints(dir, keep); !pr) {
+          caf::anon_send(me, stage_failure{"removing old checkpoints: " + pr.message()});
+          return;
+        }
+        caf::anon_send(me, manifest_atom::value, m.step);
+      });
     }
   }
 
-  void on_rank_done(const rank_done& d) {
-    for (const stage_stats& st : d.stats) {
-      if (st.stage < 0 || st.stage >= V_) continue;
-      merge_max(stats_[static_cast<std::size_t>(st.stage)], st);
+  void on_manifest(std::int64_t n) {
+    checkpoints_left_.erase(n);
+    if (spec_->callbacks.on_checkpoint)
+      spec_->callbacks.on_checkpoint(n, step_dir(run_.plan.checkpoint.dir, n));
+    maybe_finish();
+  }
+
+  void on_rank_done(rank_done d) {
+    const int V = run_.plan.virtual_stages();
+    for (std::size_t i = 0; i < d.stages.size(); ++i) {
+      const int s = d.stages[i];
+      if (s < 0 || s >= V) continue;
+      if (d.finished && i < d.stats.size()) merge_max(stats_[static_cast<std::size_t>(s)], d.stats[i]);
+      if (i < d.weights.size()) {
+        weights_[static_cast<std::size_t>(s)] = d.weights[i];
+        weight_steps_[static_cast<std::size_t>(s)] = d.steps.at(i);
+      }
     }
-    if (++ranks_done_ < static_cast<int>(ranks_.size())) return;
-    if (steps_done_ < steps_)
-      return fail("every rank finished its program, but only " + std::to_string(steps_done_) +
-                  " of " + std::to_string(steps_) + " steps were reported complete");
-    if (!spec_->tracer) return finish(false, nullptr);
-    self_->request(spec_->tracer, std::chrono::seconds(10), collect_atom::value)
-        .then([this](const timeline_box& t) { finish(false, t.trace); },
+    if (!d.finished) {
+      if (interrupting_ && --replies_left_ == 0) finish(true);
+      return;
+    }
+    ++ranks_done_;
+    maybe_finish();
+  }
+
+  // The run is over once every rank ran its program and every checkpoint it owes is written.
+  void maybe_finish() {
+    if (ended_ || interrupting_ || collecting_ || !core_ ||
+        ranks_done_ < static_cast<int>(ranks_.size()))
+      return;
+    if (!core_->all_steps_done())
+      return fail("every rank finished its program, but only " + std::to_string(core_->steps_done()) +
+                  " of " + std::to_string(core_->steps()) + " steps were reported complete");
+    if (!checkpoints_left_.empty()) return;  // the last files are still being written
+    if (!tracer_) return finish(false);
+    collecting_ = true;  // no second finish while the trace is collected
+    self_->request(tracer_, std::chrono::seconds(10), collect_atom::value)
+        .then([this](timeline& t) {
+                trace_ = std::move(t);
+                finish(false);
+              },
               [this](caf::error& e) {
                 fail("collecting the trace failed: " + error_text(self_->system(), e));
               });
   }
 
+  // Ctrl-C: ask replica 0's ranks for their latest weights, then end (at most 5 s later).
   void poll() {
-    if (spec_->stop_requested()) return finish(true, nullptr);
-    self_->delayed_send(self_, spec_->poll_interval, poll_atom::value);
+    if (interrupting_) return finish(true);  // not every rank answered in time
+    if (!spec_->callbacks.stop_requested()) {
+      self_->delayed_send(self_, spec_->poll_interval, poll_atom::value);
+      return;
+    }
+    interrupting_ = true;
+    const int p = run_.plan.stages;
+    replies_left_ = p;
+    for (int d = 0; d < p; ++d) self_->send(ranks_.at(static_cast<std::size_t>(d)), weights_atom::value);
+    self_->delayed_send(self_, std::chrono::seconds(5), poll_atom::value);
   }
 
   void on_down(const caf::down_msg& dm) {
@@ -240,15 +263,16 @@ class driver_state {
       if (dm.reason) fail("the partition actor died (" + why + ")");
       return;  // it quits once it has answered
     }
-    const int replica = w.index / p_, device = w.index % p_;
+    const int p = run_.plan.stages;
+    const int replica = w.index / p, device = w.index % p;
     const std::optional<action> at = spec_->board ? spec_->board->at(w.index) : std::nullopt;
     std::string stage;
     if (at) {
       stage = "stage " + std::to_string(at->stage);
     } else {
       std::vector<int> mine;
-      for (int s = 0; s < V_; ++s)
-        if (spec_->plan->device_of[static_cast<std::size_t>(s)] == device) mine.push_back(s);
+      for (int s = 0; s < run_.plan.virtual_stages(); ++s)
+        if (run_.programs->device_of[static_cast<std::size_t>(s)] == device) mine.push_back(s);
       stage = mine.size() == 1 ? "stage " : "stages ";
       for (std::size_t k = 0; k < mine.size(); ++k) stage += (k ? "," : "") + std::to_string(mine[k]);
     }
@@ -259,60 +283,61 @@ class driver_state {
 
   void fail(const std::string& why) {
     if (ended_) return;
-    auto o = outcome(false);
-    o->run_status = make_error(why);
+    run_outcome o = outcome(false);
+    o.ok = false;
+    o.error = why;
     end(std::move(o));
   }
 
-  void finish(bool interrupted, std::shared_ptr<timeline> trace) {
+  void finish(bool interrupted) {
     if (ended_) return;
-    auto o = outcome(interrupted);
-    if (trace) o->trace = std::move(*trace);
-    end(std::move(o));
+    end(outcome(interrupted));
   }
 
-  std::shared_ptr<driver_outcome> outcome(bool interrupted) const {
-    auto o = std::make_shared<driver_outcome>();
-    o->interrupted = interrupted;
-    o->boundaries = boundaries_;
-    o->weights = latest_;
-    o->stages = stats_;
-    o->last = last_;
-    o->steps_done = steps_done_;
+  run_outcome outcome(bool interrupted) {
+    run_outcome o;
+    o.interrupted = interrupted;
+    if (!run_.plan.model.name.empty() || run_.programs) o.plan = to_json_text(run_.plan);
+    o.report = report_;
+    o.summary = summary_;
+    o.weights = weights_;
+    o.weight_steps = weight_steps_;
+    o.stages = stats_;
+    o.last = last_;
+    o.steps_done = core_ ? core_->steps_done() : 0;
+    o.trace = std::move(trace_);
     return o;
   }
 
   // Stops every actor of the run, answers the caller and quits.
-  void end(std::shared_ptr<driver_outcome> o) {
+  void end(run_outcome o) {
     ended_ = true;
-    inputs_.clear();
-    tallies_.clear();
     for (const auto& r : ranks_) self_->send_exit(r, caf::exit_reason::user_shutdown);
     for (const auto& r : reducers_)
       if (r) self_->send_exit(r, caf::exit_reason::user_shutdown);
-    if (spec_->tracer) self_->send_exit(spec_->tracer, caf::exit_reason::user_shutdown);
-    if (caller_) self_->send(caller_, outcome_box{std::move(o)});
+    if (tracer_) self_->send_exit(tracer_, caf::exit_reason::user_shutdown);
+    if (caller_) self_->send(caller_, std::move(o));
     self_->quit();
   }
 
   caf::event_based_actor* self_;
+  std::unique_ptr<background_writer> writer_;  // manifests; joined when the driver goes
   std::shared_ptr<driver_spec> spec_;
-  int p_ = 1, m_ = 1, w_ = 1, V_ = 1;
-  std::int64_t steps_ = 1;
-  caf::actor caller_;
+  lowered_run run_;
+  std::string report_, summary_;
+  std::optional<driver_core> core_;
+  caf::actor caller_, tracer_;
   std::vector<caf::actor> ranks_, reducers_;
   std::map<caf::actor_addr, who> watched_;
-  std::vector<int> boundaries_;
-  model_weights latest_;
+  std::vector<param_snapshot> weights_;
+  std::vector<int> weight_steps_;
   std::vector<stage_stats> stats_;
-  std::map<std::int64_t, dealt_step> inputs_;
-  std::map<std::int64_t, step_tally> tallies_;
-  std::int64_t dealt_ = 0;  // steps whose minibatch has been dealt
-  std::int64_t steps_done_ = 0, samples_ = 0;
+  std::map<std::int64_t, std::vector<checkpoint_file>> files_;
+  std::set<std::int64_t> checkpoints_left_;
   step_metrics last_;
-  clock_type::time_point last_step_end_;
-  int ranks_done_ = 0;
-  bool ended_ = false;
+  timeline trace_;
+  int ranks_done_ = 0, replies_left_ = 0;
+  bool ended_ = false, interrupting_ = false, collecting_ = false;
 };
 
 caf::behavior driver_actor(caf::stateful_actor<driver_state>* self,

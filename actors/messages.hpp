@@ -1,24 +1,18 @@
-// CAF glue for the actor layer: the runtime's move-only messages in a copyable box (one receiver
-// moves the payload out), the actor layer's own messages, and the atoms, declared for CAF 0.17.
+// The actor layer's own messages (wiring, failures, the end of a rank, checkpoint files, the
+// run's outcome) and atoms, each with an `inspect`, so that every message between actors can be
+// serialised (their CAF type IDs are in actors/type_ids.hpp). The runtime's messages are in
+// runtime/exec/messages.hpp, their inspects in runtime/transport/caf_inspect.hpp.
 #pragma once
 #include <caf/all.hpp>
+
+#include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "runtime/exec/executor.hpp"
-#include "runtime/exec/messages.hpp"
-#include "runtime/timeline.hpp"
+#include "runtime/transport/caf_inspect.hpp"
 
 namespace pipeworks {
-
-// A runtime message in transit. CAF 0.17 copies message elements, a tensor cannot be copied, so
-// the box shares one heap message; each box has exactly one receiver, which moves it out.
-struct runtime_box {
-  std::shared_ptr<message> msg;
-};
-inline runtime_box box(message m) { return {std::make_shared<message>(std::move(m))}; }
 
 // Driver → rank: who is who. Sent once; it also starts the rank.
 struct rank_wiring {
@@ -33,10 +27,15 @@ struct stage_failure {
   std::string message;
 };
 
-// Rank → driver: the rank ran its whole program.
+// Rank → driver: the rank ran its whole program (finished), or answers a weights request; with
+// the latest weights of its virtual stages when it belongs to replica 0.
 struct rank_done {
   int rank = 0;
+  bool finished = true;
   std::vector<stage_stats> stats;
+  std::vector<int> stages;   // its virtual stages
+  std::vector<int> steps;    // per stage: STEPs done
+  std::vector<param_snapshot> weights;  // per stage (replica 0), else empty
 };
 
 // Rank → tracer: this rank sends no more trace events.
@@ -44,18 +43,116 @@ struct trace_done {
   int rank = 0;
 };
 
-// Tracer → driver: the merged timeline (shared, so that CAF copies only the pointer).
-struct timeline_box {
-  std::shared_ptr<timeline> trace;
+// Rank → driver: its file of the checkpoint after `step` is written and durable.
+struct checkpoint_written {
+  int rank = 0;
+  std::int64_t step = 0;
+  std::string file;  // the name in the step directory
+  std::uint64_t bytes = 0;
+  std::string sha256;
 };
 
-// Partition actor → driver: the split and the actors it spawned for it.
+// Partition actor → driver: the resolved plan (JSON), what the planner said, and the actors it
+// spawned for it.
 struct pipeline_wiring {
-  std::vector<int> boundaries;
+  std::string plan;
+  std::string report;
+  std::string summary;  // the planner's plan as JSON, or ""
   std::vector<caf::actor> ranks;
   std::vector<caf::actor> reducers;
-  std::vector<param_snapshot> initial;  // version 0 of every virtual stage
 };
+
+// Driver → whoever started the run: how it ended.
+struct run_outcome {
+  bool ok = true;
+  std::string error;       // why it failed
+  bool interrupted = false;
+  std::string plan;        // the resolved plan (JSON)
+  std::string report;      // the planner's report, when it planned
+  std::string summary;     // the planner's plan as JSON, when it planned
+  std::vector<param_snapshot> weights;  // every virtual stage's latest (replica 0)
+  std::vector<int> weight_steps;        // per stage: the steps its weights have seen
+  std::vector<stage_stats> stages;      // per virtual stage, the max over the ranks
+  step_metrics last;                    // the last completed step
+  std::int64_t steps_done = 0;
+  timeline trace;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_wiring& x) {
+  return f(caf::meta::type_name("pipeworks.rank_wiring"), x.ranks, x.reducers, x.driver, x.tracer);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_failure& x) {
+  return f(caf::meta::type_name("pipeworks.stage_failure"), x.message);
+}
+
+namespace transport {
+
+// A list of weight versions (null entries allowed).
+template <class Inspector>
+typename Inspector::result_type inspect_param_list(Inspector& f, std::vector<param_snapshot>& xs) {
+  if constexpr (!serial<Inspector>) {
+    std::size_t n = xs.size();
+    return f(caf::meta::type_name("pipeworks.param_list"), n);
+  } else {
+    std::uint32_t n = static_cast<std::uint32_t>(xs.size());
+    if (auto err = f(n)) return err;
+    if constexpr (loads<Inspector>) {
+      if (n > 1u << 20) return bad("a list of " + std::to_string(n) + " weight versions");
+      xs.assign(n, nullptr);
+    }
+    for (auto& x : xs)
+      if (auto err = inspect_params(f, x)) return err;
+    return caf::none;
+  }
+}
+
+}  // namespace transport
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_done& x) {
+  if constexpr (!transport::serial<Inspector>) {
+    return f(caf::meta::type_name("pipeworks.rank_done"), x.rank, x.finished, x.stages, x.steps);
+  } else {
+    if (auto err = f(caf::meta::type_name("pipeworks.rank_done"), x.rank, x.finished, x.stats,
+                     x.stages, x.steps))
+      return err;
+    return transport::inspect_param_list(f, x.weights);
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trace_done& x) {
+  return f(caf::meta::type_name("pipeworks.trace_done"), x.rank);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_written& x) {
+  return f(caf::meta::type_name("pipeworks.checkpoint_written"), x.rank, x.step, x.file, x.bytes,
+           x.sha256);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pipeline_wiring& x) {
+  return f(caf::meta::type_name("pipeworks.pipeline_wiring"), x.plan, x.report, x.summary, x.ranks,
+           x.reducers);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_outcome& x) {
+  if constexpr (!transport::serial<Inspector>) {
+    return f(caf::meta::type_name("pipeworks.run_outcome"), x.ok, x.error, x.interrupted,
+             x.steps_done);
+  } else {
+    if (auto err = f(caf::meta::type_name("pipeworks.run_outcome"), x.ok, x.error, x.interrupted,
+                     x.plan, x.report, x.summary, x.weight_steps, x.stages, x.last, x.steps_done,
+                     x.trace))
+      return err;
+    return transport::inspect_param_list(f, x.weights);
+  }
+}
 
 // The text of an error made with caf::make_error(code, std::string), else CAF's rendering.
 inline std::string error_text(caf::actor_system& sys, const caf::error& e) {
@@ -68,13 +165,7 @@ using run_atom = caf::atom_constant<caf::atom("run")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
 using collect_atom = caf::atom_constant<caf::atom("collect")>;
+using weights_atom = caf::atom_constant<caf::atom("weights")>;
+using manifest_atom = caf::atom_constant<caf::atom("manifest")>;
 
 }  // namespace pipeworks
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pipeworks::runtime_box)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pipeworks::rank_wiring)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pipeworks::stage_failure)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pipeworks::rank_done)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pipeworks::trace_done)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pipeworks::timeline_box)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(pipeworks::pipeline_wiring)

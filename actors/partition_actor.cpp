@@ -1,76 +1,84 @@
-// The partition actor: boundaries, the initial weights of each rank's virtual stages, one stage
-// actor per rank and one reducer per virtual stage when w > 1. It answers one plan_atom, then quits.
+// The partition actor: resolve_plan, lower_run, then one stage actor per rank (rank_setup's
+// setup, the initial weights or the rank's checkpoint file) and one reducer per virtual stage
+// when w > 1. It answers one plan_atom, then quits.
 #include "actors/partition_actor.hpp"
 
 #include <exception>
 #include <string>
 #include <utility>
 
-#include "actors/messages.hpp"
 #include "actors/reducer_actor.hpp"
 #include "actors/stage_actor.hpp"
+#include "actors/type_ids.hpp"
 #include "ops/model/param_split.hpp"
-#include "partition/even_split.hpp"
+#include "partition/plan_resolve.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/exec/rank_setup.hpp"
 
 namespace pipeworks {
-
-template <class T>
-result<std::vector<int>> plan_boundaries(const model<T>& net, const std::vector<int>& split,
-                                         int virtual_stages) {
-  if (split.empty()) return even_split(net.costs(), virtual_stages);
-  std::vector<int> b = split;
-  b.push_back(net.size());
-  return b;
-}
-
 namespace {
 
 template <class T>
 result<pipeline_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
-  const schedule& plan = *spec.plan;
-  const int p = plan.params.stages, w = plan.params.replicas, V = plan.virtual_stages;
-  auto bounds = plan_boundaries(*spec.net, spec.split, V);
-  if (!bounds) return bounds.err();
-  auto pieces = split_params(*spec.initial, *bounds);
-  if (!pieces) return pieces.err();
+  const model<T>& net = *spec.net;
+  const sample_fn sample = [&](std::int64_t rows) -> result<minibatch> {
+    run_plan at = spec.plan;
+    at.data.batch = rows;
+    auto fn = spec.data(at);
+    if (!fn) return fn.err();
+    return (*fn)(at.data.position);
+  };
+  auto resolved = resolve_plan(spec.plan, net, sample);
+  if (!resolved) return resolved.err();
+  auto run = lower_run(resolved->plan, net.size());
+  if (!run) return run.err();
+  const schedule& programs = *run->programs;
+  const run_plan& plan = run->plan;
+  const int V = plan.virtual_stages();
 
+  std::vector<param_set> pieces;
+  if (!spec.resume) {
+    auto cut = split_params(*spec.initial, run->boundaries);
+    if (!cut) return cut.err();
+    pieces = std::move(*cut);
+  }
+  const metadata_map identity{{"pipeworks.model", to_json(plan.model).dump()},
+                              {"pipeworks.schedule", std::string(schedule_name(*plan.schedule))}};
   pipeline_wiring wiring;
-  wiring.boundaries = *bounds;
-  for (const param_set& piece : *pieces)
-    wiring.initial.push_back(std::make_shared<const param_set>(piece.clone()));
+  wiring.plan = to_json_text(plan);
+  wiring.report = resolved->report;
+  if (!resolved->summary.is_null()) wiring.summary = resolved->summary.dump();
   const auto start = spec.start;
-  for (int r = 0; r < w; ++r) {
-    for (int d = 0; d < p; ++d) {
-      auto st = std::make_shared<stage_spec<T>>();
-      st->net = spec.net;
-      st->threads = spec.threads_per_stage;
-      st->board = spec.board;
-      st->driver = spec.driver;
-      executor_setup& es = st->setup;
-      es.plan = spec.plan;
-      es.replica = r;
-      es.device = d;
-      es.boundaries = *bounds;
-      es.train = spec.train;
-      es.credit_window = spec.credit_window;
-      es.clock = [start] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      };
-      es.record_trace = spec.record_trace;
-      es.fault = spec.fault;
-      if (!spec.device_speed.empty())
-        es.speed = spec.device_speed.at(static_cast<std::size_t>(plan.rank_of(r, d)));
+  for (int r = 0; r < programs.ranks(); ++r) {
+    auto st = std::make_shared<stage_spec<T>>();
+    st->net = spec.net;
+    st->threads = plan.threads_per_stage;
+    st->board = spec.board;
+    st->driver = spec.driver;
+    st->checkpoint_dir = plan.checkpoint.dir;
+    st->identity = identity;
+    executor_setup& es = st->setup;
+    es = rank_setup(*run, r);
+    es.clock = [start] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    es.record_trace = spec.hooks.record_trace;
+    es.fault = spec.hooks.fault;
+    if (spec.resume) {
+      st->resume_dir = step_dir(plan.checkpoint.dir, spec.resume->step);
+      st->resume = spec.resume->files.at(static_cast<std::size_t>(r));
+    } else {
       for (int s = 0; s < V; ++s)
-        if (plan.device_of[static_cast<std::size_t>(s)] == d)
-          st->initial.push_back((*pieces)[static_cast<std::size_t>(s)].clone());
-      wiring.ranks.push_back(spawn_stage<T>(sys, spec.detached, std::move(st)));
+        if (programs.device_of[static_cast<std::size_t>(s)] == es.device)
+          st->initial.push_back(pieces[static_cast<std::size_t>(s)].clone());
     }
+    wiring.ranks.push_back(spawn_stage<T>(sys, plan.detached, std::move(st)));
   }
   wiring.reducers.resize(static_cast<std::size_t>(V));
-  if (w > 1)
+  if (plan.replicas > 1)
     for (int s = 0; s < V; ++s)
       wiring.reducers[static_cast<std::size_t>(s)] =
-          spawn_reducer(sys, spec.detached, s, w, spec.driver);
+          spawn_reducer(sys, plan.detached, s, plan.replicas, spec.driver);
   return wiring;
 }
 
@@ -102,10 +110,6 @@ caf::actor spawn_partition(caf::actor_system& sys, std::shared_ptr<partition_spe
   return sys.spawn(partition_actor<T>, std::move(spec));
 }
 
-template result<std::vector<int>> plan_boundaries<float>(const model<float>&,
-                                                         const std::vector<int>&, int);
-template result<std::vector<int>> plan_boundaries<double>(const model<double>&,
-                                                          const std::vector<int>&, int);
 template caf::actor spawn_partition<float>(caf::actor_system&,
                                            std::shared_ptr<partition_spec<float>>);
 template caf::actor spawn_partition<double>(caf::actor_system&,

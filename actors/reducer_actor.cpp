@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "actors/type_ids.hpp"
 #include "runtime/exec/reducer.hpp"
 
 namespace pipeworks {
@@ -28,22 +28,19 @@ struct reducer_state {
     self_->set_down_handler([this](caf::down_msg& dm) {
       if (dm.source == driver_.address()) self_->quit(dm.reason);
     });
-    return {[this](const runtime_box& b) { receive(b); }};
+    return {[this](reduce_request& r) { receive(std::move(r)); }};
   }
 
  private:
-  void receive(const runtime_box& b) {
-    if (!b.msg) return;
-    auto* req = std::get_if<reduce_request>(b.msg.get());
-    if (req == nullptr) return fail("received a message that is not a reduce_request");
-    const auto r = static_cast<std::size_t>(req->replica);
+  void receive(reduce_request req) {
+    const auto r = static_cast<std::size_t>(req.replica);
     if (r < reply_to_.size()) reply_to_[r] = caf::actor_cast<caf::actor>(self_->current_sender());
-    auto sums = reducer_->add(std::move(*req));
+    auto sums = reducer_->add(std::move(req));
     if (!sums) return fail(sums.message());
     if (!*sums) return;
     for (std::size_t i = 0; i < (*sums)->size(); ++i) {
       if (!reply_to_[i]) return fail("no rank known for replica " + std::to_string(i));
-      self_->send(reply_to_[i], box(std::move((**sums)[i])));
+      self_->send(reply_to_[i], std::move((**sums)[i]));
     }
   }
 

@@ -1,17 +1,58 @@
 // The stage actor's state and behavior: deliver each message to the executor, run it inside the
-// rank's oneTBB arena, route what it sends, flush the trace in batches, and report a failure to
-// the driver. A rank whose fault injection kills it quits without a word.
+// rank's oneTBB arena, route what it sends, write its checkpoint snapshots in the background,
+// flush the trace in batches, and report a failure to the driver. A rank whose fault injection
+// kills it quits without a word.
 #include "actors/stage_actor.hpp"
 
 #include <tbb/task_arena.h>
 
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 
-#include "actors/messages.hpp"
+#include "actors/type_ids.hpp"
+#include "base/sha256.hpp"
+#include "runtime/checkpoint/background_writer.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/rank_file.hpp"
 
 namespace pipeworks {
+
+template <class T>
+result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
+                                        const model<T>& m, const std::vector<int>& boundaries,
+                                        const metadata_map& identity) {
+  const std::string path = (std::filesystem::path(dir) / file.path).string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot read the checkpoint file " + path);
+  std::vector<std::byte> buffer(file.bytes + 1);
+  in.read(reinterpret_cast<char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
+  const auto got = static_cast<std::uint64_t>(in.gcount());
+  if (got != file.bytes)
+    return make_error(path + ": " + (got > file.bytes ? "more than" : "only") + " " +
+                      std::to_string(std::min(got, file.bytes)) + " bytes, the manifest records " +
+                      std::to_string(file.bytes) + "; the file is not the one the checkpoint wrote");
+  buffer.resize(got);
+  sha256 hash;
+  hash.update(buffer);
+  const std::string digest = hash.hex_digest();
+  if (digest != file.sha256)
+    return make_error(path + ": sha256 is " + digest + ", the manifest records " + file.sha256 +
+                      "; the file is corrupt or was changed after the checkpoint was written");
+  auto parsed = parse_safetensors(std::move(buffer), path);
+  if (!parsed) return parsed.err();
+  for (const auto& [key, want] : identity) {
+    auto it = parsed->metadata.find(key);
+    const std::string has = it == parsed->metadata.end() ? "nothing" : it->second;
+    if (has != want)
+      return make_error(path + ": its metadata " + key + " is " + has + ", but the manifest's plan " +
+                        "says " + want + "; the manifest and the files are of different runs");
+  }
+  return parse_rank_file(*parsed, m, boundaries);
+}
+
 namespace {
 
 constexpr std::size_t trace_flush_events = 256;  // a batch to the tracer every this many events
@@ -28,23 +69,41 @@ class stage_state {
     replica_ = spec->setup.replica;
     rank_ = spec->setup.replica * spec->setup.plan->params.stages + spec->setup.device;
     record_trace_ = spec->setup.record_trace;
+    checkpoint_dir_ = spec->checkpoint_dir;
+    identity_ = spec->identity;
     try {
       arena_ = std::make_unique<tbb::task_arena>(spec->threads);
-      exec_ = std::make_unique<stage_executor<T>>(*spec->net, std::move(spec->setup),
-                                                  std::move(spec->initial),
-                                                  [this](outgoing out) { route(std::move(out)); });
+      auto sink = [this](outgoing out) { route(std::move(out)); };
+      if (!spec->resume.path.empty()) {
+        auto state = load_rank_checkpoint(spec->resume_dir, spec->resume, *spec->net,
+                                          spec->setup.boundaries, spec->identity);
+        if (!state) throw pipeworks_error(state.message());
+        exec_ = std::make_unique<stage_executor<T>>(*spec->net, std::move(spec->setup),
+                                                    std::move(*state), sink);
+      } else {
+        exec_ = std::make_unique<stage_executor<T>>(*spec->net, std::move(spec->setup),
+                                                    std::move(spec->initial), sink);
+      }
     } catch (const std::exception& e) {
       setup_error_ = describe() + ": cannot set up the executor: " + e.what();
     }
     // A rank never outlives its driver, even one that ends before wiring the ranks.
-    driver_ = spec->driver.address();
+    driver_ = spec->driver;
     self_->monitor(spec->driver);
     self_->set_down_handler([this](caf::down_msg& dm) {
-      if (dm.source == driver_) self_->quit(dm.reason);
+      if (dm.source == driver_.address()) self_->quit(dm.reason);
     });
     return {
         [this](const rank_wiring& w) { start(w); },
-        [this](const runtime_box& b) { receive(b); },
+        [this](activation_msg& m) { receive(std::move(m)); },
+        [this](gradient_msg& m) { receive(std::move(m)); },
+        [this](credit_msg m) { receive(m); },
+        [this](reduce_result& m) { receive(std::move(m)); },
+        [this](norm_result m) { receive(m); },
+        [this](marker_msg m) { receive(m); },
+        [this](weights_atom) {
+          if (exec_ && !stopped_) self_->send(driver_, report(false));
+        },
     };
   }
 
@@ -61,12 +120,10 @@ class stage_state {
     progress();
   }
 
-  void receive(const runtime_box& b) {
-    if (stopped_ || finished_ || !b.msg) return;
-    message msg = std::move(*b.msg);  // this box's only receiver: the tensors move, no copy
-    if (!exec_) return;               // the setup error is reported once wired
+  void receive(message msg) {
+    if (stopped_ || finished_ || !exec_) return;  // a setup error is reported once wired
     try {
-      exec_->deliver(std::move(msg));
+      exec_->deliver(std::move(msg));  // the tensors move, no copy
     } catch (const std::exception& e) {
       return fail(describe() + ": a message could not be delivered: " + e.what());
     }
@@ -89,19 +146,58 @@ class stage_state {
       return;
     }
     if (!r) return fail(r.message());
+    for (rank_state& snap : exec_->take_snapshots()) write_checkpoint(std::move(snap));
     flush_trace(false);
     if (*r) finish();
+  }
+
+  // The snapshot goes to disk on the writer's thread; the driver hears when it is durable.
+  void write_checkpoint(rank_state snap) {
+    if (!writer_) writer_ = std::make_unique<background_writer>();
+    auto state = std::make_shared<rank_state>(std::move(snap));
+    const std::string dir = step_dir(checkpoint_dir_, state->step);
+    const std::string file = rank_file_name(rank_);
+    caf::actor driver = driver_;
+    const int rank = rank_;
+    const metadata_map identity = identity_;
+    writer_->post([state, dir, file, driver, rank, identity] {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      auto written = write_rank_file((std::filesystem::path(dir) / file).string(), *state, identity);
+      if (!written) {
+        caf::anon_send(driver, stage_failure{"rank " + std::to_string(rank) +
+                                             ": writing its checkpoint of step " +
+                                             std::to_string(state->step) + " failed: " +
+                                             written.message()});
+        return;
+      }
+      caf::anon_send(driver,
+                     checkpoint_written{rank, state->step, file, written->bytes, written->sha256});
+    });
+  }
+
+  rank_done report(bool finished) const {
+    rank_done d;
+    d.rank = rank_;
+    d.finished = finished;
+    d.stats = exec_->stats();
+    d.stages = exec_->stages();
+    for (int s : d.stages) {
+      d.steps.push_back(exec_->steps_done(s));
+      if (replica_ == 0) d.weights.push_back(exec_->weights(s));
+    }
+    return d;
   }
 
   void finish() {
     finished_ = true;
     flush_trace(true);
-    self_->send(peers_.driver, rank_done{rank_, exec_->stats()});
+    self_->send(peers_.driver, report(true));
   }
 
   void fail(const std::string& why) {
     stopped_ = true;
-    if (peers_.driver) self_->send(peers_.driver, stage_failure{why});
+    self_->send(driver_, stage_failure{why});
     self_->quit(caf::sec::runtime_error);
   }
 
@@ -109,13 +205,13 @@ class stage_state {
     if (!record_trace_ || !peers_.tracer) return;
     for (auto& e : exec_->take_events()) pending_.push_back(std::move(e));
     if (!pending_.empty() && (last || pending_.size() >= trace_flush_events)) {
-      self_->send(peers_.tracer, box(trace_batch{std::move(pending_)}));
+      self_->send(peers_.tracer, trace_batch{std::move(pending_)});
       pending_.clear();
     }
     if (last) self_->send(peers_.tracer, trace_done{rank_});
   }
 
-  // The executor's sink: straight to the receiving actor, the payload moved into a box.
+  // The executor's sink: straight to the receiving actor, the payload moved into the message.
   void route(outgoing out) {
     const caf::actor* to = nullptr;
     const auto i = static_cast<std::size_t>(out.to.index);
@@ -137,7 +233,7 @@ class stage_state {
     if (to == nullptr || !*to)
       throw pipeworks_error("no actor for endpoint " + std::to_string(static_cast<int>(out.to.kind)) +
                             "/" + std::to_string(out.to.index));
-    self_->send(*to, box(std::move(out.msg)));
+    std::visit([&](auto& m) { self_->send(*to, std::move(m)); }, out.msg);
   }
 
   std::string describe() const {
@@ -157,11 +253,13 @@ class stage_state {
   caf::event_based_actor* self_;
   std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<stage_executor<T>> exec_;
+  std::unique_ptr<background_writer> writer_;  // joined before the executor goes
   std::shared_ptr<rank_board> board_;
   rank_wiring peers_;
-  caf::actor_addr driver_;
+  caf::actor driver_;
   std::vector<timeline_event> pending_;
-  std::string setup_error_;
+  std::string setup_error_, checkpoint_dir_;
+  metadata_map identity_;
   int rank_ = 0, replica_ = 0;
   bool record_trace_ = false, wired_ = false, stopped_ = false, finished_ = false;
 };
@@ -183,5 +281,11 @@ caf::actor spawn_stage(caf::actor_system& sys, bool detached, std::shared_ptr<st
 template caf::actor spawn_stage<float>(caf::actor_system&, bool, std::shared_ptr<stage_spec<float>>);
 template caf::actor spawn_stage<double>(caf::actor_system&, bool,
                                         std::shared_ptr<stage_spec<double>>);
+template result<rank_state> load_rank_checkpoint<float>(const std::string&, const checkpoint_file&,
+                                                        const model<float>&, const std::vector<int>&,
+                                                        const metadata_map&);
+template result<rank_state> load_rank_checkpoint<double>(const std::string&, const checkpoint_file&,
+                                                         const model<double>&, const std::vector<int>&,
+                                                         const metadata_map&);
 
 }  // namespace pipeworks

@@ -1,12 +1,16 @@
 // The stage actor: one rank (a device of one replica) as a CAF actor around a stage_executor.
-// Each message is delivered to the executor, which then runs inside the rank's oneTBB arena.
+// Each message is delivered to the executor, which then runs inside the rank's oneTBB arena;
+// the rank writes its own checkpoint files on a thread of its own.
 #pragma once
 #include <caf/all.hpp>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "actors/rank_board.hpp"
+#include "ops/checkpoint/safetensors.hpp"
 #include "ops/model/model.hpp"
+#include "runtime/checkpoint/manifest.hpp"
 #include "runtime/exec/executor.hpp"
 
 namespace pipeworks {
@@ -14,8 +18,13 @@ namespace pipeworks {
 template <class T>
 struct stage_spec {
   const model<T>* net = nullptr;     // outlives the actor system
-  executor_setup setup;
-  std::vector<param_set> initial;    // this rank's virtual stages, in stage order
+  executor_setup setup;              // rank_setup's, plus the hooks
+  std::vector<param_set> initial;    // a new run: this rank's virtual stages, in stage order
+  // A resumed run: this rank's file in resume_dir, as the manifest records it.
+  std::string resume_dir;
+  checkpoint_file resume;
+  std::string checkpoint_dir;        // where its checkpoint files go (DIR/step-N/rank-R...)
+  metadata_map identity;             // written into each checkpoint file (model, schedule)
   int threads = 1;                   // oneTBB threads of this rank's kernels
   std::shared_ptr<rank_board> board;
   caf::actor driver;                 // monitored from the start: the rank quits when it goes
@@ -24,5 +33,13 @@ struct stage_spec {
 // Spawns a rank; it waits for its rank_wiring before it starts. Detached: a thread of its own.
 template <class T>
 caf::actor spawn_stage(caf::actor_system& sys, bool detached, std::shared_ptr<stage_spec<T>> spec);
+
+// Reads and checks a rank's checkpoint file: its size and sha256 against the manifest's, the
+// model and schedule it names against `identity` (the plan's), then its contents against the
+// model and boundaries. Errors name the file and what is wrong.
+template <class T>
+result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
+                                        const model<T>& m, const std::vector<int>& boundaries,
+                                        const metadata_map& identity = {});
 
 }  // namespace pipeworks

@@ -8,7 +8,7 @@
 #include <utility>
 #include <variant>
 
-#include "actors/messages.hpp"
+#include "actors/type_ids.hpp"
 
 namespace pipeworks {
 namespace {
@@ -24,10 +24,8 @@ struct tracer_state {
     trace_->ranks = ranks;
     trace_->devices_per_replica = p;
     return {
-        [this](const runtime_box& b) {
-          if (!b.msg) return;
-          if (auto* batch = std::get_if<trace_batch>(b.msg.get()))
-            for (auto& e : batch->events) trace_->events.push_back(std::move(e));
+        [this](trace_batch& batch) {
+          for (auto& e : batch.events) trace_->events.push_back(std::move(e));
         },
         [this](const trace_done& d) {
           done_.insert(d.rank);
@@ -47,7 +45,7 @@ struct tracer_state {
                      [](const timeline_event& a, const timeline_event& b) {
                        return a.start < b.start;
                      });
-    for (auto& rp : waiting_) rp.deliver(timeline_box{trace_});
+    for (auto& rp : waiting_) rp.deliver(*trace_);
     waiting_.clear();
   }
 

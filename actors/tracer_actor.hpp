@@ -7,7 +7,7 @@
 namespace pipeworks {
 
 // ranks: how many trace_done to wait for; p: devices per replica; title: the timeline's title.
-// Answers collect_atom with a timeline_box once all ranks are done.
+// Answers collect_atom with the timeline once all ranks are done.
 caf::actor spawn_tracer(caf::actor_system& sys, int ranks, int p, std::string title);
 
 }  // namespace pipeworks

@@ -59,20 +59,23 @@ double simulate(const config& c, const model_profile& prof, std::int64_t microba
 // The measured step: train_pipeline with throttled ranks; the mean step after the first two.
 double measure(const config& c, const model<float>& net, const minibatch_fn& data,
                const bench_options& o) {
-  pipeline_options po;
+  run_plan po;
   po.schedule = schedule_kind::one_f_one_b;
   po.stages = c.p;
   po.replicas = c.w;
-  po.microbatches = c.m;
+  po.train.microbatches = c.m;
   po.split.assign(c.boundaries.begin(), c.boundaries.end() - 1);
-  po.device_speed = c.rank_speed;
+  for (double speed : c.rank_speed) po.ranks.push_back(rank_placement{"cpu", speed, "", 0});
   po.threads_per_stage = 1;
   po.train.steps = o.steps;
   po.train.warmup_steps = 1;
   po.train.optim = default_optimizer_config(optimizer_kind::adamw);
+  po.train.min_lr = po.train.optim.lr;
+  po.data.batch = o.batch;
   std::vector<double> at;  // elapsed_s after each step
-  auto r = train_pipeline<float>(net, net.init_params(1), po, data,
-                                 [&](const step_metrics& m) { at.push_back(m.elapsed_s); });
+  pipeline_callbacks cb;
+  cb.on_step = [&](const step_metrics& m) { at.push_back(m.elapsed_s); };
+  auto r = train_pipeline<float>(net, net.init_params(1), po, data, cb);
   must(std::move(r), c.name + ": train_pipeline");
   const std::size_t skip = at.size() > 3 ? 2 : 0;
   const double first = skip ? at[skip - 1] : 0.0;

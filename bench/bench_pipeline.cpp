@@ -112,27 +112,30 @@ struct pipeline_run {
 result<pipeline_run> run_pipeline(int p, int m, int steps, bool detached, double forward_us,
                                   spin_clock c, bool trace) {
   model<float> net = spin_model(p, forward_us, c);
-  pipeline_options o;
+  run_plan o;
   o.schedule = schedule_kind::one_f_one_b;
   o.stages = p;
-  o.microbatches = m;
+  o.train.microbatches = m;
   o.detached = detached;
-  o.record_trace = trace;
   for (int s = 0; s < p; ++s) o.split.push_back(s);
   o.train.steps = steps;
   o.train.optim = default_optimizer_config(optimizer_kind::sgd);
   o.train.optim.lr = 1e-3;
+  o.train.min_lr = 1e-3;
+  o.train.clip_grad_norm = 0;  // the spin blocks' gradients carry no norm worth clipping
+  o.data.batch = m;
   std::vector<clock_type::time_point> step_end;
   step_end.reserve(std::size_t(steps));
   auto data = [m](std::int64_t) -> result<minibatch> { return tiny_batch(m); };
-  auto on_step = [&](const step_metrics&) { step_end.push_back(clock_type::now()); };
-  auto r = train_pipeline<float>(net, net.init_params(1), o, data, on_step);
+  pipeline_callbacks cb;
+  cb.on_step = [&](const step_metrics&) { step_end.push_back(clock_type::now()); };
+  auto r = train_pipeline<float>(net, net.init_params(1), o, data, cb, {.record_trace = trace});
   if (!r) return r.err();
   pipeline_run out;
   out.wall_s = r->wall_s;
   out.steps = steps;
-  out.plan = r->plan;
-  for (const program& prog : r->plan->programs) {
+  out.plan = r->programs;
+  for (const program& prog : r->programs->programs) {
     out.actions += std::int64_t(prog.size());
     out.busiest_actions = std::max(out.busiest_actions, std::int64_t(prog.size()));
   }
@@ -142,7 +145,7 @@ result<pipeline_run> run_pipeline(int p, int m, int steps, bool detached, double
     double first = r->trace.events.front().start;
     for (const auto& e : r->trace.events) first = std::min(first, e.start);
     out.trace_s = r->trace.makespan() - first;
-    std::vector<double> busy(r->plan->programs.size(), 0.0);
+    std::vector<double> busy(r->programs->programs.size(), 0.0);
     for (const auto& e : r->trace.events)
       if (e.stream == stream_kind::compute && !is_comm(e.act.kind))
         busy.at(std::size_t(e.rank)) += e.end - e.start;

@@ -1,12 +1,10 @@
-// `train --auto-partition`: checks its flags, profiles the model on one core, plans with
-// actors/auto_partition.hpp's pure planner, prints the plan and turns it into pipeline flags.
+// `train --auto-partition`: checks its flags and its cluster before anything loads.
 #include "cli/auto_partition.hpp"
 
-#include <cstdio>
 #include <string>
 
-#include "cli/options.hpp"
-#include "partition/cpu_count.hpp"
+#include "partition/auto_partition.hpp"
+#include "partition/cluster.hpp"
 
 namespace pipeworks::cli {
 
@@ -46,77 +44,11 @@ void check_auto_partition_flags(pipeline_flags& f) {
                                "--auto-partition and set --stages and --replicas yourself");
 }
 
-planned_run auto_partition_flags(pipeline_flags& f, const model<float>& net,
-                                 const std::function<minibatch(std::int64_t)>& sample,
-                                 std::int64_t& batch, int& microbatches, bool quiet) {
-  auto kind = parse_schedule_kind(f.schedule);
-  if (!kind) throw CLI::ValidationError("--schedule", kind.message());
+void check_cluster_flag(const pipeline_flags& f) {
+  if (!f.auto_partition) return;
   auto c = load_cluster(f.cluster);
   if (!c) throw CLI::ValidationError("--cluster", c.message());
   if (status s = check_local_speeds(*c); !s) throw CLI::ValidationError("--cluster", s.message());
-  // PipeDream: without --microbatches the step gets 2 per device (so most replica counts share
-  // them evenly), or the largest divisor of --batch below that; the plan's w then divides them.
-  if (f.planner == "pipedream" && f.given.count("--microbatches") == 0)
-    microbatches = default_microbatches(batch, c->device_count());
-  planned_run run;
-  const std::int64_t b = batch / microbatches;
-  auto prof = profile_on_one_core(net, sample(b));
-  if (!prof) throw pipeworks_error("--auto-partition: profiling failed: " + prof.message());
-  run.profile = std::move(*prof);
-  auto_partition_request rq;
-  rq.planner = f.planner == "2bw" ? planner_kind::two_bw : planner_kind::pipedream;
-  rq.schedule = *kind;
-  rq.batch = batch;
-  rq.microbatches = microbatches;
-  rq.keep_batch = f.given.count("--batch") > 0;
-  rq.cores = usable_cores();
-  auto plan = plan_auto_partition(run.profile, *c, rq);
-  // The flags were fine; the planner found no plan that runs here: a failure (exit 1), not usage.
-  if (!plan) throw pipeworks_error("--auto-partition: " + plan.message());
-  run.plan = std::move(*plan);
-  const auto_partition& a = run.plan;
-  f.stages = a.p;
-  f.replicas = a.w;
-  f.split.clear();
-  for (int s = 0; s < a.p; ++s)
-    f.split += (s ? "," : "") + std::to_string(a.boundaries[static_cast<std::size_t>(s)]);
-  batch = a.batch;
-  microbatches = a.m;
-  if (!quiet) {
-    std::fputs(format_auto_partition(a, run.profile, f.cluster).c_str(), stdout);
-    std::fflush(stdout);
-  }
-  return run;
-}
-
-nlohmann::json plan_json(const planned_run& run, const std::string& cluster_name) {
-  const auto_partition& a = run.plan;
-  nlohmann::json stages = nlohmann::json::array();
-  for (int s = 0; s < a.p; ++s) {
-    const planned_stage& st = a.stages[static_cast<std::size_t>(s)];
-    std::vector<std::string> devices;
-    std::vector<double> speeds;
-    for (int j = 0; j < a.w; ++j) {
-      devices.push_back(a.device_names[static_cast<std::size_t>(j * a.p + s)]);
-      speeds.push_back(a.device_speed[static_cast<std::size_t>(j * a.p + s)]);
-    }
-    stages.push_back({{"first_layer", st.first_layer},
-                      {"last_layer", st.last_layer},
-                      {"replicas", st.replicas},
-                      {"devices", devices},
-                      {"speeds", speeds},
-                      {"time_ms", st.time_ms}});
-  }
-  return {{"planner", planner_name(a.planner)},
-          {"cluster", cluster_name},
-          {"p", a.p},
-          {"w", a.w},
-          {"m", a.m},
-          {"microbatch", a.microbatch},
-          {"batch", a.batch},
-          {"stages", stages},
-          {"predicted_step_ms", a.planner_step_ms},
-          {"simulated_step_ms", a.simulated_step_ms}};
 }
 
 }  // namespace pipeworks::cli

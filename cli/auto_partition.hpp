@@ -1,15 +1,7 @@
-// `train --auto-partition`: the flags that go with it, profiling on a real sample at the run's
-// microbatch size, planning for --cluster, printing the plan and rewriting the flags to it.
+// `train --auto-partition`: the flags that go with it. The planning itself is the run plan's
+// (partition/plan_resolve.hpp), done by the partition actor or by --print-plan.
 #pragma once
-#include <cstdint>
-#include <functional>
-#include <nlohmann/json.hpp>
-#include <optional>
-
-#include "partition/auto_partition.hpp"
 #include "cli/pipeline_flags.hpp"
-#include "ops/model/model.hpp"
-#include "ops/train/microbatches.hpp"
 
 namespace pipeworks::cli {
 
@@ -20,24 +12,8 @@ namespace pipeworks::cli {
 // core, as profiled). Without --schedule, --auto-partition runs 1f1b (2bw with --planner 2bw).
 void check_auto_partition_flags(pipeline_flags& flags);
 
-struct planned_run {
-  auto_partition plan;
-  model_profile profile;
-};
-
-// Profiles `net` on one core (a device of speed 1) on sample(b), b = batch / microbatches
-// (PipeDream without --microbatches: default_microbatches(batch, devices), the largest divisor of
-// --batch up to 2 per cluster device), plans on flags.cluster for usable_cores(), prints the plan
-// unless `quiet`, and rewrites flags (stages, replicas, split), batch and microbatches (per
-// replica) to it. A bad --cluster (unreadable, a device faster than one core) throws
-// CLI::ValidationError (exit 2); a planner that finds no plan throws pipeworks_error (exit 1).
-// Both messages say what to change.
-planned_run auto_partition_flags(pipeline_flags& flags, const model<float>& net,
-                                 const std::function<minibatch(std::int64_t)>& sample,
-                                 std::int64_t& batch, int& microbatches, bool quiet);
-
-// The plan for the --json summary: planner, cluster, p, w, m, microbatch, batch, stages
-// (first_layer, last_layer, replicas, devices, speeds, time_ms) and both predicted step times.
-nlohmann::json plan_json(const planned_run& run, const std::string& cluster_name);
+// The --cluster of --auto-partition, read and checked before any data loads or any profile runs:
+// an unreadable file or a device faster than one core throws CLI::ValidationError (exit 2).
+void check_cluster_flag(const pipeline_flags& flags);
 
 }  // namespace pipeworks::cli

@@ -1,6 +1,10 @@
-// `pipeworks train`: mlp or gpt on one device, pipelined or auto-partitioned, with progress,
-// JSON metrics, a final evaluation, a text sample and an optional checkpoint.
+// `pipeworks train`: builds the run plan from the flags (or reads it with --plan, or from a
+// checkpoint with --resume), loads the data, trains on one device or pipelined, and ends with an
+// evaluation, a text sample and the outputs (checkpoint, metrics, trace).
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -8,42 +12,31 @@
 #include <optional>
 #include <string>
 
-#include <atomic>
-#include <csignal>
-
 #include "actors/pipeline.hpp"
 #include "cli/auto_partition.hpp"
 #include "cli/command.hpp"
+#include "cli/init_weights.hpp"
 #include "cli/options.hpp"
-#include "cli/pipeline_flags.hpp"
 #include "cli/progress.hpp"
+#include "cli/train_plan.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/model/param_io.hpp"
 #include "ops/model/param_split.hpp"
-#include "runtime/exec/measured_costs.hpp"
-#include "runtime/simulate.hpp"
-#include "runtime/trace_chrome.hpp"
 #include "ops/train/evaluate.hpp"
 #include "ops/train/sample.hpp"
 #include "ops/train/sources.hpp"
+#include "partition/plan_resolve.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/exec/measured_costs.hpp"
+#include "runtime/simulate.hpp"
+#include "runtime/trace_chrome.hpp"
 
 namespace pipeworks::cli {
 namespace {
 
 // Sampling runs one forward pass per byte; more than this is hours, not a demo.
 constexpr std::int64_t max_sample_bytes = 100000;
-
-struct train_options {
-  std::string model, data, save, metrics, optimizer = "adamw";
-  std::int64_t steps = 300, batch = 16, epochs = 0, warmup = -1, sample = 200, eval_windows = 64;
-  int microbatches = 1, threads = 0;
-  double lr = 1e-3, min_lr_ratio = 0.1, weight_decay = -1, clip = 1.0, temperature = 0.8;
-  double beta2 = 0.999;
-  std::uint64_t seed = 1;
-  bool json = false;
-  pipeline_flags pipe;
-};
 
 // Ctrl-C asks the run to stop; the driver then stops the stages and the weights are saved.
 std::atomic<bool> interrupted{false};
@@ -59,10 +52,10 @@ std::string sim_trace_path(std::string path) {
 // makespans and writes the simulated trace next to the measured one.
 void compare_with_simulation(const pipeline_result& r, const std::string& trace_path, bool json,
                              nlohmann::json& summary) {
-  const cost_model costs = costs_from_timeline(r.trace, *r.plan);
+  const cost_model costs = costs_from_timeline(r.trace, *r.programs);
   simulate_options so;
   so.title = r.trace.title + " (simulated with measured costs)";
-  auto sim = simulate(*r.plan, costs, so);
+  auto sim = simulate(*r.programs, costs, so);
   if (!sim) throw pipeworks_error("--compare-sim: " + sim.message());
   double first = r.trace.makespan();
   for (const auto& e : r.trace.events) first = std::min(first, e.start);
@@ -93,46 +86,6 @@ std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// Checks the values CLI11 cannot; throws CLI::ValidationError naming the flag.
-model_spec validate(train_options& o) {
-  model_spec spec = parse_model_flag(o.model);
-  if (o.batch % o.microbatches != 0)
-    throw CLI::ValidationError("--microbatches", "--batch " + std::to_string(o.batch) +
-                                                     " is not divisible by --microbatches " +
-                                                     std::to_string(o.microbatches));
-  if (o.epochs > 0 && spec.is_gpt())
-    throw CLI::ValidationError("--epochs", "--epochs is for mlp; use --steps for gpt");
-  if (o.warmup >= o.steps && o.epochs == 0)
-    throw CLI::ValidationError("--warmup", "--warmup must be smaller than --steps");
-  if (o.temperature <= 0) throw CLI::ValidationError("--temperature", "must be > 0");
-  if (o.data.empty()) o.data = spec.is_gpt() ? fortunes_default_dir : fashion_mnist_default_dir;
-  return spec;
-}
-
-train_config make_config(const train_options& o) {
-  train_config c;
-  c.steps = o.steps;
-  c.microbatches = o.microbatches;
-  auto kind = parse_optimizer_kind(o.optimizer);
-  c.optim = default_optimizer_config(kind.value());
-  c.optim.lr = o.lr;
-  if (o.weight_decay >= 0) c.optim.weight_decay = o.weight_decay;
-  c.optim.beta2 = o.beta2;
-  c.min_lr = o.lr * o.min_lr_ratio;
-  c.warmup_steps = o.warmup >= 0 ? o.warmup : std::min<std::int64_t>(o.steps / 10, 100);
-  c.clip_grad_norm = o.clip;
-  return c;
-}
-
-// One real sample of b rows from the training data (the profile's input), drawn like step 0's.
-minibatch first_sample(const model_spec& spec, std::shared_ptr<const image_dataset> images,
-                       const text_split& text, std::int64_t b, std::uint64_t seed) {
-  auto mb = spec.is_gpt() ? text_minibatches(text.train, b, spec.gpt().context, seed)(0)
-                          : image_minibatches(std::move(images), b, seed)(0);
-  if (!mb) throw pipeworks_error("--auto-partition: the sample to profile: " + mb.message());
-  return std::move(*mb);
-}
-
 // Weights, the spare version, gradients and two moments; a gpt batch is copied once to split.
 void check_train_memory(const model<float>& net, const model_spec& spec, std::int64_t batch,
                         std::int64_t microbatch, const std::string& flag, const std::string& hint) {
@@ -141,83 +94,178 @@ void check_train_memory(const model<float>& net, const model_spec& spec, std::in
   check_memory(net, 5, microbatch, batch_bytes, flag, hint);
 }
 
-int run_train(train_options& o) {
-  check_auto_partition_flags(o.pipe);
-  check_pipeline_flags(o.pipe);  // before the data loads and the profile runs
-  model_spec spec = validate(o);
-  set_cpu_threads(o.threads);
-  model<float> net = build_model<float>(spec);
-  check_train_memory(net, spec, o.batch, o.batch / o.microbatches, "--batch",
-                     "lower --batch, or raise --microbatches to split each batch");
-  if (!o.save.empty()) check_output_path(o.save, "--save");
-  if (!o.metrics.empty()) check_output_path(o.metrics, "--metrics");
-  if (!o.pipe.trace.empty()) check_output_path(o.pipe.trace, "--trace");
-  if (o.pipe.compare_sim) check_output_path(sim_trace_path(o.pipe.trace), "--trace");
-
-  // Data: the training source, and the held-out set for the final evaluation.
-  std::shared_ptr<const image_dataset> train_images;
+// The training data and the held-out set of a plan's data source.
+struct loaded_data {
+  std::shared_ptr<const image_dataset> images;
   std::shared_ptr<const text_corpus> corpus;
+  text_split text;
   minibatch held_out;
-  text_split split;
-  if (spec.is_gpt()) {
-    auto text = load_text(o.data);
-    if (!text) throw pipeworks_error(text.message());
-    corpus = std::make_shared<const text_corpus>(std::move(*text));
-    split = split_text(corpus->view());
-    const auto fit = static_cast<std::int64_t>(split.validation.size()) / (spec.gpt().context + 1);
-    if (o.eval_windows > fit)
-      throw CLI::ValidationError("--eval-windows", "the held-out part of " + o.data +
-                                                       " has room for " + std::to_string(fit) +
-                                                       " windows, not " +
-                                                       std::to_string(o.eval_windows));
-    auto windows = text_windows(split.validation, o.eval_windows, spec.gpt().context,
-                                o.data + " (validation part)");
-    if (!windows) throw pipeworks_error(windows.message());
-    held_out = std::move(*windows);
-  } else {
-    auto tr = load_fashion_mnist(dataset_split::train, o.data);
-    if (!tr) throw pipeworks_error(tr.message());
-    auto te = load_fashion_mnist(dataset_split::test, o.data);
-    if (!te) throw pipeworks_error(te.message());
-    train_images = std::make_shared<const image_dataset>(std::move(*tr));
-    held_out = image_set(*te);
-    if (o.batch > train_images->size())
-      throw CLI::ValidationError(
-          "--batch",
-          "larger than the " + std::to_string(train_images->size()) + " training images");
-  }
-  // --auto-partition: profile, plan and print before anything runs; the flags become the plan's.
-  std::optional<planned_run> planned;
-  if (o.pipe.auto_partition) {
-    planned = auto_partition_flags(
-        o.pipe, net,
-        [&](std::int64_t b) { return first_sample(spec, train_images, split, b, o.seed); },
-        o.batch, o.microbatches, o.json);
-    if (train_images && o.batch > train_images->size())
-      throw CLI::ValidationError("--auto-partition", "the plan's batch " + std::to_string(o.batch) +
-                                                         " is larger than the " +
-                                                         std::to_string(train_images->size()) +
-                                                         " training images");
-    // 2BW chooses its own microbatch (up to 4x the profiled one) and batch: check them again.
-    check_train_memory(net, spec, o.batch, planned->plan.microbatch, "--planner",
-                       "the plan's microbatches of " + std::to_string(planned->plan.microbatch) +
-                           " samples do not fit; use --planner pipedream, which keeps --batch / "
-                           "--microbatches, with a smaller --batch or more --microbatches");
-  }
-  if (train_images && o.epochs > 0) o.steps = o.epochs * (train_images->size() / o.batch);
-  train_config cfg = make_config(o);
-  if (status s = validate(cfg); !s) throw CLI::ValidationError("train", s.message());
-  minibatch_fn next = spec.is_gpt()
-                          ? text_minibatches(split.train, o.batch, spec.gpt().context, o.seed)
-                          : image_minibatches(train_images, o.batch, o.seed);
+};
 
-  if (!o.json)
+loaded_data load_data(const run_plan& plan, std::int64_t eval_windows, bool windows_given) {
+  loaded_data d;
+  const std::string& path = plan.data.path;
+  if (plan.model.is_gpt()) {
+    auto text = load_text(path);
+    if (!text) throw pipeworks_error(text.message());
+    d.corpus = std::make_shared<const text_corpus>(std::move(*text));
+    d.text = split_text(d.corpus->view());
+    const auto fit =
+        static_cast<std::int64_t>(d.text.validation.size()) / (plan.model.gpt().context + 1);
+    if (eval_windows > fit) {
+      if (windows_given)
+        throw CLI::ValidationError("--eval-windows", "the held-out part of " + path + " has room for " +
+                                                         std::to_string(fit) + " windows, not " +
+                                                         std::to_string(eval_windows));
+      eval_windows = fit;
+    }
+    auto windows = text_windows(d.text.validation, eval_windows, plan.model.gpt().context,
+                                path + " (validation part)");
+    if (!windows) throw pipeworks_error(windows.message());
+    d.held_out = std::move(*windows);
+  } else {
+    auto tr = load_fashion_mnist(dataset_split::train, path);
+    if (!tr) throw pipeworks_error(tr.message());
+    auto te = load_fashion_mnist(dataset_split::test, path);
+    if (!te) throw pipeworks_error(te.message());
+    d.images = std::make_shared<const image_dataset>(std::move(*tr));
+    d.held_out = image_set(*te);
+  }
+  return d;
+}
+
+// The run's minibatches for a resolved plan (its batch may be the planner's).
+data_factory data_of(const loaded_data& d, const run_plan& plan) {
+  const std::int64_t context = plan.model.is_gpt() ? plan.model.gpt().context : 0;
+  return [&d, context](const run_plan& p) -> result<minibatch_fn> {
+    if (d.corpus) return text_minibatches(d.text.train, p.data.batch, context, p.data.seed);
+    if (p.data.batch > d.images->size())
+      return make_error("the batch " + std::to_string(p.data.batch) + " is larger than the " +
+                        std::to_string(d.images->size()) + " training images");
+    return image_minibatches(d.images, p.data.batch, p.data.seed);
+  };
+}
+
+// The plan: from --plan FILE, from the latest checkpoint in --resume DIR (with the flags given
+// applied, refused where they would change the results), or from the flags.
+run_plan make_plan(train_options& o) {
+  pipeline_flags& f = o.pipe;
+  const int threads = cpu_threads();
+  if (!f.plan.empty()) {
+    for (const std::string& flag : f.given)
+      if (shapes_the_run(flag))
+        throw CLI::ValidationError(flag, "--plan " + f.plan + " holds the whole run: drop " + flag +
+                                             " (or change it in the plan)");
+    auto p = load_run_plan(f.plan);
+    if (!p) throw CLI::ValidationError("--plan", p.message());
+    return *p;
+  }
+  if (!f.resume.empty()) {
+    auto step = latest_complete(f.resume);
+    if (!step) throw pipeworks_error("--resume: " + step.message());
+    auto m = read_manifest(f.resume, *step);
+    if (!m) throw pipeworks_error("--resume: " + m.message());
+    const std::string dir = step_dir(f.resume, *step);
+    if (status s = verify_files(*m, dir); !s) throw pipeworks_error("--resume: " + s.message());
+    auto saved = parse_run_plan(m->plan.dump(), dir + "/" + manifest_name);
+    if (!saved) throw pipeworks_error("--resume: " + saved.message());
+    saved->checkpoint.dir = f.resume;
+    run_plan given = plan_from_flags(o, *saved, false, threads, 0);
+    auto merged = resume_plan(*saved, given);
+    if (!merged) {
+      const std::string& msg = merged.message();
+      const std::string field = msg.substr(0, msg.find(' '));
+      throw CLI::ValidationError(flag_of(field) + ": " + msg.substr(msg.find(' ') + 1) +
+                                 " (the checkpoint in " + dir + " has it as its plan says)");
+    }
+    return *merged;
+  }
+  if (o.model.empty())
+    throw CLI::ValidationError("--model", "give --model (or --plan FILE, or --resume DIR)");
+  return plan_from_flags(o, run_plan{}, true, threads, 0);
+}
+
+int run_train(train_options& o) {
+  pipeline_flags& f = o.pipe;
+  check_auto_partition_flags(f);
+  check_pipeline_flags(f);  // before the data loads and the profile runs
+  check_cluster_flag(f);
+  set_cpu_threads(o.threads);
+  if (o.temperature <= 0) throw CLI::ValidationError("--temperature", "must be > 0");
+  run_plan plan = make_plan(o);
+  const model_spec& spec = plan.model;
+  if (o.epochs > 0 && spec.is_gpt())
+    throw CLI::ValidationError("--epochs", "--epochs is for mlp; use --steps for gpt");
+  if (!plan.schedule)
+    for (const char* flag : {"--trace", "--credits", "--actors", "--inject-fault", "--chunks",
+                             "--replicas", "--stages", "--split"})
+      if (f.given.count(flag) && (std::string(flag) != "--stages" || f.stages != 1))
+        throw CLI::ValidationError("--schedule", "--schedule none runs on one device without "
+                                                 "actors; pick a schedule (e.g. --schedule 1f1b) "
+                                                 "to use --stages, --replicas, --chunks, --split, "
+                                                 "--trace, --credits, --actors or --inject-fault");
+  model<float> net = build_model<float>(spec);
+  if (plan.data.batch % plan.train.microbatches == 0)
+    check_train_memory(net, spec, plan.data.batch, plan.data.batch / plan.train.microbatches,
+                       "--batch", "lower --batch, or raise --microbatches to split each batch");
+  for (const auto& [path, flag] : {std::pair{o.save, "--save"}, {o.metrics, "--metrics"},
+                                   {f.trace, "--trace"}, {f.print_plan, "--print-plan"}})
+    if (!path.empty()) check_output_path(path, flag);
+  if (f.compare_sim) check_output_path(sim_trace_path(f.trace), "--trace");
+
+  const loaded_data data = load_data(plan, o.eval_windows, f.given.count("--eval-windows") > 0);
+  if (data.images && o.epochs > 0 && f.plan.empty() && f.resume.empty()) {
+    plan.train.steps = o.epochs * (data.images->size() / std::max<std::int64_t>(1, plan.data.batch));
+    if (o.warmup < 0) plan.train.warmup_steps = std::min<std::int64_t>(plan.train.steps / 10, 100);
+  }
+  if (data.images && plan.data.batch > data.images->size())
+    throw CLI::ValidationError("--batch", "larger than the " + std::to_string(data.images->size()) +
+                                              " training images");
+  check_plan_flags(plan, net.size());
+  if (plan.checkpoint.every > 0 && plan.data.position == 0 && f.print_plan.empty())
+    if (status s = prepare_checkpoint_dir(plan.checkpoint.dir, false); !s)
+      throw CLI::ValidationError("--checkpoint-dir", s.message());
+  pipeline_hooks hooks;
+  hooks.record_trace = !f.trace.empty();
+  if (!f.inject_fault.empty()) hooks.fault = parse_fault(f.inject_fault);
+  if (status s = check(plan, hooks); !s) throw CLI::ValidationError("--inject-fault", s.message());
+  const data_factory factory = data_of(data, plan);
+
+  // --print-plan: resolved (split, or the planner's plan) and written; nothing trains.
+  if (!f.print_plan.empty()) {
+    auto resolved = resolve_plan(plan, net, [&](std::int64_t rows) -> result<minibatch> {
+      run_plan at = plan;
+      at.data.batch = rows;
+      auto fn = factory(at);
+      if (!fn) return fn.err();
+      return (*fn)(at.data.position);
+    });
+    if (!resolved) throw pipeworks_error(resolved.message());
+    if (!o.json && !resolved->report.empty()) std::fputs(resolved->report.c_str(), stdout);
+    std::ofstream out(f.print_plan);
+    out << to_json_text(resolved->plan);
+    out.close();
+    if (!out) throw pipeworks_error("cannot write the plan to " + f.print_plan);
+    if (!o.json) std::printf("plan written to %s (run it with --plan %s)\n", f.print_plan.c_str(),
+                             f.print_plan.c_str());
+    return exit_ok;
+  }
+
+  param_set initial = plan.init_from.empty() ? net.init_params(plan.init_seed)
+                                             : load_init_weights(plan.init_from, net);
+  if (!o.json) {
     std::printf(
         "pipeworks train: %s (%lld parameters, %d blocks) on %s, %lld steps of batch %lld"
         " (%d microbatches), %s lr %g, %d threads, BLAS core %s\n",
-        spec.name.c_str(), static_cast<long long>(net.param_count()), net.size(), o.data.c_str(),
-        static_cast<long long>(o.steps), static_cast<long long>(o.batch), o.microbatches,
-        o.optimizer.c_str(), o.lr, cpu_threads(), blas_core_name().c_str());
+        spec.name.c_str(), static_cast<long long>(net.param_count()), net.size(),
+        plan.data.path.c_str(), static_cast<long long>(plan.train.steps),
+        static_cast<long long>(plan.data.batch), plan.train.microbatches,
+        std::string(optimizer_kind_name(plan.train.optim.kind)).c_str(), plan.train.optim.lr,
+        cpu_threads(), blas_core_name().c_str());
+    if (plan.data.position > 0)
+      std::printf("resuming from the checkpoint of step %lld in %s\n",
+                  static_cast<long long>(plan.data.position), plan.checkpoint.dir.c_str());
+  }
   std::fflush(stdout);
 
   std::ofstream metrics_file;
@@ -225,20 +273,29 @@ int run_train(train_options& o) {
     metrics_file.open(o.metrics);
     if (!metrics_file) throw pipeworks_error("cannot write the metrics file " + o.metrics);
   }
-  pipeline_options popts =
-      make_pipeline_options(o.pipe, net, o.microbatches, o.batch, cpu_threads());
-  popts.train = cfg;
-  if (planned) {
-    popts.device_speed = planned->plan.device_speed;
-    popts.threads_per_stage = 1;  // a device of speed 1 is one core, as profiled
-  }
-  popts.stop_requested = [] { return interrupted.load(); };
-  std::signal(SIGINT, on_sigint);
   progress_line progress(stdout, o.json);
   double total_samples_s = 0;
-  auto run = train_pipeline<float>(net, net.init_params(o.seed), popts, next,
-                                   [&](const step_metrics& m) {
-    total_samples_s = m.elapsed_s > 0 ? static_cast<double>(m.samples) / m.elapsed_s : 0;
+  std::int64_t first_samples = -1;
+  pipeline_callbacks cb;
+  cb.on_plan = [&](const run_plan& resolved, const std::string& report) -> status {
+    if (!o.json && !report.empty()) {
+      std::fputs(report.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    if (plan.auto_partition)  // 2BW chooses its own microbatch: check it fits
+      try {
+        check_train_memory(net, spec, resolved.data.batch,
+                           resolved.data.batch / (resolved.train.microbatches * resolved.replicas),
+                           "--planner", "the plan's microbatches do not fit; use --planner "
+                           "pipedream, which keeps --batch / --microbatches");
+      } catch (const CLI::ValidationError& e) {
+        return make_error(e.what());
+      }
+    return {};
+  };
+  cb.on_step = [&](const step_metrics& m) {
+    if (first_samples < 0) first_samples = m.samples - (m.samples_per_s * m.step_s);
+    total_samples_s = m.elapsed_s > 0 ? static_cast<double>(m.samples - std::max<std::int64_t>(0, first_samples)) / m.elapsed_s : 0;
     const std::string line = dump({{"step", m.step},
                                    {"loss", m.loss},
                                    {"lr", m.lr},
@@ -248,7 +305,10 @@ int run_train(train_options& o) {
     if (o.json) std::cout << line << std::endl;
     if (metrics_file.is_open()) metrics_file << line << "\n";
     progress.update({m.step, m.steps, m.loss, m.lr, m.samples_per_s, m.elapsed_s});
-  });
+  };
+  cb.stop_requested = [] { return interrupted.load(); };
+  std::signal(SIGINT, on_sigint);
+  auto run = train_pipeline<float>(net, initial, plan, factory, cb, hooks);
   progress.finish();
   std::signal(SIGINT, SIG_DFL);
   if (!run) throw pipeworks_error(run.message());
@@ -260,12 +320,20 @@ int run_train(train_options& o) {
     std::fprintf(stderr, "pipeworks train: interrupted (Ctrl-C) after %lld complete steps\n",
                  static_cast<long long>(run->steps_done));
     if (!o.save.empty()) {
+      std::string stage_steps;
+      for (int s : run->weight_steps) stage_steps += (stage_steps.empty() ? "" : ",") + std::to_string(s);
       metadata_map meta{{"pipeworks.model", to_json(spec).dump()},
                         {"pipeworks.steps", std::to_string(run->steps_done)},
+                        {"pipeworks.stage_steps", stage_steps},
                         {"pipeworks.interrupted", "true"}};
       if (status s = save_params(o.save, weights, meta); !s) throw pipeworks_error(s.message());
-      std::fprintf(stderr, "pipeworks train: final checkpoint written to %s\n", o.save.c_str());
+      std::fprintf(stderr, "pipeworks train: the latest weights of every stage written to %s\n",
+                   o.save.c_str());
     }
+    if (run->plan.checkpoint.every > 0)
+      if (auto latest = latest_complete(run->plan.checkpoint.dir))
+        std::fprintf(stderr, "pipeworks train: continue with --resume %s (step %lld)\n",
+                     run->plan.checkpoint.dir.c_str(), static_cast<long long>(*latest));
     return exit_interrupted;
   }
 
@@ -274,10 +342,12 @@ int run_train(train_options& o) {
                          {"samples_per_s", total_samples_s},
                          {"elapsed_s", last->elapsed_s},
                          {"model", spec.name},
-                         {"schedule", o.pipe.schedule}};
+                         {"schedule", run->plan.schedule ? std::string(schedule_name(*run->plan.schedule)) : "none"}};
   // The first block of each stage, as --split takes it.
   summary["split"] = std::vector<int>(run->boundaries.begin(), run->boundaries.end() - 1);
-  if (planned) summary["plan"] = plan_json(*planned, o.pipe.cluster);
+  if (!run->plan_summary.empty()) summary["plan"] = nlohmann::json::parse(run->plan_summary);
+  if (run->plan.data.position > 0 || plan.data.position > 0) summary["resumed_from"] = plan.data.position;
+  if (run->plan.checkpoint.every > 0) summary["checkpoint_dir"] = run->plan.checkpoint.dir;
   if (!run->stages.empty()) {
     nlohmann::json stages = nlohmann::json::array();
     for (const stage_stats& st : run->stages)
@@ -296,25 +366,24 @@ int run_train(train_options& o) {
                                           "space and permissions of --save's directory)");
     summary["checkpoint"] = o.save;
   }
-  if (!o.pipe.trace.empty()) {
-    if (status s = write_chrome_trace(run->trace, o.pipe.trace); !s)
-      throw pipeworks_error(s.message());
-    summary["trace"] = o.pipe.trace;
-    if (o.pipe.compare_sim) compare_with_simulation(*run, o.pipe.trace, o.json, summary);
+  if (!f.trace.empty()) {
+    if (status s = write_chrome_trace(run->trace, f.trace); !s) throw pipeworks_error(s.message());
+    summary["trace"] = f.trace;
+    if (f.compare_sim) compare_with_simulation(*run, f.trace, o.json, summary);
   }
   std::string sample;
   if (spec.is_gpt()) {
-    auto loss = mean_loss(net, weights, held_out, 16);
+    auto loss = mean_loss(net, weights, data.held_out, 16);
     if (!loss) throw pipeworks_error(loss.message());
     summary["eval_loss"] = *loss;
-    summary["eval_windows"] = held_out.inputs.dim(0);
+    summary["eval_windows"] = data.held_out.inputs.dim(0);
     if (o.sample > 0) {
       sample = sample_text(net, weights, spec.gpt(), "\n",
                            {.bytes = o.sample, .temperature = o.temperature, .seed = o.seed});
       summary["sample"] = sample;
     }
   } else {
-    auto acc = accuracy(net, weights, held_out, 1000);
+    auto acc = accuracy(net, weights, data.held_out, 1000);
     if (!acc) throw pipeworks_error(acc.message());
     summary["test_accuracy"] = *acc;
   }
@@ -334,12 +403,12 @@ int run_train(train_options& o) {
               format_duration(last->elapsed_s).c_str());
   if (spec.is_gpt())
     std::printf("held-out loss %.4f over %lld windows of %s\n", summary["eval_loss"].get<double>(),
-                static_cast<long long>(held_out.inputs.dim(0)), o.data.c_str());
+                static_cast<long long>(data.held_out.inputs.dim(0)), plan.data.path.c_str());
   else
     std::printf("test accuracy %.2f%% on %lld images\n",
                 100.0 * summary["test_accuracy"].get<double>(),
-                static_cast<long long>(held_out.inputs.dim(0)));
-  if (run->plan) {
+                static_cast<long long>(data.held_out.inputs.dim(0)));
+  if (run->programs) {
     std::string versions, inflight;
     for (const stage_stats& st : run->stages) {
       versions += " " + std::to_string(st.peak_versions);
@@ -353,24 +422,29 @@ int run_train(train_options& o) {
                 o.temperature, printable(sample).c_str());
   if (!o.save.empty())
     std::printf("outputs: checkpoint %s (safetensors, Hugging Face names)\n", o.save.c_str());
+  if (run->plan.checkpoint.every > 0)
+    std::printf("outputs: checkpoints in %s every %lld steps (continue with --resume %s)\n",
+                run->plan.checkpoint.dir.c_str(), static_cast<long long>(run->plan.checkpoint.every),
+                run->plan.checkpoint.dir.c_str());
   if (!o.metrics.empty())
     std::printf("outputs: metrics %s (one JSON object per step, then the summary)\n",
                 o.metrics.c_str());
-  if (!o.pipe.trace.empty())
+  if (!f.trace.empty())
     std::printf("outputs: trace %s (Chrome trace: open it in https://ui.perfetto.dev)\n",
-                o.pipe.trace.c_str());
-  if (o.save.empty() && o.metrics.empty() && o.pipe.trace.empty())
+                f.trace.c_str());
+  if (o.save.empty() && o.metrics.empty() && f.trace.empty() && run->plan.checkpoint.every == 0)
     std::printf(
-        "outputs: none written (use --save FILE for a checkpoint, --metrics FILE for "
-        "the metrics)\n");
+        "outputs: none written (use --save FILE for the weights, --save-every N "
+        "--checkpoint-dir DIR for checkpoints, --metrics FILE for the metrics)\n");
   return exit_ok;
 }
 
 const bool registered = register_command(
     "train", "Train mlp or gpt on one device or pipelined over stages", [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<train_options>();
-      sub.add_option("--model", o->model, "mlp, gpt-tiny, gpt-small, or a JSON model file")
-          ->required();
+      sub.add_option("--model", o->model,
+                     "mlp, gpt-tiny, gpt-small, or a JSON model file (required unless --plan or "
+                     "--resume gives the run)");
       sub.add_option("--data", o->data,
                      "Fashion-MNIST directory (mlp) or a text file or directory (gpt); default "
                      "the Debian package's location");
@@ -404,12 +478,18 @@ const bool registered = register_command(
       sub.add_option("--beta2", o->beta2, "adamw: the second-moment decay")
           ->check(CLI::Range(0.0, 0.99999))
           ->capture_default_str();
-      sub.add_option("--clip", o->clip, "clip the gradient's global norm to this (0: off)")
+      sub.add_option("--clip", o->clip,
+                     "clip the gradient norm to this (0: off): the global norm over all stages "
+                     "for --schedule none and the flush schedules (gpipe, 1f1b, interleaved, "
+                     "zb-h1, zb-h2, bfs), each stage's own norm for the asynchronous ones "
+                     "(pipedream, pipedream-vs, 2bw, cyclic), whose stages step at different "
+                     "times")
           ->check(nonnegative_number)
           ->capture_default_str();
       sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
       add_threads_option(sub, o->threads);
       add_pipeline_flags(sub, o->pipe);
+      add_checkpoint_flags(sub, o->pipe);
       CLI::App* app = &sub;  // main's parser owns it for the whole run
       sub.add_option("--save", o->save, "write the final weights to this safetensors file");
       sub.add_option("--metrics", o->metrics,
@@ -430,10 +510,9 @@ const bool registered = register_command(
                    "split (each stage's first block), test_accuracy (mlp) or eval_loss (gpt), "
                    "and with --auto-partition the plan");
       return [o, app] {
-        for (const char* flag : {"--schedule", "--stages", "--replicas", "--chunks", "--split",
-                                 "--cluster", "--planner", "--batch", "--microbatches",
-                                 "--threads"})
-          if (app->count(flag) > 0) o->pipe.given.insert(flag);
+        for (const CLI::Option* opt : app->get_options())  // hidden ones too (--inject-fault)
+          if (opt->count() > 0 && !opt->get_lnames().empty())
+            o->pipe.given.insert("--" + opt->get_lnames().front());
         return run_train(*o);
       };
     });

@@ -81,64 +81,38 @@ fault_injection parse_fault(const std::string& text) {
   return f;
 }
 
+void add_checkpoint_flags(CLI::App& sub, pipeline_flags& f) {
+  sub.add_option("--save-every", f.save_every,
+                 "write a checkpoint every N steps into --checkpoint-dir (each rank its own file, "
+                 "the manifest last; asynchronous schedules are not drained)")
+      ->check(nonnegative_int);
+  sub.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "where --save-every's checkpoints go (DIR/step-NNNNNNNN/); a new run refuses a "
+                 "directory that holds checkpoints");
+  sub.add_option("--keep", f.keep, "keep the newest K complete checkpoints (0: all)")
+      ->check(nonnegative_int);
+  sub.add_option("--resume", f.resume,
+                 "continue the run whose checkpoints are in DIR from its latest complete one, bit "
+                 "for bit (its plan; flags that would change the results are refused)");
+  sub.add_option("--init", f.init,
+                 "start a new run from these weights: a safetensors file (such as --save writes) "
+                 "or a checkpoint directory (its latest checkpoint)");
+  sub.add_option("--print-plan", f.print_plan,
+                 "write the run plan (JSON; with --auto-partition, after profiling and planning) "
+                 "to FILE and exit");
+  sub.add_option("--plan", f.plan, "run the plan in FILE (as --print-plan writes it)");
+}
+
 void check_pipeline_flags(const pipeline_flags& f) {
   if (f.compare_sim && f.trace.empty())
     throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
-  if (f.compare_sim && f.schedule == "none")
+  if (f.compare_sim && f.schedule == "none" && f.plan.empty() && f.resume.empty())
     throw CLI::ValidationError("--compare-sim", "--schedule none has no schedule to simulate");
-}
-
-pipeline_options make_pipeline_options(const pipeline_flags& f, const model<float>& net,
-                                       int microbatches, std::int64_t batch, int threads) {
-  pipeline_options o;
-  check_pipeline_flags(f);
-  if (f.schedule == "none") {
-    o.schedule.reset();
-    if (f.stages != 1 || f.replicas != 1 || f.chunks != 1 || !f.split.empty() ||
-        !f.trace.empty() || f.credits != 0 || f.actors != "detached" || !f.inject_fault.empty())
-      throw CLI::ValidationError("--schedule", "--schedule none runs on one device without "
-                                               "actors; pick a schedule (e.g. --schedule 1f1b) "
-                                               "to use --stages, --replicas, --chunks, --split, "
-                                               "--trace, --credits, --actors or --inject-fault");
-  } else {
-    auto k = parse_schedule_kind(f.schedule);
-    if (!k) throw CLI::ValidationError("--schedule", k.message());
-    o.schedule = *k;
-  }
-  o.stages = f.stages;
-  o.replicas = f.replicas;
-  o.chunks = f.chunks;
-  o.microbatches = microbatches;
-  const std::int64_t parts = static_cast<std::int64_t>(microbatches) * f.replicas;
-  if (batch % parts != 0)
-    throw CLI::ValidationError("--batch", "--batch " + std::to_string(batch) +
-                                              " is not divisible by --microbatches × --replicas = " +
-                                              std::to_string(parts));
-  const int virtual_stages = f.stages * f.chunks;
-  if (virtual_stages > net.size())
-    throw CLI::ValidationError("--stages", std::to_string(virtual_stages) +
-                                               " virtual stages (--stages × --chunks) but " +
-                                               net.name() + " has only " +
-                                               std::to_string(net.size()) + " blocks");
-  if (!f.split.empty()) {
-    auto b = parse_split(f.split, net.size(), virtual_stages);
-    if (!b) throw CLI::ValidationError("--split", b.message());
-    o.split.assign(b->begin(), b->end() - 1);
-  }
-  o.detached = f.actors == "detached";
-  o.credit_window = f.credits;
-  const int ranks = f.schedule == "none" ? 1 : f.stages * f.replicas;
-  o.threads_per_stage = std::max(1, threads / ranks);
-  o.record_trace = !f.trace.empty();
-  if (o.schedule) {
-    if (status s = check(o, net.size()); !s) throw CLI::ValidationError("--schedule", s.message());
-  }
-  if (!f.inject_fault.empty()) {
-    o.fault = parse_fault(f.inject_fault);
-    if (status s = check(o, net.size()); !s)
-      throw CLI::ValidationError("--inject-fault", s.message());
-  }
-  return o;
+  if (!f.plan.empty() && !f.resume.empty())
+    throw CLI::ValidationError("--plan", "--resume DIR runs the checkpoint's own plan: drop --plan");
+  if (!f.init.empty() && !f.resume.empty())
+    throw CLI::ValidationError("--init", "--resume continues from the checkpoint's weights: drop "
+                                         "--init (use --init to start a new run from them)");
 }
 
 }  // namespace pipeworks::cli

@@ -1,13 +1,15 @@
 // `pipeworks train`'s pipeline flags (--schedule, --stages, --replicas, --chunks, --split, --trace,
-// --compare-sim, --actors, --auto-partition, --cluster, --planner, --inject-fault) and checks.
+// --compare-sim, --actors, --credits, --auto-partition, --cluster, --planner, --inject-fault) and
+// its checkpoint and plan flags (--save-every, --checkpoint-dir, --keep, --resume, --init,
+// --print-plan, --plan).
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <set>
 #include <string>
 
-#include "actors/pipeline.hpp"
-#include "ops/model/model.hpp"
+#include "runtime/exec/fault.hpp"
 
 namespace pipeworks::cli {
 
@@ -19,20 +21,21 @@ struct pipeline_flags {
   // --auto-partition [--cluster C] [--planner pipedream|2bw] (cli/auto_partition.hpp).
   bool auto_partition = false;
   std::string cluster = "local-cpu", planner;
+  // Checkpoints and plans.
+  std::int64_t save_every = 0;
+  std::string checkpoint_dir;
+  int keep = 0;
+  std::string resume, init, print_plan, plan;
   std::set<std::string> given;  // the flags given on the command line ("--stages", ...)
 };
 
 void add_pipeline_flags(CLI::App& sub, pipeline_flags& flags);
+void add_checkpoint_flags(CLI::App& sub, pipeline_flags& flags);
 
-// The checks that need nothing but the flags (--compare-sim needs --trace and a schedule), so a
-// command can refuse them before it loads data or profiles; make_pipeline_options runs them too.
-// Throws CLI::ValidationError naming the flag.
+// The checks that need nothing but the flags (--compare-sim needs --trace and a schedule; --plan
+// and --resume cannot be combined), so a command can refuse them before it loads data or
+// profiles. Throws CLI::ValidationError naming the flag.
 void check_pipeline_flags(const pipeline_flags& flags);
-
-// The options for train_pipeline, after checking every flag against the model and the batch;
-// throws CLI::ValidationError naming the flag. threads: all CPU threads the run may use.
-pipeline_options make_pipeline_options(const pipeline_flags& flags, const model<float>& net,
-                                       int microbatches, std::int64_t batch, int threads);
 
 // "exception@1B3", "nan@0F2:1", "kill@1F0" (KIND@ACTION[:REPLICA]); throws CLI::ValidationError.
 fault_injection parse_fault(const std::string& text);

@@ -1,7 +1,8 @@
 // embed_service: a program that keeps answering requests while it fine-tunes in the background.
 // A training thread runs train_pipeline (gpt-tiny cut into 2 stages, PipeDream-2BW by default)
-// on text; every step's weights arrive as immutable snapshots and are published through an
-// atomic shared_ptr, so a request scores its text with the newest weights without a mutex.
+// on text; it subscribes to every step's weights (run_plan::weights_every), which arrive as
+// immutable snapshots and are published through an atomic shared_ptr, so a request scores its
+// text with the newest weights without a mutex.
 //
 //   example_embed_service [--steps N] [--data PATH] [--schedule 2bw|1f1b|...]
 #include <atomic>
@@ -137,15 +138,22 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  pipeline_options opts;
-  opts.schedule = flags->schedule;
-  opts.stages = 2;
-  opts.microbatches = 2;
-  opts.train.steps = flags->steps;
-  opts.train.optim = default_optimizer_config(optimizer_kind::adamw);
-  opts.train.optim.lr = 3e-3;
-  opts.stop_requested = [] { return interrupted != 0; };  // Ctrl-C ends training cleanly
-  if (status ok = check(opts, m.size()); !ok) {
+  // The run, as one plan: gpt-tiny over 2 stages, AdamW, the weights sent to this program after
+  // every step (weights_every = 1; otherwise they would stay on the stages until the end).
+  run_plan plan;
+  plan.model = spec;
+  plan.schedule = flags->schedule;
+  plan.stages = 2;
+  plan.train.microbatches = 2;
+  plan.train.steps = flags->steps;
+  plan.train.optim = default_optimizer_config(optimizer_kind::adamw);
+  plan.train.optim.lr = 3e-3;
+  plan.train.min_lr = 3e-3;
+  plan.train.clip_grad_norm = 1.0;
+  plan.data.batch = 8;
+  plan.data.seed = 1;
+  plan.weights_every = 1;
+  if (status ok = check(plan, m.size()); !ok) {
     std::fprintf(stderr, "example_embed_service: %s\n", ok.message().c_str());
     return 2;
   }
@@ -164,14 +172,15 @@ int main(int argc, char** argv) {
     const minibatch_fn batches =
         text_minibatches(text->view(), /*batch=*/8, spec.gpt().context, /*seed=*/1);
     std::int64_t step = 0;
-    trained = train_pipeline<float>(
-        m, initial, opts, batches,
-        [](const step_metrics& s) {
-          if (s.step % 100 == 0 || s.step == s.steps)
-            std::printf("  train        step %lld/%lld  loss %.3f\n",
-                        static_cast<long long>(s.step), static_cast<long long>(s.steps), s.loss);
-        },
-        [&](std::shared_ptr<const model_weights> w) { publish(++step, std::move(w)); });
+    pipeline_callbacks cb;
+    cb.on_step = [](const step_metrics& s) {
+      if (s.step % 100 == 0 || s.step == s.steps)
+        std::printf("  train        step %lld/%lld  loss %.3f\n", static_cast<long long>(s.step),
+                    static_cast<long long>(s.steps), s.loss);
+    };
+    cb.on_weights = [&](std::shared_ptr<const model_weights> w) { publish(++step, std::move(w)); };
+    cb.stop_requested = [] { return interrupted != 0; };  // Ctrl-C ends training cleanly
+    trained = train_pipeline<float>(m, initial, plan, batches, cb);
     training = false;
   });
 

@@ -46,8 +46,6 @@ std::string shape_string(const shape_t& shape) {
   return s + "]";
 }
 
-void tensor::aligned_free::operator()(std::byte* p) const { std::free(p); }
-
 tensor::tensor(shape_t shape, dtype dt, device dev)
     : shape_(std::move(shape)), dtype_(dt), device_(dev) {
   if (dev.kind != device_kind::cpu)
@@ -60,7 +58,7 @@ tensor::tensor(shape_t shape, dtype dt, device dev)
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, padded));
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, padded);
-  storage_.reset(p);
+  storage_ = std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
 }
 
 tensor tensor::clone() const {

@@ -45,7 +45,10 @@ struct tensor_view {
   std::span<T> span() const { return {data, static_cast<std::size_t>(numel())}; }
 };
 
-// The owner of one buffer. Move-only: a tensor is handed over, never shared for writing.
+class tensor_payload;
+
+// The owner of one buffer. Move-only: a tensor is handed over, never shared for writing (a
+// tensor_payload in transit may share it read-only, and gives it back with take()).
 class tensor {
  public:
   tensor() = default;
@@ -89,15 +92,15 @@ class tensor {
   template <class T> tensor_view<const T> view() const { return {data<T>(), shape_}; }
 
  private:
-  struct aligned_free {
-    void operator()(std::byte* p) const;
-  };
+  friend class tensor_payload;
+  tensor(shape_t shape, dtype dt, device dev, std::shared_ptr<std::byte> storage)
+      : shape_(std::move(shape)), dtype_(dt), device_(dev), storage_(std::move(storage)) {}
   void check_type(dtype want) const;
 
   shape_t shape_;
   dtype dtype_ = dtype::f32;
   device device_;
-  std::unique_ptr<std::byte[], aligned_free> storage_;
+  std::shared_ptr<std::byte> storage_;
 };
 
 }  // namespace pipeworks

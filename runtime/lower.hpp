@@ -9,3 +9,13 @@ namespace pipeworks {
 schedule lower_communication(schedule&& compute_only);
 
 }  // namespace pipeworks
+
+namespace pipeworks {
+
+// For global gradient clipping: on each rank, moves the STEPs of each step to where the last of
+// them stands (keeping their order), so that when the first of them runs every stage of the rank
+// has its final gradient and can send its norm. Flush schedules (interleaved steps a late stage
+// before an early one on the same device) keep their semantics; validate() confirms it.
+schedule gather_steps(schedule&& s);
+
+}  // namespace pipeworks

@@ -264,4 +264,34 @@ std::string first_result_difference(const run_plan& a, const run_plan& b) {
   return "";
 }
 
+result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
+  run_plan want = given;
+  if (want.auto_partition || want.split.empty()) {  // the checkpoint's partitioning
+    want.auto_partition.reset();
+    want.stages = saved.stages;
+    want.chunks = saved.chunks;
+    want.replicas = saved.replicas;
+    want.split = saved.split;
+    if (given.auto_partition) {  // the planner chose these too
+      want.train.microbatches = saved.train.microbatches;
+      want.data.batch = saved.data.batch;
+      want.ranks = saved.ranks;
+      want.threads_per_stage = saved.threads_per_stage;
+    }
+  }
+  if (const std::string f = first_result_difference(saved, want); !f.empty())
+    return make_error(f + " differs from the checkpoint's plan; a resumed run must compute what "
+                          "the interrupted one would have (start a new run with --init to change it)");
+  run_plan out = saved;
+  out.credits = given.credits;
+  out.threads_per_stage = want.threads_per_stage;
+  out.detached = given.detached;
+  out.weights_every = given.weights_every;
+  out.checkpoint.every = given.checkpoint.every;
+  out.checkpoint.keep = given.checkpoint.keep;
+  if (!given.checkpoint.dir.empty()) out.checkpoint.dir = given.checkpoint.dir;  // may have moved
+  out.ranks = want.ranks.empty() ? saved.ranks : want.ranks;
+  return out;
+}
+
 }  // namespace pipeworks

@@ -119,4 +119,11 @@ result<run_plan> load_run_plan(const std::string& path);
 // refuses a plan that differs from its checkpoint's in one of them.
 std::string first_result_difference(const run_plan& a, const run_plan& b);
 
+// The plan a resumed run follows: `saved` (the checkpoint's, resolved) with what `given` may
+// change without changing the results (credits, threads, actors, weights_every, checkpoint
+// interval and keep). An error names the first field in which `given` differs from `saved` in a
+// way that would change the results; a `given` that asks for automatic partitioning, or leaves
+// the split to an even split, takes the checkpoint's partitioning.
+result<run_plan> resume_plan(const run_plan& saved, const run_plan& given);
+
 }  // namespace pipeworks

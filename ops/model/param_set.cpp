@@ -19,6 +19,43 @@ param_set::param_set(const std::vector<std::vector<param_spec>>& block_specs, in
   data_ = tensor({offset}, dt);
 }
 
+result<param_set> param_set::from_parts(std::vector<param_entry> entries,
+                                        std::vector<std::int64_t> block_offsets, int first_block,
+                                        tensor arena) {
+  if (arena.type() != dtype::f32 && arena.type() != dtype::f64)
+    return make_error("parameters must be F32 or F64, not " + std::string(dtype_name(arena.type())));
+  if (arena.rank() != 1) return make_error("the parameter arena must be one-dimensional");
+  const std::int64_t n = arena.numel();
+  if (block_offsets.empty() || block_offsets.front() != 0 || block_offsets.back() != n)
+    return make_error("the block offsets must run from 0 to the arena's " + std::to_string(n) +
+                      " values");
+  for (std::size_t b = 1; b < block_offsets.size(); ++b)
+    if (block_offsets[b] < block_offsets[b - 1]) return make_error("the block offsets must not decrease");
+  const int blocks = static_cast<int>(block_offsets.size()) - 1;
+  std::int64_t at = 0;
+  for (const param_entry& e : entries) {
+    std::int64_t count = 1;
+    for (std::int64_t d : e.shape) {
+      if (d < 0 || (d > 0 && count > n / d)) return make_error("tensor " + e.name + " has a bad shape");
+      count *= d;
+    }
+    const int b = e.block - first_block;
+    if (b < 0 || b >= blocks || e.offset != at || e.offset < block_offsets[static_cast<std::size_t>(b)] ||
+        e.offset + count > block_offsets[static_cast<std::size_t>(b) + 1])
+      return make_error("tensor " + e.name + " does not lie where the layout says (offset " +
+                        std::to_string(e.offset) + ", block " + std::to_string(e.block) + ")");
+    at += count;
+  }
+  if (at != n) return make_error("the tensors cover " + std::to_string(at) + " of the arena's " +
+                                 std::to_string(n) + " values");
+  param_set p;
+  p.data_ = std::move(arena);
+  p.entries_ = std::move(entries);
+  p.block_offsets_ = std::move(block_offsets);
+  p.first_block_ = first_block;
+  return p;
+}
+
 param_set param_set::clone() const {
   param_set p;
   p.data_ = data_.clone();

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "ops/tensor.hpp"
 
 namespace pipeworks {
@@ -33,6 +34,13 @@ class param_set {
   param_set(const std::vector<std::vector<param_spec>>& block_specs, int first_block, dtype dt);
   param_set(param_set&&) noexcept = default;
   param_set& operator=(param_set&&) noexcept = default;
+
+  // A param_set from its parts, for deserialisers: the entries must tile the arena in order,
+  // block by block, and the arena must hold f32 or f64 values; an error says what does not fit.
+  static result<param_set> from_parts(std::vector<param_entry> entries,
+                                      std::vector<std::int64_t> block_offsets, int first_block,
+                                      tensor arena);
+  const std::vector<std::int64_t>& block_offsets() const { return block_offsets_; }
 
   param_set clone() const;       // a deep copy: the way to make a new version
   param_set zeros_like() const;  // the same layout, all zeros (a gradient buffer)

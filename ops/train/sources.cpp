@@ -2,6 +2,7 @@
 #include "ops/train/sources.hpp"
 
 #include "ops/data/minibatch.hpp"
+#include "ops/data/rng.hpp"
 
 namespace pipeworks {
 
@@ -10,11 +11,26 @@ minibatch_fn image_minibatches(std::shared_ptr<const image_dataset> data, std::i
   if (batch < 1 || batch > data->size())
     throw pipeworks_error("batch " + std::to_string(batch) + " is outside 1.." +
                           std::to_string(data->size()));
-  auto sampler = std::make_shared<minibatch_sampler>(data->size(), batch, seed);
-  return [data, sampler](std::int64_t) -> result<minibatch> {
-    auto b = gather_images(*data, sampler->next());
-    if (!b) return b.err();
-    return minibatch{std::move(b->images), std::move(b->labels)};
+  // Step t is batch t % per_epoch of epoch t / per_epoch, whose order is a shuffle seeded by
+  // (seed, epoch): the same batches minibatch_sampler deals in order, but any step can be asked
+  // for first (a resumed run starts in the middle). The current epoch's order is kept.
+  struct epoch_cache {
+    std::int64_t epoch = -1;
+    std::vector<std::int64_t> order;
+  };
+  auto cache = std::make_shared<epoch_cache>();
+  const std::int64_t per_epoch = data->size() / batch;
+  return [data, cache, batch, per_epoch, seed](std::int64_t step) -> result<minibatch> {
+    if (step < 0) return make_error("step " + std::to_string(step) + " has no minibatch");
+    const std::int64_t epoch = step / per_epoch, b = step % per_epoch;
+    if (cache->epoch != epoch) {
+      cache->order = shuffled_indices(data->size(), seed, static_cast<std::uint64_t>(epoch));
+      cache->epoch = epoch;
+    }
+    std::span<const std::int64_t> rows(cache->order.data() + b * batch, static_cast<std::size_t>(batch));
+    auto got = gather_images(*data, rows);
+    if (!got) return got.err();
+    return minibatch{std::move(got->images), std::move(got->labels)};
   };
 }
 

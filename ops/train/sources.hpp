@@ -10,8 +10,8 @@
 
 namespace pipeworks {
 
-// Shuffled epochs of the dataset (drop-last batches of `batch`), seeded by seed. Called in
-// step order.
+// Shuffled epochs of the dataset (drop-last batches of `batch`), seeded by seed: step t's batch
+// depends on (seed, t) alone, so steps may be asked for in any order.
 minibatch_fn image_minibatches(std::shared_ptr<const image_dataset> data, std::int64_t batch,
                                std::uint64_t seed);
 

@@ -12,10 +12,25 @@
 namespace pipeworks {
 
 template <class T>
+std::vector<double> block_squares(const param_set& g) {
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(g.block_count()));
+  for (int b = g.first_block(); b < g.end_block(); ++b) {
+    double sq = 0;
+    for (T x : g.block_values<T>(b)) sq += static_cast<double>(x) * static_cast<double>(x);
+    out.push_back(sq);
+  }
+  return out;
+}
+
+double fold_squares(const std::vector<double>& block_sq, double start) {
+  for (double x : block_sq) start += x;
+  return start;
+}
+
+template <class T>
 double sum_of_squares(const param_set& g) {
-  double sq = 0;
-  for (T x : g.values<T>()) sq += static_cast<double>(x) * static_cast<double>(x);
-  return sq;
+  return fold_squares(block_squares<T>(g));
 }
 
 template <class T>
@@ -29,12 +44,15 @@ double stage_optimizer<T>::lr_for(std::int64_t step) const {
 
 template <class T>
 result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, param_set& g,
-                                                 std::int64_t step) {
+                                                 std::int64_t step, std::optional<double> global_sq) {
   last_grad_norm_ = std::sqrt(sum_of_squares<T>(g));
   if (!std::isfinite(last_grad_norm_))
     return make_error("the gradient is not finite at step " + std::to_string(step + 1));
-  if (cfg_.clip_grad_norm > 0 && last_grad_norm_ > cfg_.clip_grad_norm) {
-    const T f = static_cast<T>(cfg_.clip_grad_norm / (last_grad_norm_ + 1e-6));
+  const double norm = global_sq ? std::sqrt(*global_sq) : last_grad_norm_;
+  if (!std::isfinite(norm))
+    return make_error("the global gradient norm is not finite at step " + std::to_string(step + 1));
+  if (cfg_.clip_grad_norm > 0 && norm > cfg_.clip_grad_norm) {
+    const T f = static_cast<T>(cfg_.clip_grad_norm / (norm + 1e-6));
     for (T& x : g.values<T>()) x *= f;
   }
   // A version nobody holds any more (only this object) is the next output buffer, so a run in
@@ -67,5 +85,7 @@ template class stage_optimizer<float>;
 template class stage_optimizer<double>;
 template double sum_of_squares<float>(const param_set&);
 template double sum_of_squares<double>(const param_set&);
+template std::vector<double> block_squares<float>(const param_set&);
+template std::vector<double> block_squares<double>(const param_set&);
 
 }  // namespace pipeworks

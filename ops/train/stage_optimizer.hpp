@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ops/model/param_set.hpp"
@@ -18,13 +19,18 @@ class stage_optimizer {
   stage_optimizer(const param_set& layout, train_config cfg);
 
   // The new version made from `latest` and the gradient g (same layout) at rate lr_for(step).
-  // g is clipped in place when the config asks for it. The buffer of a retired version that
-  // nobody else holds any more is reused. An error when the gradient is not finite.
-  result<param_snapshot> apply(const param_snapshot& latest, param_set& g, std::int64_t step);
+  // g is clipped in place when the config asks for it: to the norm whose square is global_sq
+  // when given (the whole model's, summed over stages), else to g's own. The buffer of a retired
+  // version that nobody else holds any more is reused. An error when the gradient is not finite.
+  result<param_snapshot> apply(const param_snapshot& latest, param_set& g, std::int64_t step,
+                               std::optional<double> global_sq = std::nullopt);
 
   double lr_for(std::int64_t step) const;
-  double last_grad_norm() const { return last_grad_norm_; }  // before clipping
+  double last_grad_norm() const { return last_grad_norm_; }  // g's own, before clipping
   const train_config& config() const { return cfg_; }
+  // The moments and update counts, one per tensor in entry order (checkpoints).
+  const std::vector<optimizer_state<T>>& state() const { return state_; }
+  void set_state(std::vector<optimizer_state<T>> s) { state_ = std::move(s); }
 
  private:
   train_config cfg_;
@@ -34,8 +40,13 @@ class stage_optimizer {
   double last_grad_norm_ = 0;
 };
 
-// The sum of squares of g's values, in double.
+// The sum of squares of g's values, in double: per block of g (each summed over its values in
+// order), then the blocks' sums added left to right (fold_squares). A pipeline that sums each
+// stage's block sums in block order gets the single-device value bit for bit.
 template <class T>
 double sum_of_squares(const param_set& g);
+template <class T>
+std::vector<double> block_squares(const param_set& g);
+double fold_squares(const std::vector<double>& block_sq, double start = 0.0);
 
 }  // namespace pipeworks

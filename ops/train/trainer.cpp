@@ -28,6 +28,16 @@ double trainer<T>::lr_for(std::int64_t step) const {
 }
 
 template <class T>
+void trainer<T>::restore(param_snapshot weights, std::vector<optimizer_state<T>> state,
+                         std::int64_t steps) {
+  if (!weights || !weights->same_layout(grads_))
+    throw pipeworks_error("trainer: the restored weights do not have the model's layout");
+  weights_ = std::move(weights);
+  optimizer_.set_state(std::move(state));
+  step_ = steps;
+}
+
+template <class T>
 T trainer<T>::accumulate(microbatch mb, T scale) {
   stage_forward f = forward_blocks(model_, *weights_, std::move(mb.input), mb.ctx);
   T loss = loss_value<T>(f.output);

@@ -41,6 +41,10 @@ class trainer {
   // Clip (if configured) and apply the accumulated gradient at this step's rate; then zero it.
   status apply();
 
+  // Continues from a checkpoint: these weights and optimizer state after `steps` steps.
+  void restore(param_snapshot weights, std::vector<optimizer_state<T>> state, std::int64_t steps);
+  const std::vector<optimizer_state<T>>& optimizer_state_now() const { return optimizer_.state(); }
+
   param_snapshot weights() const { return weights_; }
   const param_set& gradients() const { return grads_; }
   const train_config& config() const { return cfg_; }

@@ -3,6 +3,9 @@
 // F stashes the weight snapshot it used with its activations, B uses the stashed snapshot, STEP
 // makes a new immutable snapshot, REDUCE goes through the reducer. Messages come in through
 // deliver() and go out through the sink, so it runs under CAF or under a hand-driven test.
+// Checkpoints: right after its own STEP N the rank records its state (rank_state), sends a
+// marker to every peer, and keeps recording what a peer sent before that peer's marker; a rank
+// built from a rank_state continues from there bit for bit.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -18,19 +21,12 @@
 #include "base/result.hpp"
 #include "ops/train/stage_optimizer.hpp"
 #include "ops/train/trainer_config.hpp"
+#include "runtime/checkpoint/rank_state.hpp"
+#include "runtime/exec/fault.hpp"
 #include "runtime/exec/messages.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks {
-
-// A test-only fault: when the named rank reaches the named action, it throws (exception), turns
-// the action's output into NaN (nan), or stops without a word (kill: the actor dies).
-enum class fault_kind : std::uint8_t { none, exception, nan, kill };
-struct fault_injection {
-  fault_kind kind = fault_kind::none;
-  int replica = 0;
-  action at;  // the action that fails (its stage names the virtual stage)
-};
 
 struct executor_setup {
   std::shared_ptr<const schedule> plan;  // lowered and validated
@@ -102,11 +98,15 @@ class stage_executor {
   // initial[i] holds the weights of this rank's i-th virtual stage (in stage order).
   stage_executor(const model<T>& m, executor_setup setup, std::vector<param_set> initial,
                  sink send);
+  // Continues from a checkpoint: the state this rank recorded at the cut of state.step. Throws
+  // pipeworks_error when the state does not fit this rank's program and stages.
+  stage_executor(const model<T>& m, executor_setup setup, rank_state state, sink send);
   ~stage_executor();
   stage_executor(const stage_executor&) = delete;
   stage_executor& operator=(const stage_executor&) = delete;
 
-  // Asks the driver for the first inputs (ranks that run virtual stage 0).
+  // Asks the driver for the first inputs (ranks that run virtual stage 0); a restored rank also
+  // reports again the losses the driver had not tallied at the cut.
   void start();
   // An activation, gradient, credit or reduce result for this rank.
   void deliver(message msg);
@@ -124,6 +124,9 @@ class stage_executor {
 
   std::vector<stage_stats> stats() const;
   param_snapshot weights(int stage) const;  // its latest version
+  int steps_done(int stage) const;          // its STEPs so far
+  // Snapshots whose recording is complete (the cut and every peer's marker), oldest first.
+  std::vector<rank_state> take_snapshots();
   // Timeline events recorded since the last call.
   std::vector<timeline_event> take_events();
 

@@ -1,4 +1,4 @@
-// run_local: all ranks of a pipeline on one thread, messages delivered FIFO or in random order.
+// run_local: all ranks of a pipeline on one thread; FIFO links picked in seeded random order.
 #include "runtime/exec/local_run.hpp"
 
 #include <algorithm>
@@ -7,106 +7,140 @@
 #include <random>
 
 #include "ops/model/param_split.hpp"
-#include "runtime/exec/data_split.hpp"
+#include "runtime/exec/driver_core.hpp"
 #include "runtime/exec/reducer.hpp"
 
 namespace pipeworks {
 
+lowered_run local_lowered_run(std::shared_ptr<const schedule> programs, std::vector<int> boundaries,
+                              const train_config& cfg, int credit_window) {
+  lowered_run r;
+  const schedule& s = *programs;
+  r.plan.schedule = s.kind;
+  r.plan.stages = s.params.stages;
+  r.plan.chunks = s.params.chunks;
+  r.plan.replicas = s.params.replicas;
+  r.plan.train = cfg;
+  r.plan.train.microbatches = s.params.microbatches;
+  r.plan.train.steps = s.params.steps;
+  r.boundaries = std::move(boundaries);
+  auto prepared = prepare_programs(s, r.plan);
+  if (!prepared) throw pipeworks_error(prepared.message());
+  r.programs = std::move(*prepared);
+  r.credit_window = credit_window > 0 ? credit_window : min_credit_window(*r.programs);
+  return r;
+}
+
 template <class T>
-result<local_run_result> run_local(const model<T>& mdl, std::shared_ptr<const schedule> plan,
-                                   const std::vector<int>& boundaries, const param_set& initial,
-                                   const train_config& cfg, const minibatch_fn& data,
-                                   const local_run_options& options) {
-  const schedule& s = *plan;
-  const int p = s.params.stages, m = s.params.microbatches, w = s.params.replicas;
+result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
+                                   const param_set& initial, const minibatch_fn& data,
+                                   local_run_options options) {
+  const schedule& s = *run.programs;
+  const int w = s.params.replicas;
   const int S = s.virtual_stages;
-  auto parts = split_params(initial, boundaries);
-  if (!parts) return parts.err();
+  const int p = s.params.stages;
+  const bool resuming = !options.resume.empty();
+  if (resuming && static_cast<int>(options.resume.size()) != s.ranks())
+    return make_error("run_local: " + std::to_string(options.resume.size()) + " snapshots for " +
+                      std::to_string(s.ranks()) + " ranks");
+  const std::int64_t first = resuming ? options.resume[0].step : 0;
+  for (const rank_state& st : options.resume)
+    if (st.step != first) return make_error("run_local: the snapshots are of different steps");
 
   local_run_result out;
-  out.credit_window = options.credit_window > 0 ? options.credit_window : min_credit_window(s);
-  std::deque<std::pair<int, message>> mail;  // (rank, message) not yet delivered
+  out.credit_window = run.credit_window;
+  // One FIFO queue per link (sender, receiver); -1 is the driver, -2 - s the reducer of stage s.
+  std::map<std::pair<int, int>, std::deque<message>> links;
   std::map<int, gradient_reducer> reducers;
-  std::map<int, std::vector<std::vector<microbatch>>> dealt;  // step -> [replica][k]
-  std::vector<double> loss_sum(static_cast<std::size_t>(s.params.steps), 0.0);
+  driver_core driver(run.programs, data, {}, first, options.resume_samples);
   std::string failure;
+  auto fail = [&](const std::string& why) {
+    if (failure.empty()) failure = why;
+  };
 
+  int sender = -1;  // the rank whose sink is called
   auto route = [&](outgoing o) {
     switch (o.to.kind) {
-      case endpoint_kind::rank: mail.emplace_back(o.to.index, std::move(o.msg)); break;
+      case endpoint_kind::rank: links[{sender, o.to.index}].push_back(std::move(o.msg)); break;
       case endpoint_kind::reducer: {
         auto& req = std::get<reduce_request>(o.msg);
         auto it = reducers.try_emplace(req.stage, req.stage, w).first;
         auto done = it->second.add(std::move(req));
-        if (!done) {
-          failure = done.message();
-          break;
-        }
+        if (!done) return fail(done.message());
         if (*done)
           for (int r = 0; r < w; ++r)
-            mail.emplace_back(s.rank_of(r, s.device_of[it->first]), std::move((**done)[r]));
+            links[{-2 - it->first, s.rank_of(r, s.device_of[it->first])}].push_back(
+                std::move((**done)[static_cast<std::size_t>(r)]));
         break;
       }
-      case endpoint_kind::driver:
-        if (auto* req = std::get_if<input_request>(&o.msg)) {
-          const int t = req->microbatch / m;
-          if (!dealt.count(t)) {
-            auto mb = data(t);
-            if (!mb) {
-              failure = mb.message();
-              break;
-            }
-            auto d = deal_microbatches(*mb, w, m);
-            if (!d) {
-              failure = d.message();
-              break;
-            }
-            dealt[t] = std::move(*d);
-          }
-          microbatch& u = dealt[t][req->replica][req->microbatch % m];
-          mail.emplace_back(s.rank_of(req->replica, s.device_of[0]),
-                            activation_msg{req->replica, 0, req->microbatch, -1,
-                                           std::move(u.input), std::move(u.ctx)});
-        } else if (auto* l = std::get_if<loss_report>(&o.msg)) {
-          loss_sum.at(l->microbatch / m) += l->loss;
-        }
+      case endpoint_kind::driver: {
+        std::vector<outgoing> answers;
+        if (status st = driver.receive(std::move(o.msg), answers); !st) return fail(st.message());
+        for (outgoing& a : answers) links[{-1, a.to.index}].push_back(std::move(a.msg));
         break;
+      }
       case endpoint_kind::tracer: break;
     }
   };
 
   std::vector<std::unique_ptr<stage_executor<T>>> ranks;
+  std::vector<param_set> parts;
+  if (!resuming) {
+    auto cut = split_params(initial, run.boundaries);
+    if (!cut) return cut.err();
+    parts = std::move(*cut);
+  }
   for (int r = 0; r < s.ranks(); ++r) {
-    executor_setup su;
-    su.plan = plan;
-    su.replica = r / p;
-    su.device = r % p;
-    su.boundaries = boundaries;
-    su.train = cfg;
-    su.credit_window = out.credit_window;
+    executor_setup su = rank_setup(run, r);
     su.record_trace = false;
     su.fault = options.fault;
-    std::vector<param_set> mine;
-    for (int st = 0; st < S; ++st)
-      if (s.device_of[st] == su.device) mine.push_back((*parts)[st].clone());
-    ranks.push_back(std::make_unique<stage_executor<T>>(mdl, std::move(su), std::move(mine), route));
+    auto sink = [&, r](outgoing o) {
+      sender = r;
+      route(std::move(o));
+    };
+    try {
+      if (resuming) {
+        ranks.push_back(std::make_unique<stage_executor<T>>(
+            mdl, std::move(su), std::move(options.resume[static_cast<std::size_t>(r)]), sink));
+      } else {
+        std::vector<param_set> mine;
+        for (int st = 0; st < S; ++st)
+          if (s.device_of[st] == su.device) mine.push_back(parts[static_cast<std::size_t>(st)].clone());
+        ranks.push_back(std::make_unique<stage_executor<T>>(mdl, std::move(su), std::move(mine), sink));
+      }
+    } catch (const std::exception& e) {
+      return make_error(e.what());
+    }
   }
   auto step_rank = [&](int r) -> status {
     auto done = ranks[r]->run();
     if (!done) return done.err();
+    for (rank_state& snap : ranks[r]->take_snapshots()) {
+      if (status st = driver.file_written(r, snap.step); !st) return st;
+      if (options.on_snapshot) options.on_snapshot(std::move(snap));
+    }
+    for (std::int64_t n : driver.due_checkpoints()) out.checkpoints_due.push_back(n);
     if (!failure.empty()) return make_error(failure);
     return {};
   };
-  for (auto& e : ranks) e->start();
+  for (int r = 0; r < s.ranks(); ++r) ranks[r]->start();
+  if (!failure.empty()) return make_error(failure);
   for (int r = 0; r < s.ranks(); ++r)
     if (status st = step_rank(r); !st) return make_error(st.message());
 
   std::mt19937_64 rng(options.order_seed);
-  while (!mail.empty()) {
+  for (;;) {
+    std::vector<std::pair<int, int>> ready;
+    for (const auto& [link, q] : links)
+      if (!q.empty()) ready.push_back(link);
+    if (ready.empty()) break;
     std::size_t pick = 0;
-    if (options.order_seed != 0) pick = std::uniform_int_distribution<std::size_t>(0, mail.size() - 1)(rng);
-    auto [r, msg] = std::move(mail[pick]);
-    mail.erase(mail.begin() + static_cast<std::ptrdiff_t>(pick));
+    if (options.order_seed != 0)
+      pick = std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng);
+    auto& q = links[ready[pick]];
+    message msg = std::move(q.front());
+    q.pop_front();
+    const int r = ready[pick].second;
     ranks[r]->deliver(std::move(msg));
     if (status st = step_rank(r); !st) return make_error(st.message());
   }
@@ -114,6 +148,7 @@ result<local_run_result> run_local(const model<T>& mdl, std::shared_ptr<const sc
   for (auto& e : ranks)
     if (!e->finished()) stuck += "\n  rank " + std::to_string(e->rank()) + " at " + e->waiting_for();
   if (!stuck.empty()) return make_error("run_local: the ranks stopped before the end:" + stuck);
+  for (std::int64_t n : driver.due_checkpoints()) out.checkpoints_due.push_back(n);
 
   out.stages.assign(S, stage_stats{});
   for (int st = 0; st < S; ++st) out.stages[st].stage = st;
@@ -127,17 +162,21 @@ result<local_run_result> run_local(const model<T>& mdl, std::shared_ptr<const sc
       out.replica_weights[static_cast<std::size_t>((e->rank() / p) * S + st)] = e->weights(st);
   }
   out.weights.assign(out.replica_weights.begin(), out.replica_weights.begin() + S);
-  for (double l : loss_sum) out.losses.push_back(l / (m * w));
+  for (completed_step& c : driver.take_completed()) {
+    out.losses.push_back(c.metrics.loss);
+    out.steps.push_back(c.metrics);
+  }
+  if (driver.steps_done() != s.params.steps)
+    return make_error("run_local: the programs ended after " + std::to_string(driver.steps_done()) +
+                      " complete steps of " + std::to_string(s.params.steps));
   return out;
 }
 
-template result<local_run_result> run_local<float>(const model<float>&, std::shared_ptr<const schedule>,
-                                                   const std::vector<int>&, const param_set&,
-                                                   const train_config&, const minibatch_fn&,
-                                                   const local_run_options&);
-template result<local_run_result> run_local<double>(const model<double>&, std::shared_ptr<const schedule>,
-                                                    const std::vector<int>&, const param_set&,
-                                                    const train_config&, const minibatch_fn&,
-                                                    const local_run_options&);
+template result<local_run_result> run_local<float>(const model<float>&, const lowered_run&,
+                                                   const param_set&, const minibatch_fn&,
+                                                   local_run_options);
+template result<local_run_result> run_local<double>(const model<double>&, const lowered_run&,
+                                                    const param_set&, const minibatch_fn&,
+                                                    local_run_options);
 
 }  // namespace pipeworks

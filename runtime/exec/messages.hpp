@@ -1,5 +1,7 @@
 // The messages a stage executor receives and sends: activations, gradients, credits, inputs,
-// reductions and reports. Plain values; in-process transports move them without copying tensors.
+// reductions, norms, reports and checkpoint markers. Plain values that copy cheaply: tensors travel
+// as tensor_payloads (a shared read-only buffer plus a header), so in-process transports hand
+// them over without copying and serialisers write their bytes as they are.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -9,6 +11,7 @@
 
 #include "ops/model/block.hpp"
 #include "ops/model/param_set.hpp"
+#include "ops/tensor_payload.hpp"
 #include "runtime/timeline.hpp"
 
 namespace pipeworks {
@@ -19,7 +22,7 @@ struct activation_msg {
   int stage = 0;
   int microbatch = 0;    // the replica's own id: step * m + k
   int version = -1;      // the version virtual stage 0 used for it (vertical sync reads it)
-  tensor data;
+  tensor_payload data;
   microbatch_ctx ctx;
 };
 
@@ -28,7 +31,7 @@ struct gradient_msg {
   int replica = 0;
   int stage = 0;         // the consumer: the stage whose B or I needs it
   int microbatch = 0;
-  tensor data;
+  tensor_payload data;
 };
 
 // Receiver → sender: one slot of the receiver's buffer for `stage`'s inputs has been freed.
@@ -55,7 +58,7 @@ struct reduce_request {
 struct reduce_result {
   int stage = 0;
   int step = 0;
-  std::shared_ptr<param_set> sum;  // this replica's own copy of the sum (it may clip it in place)
+  std::shared_ptr<const param_set> sum;  // shared by the replicas; each copies it before clipping
 };
 
 // Rank → driver: a loss of the last virtual stage's forward.
@@ -65,14 +68,37 @@ struct loss_report {
   double loss = 0;
 };
 
+// Rank → driver, with global clipping: the squared norms of `stage`'s gradient for `step`, one
+// per block (each summed over its elements in order). The driver sums every stage's, in block
+// order, and answers each rank of the replica with norm_result; the single-device trainer sums
+// the same per-block sums in the same order, so the clip factor is bit-identical.
+struct norm_request {
+  int replica = 0;
+  int stage = 0;
+  int step = 0;
+  std::vector<double> block_sq;
+};
+struct norm_result {
+  int replica = 0;
+  int step = 0;
+  double sq = 0;  // the squared global norm
+};
+
 // Rank → driver: virtual stage `stage` of `replica` made version step + 1.
 struct step_report {
   int stage = 0;
   int replica = 0;
-  int step = 0;           // 0-based: this was the (step + 1)-th update
-  double grad_sq = 0;     // sum of squares of the applied gradient, before clipping
+  int step = 0;            // 0-based: this was the (step + 1)-th update
+  double grad_sq = 0;      // sum of squares of the applied gradient, before clipping
   double lr = 0;
-  param_snapshot weights; // the new version
+  param_snapshot weights;  // the new version, only when the run publishes this step's weights
+};
+
+// Rank → rank after it recorded its state for the checkpoint of `step` (Chandy–Lamport): what the
+// receiver gets from `from_rank` before this marker was sent before the sender's cut.
+struct marker_msg {
+  int from_rank = 0;
+  int step = 0;  // steps done at the cut
 };
 
 // Rank → tracer: timeline events, in batches.
@@ -81,7 +107,8 @@ struct trace_batch {
 };
 
 using message = std::variant<activation_msg, gradient_msg, credit_msg, input_request,
-                             reduce_request, reduce_result, loss_report, step_report, trace_batch>;
+                             reduce_request, reduce_result, loss_report, norm_request,
+                             norm_result, step_report, marker_msg, trace_batch>;
 
 // Where an outgoing message goes.
 enum class endpoint_kind : std::uint8_t { rank, reducer, driver, tracer };

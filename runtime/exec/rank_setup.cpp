@@ -6,6 +6,23 @@
 
 namespace pipeworks {
 
+result<std::shared_ptr<const schedule>> prepare_programs(schedule lowered, const run_plan& plan) {
+  if (plan.clips_globally() && plan.train.clip_grad_norm > 0)
+    lowered = gather_steps(std::move(lowered));
+  if (status s = validate(lowered); !s)
+    return make_error("the lowered schedule is not valid: " + s.message());
+  return std::make_shared<const schedule>(std::move(lowered));
+}
+
+result<std::shared_ptr<const schedule>> plan_programs(const run_plan& plan) {
+  if (!plan.schedule) return make_error("the plan has no schedule (none runs on one device)");
+  const schedule_params sp{plan.stages, plan.train.microbatches, plan.chunks, plan.replicas,
+                           static_cast<int>(plan.train.steps)};
+  auto made = make_schedule(*plan.schedule, sp);
+  if (!made) return made.err();
+  return prepare_programs(lower_communication(std::move(*made)), plan);
+}
+
 result<lowered_run> lower_run(run_plan plan, int blocks) {
   if (status s = check(plan, blocks); !s) return make_error(s.message());
   if (plan.auto_partition)
@@ -23,14 +40,9 @@ result<lowered_run> lower_run(run_plan plan, int blocks) {
   }
   out.boundaries = plan.split;
   out.boundaries.push_back(blocks);
-  const schedule_params sp{plan.stages, plan.train.microbatches, plan.chunks, plan.replicas,
-                           static_cast<int>(plan.train.steps)};
-  auto made = make_schedule(*plan.schedule, sp);
-  if (!made) return made.err();
-  schedule lowered = lower_communication(std::move(*made));
-  if (status s = validate(lowered); !s)
-    return make_error("the lowered schedule is not valid: " + s.message());
-  out.programs = std::make_shared<const schedule>(std::move(lowered));
+  auto programs = plan_programs(plan);
+  if (!programs) return programs.err();
+  out.programs = std::move(*programs);
   out.credit_window = plan.credits > 0 ? plan.credits : min_credit_window(*out.programs);
   out.plan = std::move(plan);
   return out;

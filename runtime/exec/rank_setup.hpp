@@ -25,6 +25,13 @@ struct lowered_run {
 // blocks: the model's block count.
 result<lowered_run> lower_run(run_plan resolved, int blocks);
 
+// The programs a run executes: the lowered schedule, with each rank's STEPs of a step gathered
+// when the plan clips by the global norm (gather_steps), validated.
+result<std::shared_ptr<const schedule>> prepare_programs(schedule lowered, const run_plan& plan);
+
+// The plan's schedule, lowered and prepared (prepare_programs); it does not need the split.
+result<std::shared_ptr<const schedule>> plan_programs(const run_plan& plan);
+
 // What rank r (replica * p + device) needs: its replica and device, the boundaries, the optimizer,
 // its credit window, speed, clipping scope, checkpoint and weight-publishing intervals. The hooks
 // (clock, trace recording, fault injection, sleep) are the caller's to add.

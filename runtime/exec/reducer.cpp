@@ -45,10 +45,8 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   pending_.erase(request.step);
   std::vector<reduce_result> out;
   out.reserve(static_cast<std::size_t>(replicas_));
-  for (int r = 0; r < replicas_; ++r) {
-    auto copy = r + 1 < replicas_ ? std::make_shared<param_set>(sum->clone()) : sum;
-    out.push_back(reduce_result{stage_, request.step, std::move(copy)});
-  }
+  std::shared_ptr<const param_set> shared = std::move(sum);  // read-only: each replica copies it
+  for (int r = 0; r < replicas_; ++r) out.push_back(reduce_result{stage_, request.step, shared});
   return std::optional<std::vector<reduce_result>>(std::move(out));
 }
 

@@ -1,6 +1,6 @@
 // gradient_reducer: the pure part of a replicated stage's reducer. It collects the w replicas'
 // gradients of one step and, once all have arrived, returns the sum (added in replica order, so
-// the result does not depend on arrival order), one copy per replica.
+// the result does not depend on arrival order), one read-only sum that every replica copies.
 #pragma once
 #include <map>
 #include <memory>

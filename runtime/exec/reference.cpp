@@ -159,6 +159,7 @@ result<std::vector<param_set>> reference_train(const model<T>& m, const schedule
     return it->second;
   };
   const auto oldest = oldest_needed(plan);
+  const bool global_clip = is_flush(plan.kind) && cfg.clip_grad_norm > 0;
   const T scale = T(1) / static_cast<T>(mbs * replicas);
 
   // Microbatches in id order, every replica's; an update is applied as soon as its last
@@ -198,12 +199,26 @@ result<std::vector<param_set>> reference_train(const model<T>& m, const schedule
                           std::to_string(id) + ": " + e.what());
       }
     }
+    // Flush schedules clip by the global norm: every stage closes update n at the same
+    // microbatch; their per-block squared norms are added in block order, as the driver does.
+    std::map<int, double> global_sq;
+    if (global_clip)
+      for (int s = 0; s < stages; ++s)
+        for (int n = static_cast<int>(hist[s].size()) - 1; n < steps && last[s][n] <= id; ++n) {
+          param_set& sum = grad_buffer(0, s, n);
+          for (int r = 1; r < replicas; ++r) add_values<T>(sum, grad_buffer(r, s, n));
+          for (int r = 1; r < replicas; ++r) grads.erase({r, s, n});
+          global_sq[n] = fold_squares(block_squares<T>(sum), global_sq[n]);
+        }
     for (int s = 0; s < stages; ++s) {
       for (int n = static_cast<int>(hist[s].size()) - 1; n < steps && last[s][n] <= id; ++n) {
         // The replicas' sum, added in replica order as the reducer does.
         param_set& sum = grad_buffer(0, s, n);
-        for (int r = 1; r < replicas; ++r) add_values<T>(sum, grad_buffer(r, s, n));
-        auto next = optimizers[s].apply(hist[s][n], sum, n);
+        if (!global_clip)
+          for (int r = 1; r < replicas; ++r) add_values<T>(sum, grad_buffer(r, s, n));
+        std::optional<double> sq;
+        if (global_clip) sq = global_sq.at(n);
+        auto next = optimizers[s].apply(hist[s][n], sum, n, sq);
         if (!next)
           return make_error("reference: stage " + std::to_string(s) + ": " + next.message());
         hist[s].push_back(std::move(*next));

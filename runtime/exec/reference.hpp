@@ -18,7 +18,8 @@ namespace pipeworks {
 
 // The weights of every virtual stage after plan.params.steps steps. `initial` is the whole
 // model; boundaries cut it into the virtual stages; cfg gives the optimizer and lr schedule
-// (each stage has its own optimizer state, and clips its own gradient when cfg asks).
+// (each stage has its own optimizer state; when cfg clips, flush schedules clip by the global
+// norm of all stages' gradients, the others each stage by its own).
 template <class T>
 result<std::vector<param_set>> reference_train(const model<T>& m, const schedule& plan,
                                                const std::vector<int>& boundaries,

@@ -20,14 +20,15 @@ struct failed_run {
 failed_run run_with_fault(fault_kind kind, const char* at, bool detached = true, int replica = 0,
                           int replicas = 1) {
   const model<float> net = small_mlp();
-  pipeline_options o = one_f_one_b(2, 4, 3);
+  run_plan o = one_f_one_b(2, 4, 3);
   o.detached = detached;
   o.replicas = replicas;
-  o.fault.kind = kind;
-  o.fault.replica = replica;
-  o.fault.at = parse_action(at).value();
+  pipeline_hooks hooks;
+  hooks.fault.kind = kind;
+  hooks.fault.replica = replica;
+  hooks.fault.at = parse_action(at).value();
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = train_pipeline<float>(net, net.init_params(4), o, synthetic_data());
+  auto r = train_pipeline<float>(net, net.init_params(4), o, synthetic_data(), {}, hooks);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE_FALSE(r.ok());
   return {r.message(), wall};

@@ -7,6 +7,7 @@
 
 #include "actors/pipeline.hpp"
 #include "ops/model/mlp.hpp"
+#include "ops/model/model_spec.hpp"
 #include "ops/model/param_split.hpp"
 #include "ops/train/trainer.hpp"
 
@@ -62,12 +63,16 @@ inline double relative_difference(const model_weights& stages, const param_set& 
   return scale > 0 ? diff / scale : diff;
 }
 
-inline pipeline_options one_f_one_b(int p, int m, std::int64_t steps) {
-  pipeline_options o;
+// The plan of a 1F1B run of small_mlp over p stages and m microbatches, SGD, 16 samples per
+// step from a callback, no clipping (the reference trainer above does not clip either).
+inline run_plan one_f_one_b(int p, int m, std::int64_t steps) {
+  run_plan o;
+  o.model = model_spec{"small-mlp", mlp_config{12, {16, 8}, 4}};
   o.schedule = schedule_kind::one_f_one_b;
   o.stages = p;
-  o.microbatches = m;
   o.train = sgd(steps);
+  o.train.microbatches = m;
+  o.data.batch = 16;
   return o;
 }
 

@@ -1,5 +1,5 @@
-// Tests for train_pipeline and check: pipelined weights equal the single-device trainer's
-// (detached and scheduled ranks, replicated stages), `--schedule none`, the trace, bad options.
+// Tests for train_pipeline: pipelined weights equal the single-device trainer's (detached and
+// scheduled ranks, replicated stages), `--schedule none`, the trace, bad plans and faults.
 #include "actors/pipeline.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,17 +15,19 @@ TEST_CASE("1f1b p=2 m=4 gives the weights of the single-device trainer", "[actor
   const param_snapshot want = reference_weights(net, initial, sgd(3), 4);
   for (bool detached : {true, false}) {
     CAPTURE(detached);
-    pipeline_options o = one_f_one_b(2, 4, 3);
+    run_plan o = one_f_one_b(2, 4, 3);
     o.detached = detached;
     int calls = 0;
-    auto r = train_pipeline<float>(net, initial, o, synthetic_data(), [&](const step_metrics& s) {
+    pipeline_callbacks cb;
+    cb.on_step = [&](const step_metrics& s) {
       ++calls;
       CHECK(s.step == calls);
       CHECK(s.steps == 3);
       CHECK(std::isfinite(s.loss));
       CHECK(s.grad_norm > 0);
       CHECK(s.samples == 16 * calls);
-    });
+    };
+    auto r = train_pipeline<float>(net, initial, o, synthetic_data(), cb);
     REQUIRE(r.ok());
     CHECK(calls == 3);
     CHECK(r->steps_done == 3);
@@ -44,7 +46,7 @@ TEST_CASE("two replicas of every stage train like one device with w * m microbat
   const model<float> net = small_mlp();
   const param_set initial = net.init_params(11);
   const param_snapshot want = reference_weights(net, initial, sgd(2), 8);
-  pipeline_options o = one_f_one_b(2, 4, 2);
+  run_plan o = one_f_one_b(2, 4, 2);
   o.replicas = 2;
   o.threads_per_stage = 2;
   auto r = train_pipeline<float>(net, initial, o, synthetic_data());
@@ -56,7 +58,7 @@ TEST_CASE("two replicas of every stage train like one device with w * m microbat
 TEST_CASE("an explicit split is used as given", "[actors]") {
   const model<float> net = small_mlp();
   const param_set initial = net.init_params(3);
-  pipeline_options o = one_f_one_b(2, 2, 1);
+  run_plan o = one_f_one_b(2, 2, 1);
   o.split = {0, 2};
   auto r = train_pipeline<float>(net, initial, o, synthetic_data());
   REQUIRE(r.ok());
@@ -68,28 +70,27 @@ TEST_CASE("without a schedule the single-device trainer runs", "[actors]") {
   const model<float> net = small_mlp();
   const param_set initial = net.init_params(5);
   const param_snapshot want = reference_weights(net, initial, sgd(2), 4);
-  pipeline_options o;
+  run_plan o = one_f_one_b(1, 4, 2);
   o.schedule = std::nullopt;
-  o.microbatches = 4;
-  o.train = sgd(2);
+  o.weights_every = 1;
   int snapshots = 0;
-  auto r = train_pipeline<float>(net, initial, o, synthetic_data(), {},
-                                 [&](std::shared_ptr<const model_weights> w) {
-                                   ++snapshots;
-                                   CHECK(w->size() == 1);
-                                 });
+  pipeline_callbacks cb;
+  cb.on_weights = [&](std::shared_ptr<const model_weights> w) {
+    ++snapshots;
+    CHECK(w->size() == 1);
+  };
+  auto r = train_pipeline<float>(net, initial, o, synthetic_data(), cb);
   REQUIRE(r.ok());
   CHECK(snapshots == 2);
-  CHECK(r->plan == nullptr);
+  CHECK(r->programs == nullptr);
   REQUIRE(r->weights.size() == 1);
   CHECK(relative_difference(r->weights, *want) == 0);
 }
 
 TEST_CASE("a recorded trace holds every rank's compute and communication", "[actors]") {
   const model<float> net = small_mlp();
-  pipeline_options o = one_f_one_b(2, 4, 2);
-  o.record_trace = true;
-  auto r = train_pipeline<float>(net, net.init_params(1), o, synthetic_data());
+  run_plan o = one_f_one_b(2, 4, 2);
+  auto r = train_pipeline<float>(net, net.init_params(1), o, synthetic_data(), {}, {.record_trace = true});
   REQUIRE(r.ok());
   CHECK(r->trace.ranks == 2);
   CHECK(r->trace.devices_per_replica == 2);
@@ -107,31 +108,38 @@ TEST_CASE("a recorded trace holds every rank's compute and communication", "[act
                        [](const auto& a, const auto& b) { return a.start < b.start; }));
 }
 
-TEST_CASE("check refuses bad options with a message that says why", "[actors]") {
-  pipeline_options o = one_f_one_b(2, 4, 1);
-  CHECK(check(o, 3).ok());
+TEST_CASE("train_pipeline refuses a bad plan or fault with a message that says why", "[actors]") {
+  const model<float> net = small_mlp();
+  auto refused = [&](const run_plan& o, const pipeline_hooks& hooks = {}) {
+    auto r = train_pipeline<float>(net, net.init_params(1), o, synthetic_data(), {}, hooks);
+    REQUIRE_FALSE(r.ok());
+    return r.message();
+  };
+  run_plan o = one_f_one_b(2, 4, 1);
   o.stages = 4;
-  CHECK_THAT(check(o, 3).message(), Catch::Contains("3 blocks"));
+  CHECK_THAT(refused(o), Catch::Contains("3 blocks"));
   o = one_f_one_b(2, 4, 1);
   o.split = {0, 3};
-  CHECK_THAT(check(o, 3).message(), Catch::Contains("split"));
+  CHECK_THAT(refused(o), Catch::Contains("split"));
   o.split = {1, 2};
-  CHECK_THAT(check(o, 3).message(), Catch::Contains("block 0"));
+  CHECK_THAT(refused(o), Catch::Contains("block 0"));
   o = one_f_one_b(2, 4, 1);
   o.schedule = std::nullopt;
   o.replicas = 2;
-  CHECK_THAT(check(o, 3).message(), Catch::Contains("replicas"));
+  CHECK_THAT(refused(o), Catch::Contains("schedule.replicas"));
   o = one_f_one_b(2, 4, 1);
-  o.fault.kind = fault_kind::kill;
-  o.fault.at = action{5, action_kind::forward, 0};
-  CHECK_THAT(check(o, 3).message(), Catch::Contains("stage 5"));
+  pipeline_hooks kill;
+  kill.fault.kind = fault_kind::kill;
+  kill.fault.at = action{5, action_kind::forward, 0};
+  CHECK_THAT(refused(o, kill), Catch::Contains("stage 5"));
   o = one_f_one_b(2, 0, 1);
-  CHECK_FALSE(check(o, 3).ok());
+  CHECK_THAT(refused(o), Catch::Contains("schedule.microbatches"));
 }
 
 TEST_CASE("a minibatch that does not split w * m ways ends the run with an error", "[actors]") {
   const model<float> net = small_mlp();
-  pipeline_options o = one_f_one_b(2, 3, 1);
+  run_plan o = one_f_one_b(2, 3, 1);
+  o.data.batch = 18;  // the plan is consistent; the data gives 16 rows
   auto r = train_pipeline<float>(net, net.init_params(1), o, synthetic_data(16));
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.message(), Catch::Contains("step 1"));
@@ -142,10 +150,9 @@ TEST_CASE("throttled ranks train to the same weights as full-speed ones", "[acto
   const model<float> net = small_mlp();
   const param_set initial = net.init_params(5);
   const param_snapshot want = reference_weights(net, initial, sgd(2), 4);
-  pipeline_options o = one_f_one_b(2, 4, 2);
-  o.device_speed = {1.0, 0.25};
-  o.record_trace = true;
-  auto r = train_pipeline<float>(net, initial, o, synthetic_data());
+  run_plan o = one_f_one_b(2, 4, 2);
+  o.ranks = {rank_placement{"cpu", 1.0, "", 0}, rank_placement{"cpu", 0.25, "", 0}};
+  auto r = train_pipeline<float>(net, initial, o, synthetic_data(), {}, {.record_trace = true});
   REQUIRE(r.ok());
   CHECK(relative_difference(r->weights, *want) < 1e-5);
   int computes = 0;
@@ -155,17 +162,18 @@ TEST_CASE("throttled ranks train to the same weights as full-speed ones", "[acto
 }
 
 TEST_CASE("check refuses device speeds of the wrong count or outside 0 to 1", "[actors]") {
-  pipeline_options o = one_f_one_b(2, 4, 1);
-  o.device_speed = {1.0};
+  run_plan o = one_f_one_b(2, 4, 1);
+  auto at = [](double speed) { return rank_placement{"cpu", speed, "", 0}; };
+  o.ranks = {at(1.0)};
   CHECK_THAT(check(o, 3).message(), Catch::Contains("2 ranks"));
-  o.device_speed = {0.5, 1.5};
-  CHECK_THAT(check(o, 3).message(), Catch::Contains("rank 1"));
-  o.device_speed = {0.0, 1.0};
-  CHECK_THAT(check(o, 3).message(), Catch::Contains("rank 0"));
-  o.device_speed = {0.5, 0.25};
+  o.ranks = {at(0.5), at(1.5)};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("ranks[1].speed"));
+  o.ranks = {at(0.0), at(1.0)};
+  CHECK_THAT(check(o, 3).message(), Catch::Contains("ranks[0].speed"));
+  o.ranks = {at(0.5), at(0.25)};
   CHECK(check(o, 3).ok());
   o.schedule = std::nullopt;
   o.stages = 1;
-  o.device_speed = {0.5};
+  o.ranks = {at(0.5)};
   CHECK_THAT(check(o, 3).message(), Catch::Contains("pipeline schedule"));
 }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "actors/pipeline.hpp"
+#include "ops/model/model_spec.hpp"
 #include "ops/model/param_split.hpp"
 #include "runtime/exec/reference.hpp"
 #include "tests/runtime/exec/semantics_fixture.hpp"
@@ -32,15 +33,16 @@ bool check_on_actors(const semantics_case& c, bool detached) {
   minibatch_fn data = [&](std::int64_t t) -> result<minibatch> {
     return semantics_data(c.gpt, B, t, dtype::f32);
   };
-  pipeline_options o;
+  run_plan o;
+  o.model = c.gpt ? model_spec{"tiny-gpt", tiny_gpt(S)} : model_spec{"small-mlp", small_mlp()};
   o.schedule = c.kind;
   o.stages = c.p;
-  o.microbatches = c.m;
   o.replicas = c.w;
   o.chunks = c.v;
   o.split = split;
   o.train = cfg;
   o.detached = detached;
+  o.data.batch = B;
   INFO(c.name() << (detached ? " (detached)" : " (scheduled)"));
   auto run = train_pipeline<float>(mdl, initial, o, data);
   REQUIRE(run.ok());

@@ -133,7 +133,8 @@ TEST_CASE("a credit window below what the schedule needs is refused before it ca
   args[2] = model;
   const cli_result r = run_cli(args);
   INFO(r.err);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);  // a bad flag value, refused before anything runs
+  CHECK(contains(r.err, "--credits"));
   CHECK(contains(r.err, "deadlocks this schedule"));
   args.back() = "2";
   CHECK(run_cli(args).exit_code == 0);

@@ -43,8 +43,9 @@ activation_msg activation_for_stage1(int mb) {
   activation_msg a;
   a.stage = 1;
   a.microbatch = mb;
-  a.data = tensor({2, 3}, dtype::f32);
-  for (int i = 0; i < 6; ++i) a.data.data<float>()[i] = 0.1f * static_cast<float>(i + mb);
+  tensor x({2, 3}, dtype::f32);
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i + mb);
+  a.data = tensor_payload(std::move(x));
   auto targets = std::make_shared<tensor>(shape_t{2}, dtype::i32);
   targets->data<std::int32_t>()[0] = 0;
   targets->data<std::int32_t>()[1] = 1;
@@ -70,6 +71,7 @@ TEST_CASE("a last-stage rank fed by hand receives and reports its loss and sends
   REQUIRE(parts.ok());
   std::vector<outgoing> sent;
   executor_setup su = two_stage_setup(schedule_kind::one_f_one_b, 2, 1);
+  su.weights_every = 1;  // publish every step's weights with its step report
   std::vector<param_set> mine;
   mine.push_back(std::move((*parts)[1]));
   stage_executor<float> rank(net, su, std::move(mine), [&](outgoing o) { sent.push_back(std::move(o)); });
@@ -128,7 +130,7 @@ TEST_CASE("a send waits for a credit from its receiver", "[runtime]") {
     CHECK(std::get<input_request>(sent[k].msg).microbatch == k);
     activation_msg in;
     in.microbatch = k;
-    in.data = tensor({2, 4}, dtype::f32);
+    in.data = tensor_payload(tensor({2, 4}, dtype::f32));
     in.ctx.batch = 2;
     rank.deliver(std::move(in));
   }
@@ -167,8 +169,8 @@ TEST_CASE("min_credit_window is the smallest window that finishes and one less d
       };
       INFO(schedule_name(k) << " p=" << p << " window " << window);
       for (std::uint64_t order : {0, 7}) {
-        auto ok = run_local(net, plan, b, initial, plain_sgd(2 * p), data,
-                            {.credit_window = window, .order_seed = order});
+        auto ok = run_local(net, local_lowered_run(plan, b, plain_sgd(2 * p), window), initial,
+                            data, {.order_seed = order});
         REQUIRE(ok.ok());
         // Per rank: at most `window` activations per incoming link and direction, and the
         // driver's two inputs ahead.
@@ -176,8 +178,8 @@ TEST_CASE("min_credit_window is the smallest window that finishes and one less d
       }
       if (window > 1) {
         ++windows_above_one;
-        auto stuck = run_local(net, plan, b, initial, plain_sgd(2 * p), data,
-                               {.credit_window = window - 1});
+        auto stuck = run_local(net, local_lowered_run(plan, b, plain_sgd(2 * p), window - 1),
+                               initial, data);
         REQUIRE_FALSE(stuck.ok());
         CHECK(stuck.message().find("stopped before the end") != std::string::npos);
       }

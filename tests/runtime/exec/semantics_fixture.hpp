@@ -86,7 +86,9 @@ inline minibatch semantics_data(bool gpt, std::int64_t B, std::int64_t t, dtype 
   return mb;
 }
 
-// SGD with momentum, a rate large enough that the versions differ visibly.
+// SGD with momentum, a rate large enough that the versions differ visibly, and the gradient
+// clipped as `pipeworks train` does by default (global for flush schedules, per stage for the
+// others), at norm 0.25 rather than the default 1 so that clipping is at work on these models.
 inline train_config semantics_train(int steps, int m, bool gpt) {
   train_config c;
   c.steps = steps;
@@ -94,6 +96,7 @@ inline train_config semantics_train(int steps, int m, bool gpt) {
   c.optim = default_optimizer_config(optimizer_kind::sgd);
   c.optim.lr = gpt ? 0.5 : 0.1;
   c.min_lr = c.optim.lr;
+  c.clip_grad_norm = 0.25;
   return c;
 }
 

@@ -47,7 +47,7 @@ outcome run_case(const semantics_case& c, std::uint64_t order_seed, int steps = 
   minibatch_fn data = [&](std::int64_t t) -> result<minibatch> {
     return semantics_data(c.gpt, B, t, dtype::f32);
   };
-  auto run = run_local(mdl, o.plan, b, initial, cfg, data, {.order_seed = order_seed});
+  auto run = run_local(mdl, local_lowered_run(o.plan, b, cfg), initial, data, {.order_seed = order_seed});
   INFO(c.name());
   REQUIRE(run.ok());
   auto ref = reference_train(mdl, *made, b, initial, cfg, data);
@@ -98,8 +98,15 @@ TEST_CASE("flush schedules equal single-device gradient accumulation", "[runtime
       model<float> mdl = make_mlp<float>(small_mlp());
       train_config cfg = semantics_train(steps, c.m * c.w, false);
       trainer<float> single(mdl, mdl.init_params(7), cfg);
-      for (int t = 0; t < steps; ++t)
-        REQUIRE(single.step(semantics_data(false, 2 * c.m * c.w, t, dtype::f32)).ok());
+      double most = 0;
+      for (int t = 0; t < steps; ++t) {
+        auto r = single.step(semantics_data(false, 2 * c.m * c.w, t, dtype::f32));
+        REQUIRE(r.ok());
+        most = std::max(most, r->grad_norm);
+        // The same global norm, summed over the stages by the driver: the same clip factor.
+        CHECK(o.run.steps[static_cast<std::size_t>(t)].grad_norm == Approx(r->grad_norm).epsilon(1e-5));
+      }
+      CHECK(most > cfg.clip_grad_norm);  // clipping was at work
       auto joined = join_params(o.run.weights);
       REQUIRE(joined.ok());
       INFO(c.name());

@@ -1,0 +1,156 @@
+// Flags to run plan and back: plan_from_flags, the field-to-flag table and check_plan_flags.
+#include "cli/train_plan.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "cli/options.hpp"
+#include "ops/data/fashion_mnist.hpp"
+#include "ops/data/text.hpp"
+#include "partition/even_split.hpp"
+
+namespace pipeworks::cli {
+namespace {
+
+// Plan field (or its prefix) -> the flag that sets it.
+const std::pair<const char*, const char*> field_flags[] = {
+    {"model", "--model"},
+    {"schedule.kind", "--schedule"},
+    {"schedule.stages", "--stages"},
+    {"schedule.chunks", "--chunks"},
+    {"schedule.replicas", "--replicas"},
+    {"schedule.microbatches", "--microbatches"},
+    {"schedule.steps", "--steps"},
+    {"split", "--split"},
+    {"ranks", "--cluster"},
+    {"optimizer.kind", "--optimizer"},
+    {"optimizer.lr", "--lr"},
+    {"optimizer.weight_decay", "--weight-decay"},
+    {"optimizer.beta2", "--beta2"},
+    {"optimizer", "--optimizer"},
+    {"lr_schedule.min_lr", "--min-lr-ratio"},
+    {"lr_schedule.warmup_steps", "--warmup"},
+    {"clip", "--clip"},
+    {"data.source", "--data"},
+    {"data.path", "--data"},
+    {"data.batch", "--batch"},
+    {"data.seed", "--seed"},
+    {"data.position", "--resume"},
+    {"init.seed", "--seed"},
+    {"init.from", "--init"},
+    {"runtime.credits", "--credits"},
+    {"runtime.threads_per_stage", "--threads"},
+    {"runtime.actors", "--actors"},
+    {"checkpoint.every", "--save-every"},
+    {"checkpoint.dir", "--checkpoint-dir"},
+    {"checkpoint.keep", "--keep"},
+    {"auto_partition.planner", "--planner"},
+    {"auto_partition.cluster", "--cluster"},
+    {"auto_partition", "--auto-partition"},
+};
+
+bool given(const train_options& o, bool all, const char* flag) {
+  return all || o.pipe.given.count(flag) > 0;
+}
+
+}  // namespace
+
+bool shapes_the_run(std::string_view flag) {
+  for (const auto& [field, f] : field_flags)
+    if (flag == f) return true;
+  return flag == "--epochs";
+}
+
+std::string flag_of(std::string_view field) {
+  for (const auto& [f, flag] : field_flags) {
+    const std::string_view prefix(f);
+    if (field == prefix || (field.substr(0, prefix.size()) == prefix &&
+                            (field.size() == prefix.size() || field[prefix.size()] == '.' ||
+                             field[prefix.size()] == '[')))
+      return flag;
+  }
+  return std::string(field);
+}
+
+void check_plan_flags(const run_plan& plan, int blocks) {
+  if (auto i = first_issue(plan, blocks))
+    throw CLI::ValidationError(render(*i, [](std::string_view f) { return flag_of(f); }));
+}
+
+run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threads,
+                         std::int64_t images) {
+  const pipeline_flags& f = o.pipe;
+  auto has = [&](const char* flag) { return given(o, all, flag); };
+  if (has("--model")) p.model = parse_model_flag(o.model);
+  if (has("--data") || has("--model")) {
+    p.data.source = p.model.is_gpt() ? data_source::text : data_source::fashion_mnist;
+    p.data.path = !o.data.empty() ? o.data
+                  : p.model.is_gpt() ? fortunes_default_dir
+                                     : fashion_mnist_default_dir;
+  }
+  if (has("--schedule")) {
+    if (f.schedule == "none") {
+      p.schedule.reset();
+    } else {
+      auto k = parse_schedule_kind(f.schedule);
+      if (!k) throw CLI::ValidationError("--schedule", k.message());
+      p.schedule = *k;
+    }
+  }
+  if (has("--stages")) p.stages = f.stages;
+  if (has("--chunks")) p.chunks = f.chunks;
+  if (has("--replicas")) p.replicas = f.replicas;
+  if (has("--microbatches")) p.train.microbatches = o.microbatches;
+  if (has("--batch")) p.data.batch = o.batch;
+  if (has("--seed")) {
+    p.data.seed = o.seed;
+    p.init_seed = o.seed;
+  }
+  if (has("--steps")) p.train.steps = o.steps;
+  if (o.epochs > 0 && images > 0 && p.data.batch > 0)
+    p.train.steps = o.epochs * (images / p.data.batch);
+  if (has("--optimizer")) {
+    auto kind = parse_optimizer_kind(o.optimizer);
+    if (!kind) throw CLI::ValidationError("--optimizer", kind.message());
+    const double lr = p.train.optim.lr, beta2 = p.train.optim.beta2;
+    p.train.optim = default_optimizer_config(*kind);
+    p.train.optim.lr = lr;
+    p.train.optim.beta2 = beta2;
+  }
+  if (has("--lr")) p.train.optim.lr = o.lr;
+  if (has("--weight-decay") && o.weight_decay >= 0) p.train.optim.weight_decay = o.weight_decay;
+  if (has("--beta2")) p.train.optim.beta2 = o.beta2;
+  if (has("--lr") || has("--min-lr-ratio")) p.train.min_lr = p.train.optim.lr * o.min_lr_ratio;
+  if (has("--warmup") && o.warmup >= 0) p.train.warmup_steps = o.warmup;
+  else if (all || has("--steps") || o.epochs > 0)
+    p.train.warmup_steps = std::min<std::int64_t>(p.train.steps / 10, 100);
+  if (has("--clip")) p.train.clip_grad_norm = o.clip;
+  if (has("--split")) {
+    p.split.clear();
+    if (!f.split.empty()) {
+      const int blocks = build_model<float>(p.model).size();
+      auto b = parse_split(f.split, blocks, p.virtual_stages());
+      if (!b) throw CLI::ValidationError("--split", b.message());
+      p.split.assign(b->begin(), b->end() - 1);
+    }
+  }
+  if (has("--credits")) p.credits = f.credits;
+  if (has("--actors")) p.detached = f.actors == "detached";
+  if (has("--threads") || all) p.threads_per_stage = std::max(1, threads / std::max(1, p.rank_count()));
+  if (has("--save-every")) p.checkpoint.every = f.save_every;
+  if (has("--checkpoint-dir")) p.checkpoint.dir = f.checkpoint_dir;
+  if (has("--keep")) p.checkpoint.keep = f.keep;
+  if (has("--init")) p.init_from = f.init;
+  if (f.auto_partition) {
+    auto_partition_spec a;
+    a.planner = f.planner == "2bw" ? planner_kind::two_bw : planner_kind::pipedream;
+    a.cluster = f.cluster;
+    a.keep_batch = f.given.count("--batch") > 0;
+    a.keep_microbatches = f.given.count("--microbatches") > 0;
+    p.auto_partition = a;
+    p.threads_per_stage = 1;
+  }
+  return p;
+}
+
+}  // namespace pipeworks::cli

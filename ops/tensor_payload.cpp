@@ -1,0 +1,52 @@
+// tensor_payload: sharing a tensor's buffer in transit and handing it back.
+#include "ops/tensor_payload.hpp"
+
+#include <cstring>
+
+namespace pipeworks {
+
+tensor_payload::tensor_payload(tensor t)
+    : type_(t.dtype_), shape_(std::move(t.shape_)), device_(t.device_), data_(std::move(t.storage_)) {}
+
+tensor tensor_payload::take() {
+  if (empty()) return {};
+  if (data_.use_count() == 1) {
+    tensor t(std::move(shape_), type_, device_, std::move(data_));
+    shape_.clear();
+    return t;
+  }
+  tensor t = copy();
+  data_.reset();
+  shape_.clear();
+  return t;
+}
+
+tensor tensor_payload::copy() const {
+  if (empty()) return {};
+  tensor t(shape_, type_, device_);
+  std::memcpy(t.bytes(), data_.get(), nbytes());
+  return t;
+}
+
+std::size_t tensor_payload::nbytes() const {
+  return empty() ? 0 : static_cast<std::size_t>(numel(shape_)) * dtype_size(type_);
+}
+
+std::span<const std::byte> tensor_payload::bytes() const { return {data_.get(), nbytes()}; }
+
+std::span<std::byte> tensor_payload::writable_bytes() { return {data_.get(), nbytes()}; }
+
+result<tensor_payload> tensor_payload::allocate(dtype type, shape_t shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) return make_error("a tensor of shape " + shape_string(shape) + " has a negative dimension");
+    if (d > 0 && n > (std::int64_t{1} << 40) / d)
+      return make_error("a tensor of shape " + shape_string(shape) + " is larger than 2^40 elements");
+    n *= d;
+  }
+  if (static_cast<std::uint64_t>(n) * dtype_size(type) > (std::uint64_t{1} << 40))
+    return make_error("a tensor of shape " + shape_string(shape) + " is larger than 2^40 bytes");
+  return tensor_payload(tensor(std::move(shape), type));
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,46 @@
+// tensor_payload: a tensor in transit between actors or processes: one contiguous byte buffer plus
+// a small header (dtype, shape). Copies share the buffer read-only, so a message can be copied
+// without copying tensor data; take() hands the buffer back as a tensor, copying only if another
+// copy still holds it. Serialisers write the header and the bytes as they are (bit for bit).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "base/result.hpp"
+#include "ops/tensor.hpp"
+
+namespace pipeworks {
+
+class tensor_payload {
+ public:
+  tensor_payload() = default;
+  // Takes the tensor's buffer over; no copy.
+  explicit tensor_payload(tensor t);
+
+  // The tensor: the same buffer when no other payload shares it, else a copy. Leaves this empty.
+  tensor take();
+  // A copy of the tensor, leaving this payload as it is.
+  tensor copy() const;
+
+  bool empty() const { return data_ == nullptr; }
+  dtype type() const { return type_; }
+  const shape_t& shape() const { return shape_; }
+  device where() const { return device_; }
+  std::size_t nbytes() const;
+  std::span<const std::byte> bytes() const;
+
+  // For deserialisers: a zero-filled buffer for (type, shape) on the CPU, to fill through
+  // writable_bytes() before the payload is shared. An error for a negative dimension or more
+  // than 2^40 bytes.
+  static result<tensor_payload> allocate(dtype type, shape_t shape);
+  std::span<std::byte> writable_bytes();
+
+ private:
+  dtype type_ = dtype::f32;
+  shape_t shape_;
+  device device_;
+  std::shared_ptr<std::byte> data_;
+};
+
+}  // namespace pipeworks

@@ -1,0 +1,56 @@
+// A thread that runs file-writing jobs one after the other, so a rank keeps computing while its
+// checkpoint goes to disk. Destroying the writer waits for the jobs already given.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace pipeworks {
+
+class background_writer {
+ public:
+  background_writer() : thread_([this] { loop(); }) {}
+  ~background_writer() {
+    {
+      std::lock_guard lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  background_writer(const background_writer&) = delete;
+  background_writer& operator=(const background_writer&) = delete;
+
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return closing_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // closing, and nothing left to write
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool closing_ = false;
+  std::thread thread_;  // last: started once the rest is ready
+};
+
+}  // namespace pipeworks

@@ -1,0 +1,267 @@
+// Checkpoints of a stage executor as a consistent cut (Chandy–Lamport with fixed cut points):
+// right after its own last STEP of step N a rank records its state and sends a marker to every
+// peer; what a peer sent before its marker but arrived after the cut is recorded too, and what
+// it sent after its marker is left out (it will be sent again). runtime/checkpoint/cut.hpp
+// checks that no message crosses such a cut backwards for every schedule. restore() rebuilds a
+// rank from what it recorded.
+#include <algorithm>
+
+#include "runtime/exec/executor_state.hpp"
+
+namespace pipeworks {
+namespace {
+
+std::vector<tensor> clone_all(const std::vector<tensor>& ts) {
+  std::vector<tensor> out;
+  out.reserve(ts.size());
+  for (const tensor& t : ts) out.push_back(t.clone());
+  return out;
+}
+
+template <class T>
+tensor vector_tensor(const std::vector<T>& v) {
+  if (v.empty()) return {};
+  tensor t({static_cast<std::int64_t>(v.size())}, dtype_of<T>());
+  std::copy(v.begin(), v.end(), t.data<T>());
+  return t;
+}
+
+template <class T>
+std::vector<T> tensor_vector(const tensor& t, std::size_t n, const std::string& what) {
+  if (t.empty()) return {};
+  if (t.type() != dtype_of<T>() || static_cast<std::size_t>(t.numel()) != n)
+    throw pipeworks_error(what + " holds " + std::to_string(t.numel()) + " " +
+                          std::string(dtype_name(t.type())) + " values, the parameters " +
+                          std::to_string(n));
+  auto s = t.span<T>();
+  return {s.begin(), s.end()};
+}
+
+bool all_zero(const param_set& g) {
+  const std::byte* b = g.arena().bytes();
+  return std::all_of(b, b + g.nbytes(), [](std::byte x) { return x == std::byte{0}; });
+}
+
+}  // namespace
+
+template <class T>
+int stage_executor<T>::impl::sender_of(const message& msg) const {
+  if (auto* a = std::get_if<activation_msg>(&msg))
+    return a->stage == 0 ? -1 : rank_of_stage(std::max(0, a->stage - 1));
+  if (auto* g = std::get_if<gradient_msg>(&msg)) return rank_of_stage(std::min(S - 1, g->stage + 1));
+  if (auto* c = std::get_if<credit_msg>(&msg)) return rank_of_stage(std::clamp(c->stage, 0, S - 1));
+  if (auto* mk = std::get_if<marker_msg>(&msg)) return mk->from_rank;
+  return -1;
+}
+
+// A message from a peer: recorded by every open checkpoint whose marker from that peer has not
+// arrived (it was sent before the peer's cut); a credit after a marker is counted, so a later
+// cut can leave it out of its credit count.
+template <class T>
+void stage_executor<T>::impl::note_arrival(int from, const message& msg) {
+  const int marker = marker_from[from];
+  for (auto& [step, snap] : open)
+    if (marker < step && snap.waiting.count(from)) snap.state.deliver.push_back(msg);
+  if (auto* c = std::get_if<credit_msg>(&msg); c && marker > recorded_step)
+    ++credits_after_marker[{{c->stage, c->forward}, marker}];
+}
+
+template <class T>
+void stage_executor<T>::impl::record_snapshot(int n) {
+  rank_state s;
+  s.rank = rank;
+  s.step = n;
+  s.pc = static_cast<std::int64_t>(pc);
+  for (const auto& st : stages) {
+    stage_state ss;
+    ss.stage = st.stage;
+    ss.latest = st.latest;
+    ss.forwards_done = static_cast<std::int64_t>(st.forwards_done);
+    ss.versions = st.versions;
+    for (const auto& [mb, h] : st.held) ss.versions.emplace(h.version, h.stash.weights);
+    for (const optimizer_state<T>& o : st.optimizer->state()) {
+      ss.moment1.push_back(vector_tensor(o.m));
+      ss.moment2.push_back(vector_tensor(o.v));
+      ss.updates.push_back(o.step);
+    }
+    if (!all_zero(st.grads)) ss.grads = st.grads.clone();
+    s.stages.push_back(std::move(ss));
+    for (const auto& [mb, h] : st.held) {
+      held_state hs;
+      hs.stage = st.stage;
+      hs.microbatch = mb;
+      hs.version = h.version;
+      hs.bytes = h.bytes;
+      for (const stash& b : h.stash.saved) hs.saved.push_back(clone_all(b.saved));
+      hs.deferred = h.later.has_value();
+      if (h.later)
+        for (const deferred_grads& d : h.later->blocks) hs.later.push_back(clone_all(d.saved));
+      hs.batch = h.stash.ctx.batch;
+      hs.targets = h.stash.ctx.targets;
+      s.held.push_back(std::move(hs));
+    }
+  }
+  for (const auto& [key, msg] : out_f) s.to_send_f.push_back(msg);
+  for (const auto& [key, t] : out_b)
+    s.to_send_b.push_back(
+        gradient_msg{setup.replica, key.first - 1, key.second, tensor_payload(t.clone())});
+  for (const auto& [key, b] : inbox_f)
+    if (!b.from_driver && b.after_marker < n) s.deliver.emplace_back(b.msg);
+  for (const auto& [key, b] : inbox_b)
+    if (b.after_marker < n) s.deliver.emplace_back(b.msg);
+  s.credits = credits;
+  for (const auto& [key, count] : credits_after_marker)
+    if (key.second >= n) s.credits[key.first] -= count;
+  for (const auto& [mb, l] : recent_losses)
+    if (mb / m >= n) s.losses.push_back(l);
+  std::erase_if(credits_after_marker, [n](const auto& kv) { return kv.first.second <= n; });
+
+  open_snapshot o{std::move(s), {}};
+  for (int q : peers) {
+    emit(endpoint_kind::rank, q, marker_msg{rank, n});
+    if (marker_from[q] < n) o.waiting.insert(q);
+  }
+  const bool complete = o.waiting.empty();
+  open.emplace(n, std::move(o));
+  if (complete) finish_snapshot(n);
+}
+
+template <class T>
+void stage_executor<T>::impl::on_marker(const marker_msg& mk) {
+  if (!peers.count(mk.from_rank)) {
+    if (bad_message.empty())
+      bad_message = "a checkpoint marker from rank " + std::to_string(mk.from_rank) +
+                    ", which sends this rank nothing";
+    return;
+  }
+  int& seen = marker_from[mk.from_rank];
+  seen = std::max(seen, mk.step);
+  std::vector<int> complete;
+  for (auto& [step, snap] : open)
+    if (step <= mk.step && snap.waiting.erase(mk.from_rank) && snap.waiting.empty())
+      complete.push_back(step);
+  for (int step : complete) finish_snapshot(step);
+}
+
+template <class T>
+void stage_executor<T>::impl::finish_snapshot(int n) {
+  auto it = open.find(n);
+  done.push_back(std::move(it->second.state));
+  open.erase(it);
+}
+
+template <class T>
+void stage_executor<T>::impl::restore(rank_state s) {
+  const std::string who = "the checkpoint of rank " + std::to_string(rank) + " (step " +
+                          std::to_string(s.step) + ")";
+  if (s.rank != rank)
+    throw pipeworks_error(who + " was recorded by rank " + std::to_string(s.rank));
+  std::vector<int> mine;
+  for (int st = 0; st < S; ++st)
+    if (plan.device_of[st] == setup.device) mine.push_back(st);
+  if (s.stages.size() != mine.size())
+    throw pipeworks_error(who + " holds " + std::to_string(s.stages.size()) +
+                          " virtual stages; this rank runs " + std::to_string(mine.size()));
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    stage_state& ss = s.stages[i];
+    if (ss.stage != mine[i])
+      throw pipeworks_error(who + " holds stage " + std::to_string(ss.stage) + " where this rank runs stage " +
+                            std::to_string(mine[i]));
+    auto latest = ss.versions.find(ss.latest);
+    if (latest == ss.versions.end() || !latest->second)
+      throw pipeworks_error(who + ": stage " + std::to_string(ss.stage) + " lacks its latest version " +
+                            std::to_string(ss.latest));
+    virtual_stage_state<T> st;
+    st.stage = ss.stage;
+    st.stats.stage = ss.stage;
+    st.latest = ss.latest;
+    st.stats.steps = ss.latest;
+    st.forwards_done = static_cast<std::size_t>(ss.forwards_done);
+    const param_set& layout = *latest->second;
+    st.optimizer.emplace(layout, setup.train);
+    std::vector<optimizer_state<T>> opt(layout.entries().size());
+    if (ss.updates.size() != opt.size() || ss.moment1.size() != opt.size() ||
+        ss.moment2.size() != opt.size())
+      throw pipeworks_error(who + ": stage " + std::to_string(ss.stage) + "'s optimizer state covers " +
+                            std::to_string(ss.updates.size()) + " tensors, the stage has " +
+                            std::to_string(opt.size()));
+    for (std::size_t e = 0; e < opt.size(); ++e) {
+      const auto n = static_cast<std::size_t>(layout.entries()[e].numel());
+      const std::string what = who + ": the optimizer state of " + layout.entries()[e].name;
+      opt[e].m = tensor_vector<T>(ss.moment1[e], n, what);
+      opt[e].v = tensor_vector<T>(ss.moment2[e], n, what);
+      opt[e].step = ss.updates[e];
+    }
+    st.optimizer->set_state(std::move(opt));
+    st.grads = ss.grads ? std::move(*ss.grads) : layout.zeros_like();
+    st.versions = ss.versions;  // release_versions drops those no later F names
+    for (const auto& [v, snap] : st.versions) st.ref(v);
+    index_of[ss.stage] = static_cast<int>(stages.size());
+    stages.push_back(std::move(st));
+  }
+  init_program_tables();
+  for (held_state& hs : s.held) {
+    virtual_stage_state<T>& st = state(hs.stage);
+    const stage_state& ss = s.stages[static_cast<std::size_t>(index_of[hs.stage])];
+    auto v = ss.versions.find(hs.version);
+    if (v == ss.versions.end())
+      throw pipeworks_error(who + ": microbatch " + std::to_string(hs.microbatch) + " of stage " +
+                            std::to_string(hs.stage) + " used version " + std::to_string(hs.version) +
+                            ", which the checkpoint does not hold");
+    held_microbatch<T> h;
+    h.version = hs.version;
+    h.bytes = hs.bytes;
+    h.stash.weights = v->second;
+    for (auto& b : hs.saved) h.stash.saved.push_back(stash{std::move(b)});
+    h.stash.ctx = microbatch_ctx{hs.batch, hs.targets};
+    if (hs.deferred) {
+      stage_deferred later;
+      for (auto& b : hs.later) later.blocks.push_back(deferred_grads{std::move(b)});
+      h.later = std::move(later);
+    }
+    st.activation_bytes += h.bytes;
+    st.ref(h.version);
+    st.held.emplace(hs.microbatch, std::move(h));
+  }
+  for (auto& st : stages) {
+    release_versions(st);
+    st.note_peaks();
+  }
+  // The position right after this rank's last STEP of step s.step.
+  std::map<int, int> seen;
+  std::size_t cut = 0;
+  for (std::size_t i = 0; i < prog.size(); ++i)
+    if (prog[i].kind == action_kind::step && ++seen[prog[i].stage] == s.step) cut = std::max(cut, i + 1);
+  if (cut == 0 || static_cast<std::int64_t>(cut) != s.pc)
+    throw pipeworks_error(who + " stands at program position " + std::to_string(s.pc) +
+                          ", but this rank's cut after step " + std::to_string(s.step) + " is at " +
+                          std::to_string(cut) + ": the checkpoint was made with another schedule");
+  pc = cut;
+  next_input = index_of[0] >= 0 ? static_cast<int>(stages[index_of[0]].forwards_done) : 0;
+  for (activation_msg& a : s.to_send_f) {
+    const message_key key{a.stage - 1, a.microbatch};
+    out_f.emplace(key, std::move(a));
+  }
+  for (gradient_msg& g : s.to_send_b) out_b.emplace(message_key{g.stage + 1, g.microbatch}, g.data.take());
+  credits = std::move(s.credits);
+  recorded_step = static_cast<int>(s.step);
+  for (int q : peers) marker_from[q] = recorded_step;
+  norms_sent = recorded_step - 1;
+  for (const loss_report& l : s.losses) recent_losses[l.microbatch] = l;
+  resend_losses = std::move(s.losses);
+  for (message& msg : s.deliver) deliver(std::move(msg));
+  if (!bad_message.empty()) throw pipeworks_error(who + ": " + bad_message);
+}
+
+#define PIPEWORKS_SNAPSHOT_MEMBERS(T)                                              \
+  template int stage_executor<T>::impl::sender_of(const message&) const;           \
+  template void stage_executor<T>::impl::note_arrival(int, const message&);        \
+  template void stage_executor<T>::impl::record_snapshot(int);                     \
+  template void stage_executor<T>::impl::on_marker(const marker_msg&);             \
+  template void stage_executor<T>::impl::finish_snapshot(int);                     \
+  template void stage_executor<T>::impl::restore(rank_state);
+PIPEWORKS_SNAPSHOT_MEMBERS(float)
+PIPEWORKS_SNAPSHOT_MEMBERS(double)
+#undef PIPEWORKS_SNAPSHOT_MEMBERS
+
+}  // namespace pipeworks
