@@ -46,24 +46,45 @@ std::string shape_string(const shape_t& shape) {
   return s + "]";
 }
 
-tensor::tensor(shape_t shape, dtype dt, device dev)
-    : shape_(std::move(shape)), dtype_(dt), device_(dev) {
-  if (dev.kind != device_kind::cpu)
-    throw pipeworks_error("tensor: " + dev.to_string() + " storage needs the CUDA build");
-  for (auto d : shape_)
-    if (d < 0) throw pipeworks_error("tensor: negative dimension in shape " + shape_string(shape_));
-  std::size_t n = nbytes();
+namespace {
+
+// 64-byte aligned storage for n bytes (at least one cache line), zero-filled when asked.
+std::shared_ptr<std::byte> allocate_storage(std::size_t n, bool zero) {
   std::size_t padded = ((n + 63) / 64) * 64;
   if (padded == 0) padded = 64;
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, padded));
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, padded);
-  storage_ = std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
+  std::memset(p + (zero ? 0 : n), 0, zero ? padded : padded - n);  // the padding is always zero
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
+}
+
+void check_shape(const shape_t& shape) {
+  for (auto d : shape)
+    if (d < 0) throw pipeworks_error("tensor: negative dimension in shape " + shape_string(shape));
+}
+
+}  // namespace
+
+tensor::tensor(shape_t shape, dtype dt, device dev)
+    : shape_(std::move(shape)), dtype_(dt), device_(dev) {
+  if (dev.kind != device_kind::cpu)
+    throw pipeworks_error("tensor: " + dev.to_string() + " storage needs the CUDA build");
+  check_shape(shape_);
+  storage_ = allocate_storage(nbytes(), true);
+}
+
+tensor tensor::uninitialized(shape_t shape, dtype dt) {
+  check_shape(shape);
+  tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dt;
+  t.storage_ = allocate_storage(t.nbytes(), false);
+  return t;
 }
 
 tensor tensor::clone() const {
   if (empty()) return {};
-  tensor t(shape_, dtype_, device_);
+  tensor t = uninitialized(shape_, dtype_);  // every byte is copied over
   std::memcpy(t.bytes(), bytes(), nbytes());
   return t;
 }

@@ -60,6 +60,8 @@ class tensor {
   tensor& operator=(const tensor&) = delete;
 
   tensor clone() const;
+  // Storage of the given shape whose contents are left as they are (the caller fills every byte).
+  static tensor uninitialized(shape_t shape, dtype dt = dtype::f32);
   // Same storage under a new shape with the same number of elements.
   void reshape(shape_t shape);
 

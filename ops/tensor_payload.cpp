@@ -23,7 +23,7 @@ tensor tensor_payload::take() {
 
 tensor tensor_payload::copy() const {
   if (empty()) return {};
-  tensor t(shape_, type_, device_);
+  tensor t = tensor::uninitialized(shape_, type_);  // every byte is copied over
   std::memcpy(t.bytes(), data_.get(), nbytes());
   return t;
 }
@@ -46,7 +46,7 @@ result<tensor_payload> tensor_payload::allocate(dtype type, shape_t shape) {
   }
   if (static_cast<std::uint64_t>(n) * dtype_size(type) > (std::uint64_t{1} << 40))
     return make_error("a tensor of shape " + shape_string(shape) + " is larger than 2^40 bytes");
-  return tensor_payload(tensor(std::move(shape), type));
+  return tensor_payload(tensor::uninitialized(std::move(shape), type));
 }
 
 }  // namespace pipeworks

@@ -30,8 +30,8 @@ class tensor_payload {
   std::size_t nbytes() const;
   std::span<const std::byte> bytes() const;
 
-  // For deserialisers: a zero-filled buffer for (type, shape) on the CPU, to fill through
-  // writable_bytes() before the payload is shared. An error for a negative dimension or more
+  // For deserialisers: a buffer for (type, shape) on the CPU, not yet filled: fill every byte
+  // through writable_bytes() before the payload is shared. An error for a negative dimension or more
   // than 2^40 bytes.
   static result<tensor_payload> allocate(dtype type, shape_t shape);
   std::span<std::byte> writable_bytes();

@@ -1,11 +1,16 @@
 // A thread that runs file-writing jobs one after the other, so a rank keeps computing while its
-// checkpoint goes to disk. Destroying the writer waits for the jobs already given.
+// checkpoint goes to disk. It runs at a lower priority (nice 10), so hashing and copying into the
+// page cache use the pipeline's idle moments first. Destroying the writer waits for the jobs
+// already given.
 #pragma once
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace pipeworks {
 
@@ -33,6 +38,7 @@ class background_writer {
 
  private:
   void loop() {
+    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);  // this thread only; best effort
     for (;;) {
       std::function<void()> job;
       {

@@ -93,9 +93,11 @@ result<written_file> write_rank_file(const std::string& path, const rank_state& 
         w.add(pre + "later." + std::to_string(b) + "." + std::to_string(i), h.later[b][i]);
     }
     if (h.targets) w.add(pre + "targets", *h.targets);
+    w.add(pre + "input", h.input);
     held.push_back({{"stage", h.stage}, {"microbatch", h.microbatch}, {"version", h.version},
                     {"bytes", h.bytes}, {"deferred", h.deferred}, {"batch", h.batch},
-                    {"targets", h.targets != nullptr}, {"saved", saved}, {"later", later}});
+                    {"targets", h.targets != nullptr}, {"input", !h.input.empty()},
+                    {"saved", saved}, {"later", later}});
   }
   meta["held"] = held;
   json send_f = json::array(), send_b = json::array(), deliver = json::array();
@@ -345,6 +347,11 @@ class reader {
       auto t = any_tensor(pre + "targets");
       if (!t) return t.err();
       h.targets = std::make_shared<const tensor>(std::move(*t));
+    }
+    if (j.at("input").get<bool>()) {
+      auto t = any_tensor(pre + "input");
+      if (!t) return t.err();
+      h.input = std::move(*t);
     }
     return h;
   }

@@ -4,7 +4,8 @@
 //   pipeworks.version.V/NAME   an older weight version V still needed (stashes, 2BW's buffer)
 //   pipeworks.optim.m/NAME     the optimizer's first moment (SGD's momentum); .v/ the second
 //   pipeworks.grad/NAME        the gradient accumulated so far (absent when zero)
-//   pipeworks.held.S.K/...     microbatch K of stage S between its forward and backward
+//   pipeworks.held.S.K/...     microbatch K of stage S between its forward and backward: its
+//                              input (the stash is recomputed from it) or what I left for W
 //   pipeworks.send_f.I/..., pipeworks.send_b.I/...  results waiting for their SEND
 //   pipeworks.deliver.I/...    messages to deliver again (buffered, or in flight at the cut)
 //   pipeworks.losses           losses the driver had not tallied (F64)

@@ -37,7 +37,10 @@ struct held_state {
   int microbatch = 0;
   int version = 0;                         // the weight version its F used
   std::int64_t bytes = 0;                  // stashed activation bytes, as the executor counts them
-  std::vector<std::vector<tensor>> saved;  // per block: the forward's stash (before I)
+  // Before I, either the forward's input (the stash is recomputed from it on restore, the same
+  // forward with the same weights: bit for bit) or the stash itself, per block.
+  tensor input;
+  std::vector<std::vector<tensor>> saved;
   bool deferred = false;                   // I ran; `later` holds what W needs
   std::vector<std::vector<tensor>> later;  // per block: the weight-gradient half's operands
   std::int64_t batch = 0;                  // the microbatch context: samples and targets

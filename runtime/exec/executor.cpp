@@ -86,6 +86,24 @@ void stage_executor<T>::impl::init_program_tables() {
       if (cut > 0) cut_before[cut] = static_cast<int>(n);
     }
   }
+  // The F's whose microbatch is still held at a cut (its B or I comes after it): they keep their
+  // input, which a checkpoint stores in place of the stash.
+  keeps_input.assign(prog.size(), false);
+  std::vector<std::size_t> cuts;
+  for (std::size_t i = 0; i < cut_before.size(); ++i)
+    if (cut_before[i] > 0) cuts.push_back(i);
+  if (!cuts.empty()) {
+    std::map<message_key, std::size_t> backward_at;
+    for (std::size_t i = 0; i < prog.size(); ++i)
+      if (prog[i].kind == action_kind::backward || prog[i].kind == action_kind::input_grad)
+        backward_at[{prog[i].stage, prog[i].microbatch}] = i;
+    for (std::size_t i = 0; i < prog.size(); ++i) {
+      if (prog[i].kind != action_kind::forward) continue;
+      const auto next_cut = std::upper_bound(cuts.begin(), cuts.end(), i);
+      auto b = backward_at.find({prog[i].stage, prog[i].microbatch});
+      keeps_input[i] = next_cut != cuts.end() && b != backward_at.end() && b->second >= *next_cut;
+    }
+  }
   for (const auto& st : stages) {
     for (int nb : {st.stage - 1, st.stage + 1})
       if (nb >= 0 && nb < S && plan.device_of[nb] != setup.device) peers.insert(rank_of_stage(nb));
@@ -250,14 +268,20 @@ void stage_executor<T>::impl::run_forward(const action& a) {
                           std::to_string(st.latest) + ")");
   param_snapshot weights = found->second;
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
+  tensor input = in.data.take();
+  // A microbatch that a checkpoint's cut will find held keeps its input until the backward: the
+  // checkpoint stores it and a restored rank recomputes the stash from it, rather than storing
+  // the stash, which is many times larger.
+  tensor kept = keeps_input[pc] ? input.clone() : tensor{};
   const double t0 = timer.begin();
-  stage_forward out = forward_blocks(model_, *weights, in.data.take(), in.ctx);
+  stage_forward out = forward_blocks(model_, *weights, std::move(input), in.ctx);
   if (fault_here(a, fault_kind::nan)) poison<T>(out.output);
   const double t1 = timer.end(t0);
   record(stream_kind::compute, a, t0, t1, v);
   ++st.forwards_done;
   held_microbatch<T> h;
   h.version = v;
+  h.input = std::move(kept);
   for (const auto& s : out.saved)
     for (const auto& t : s.saved) h.bytes += static_cast<std::int64_t>(t.nbytes());
   if (a.stage == S - 1) {
@@ -337,6 +361,7 @@ void stage_executor<T>::impl::run_backward(const action& a) {
     h.bytes = later.bytes();
     st.activation_bytes += h.bytes;
     h.later = std::move(later);
+    h.input = tensor{};  // W needs only what I left
   } else {
     st.unref(h.version);
     st.held.erase(it);

@@ -21,7 +21,7 @@ std::vector<tensor> clone_all(const std::vector<tensor>& ts) {
 template <class T>
 tensor vector_tensor(const std::vector<T>& v) {
   if (v.empty()) return {};
-  tensor t({static_cast<std::int64_t>(v.size())}, dtype_of<T>());
+  tensor t = tensor::uninitialized({static_cast<std::int64_t>(v.size())}, dtype_of<T>());
   std::copy(v.begin(), v.end(), t.data<T>());
   return t;
 }
@@ -92,7 +92,10 @@ void stage_executor<T>::impl::record_snapshot(int n) {
       hs.microbatch = mb;
       hs.version = h.version;
       hs.bytes = h.bytes;
-      for (const stash& b : h.stash.saved) hs.saved.push_back(clone_all(b.saved));
+      if (!h.later && !h.input.empty())
+        hs.input = h.input.clone();  // the stash is recomputed from it on restore
+      else
+        for (const stash& b : h.stash.saved) hs.saved.push_back(clone_all(b.saved));
       hs.deferred = h.later.has_value();
       if (h.later)
         for (const deferred_grads& d : h.later->blocks) hs.later.push_back(clone_all(d.saved));
@@ -212,8 +215,23 @@ void stage_executor<T>::impl::restore(rank_state s) {
     h.version = hs.version;
     h.bytes = hs.bytes;
     h.stash.weights = v->second;
-    for (auto& b : hs.saved) h.stash.saved.push_back(stash{std::move(b)});
     h.stash.ctx = microbatch_ctx{hs.batch, hs.targets};
+    if (!hs.input.empty() && !hs.deferred) {
+      // The forward again, on the same input and weights: the same stash, bit for bit.
+      stage_forward again = forward_blocks(model_, *h.stash.weights, hs.input.clone(), h.stash.ctx);
+      std::int64_t bytes = 0;
+      for (const auto& b : again.saved)
+        for (const auto& t : b.saved) bytes += static_cast<std::int64_t>(t.nbytes());
+      if (bytes != hs.bytes)
+        throw pipeworks_error(who + ": recomputing the stash of microbatch " +
+                              std::to_string(hs.microbatch) + " of stage " + std::to_string(hs.stage) +
+                              " gave " + std::to_string(bytes) + " bytes, the checkpoint recorded " +
+                              std::to_string(hs.bytes));
+      h.stash.saved = std::move(again.saved);
+      h.input = std::move(hs.input);
+    } else {
+      for (auto& b : hs.saved) h.stash.saved.push_back(stash{std::move(b)});
+    }
     if (hs.deferred) {
       stage_deferred later;
       for (auto& b : hs.later) later.blocks.push_back(deferred_grads{std::move(b)});

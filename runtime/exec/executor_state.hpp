@@ -21,6 +21,7 @@ struct held_microbatch {
   int version = 0;
   std::int64_t bytes = 0;       // stashed activation bytes (after I: what W still needs)
   std::optional<stage_deferred> later;  // after I: what the weight-gradient half W needs
+  tensor input;  // with checkpoints, before I: the F's input, from which a restore recomputes
 };
 
 template <class T>
@@ -104,6 +105,7 @@ struct stage_executor<T>::impl {
 
   // Checkpoints: the step (steps done) whose cut is right before program position i, or 0.
   std::vector<int> cut_before;
+  std::vector<bool> keeps_input;        // per program position: an F whose input a cut will need
   std::set<int> peers;                  // ranks this rank exchanges messages with
   std::map<int, int> marker_from;       // peer -> the highest step of its markers so far
   // Credits that arrived after their sender's marker of a step: (link, marker step) -> count.
