@@ -14,6 +14,7 @@
 #include "actors/type_ids.hpp"
 #include "runtime/checkpoint/background_writer.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/run_checkpoints.hpp"
 #include "runtime/exec/rank_setup.hpp"
 
 namespace pipeworks {
@@ -151,22 +152,8 @@ class driver_state {
   void write_due_manifests() {
     const run_plan& p = run_.plan;
     for (std::int64_t n : core_->due_checkpoints()) {
-      checkpoint_manifest m;
-      m.step = n;
-      run_plan at = p;
-      at.data.position = n;
-      m.plan = nlohmann::json::parse(to_json_text(at));
-      m.data_position = n;
-      m.rng = {{"data_seed", p.data.seed},
-               {"init_seed", p.init_seed},
-               {"data", "step t's minibatch is drawn from (data_seed, t) alone, so data_position "
-                        "is the whole state of the data stream; no layer draws random numbers "
-                        "while training"}};
-      m.metrics = {{"samples", core_->samples_at(n)}, {"elapsed_s", elapsed()}};
-      m.files = std::move(files_[n]);
+      checkpoint_manifest m = manifest_of(p, n, core_->samples_at(n), elapsed(), std::move(files_[n]));
       files_.erase(n);
-      std::sort(m.files.begin(), m.files.end(),
-                [](const checkpoint_file& a, const checkpoint_file& b) { return a.rank < b.rank; });
       // The manifest's fsync can wait for the whole file system's journal: off the driver's
       // thread, which keeps feeding the ranks meanwhile.
       if (!writer_) writer_ = std::make_unique<background_writer>();

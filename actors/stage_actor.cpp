@@ -8,50 +8,15 @@
 
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <utility>
 
 #include "actors/type_ids.hpp"
-#include "base/sha256.hpp"
 #include "runtime/checkpoint/background_writer.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/rank_file.hpp"
 
 namespace pipeworks {
-
-template <class T>
-result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
-                                        const model<T>& m, const std::vector<int>& boundaries,
-                                        const metadata_map& identity) {
-  const std::string path = (std::filesystem::path(dir) / file.path).string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read the checkpoint file " + path);
-  std::vector<std::byte> buffer(file.bytes + 1);
-  in.read(reinterpret_cast<char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
-  const auto got = static_cast<std::uint64_t>(in.gcount());
-  if (got != file.bytes)
-    return make_error(path + ": " + (got > file.bytes ? "more than" : "only") + " " +
-                      std::to_string(std::min(got, file.bytes)) + " bytes, the manifest records " +
-                      std::to_string(file.bytes) + "; the file is not the one the checkpoint wrote");
-  buffer.resize(got);
-  sha256 hash;
-  hash.update(buffer);
-  const std::string digest = hash.hex_digest();
-  if (digest != file.sha256)
-    return make_error(path + ": sha256 is " + digest + ", the manifest records " + file.sha256 +
-                      "; the file is corrupt or was changed after the checkpoint was written");
-  auto parsed = parse_safetensors(std::move(buffer), path);
-  if (!parsed) return parsed.err();
-  for (const auto& [key, want] : identity) {
-    auto it = parsed->metadata.find(key);
-    const std::string has = it == parsed->metadata.end() ? "nothing" : it->second;
-    if (has != want)
-      return make_error(path + ": its metadata " + key + " is " + has + ", but the manifest's plan " +
-                        "says " + want + "; the manifest and the files are of different runs");
-  }
-  return parse_rank_file(*parsed, m, boundaries);
-}
 
 namespace {
 
@@ -281,11 +246,4 @@ caf::actor spawn_stage(caf::actor_system& sys, bool detached, std::shared_ptr<st
 template caf::actor spawn_stage<float>(caf::actor_system&, bool, std::shared_ptr<stage_spec<float>>);
 template caf::actor spawn_stage<double>(caf::actor_system&, bool,
                                         std::shared_ptr<stage_spec<double>>);
-template result<rank_state> load_rank_checkpoint<float>(const std::string&, const checkpoint_file&,
-                                                        const model<float>&, const std::vector<int>&,
-                                                        const metadata_map&);
-template result<rank_state> load_rank_checkpoint<double>(const std::string&, const checkpoint_file&,
-                                                         const model<double>&, const std::vector<int>&,
-                                                         const metadata_map&);
-
 }  // namespace pipeworks

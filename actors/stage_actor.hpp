@@ -34,12 +34,4 @@ struct stage_spec {
 template <class T>
 caf::actor spawn_stage(caf::actor_system& sys, bool detached, std::shared_ptr<stage_spec<T>> spec);
 
-// Reads and checks a rank's checkpoint file: its size and sha256 against the manifest's, the
-// model and schedule it names against `identity` (the plan's), then its contents against the
-// model and boundaries. Errors name the file and what is wrong.
-template <class T>
-result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
-                                        const model<T>& m, const std::vector<int>& boundaries,
-                                        const metadata_map& identity = {});
-
 }  // namespace pipeworks

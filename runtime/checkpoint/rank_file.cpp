@@ -3,9 +3,12 @@
 #include "runtime/checkpoint/rank_file.hpp"
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/json_read.hpp"
+#include "base/sha256.hpp"
 
 namespace pipeworks {
 namespace {
@@ -397,6 +400,45 @@ result<rank_state> read_rank_file(const std::string& path, const model<T>& m,
   return parse_rank_file(*file, m, boundaries);
 }
 
+template <class T>
+result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
+                                        const model<T>& m, const std::vector<int>& boundaries,
+                                        const metadata_map& identity) {
+  const std::string path = (std::filesystem::path(dir) / file.path).string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot read the checkpoint file " + path);
+  std::vector<std::byte> buffer(file.bytes + 1);
+  in.read(reinterpret_cast<char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
+  const auto got = static_cast<std::uint64_t>(in.gcount());
+  if (got != file.bytes)
+    return make_error(path + ": " + (got > file.bytes ? "more than" : "only") + " " +
+                      std::to_string(std::min(got, file.bytes)) + " bytes, the manifest records " +
+                      std::to_string(file.bytes) + "; the file is not the one the checkpoint wrote");
+  buffer.resize(got);
+  sha256 hash;
+  hash.update(buffer);
+  const std::string digest = hash.hex_digest();
+  if (digest != file.sha256)
+    return make_error(path + ": sha256 is " + digest + ", the manifest records " + file.sha256 +
+                      "; the file is corrupt or was changed after the checkpoint was written");
+  auto parsed = parse_safetensors(std::move(buffer), path);
+  if (!parsed) return parsed.err();
+  for (const auto& [key, want] : identity) {
+    auto it = parsed->metadata.find(key);
+    const std::string has = it == parsed->metadata.end() ? "nothing" : it->second;
+    if (has != want)
+      return make_error(path + ": its metadata " + key + " is " + has + ", but the manifest's plan " +
+                        "says " + want + "; the manifest and the files are of different runs");
+  }
+  return parse_rank_file(*parsed, m, boundaries);
+}
+
+template result<rank_state> load_rank_checkpoint<float>(const std::string&, const checkpoint_file&,
+                                                        const model<float>&, const std::vector<int>&,
+                                                        const metadata_map&);
+template result<rank_state> load_rank_checkpoint<double>(const std::string&, const checkpoint_file&,
+                                                         const model<double>&, const std::vector<int>&,
+                                                         const metadata_map&);
 template result<rank_state> read_rank_file<float>(const std::string&, const model<float>&,
                                                   const std::vector<int>&);
 template result<rank_state> read_rank_file<double>(const std::string&, const model<double>&,

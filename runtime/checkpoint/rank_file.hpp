@@ -16,6 +16,7 @@
 #include "base/result.hpp"
 #include "ops/checkpoint/safetensors.hpp"
 #include "ops/model/model.hpp"
+#include "runtime/checkpoint/manifest.hpp"
 #include "runtime/checkpoint/rank_state.hpp"
 
 namespace pipeworks {
@@ -35,5 +36,13 @@ result<rank_state> read_rank_file(const std::string& path, const model<T>& m,
 template <class T>
 result<rank_state> parse_rank_file(const safetensors_file& file, const model<T>& m,
                                    const std::vector<int>& boundaries);
+
+// Reads and checks a rank's checkpoint file: its size and sha256 against the manifest's, the
+// model and schedule it names against `identity` (the plan's), then its contents against the
+// model and boundaries. Errors name the file and what is wrong.
+template <class T>
+result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
+                                        const model<T>& m, const std::vector<int>& boundaries,
+                                        const metadata_map& identity = {});
 
 }  // namespace pipeworks

@@ -1,0 +1,56 @@
+// prepare_checkpoints and manifest_of.
+#include "runtime/checkpoint/run_checkpoints.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+
+namespace pipeworks {
+
+result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
+  const checkpoint_spec& c = plan.checkpoint;
+  const bool resuming = plan.data.position > 0;
+  if (!resuming) {
+    if (c.every > 0)
+      if (status s = prepare_checkpoint_dir(c.dir, false); !s) return make_error(s.message());
+    return std::optional<resume_point>{};
+  }
+  if (c.dir.empty())
+    return make_error("data.position is " + std::to_string(plan.data.position) +
+                      ", but checkpoint.dir names no directory to resume from");
+  auto m = read_manifest(c.dir, plan.data.position);
+  if (!m) return m.err();
+  resume_point r;
+  if (m->metrics.is_object() && m->metrics.contains("samples") && m->metrics["samples"].is_number_integer())
+    r.samples = m->metrics["samples"].get<std::int64_t>();
+  r.manifest = std::move(*m);
+  if (status s = prepare_checkpoint_dir(c.dir, true); !s) return make_error(s.message());
+  for (std::int64_t n = plan.data.position + std::max<std::int64_t>(c.every, 1);
+       c.every > 0 && n < plan.train.steps; n += c.every)
+    if (std::filesystem::exists(step_dir(c.dir, n)))
+      if (status s = prepare_step_dir(c.dir, n); !s) return make_error(s.message());
+  return std::optional<resume_point>{std::move(r)};
+}
+
+checkpoint_manifest manifest_of(const run_plan& plan, std::int64_t step, std::int64_t samples,
+                                double elapsed, std::vector<checkpoint_file> files) {
+  checkpoint_manifest m;
+  m.step = step;
+  run_plan at = plan;
+  at.data.position = step;
+  m.plan = nlohmann::json::parse(to_json_text(at));
+  m.data_position = step;
+  m.rng = {{"data_seed", plan.data.seed},
+           {"init_seed", plan.init_seed},
+           {"data", "step t's minibatch is drawn from (data_seed, t) alone, so data_position is the "
+                    "whole state of the data stream; no layer draws random numbers while training"}};
+  m.metrics = {{"samples", samples}, {"elapsed_s", elapsed}};
+  m.files = std::move(files);
+  std::sort(m.files.begin(), m.files.end(),
+            [](const checkpoint_file& a, const checkpoint_file& b) { return a.rank < b.rank; });
+  return m;
+}
+
+}  // namespace pipeworks

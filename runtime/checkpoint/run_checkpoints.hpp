@@ -1,0 +1,30 @@
+// A run's checkpoint directory: getting it ready (a new run refuses one that holds checkpoints; a
+// resumed run reads the manifest of its position and clears checkpoints cut short after it), and
+// the manifest of a checkpoint whose files are written. Shared by the driver and the single-device
+// run.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "base/result.hpp"
+#include "runtime/checkpoint/manifest.hpp"
+#include "runtime/run_plan.hpp"
+
+namespace pipeworks {
+
+// The checkpoint a resumed run starts from.
+struct resume_point {
+  checkpoint_manifest manifest;
+  std::int64_t samples = 0;  // samples seen in the steps before it
+};
+
+// Nothing when the run starts afresh (plan.data.position == 0).
+result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan);
+
+// The manifest after `step`: the plan at that position, the RNG states, samples and time so far,
+// and the files (one per rank, in rank order).
+checkpoint_manifest manifest_of(const run_plan& plan, std::int64_t step, std::int64_t samples,
+                                double elapsed, std::vector<checkpoint_file> files);
+
+}  // namespace pipeworks
