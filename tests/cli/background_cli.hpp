@@ -14,22 +14,8 @@ namespace pipeworks::cli_test {
 
 class background_cli {
  public:
-  explicit background_cli(const std::vector<std::string>& args) {
-    const std::string out_path = io_ / "stdout", err_path = io_ / "stderr";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> argv_strings{pipeworks_binary};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_strings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int spawned = posix_spawn(&pid_, pipeworks_binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawned != 0) throw std::runtime_error("cannot start " + pipeworks_binary);
-  }
+  explicit background_cli(const std::vector<std::string>& args)
+      : pid_(spawn_cli(args, io_ / "stdout", io_ / "stderr")) {}
   ~background_cli() {
     if (!waited_) {
       ::kill(pid_, SIGKILL);
@@ -53,6 +39,8 @@ class background_cli {
     }
     return false;
   }
+  // What it has written to stdout so far.
+  std::string output_so_far() const { return read_file(io_ / "stdout"); }
   void kill(int sig = SIGKILL) {
     if (!waited_) ::kill(pid_, sig);
   }
@@ -69,12 +57,12 @@ class background_cli {
  private:
   void finish(int status) {
     waited_ = true;
-    result_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result_.exit_code = exit_code_of(status);
     result_.out = read_file(io_ / "stdout");
     result_.err = read_file(io_ / "stderr");
   }
 
-  scratch_dir io_;
+  scratch_dir io_;  // first: the process writes into it
   pid_t pid_ = 0;
   bool waited_ = false;
   cli_result result_;

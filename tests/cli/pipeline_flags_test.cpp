@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "fixtures.hpp"
+#include "background_cli.hpp"
 #include "run_cli.hpp"
 
 using namespace pipeworks::cli_test;
@@ -142,32 +143,18 @@ TEST_CASE("a credit window below what the schedule needs is refused before it ca
 
 TEST_CASE("Ctrl-C stops a pipelined run and writes the final checkpoint", "[cli][slow]") {
   scratch_dir dir;
-  const std::string out_path = dir / "stdout", err_path = dir / "stderr", ckpt = dir / "w.safetensors";
-  std::vector<std::string> args{pipeworks_binary};
+  const std::string ckpt = dir / "w.safetensors";
+  std::vector<std::string> args;
   for (auto& a : mlp_args({"--schedule", "1f1b", "--stages", "2", "--save", ckpt}))
     args.push_back(a == "6" ? "100000" : a);  // far more steps than it will run
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, pipeworks_binary.c_str(), &actions, nullptr, argv.data(), environ) == 0);
-  posix_spawn_file_actions_destroy(&actions);
+  background_cli run(args);
   // Wait until it has trained a few steps (its --json lines appear), then interrupt it.
-  for (int i = 0; i < 600 && nonempty_lines(read_file(out_path)).size() < 3; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ::kill(pid, SIGINT);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-  }
-  const std::string err = read_file(err_path);
-  INFO(err);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 130);
-  CHECK(contains(err, "interrupted"));
+  REQUIRE(run.wait_for([&] { return nonempty_lines(run.output_so_far()).size() >= 3; }));
+  run.kill(SIGINT);
+  const cli_result r = run.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 130);
+  CHECK(contains(r.err, "interrupted"));
   CHECK(std::filesystem::exists(ckpt));
   // A whole safetensors file: its header parses and says the run was interrupted.
   const std::string bytes = read_file(ckpt);

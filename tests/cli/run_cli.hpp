@@ -63,10 +63,10 @@ class scratch_dir {
   std::filesystem::path path_;
 };
 
-// Runs `pipeworks args...` with stdin from /dev/null, and waits for it.
-inline cli_result run_cli(const std::vector<std::string>& args) {
-  scratch_dir io;
-  const std::string out_path = io / "stdout", err_path = io / "stderr";
+// Starts `pipeworks args...` with stdin from /dev/null and stdout, stderr into the given files;
+// returns its process id.
+inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& out_path,
+                       const std::string& err_path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -81,12 +81,25 @@ inline cli_result run_cli(const std::vector<std::string>& args) {
   const int spawned = posix_spawn(&pid, pipeworks_binary.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error("cannot start " + pipeworks_binary);
+  return pid;
+}
+
+// The exit status of a finished process: its exit code, or 128 + the signal that ended it.
+inline int exit_code_of(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs `pipeworks args...` with stdin from /dev/null, and waits for it.
+inline cli_result run_cli(const std::vector<std::string>& args) {
+  scratch_dir io;
+  const std::string out_path = io / "stdout", err_path = io / "stderr";
+  const pid_t pid = spawn_cli(args, out_path, err_path);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw std::runtime_error("waitpid failed for " + pipeworks_binary);
   }
   cli_result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.exit_code = exit_code_of(status);
   r.out = read_file(out_path);
   r.err = read_file(err_path);
   return r;
