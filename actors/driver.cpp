@@ -79,7 +79,7 @@ class driver_state {
   }
 
   void wire(pipeline_wiring w) {
-    auto plan = parse_run_plan(w.plan, "the resolved plan");
+    auto plan = parse_run_plan(w.plan, "the resolved plan", spec_->blocks);
     if (!plan) return fail(plan.message());
     auto run = lower_run(std::move(*plan), spec_->blocks);
     if (!run) return fail(run.message());

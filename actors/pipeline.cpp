@@ -99,7 +99,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
   if (!outcome) return make_error(lost);
   if (!outcome->ok) return make_error(outcome->error);
   pipeline_result res;
-  auto resolved = parse_run_plan(outcome->plan, "the resolved plan");
+  auto resolved = parse_run_plan(outcome->plan, "the resolved plan", net.size());
   if (!resolved) return resolved.err();
   auto run = lower_run(*resolved, net.size());
   if (!run) return run.err();
@@ -135,7 +135,7 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
   auto resume = prepare_checkpoints(plan);
   if (!resume) return resume.err();
   if (*resume) {
-    auto saved = parse_run_plan((*resume)->manifest.plan.dump(), "the checkpoint's plan");
+    auto saved = parse_run_plan((*resume)->manifest.plan.dump(), "the checkpoint's plan", m.size());
     if (!saved) return saved.err();
     auto merged = resume_plan(*saved, plan);
     if (!merged) return make_error(step_dir(plan.checkpoint.dir, plan.data.position) + ": " + merged.message());

@@ -110,8 +110,9 @@ std::optional<plan_issue> first_issue(const run_plan& plan, int blocks = -1);
 status check(const run_plan& plan, int blocks = -1);
 
 // JSON: every field required, unknown fields refused, each error naming the field and `source`.
+// The plan read is checked (first_issue) with `blocks` (-1: the plan's model's).
 std::string to_json_text(const run_plan& plan);
-result<run_plan> parse_run_plan(std::string_view text, const std::string& source);
+result<run_plan> parse_run_plan(std::string_view text, const std::string& source, int blocks = -1);
 result<run_plan> load_run_plan(const std::string& path);
 
 // The fields whose values change what a run computes (model, schedule, split, optimizer, lr,

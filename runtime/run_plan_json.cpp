@@ -182,7 +182,7 @@ std::string to_json_text(const run_plan& p) {
   return j.dump(2) + "\n";
 }
 
-result<run_plan> parse_run_plan(std::string_view text, const std::string& source) {
+result<run_plan> parse_run_plan(std::string_view text, const std::string& source, int blocks) {
   auto parsed = parse_json(text, source);
   if (!parsed) return parsed.err();
   const json& j = *parsed;
@@ -308,7 +308,7 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
     PW_TRY(r.flag("keep_microbatches", a.keep_microbatches));
     p.auto_partition = a;
   }
-  if (auto i = first_issue(p))
+  if (auto i = first_issue(p, blocks))
     return make_error(source + ": " + render(*i, [](std::string_view f) { return std::string(f); }));
   return p;
 }
