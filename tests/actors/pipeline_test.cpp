@@ -177,3 +177,16 @@ TEST_CASE("check refuses device speeds of the wrong count or outside 0 to 1", "[
   o.ranks = {at(0.5)};
   CHECK_THAT(check(o, 3).message(), Catch::Contains("pipeline schedule"));
 }
+
+TEST_CASE("a library model that the plan's model spec does not describe trains as given", "[actors]") {
+  // Four blocks, while the plan's (default) model spec would build three: the run checks the
+  // plan against the model it is given, not against the spec.
+  const model<float> net = make_mlp<float>(mlp_config{12, {16, 8, 8}, 4});
+  run_plan o = one_f_one_b(4, 4, 2);
+  o.model = model_spec{};
+  auto r = train_pipeline<float>(net, net.init_params(3), o, synthetic_data());
+  INFO((r.ok() ? std::string() : r.message()));
+  REQUIRE(r.ok());
+  CHECK(r->boundaries == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(r->steps_done == 2);
+}
