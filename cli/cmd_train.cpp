@@ -312,6 +312,14 @@ int run_train(train_options& o) {
   progress.finish();
   std::signal(SIGINT, SIG_DFL);
   if (!run) throw pipeworks_error(run.message());
+  for (std::size_t s = 0; s < run->weights.size(); ++s)
+    if (!run->weights[s])  // only after Ctrl-C, when a stage did not answer within 5 s
+      throw pipeworks_error("interrupted, but stage " + std::to_string(s) +
+                            " did not send its weights in time; nothing was saved" +
+                            (run->plan.checkpoint.every > 0
+                                 ? " (continue from the latest checkpoint with --resume " +
+                                       run->plan.checkpoint.dir + ")"
+                                 : std::string()));
   auto joined = join_params(run->weights);
   if (!joined) throw pipeworks_error(joined.message());
   const param_set& weights = *joined;
