@@ -1,12 +1,12 @@
-// The schedule validator: static checks over per-(replica, stage, microbatch) counters, then an
-// event-driven run of the programs that finds deadlocks; both linear in the number of actions.
+// The schedule validator: static checks over per-(replica, stage, microbatch) counters, then a
+// walk of the programs (program_walk.hpp) that finds deadlocks; both linear in the actions.
 #include "runtime/validate.hpp"
 
+#include "runtime/program_walk.hpp"
 #include "runtime/validate_layout.hpp"
 #include "runtime/validate_report.hpp"
 #include "runtime/validate_updates.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,7 +34,7 @@ class validator {
     if (auto st = check_layout(); !st) return st;
     if (auto st = scan_programs(); !st) return st;
     if (auto st = check_pairs(); !st) return st;
-    if (auto st = simulate(); !st) return st;
+    if (auto st = find_deadlock(); !st) return st;
     return detail::validate_updates(s_);
   }
 
@@ -241,158 +241,20 @@ class validator {
     return status::success();
   }
 
-  // --- The run: each rank advances while its next action is ready; a rank that blocks on
-  // another rank is woken when that rank produces what it waits for. Each action runs once and
-  // each wake-up follows one produced event, so the run is linear. Logical steps for the grid:
-  // step(a) = 1 + max(step of the previous action on the rank, step of what a waited for).
-
-  std::vector<std::size_t> pc_;
-  std::vector<char> blocked_;
-  std::vector<int> last_step_;
-  std::vector<std::vector<int>> step_at_;  // [rank][position]
-  std::vector<int> f_step_, g_step_, sf_step_, sb_step_;  // [slot], -1 until done
-  std::vector<int> reduces_done_;                         // [q * stages + s]
-  std::vector<std::vector<int>> arrived_count_, arrived_step_;  // [s][k-th REDUCE of s]
-  std::vector<char> arrived_;                                   // rank counted at its REDUCE
-  std::vector<int> worklist_;
-  bool record_ = false;
-
-  void wake(int r) {
-    if (blocked_[r]) {
-      blocked_[r] = 0;
-      worklist_.push_back(r);
-    }
-  }
-
-  void advance(int r) {
-    const int q = r / p_;
-    const program& prog = s_.programs[r];
-    while (pc_[r] < prog.size()) {
-      const action& a = prog[pc_[r]];
-      const int s = a.stage, mb = a.microbatch;
-      int dep = -1;
-      bool ready = true;
-      switch (a.kind) {
-        case action_kind::forward:
-          if (s > 0 && crosses(s - 1, s) && !lowered_) {
-            dep = f_step_[slot(q, s - 1, mb)];
-            ready = dep >= 0;
-          }
-          break;
-        case action_kind::backward:
-        case action_kind::input_grad:
-          if (s + 1 < stages_ && crosses(s, s + 1) && !lowered_) {
-            dep = g_step_[slot(q, s + 1, mb)];
-            ready = dep >= 0;
-          }
-          break;
-        case action_kind::recv_f:
-          dep = sf_step_[slot(q, s - 1, mb)];
-          ready = dep >= 0;
-          break;
-        case action_kind::recv_b:
-          dep = sb_step_[slot(q, s + 1, mb)];
-          ready = dep >= 0;
-          break;
-        case action_kind::reduce: {
-          const int k = reduces_done_[q * stages_ + s];
-          if (static_cast<int>(arrived_count_[s].size()) <= k) {
-            arrived_count_[s].resize(k + 1, 0);
-            arrived_step_[s].resize(k + 1, -1);
-          }
-          if (!arrived_[r]) {
-            arrived_[r] = 1;
-            ++arrived_count_[s][k];
-            arrived_step_[s][k] = std::max(arrived_step_[s][k], last_step_[r]);
-          }
-          ready = arrived_count_[s][k] == w_;
-          dep = arrived_step_[s][k];
-          break;
-        }
-        default:
-          break;
-      }
-      if (!ready) {
-        blocked_[r] = 1;
-        return;
-      }
-      const int st = std::max(last_step_[r], dep) + 1;
-      if (record_) step_at_[r][pc_[r]] = st;
-      last_step_[r] = st;
-      switch (a.kind) {
-        case action_kind::forward:
-          if (lowered_) break;  // consumers on other devices wait on the SEND_F instead
-          f_step_[slot(q, s, mb)] = st;
-          if (s + 1 < stages_ && crosses(s, s + 1)) wake(rank_of(q, s + 1));
-          break;
-        case action_kind::backward:
-        case action_kind::input_grad:
-          if (lowered_) break;
-          g_step_[slot(q, s, mb)] = st;
-          if (s > 0 && crosses(s - 1, s)) wake(rank_of(q, s - 1));
-          break;
-        case action_kind::send_f:
-          sf_step_[slot(q, s, mb)] = st;
-          wake(rank_of(q, s + 1));
-          break;
-        case action_kind::send_b:
-          sb_step_[slot(q, s, mb)] = st;
-          wake(rank_of(q, s - 1));
-          break;
-        case action_kind::reduce:
-          ++reduces_done_[q * stages_ + s];
-          arrived_[r] = 0;
-          for (int other = 0; other < w_; ++other)
-            if (other != q) wake(rank_of(other, s));
-          break;
-        default:
-          break;
-      }
-      ++pc_[r];
-    }
-  }
-
-  // Runs the programs; on a deadlock, runs them again recording each action's step for the grid.
-  status simulate() {
-    const std::size_t slots = counts_.size();
+  // The walk (runtime/program_walk.hpp): linear in the number of actions. On a deadlock it walks
+  // again, recording each action's logical step for the grid.
+  status find_deadlock() {
     counts_.clear();
     counts_.shrink_to_fit();
-    run_programs(slots, false);
-    std::vector<int> stuck;
-    for (int r = 0; r < ranks_; ++r)
-      if (pc_[r] < s_.programs[r].size()) stuck.push_back(r);
-    if (stuck.empty()) return status::success();
-    run_programs(slots, true);
+    if (program_walker(s_, {.lowered = lowered_}).run()) return status::success();
+    program_walker walk(s_, {.lowered = lowered_, .record_steps = true});
+    walk.run();
+    const std::vector<int> stuck = walk.stuck();
     std::vector<std::string> why;
-    for (std::size_t i = 0; i < stuck.size() && i < 16; ++i) why.push_back(detail::waits_for(s_, pc_, stuck[i]));
-    return make_error(
-        detail::deadlock_report({s_.programs, pc_, last_step_, step_at_, stuck, why}));
-  }
-
-  void run_programs(std::size_t slots, bool record) {
-    record_ = record;
-    pc_.assign(ranks_, 0);
-    blocked_.assign(ranks_, 0);
-    last_step_.assign(ranks_, -1);
-    arrived_.assign(ranks_, 0);
-    if (record) {
-      step_at_.resize(ranks_);
-      for (int r = 0; r < ranks_; ++r) step_at_[r].assign(s_.programs[r].size(), -1);
-    }
-    // Lowered programs wait on sends; compute-only ones wait on the producing F or backward.
-    f_step_.assign(lowered_ ? 0 : slots, -1);
-    g_step_.assign(lowered_ ? 0 : slots, -1);
-    sf_step_.assign(lowered_ ? slots : 0, -1);
-    sb_step_.assign(lowered_ ? slots : 0, -1);
-    reduces_done_.assign(static_cast<std::size_t>(w_) * stages_, 0);
-    arrived_count_.assign(stages_, {});
-    arrived_step_.assign(stages_, {});
-    for (int r = ranks_ - 1; r >= 0; --r) worklist_.push_back(r);
-    while (!worklist_.empty()) {
-      const int r = worklist_.back();
-      worklist_.pop_back();
-      advance(r);
-    }
+    for (std::size_t i = 0; i < stuck.size() && i < 16; ++i)
+      why.push_back(detail::waits_for(s_, walk.positions(), stuck[i]));
+    return make_error(detail::deadlock_report(
+        {s_.programs, walk.positions(), walk.last_steps(), walk.steps(), stuck, why}));
   }
 };
 

@@ -2,6 +2,7 @@
 // activation, a gradient, a credit, a reduced gradient, the global norm) and then runs; see
 // executor.hpp. Checkpoints are in executor_snapshot.cpp.
 #include "runtime/exec/executor.hpp"
+#include "runtime/program_walk.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,9 @@ template <class T>
 stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
     : model_(mdl), setup(std::move(su)), send(std::move(out)), plan(*setup.plan),
       prog(plan.programs.at(plan.rank_of(setup.replica, setup.device))),
-      timer(setup.speed, setup.clock, setup.record_trace, setup.cpu_clock, setup.sleep) {
+      timer(setup.speed, setup.clock, setup.record_trace, setup.cpu_clock, setup.sleep),
+      trace(setup.record_trace, plan.rank_of(setup.replica, setup.device), setup.replica,
+            plan.virtual_stages, plan.total_microbatches()) {
   p = plan.params.stages;
   S = plan.virtual_stages;
   m = plan.params.microbatches;
@@ -123,19 +126,6 @@ void stage_executor<T>::impl::emit(endpoint_kind kind, int index, message msg) {
   send(outgoing{endpoint{kind, index}, std::move(msg)});
 }
 
-template <class T>
-void stage_executor<T>::impl::record(stream_kind stream, const action& a, double start,
-                                     double end, int version, std::int64_t flow) {
-  if (!setup.record_trace) return;
-  events.push_back(timeline_event{rank, stream, a, start, end, version, flow});
-}
-
-template <class T>
-std::int64_t stage_executor<T>::impl::flow_id(int consumer, int mb, bool forward) const {
-  const std::int64_t key = (static_cast<std::int64_t>(setup.replica) * S + consumer) * total() + mb;
-  return 2 * key + (forward ? 0 : 1);
-}
-
 // Asks the driver for the inputs of the next input_window F's of virtual stage 0, in the order
 // the program runs them.
 template <class T>
@@ -187,34 +177,32 @@ std::string stage_executor<T>::impl::where(const action& a) const {
          ", action " + to_string(a);
 }
 
-// Whether a can run now.
+// Whether a can run now: what it waits for is the program walker's (runtime/program_walk.hpp),
+// met here by the inboxes, the credits, the reducer's answer and, for a STEP under global
+// clipping, the driver's norm, which the walker does not model (it always comes).
 template <class T>
 bool stage_executor<T>::impl::ready(const action& a) {
-  const message_key key{a.stage, a.microbatch};
-  switch (a.kind) {
-    case action_kind::forward: return inbox_f.count(key) > 0;
-    case action_kind::backward:
-    case action_kind::input_grad:
-      return a.stage == S - 1 || inbox_b.count(key) > 0;
-    case action_kind::weight_grad: return true;
-    case action_kind::recv_f: return inbox_f.count(key) > 0;
-    case action_kind::recv_b: return inbox_b.count(key) > 0;
-    case action_kind::send_f: return has_credit(a.stage + 1, true);
-    case action_kind::send_b: return has_credit(a.stage - 1, false);
-    case action_kind::reduce: {
-      if (w == 1) return true;
+  const action_flow f = describe_action(plan, true, setup.replica, a);
+  switch (f.waits) {
+    case wait_kind::input:
+    case wait_kind::message: {
+      const message_key key{f.awaited.link.stage, f.awaited.microbatch};
+      return f.awaited.link.forward ? inbox_f.count(key) > 0 : inbox_b.count(key) > 0;
+    }
+    case wait_kind::credit: return has_credit(f.awaited.link.stage, f.awaited.link.forward);
+    case wait_kind::reduce: {
       auto& st = state(a.stage);
       if (!st.reduce_sent) send_reduce(a, st);
       return st.reduced.has_value();
     }
-    case action_kind::step: {
-      if (!setup.global_clip) return true;
-      const int t = state(a.stage).latest;
-      if (norms_sent < t) send_norms(t);
-      return global_sq.count(t) > 0;
-    }
+    case wait_kind::nothing: break;
   }
-  return false;
+  if (a.kind == action_kind::step && setup.global_clip) {
+    const int t = state(a.stage).latest;
+    if (norms_sent < t) send_norms(t);
+    return global_sq.count(t) > 0;
+  }
+  return true;
 }
 
 template <class T>
@@ -241,10 +229,19 @@ void stage_executor<T>::impl::send_reduce(const action& a, virtual_stage_state<T
 // norms (the rank's STEPs of one step are adjacent, after all its compute and REDUCEs of that
 // step: lower_run checks it), then waits for the driver's sum.
 template <class T>
+// A stage whose gradient is not finite stops the run here, named, rather than making every
+// stage's global norm NaN (which would name whichever stage happened to step first).
 void stage_executor<T>::impl::send_norms(int t) {
-  for (auto& st : stages)
+  std::vector<std::vector<double>> squares;
+  for (auto& st : stages) {
+    squares.push_back(block_squares<T>(st.grads));
+    if (!std::isfinite(fold_squares(squares.back())))
+      throw pipeworks_error("the gradient of stage " + std::to_string(st.stage) +
+                            " is not finite at step " + std::to_string(t + 1));
+  }
+  for (std::size_t i = 0; i < stages.size(); ++i)
     emit(endpoint_kind::driver, 0,
-         norm_request{setup.replica, st.stage, t, block_squares<T>(st.grads)});
+         norm_request{setup.replica, stages[i].stage, t, std::move(squares[i])});
   norms_sent = t;
   if (wait_start < 0) wait_start = now();
 }
@@ -275,9 +272,12 @@ void stage_executor<T>::impl::run_forward(const action& a) {
   tensor kept = keeps_input[pc] ? input.clone() : tensor{};
   const double t0 = timer.begin();
   stage_forward out = forward_blocks(model_, *weights, std::move(input), in.ctx);
-  if (fault_here(a, fault_kind::nan)) poison<T>(out.output);
+  if (fault_here(a, fault_kind::nan)) {  // what is sent is corrupt; what this stage saved is not
+    out.output = out.output.clone();
+    poison<T>(out.output);
+  }
   const double t1 = timer.end(t0);
-  record(stream_kind::compute, a, t0, t1, v);
+  trace.record(stream_kind::compute, a, t0, t1, v);
   ++st.forwards_done;
   held_microbatch<T> h;
   h.version = v;
@@ -345,7 +345,7 @@ void stage_executor<T>::impl::run_backward(const action& a) {
     din = backward_blocks(model_, *h.stash.weights, st.grads, std::move(h.stash.saved),
                           std::move(dout), h.stash.ctx);
   if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison<T>(din);
-  record(stream_kind::compute, a, t0, timer.end(t0), v);
+  trace.record(stream_kind::compute, a, t0, timer.end(t0), v);
   if (a.stage > 0) {
     if (plan.device_of[a.stage - 1] == setup.device) {
       inbox_b.emplace(message_key{a.stage - 1, a.microbatch},
@@ -379,7 +379,7 @@ void stage_executor<T>::impl::run_weight_grad(const action& a) {
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
   const double t0 = timer.begin();
   backward_weight_blocks(model_, *h.stash.weights, st.grads, std::move(*h.later));
-  record(stream_kind::compute, a, t0, timer.end(t0), h.version);
+  trace.record(stream_kind::compute, a, t0, timer.end(t0), h.version);
   st.activation_bytes -= h.bytes;
   st.unref(h.version);
   st.held.erase(it);
@@ -398,7 +398,7 @@ void stage_executor<T>::impl::run_reduce(const action& a) {
                           ", expected step " + std::to_string(st.latest));
   if (!r.sum) throw pipeworks_error("the reducer's answer carries no gradient");
   st.grads = r.sum->clone();  // the sum is shared by the replicas; clipping changes this copy
-  record(stream_kind::compute, a, wait_start >= 0 ? wait_start : now(), now(), -1);
+  trace.record(stream_kind::compute, a, wait_start >= 0 ? wait_start : now(), now(), -1);
 }
 
 template <class T>
@@ -419,7 +419,7 @@ void stage_executor<T>::impl::run_step(const action& a) {
   release_versions(st);
   std::span<T> g = st.grads.template values<T>();
   std::fill(g.begin(), g.end(), T(0));
-  record(stream_kind::compute, a, t0, timer.end(t0), st.latest);
+  trace.record(stream_kind::compute, a, t0, timer.end(t0), st.latest);
   st.stats.steps = st.latest;
   st.note_peaks();
   // The global norms of this step are used once every stage of the rank has stepped.
@@ -451,7 +451,7 @@ void stage_executor<T>::impl::run_send(const action& a) {
     emit(endpoint_kind::rank, rank_of_stage(consumer),
          gradient_msg{setup.replica, consumer, a.microbatch, tensor_payload(std::move(node.mapped()))});
   }
-  record(stream_kind::send, a, t, now(), -1, flow_id(consumer, a.microbatch, fwd));
+  trace.record(stream_kind::send, a, t, now(), -1, trace.flow_id(consumer, a.microbatch, fwd));
 }
 
 template <class T>
@@ -460,8 +460,8 @@ void stage_executor<T>::impl::run_recv(const action& a) {
   const int sender = fwd ? a.stage - 1 : a.stage + 1;
   emit(endpoint_kind::rank, rank_of_stage(sender), credit_msg{setup.replica, a.stage, fwd});
   const double t = now();
-  record(stream_kind::recv, a, wait_start >= 0 ? wait_start : t, t, -1,
-         flow_id(a.stage, a.microbatch, fwd));
+  trace.record(stream_kind::recv, a, wait_start >= 0 ? wait_start : t, t, -1,
+         trace.flow_id(a.stage, a.microbatch, fwd));
 }
 
 template <class T>
@@ -679,7 +679,7 @@ int stage_executor<T>::steps_done(int stage) const {
 
 template <class T>
 std::vector<timeline_event> stage_executor<T>::take_events() {
-  return std::exchange(impl_->events, {});
+  return impl_->trace.take();
 }
 
 template <class T>

@@ -11,6 +11,7 @@
 
 #include "runtime/exec/compute_timer.hpp"
 #include "runtime/exec/executor.hpp"
+#include "runtime/exec/trace_recorder.hpp"
 
 namespace pipeworks {
 
@@ -92,9 +93,9 @@ struct stage_executor<T>::impl {
   std::int64_t rank_peak_bytes = 0;
   double wait_start = -1;                       // when the current action started waiting
   bool killed = false;
-  std::vector<timeline_event> events;
   bool natural_latest;  // the rule is "the latest version when F runs": checked as it runs
   compute_timer timer;
+  trace_recorder trace;
 
   // Global clipping: the squared global norm of each step, once the driver has summed it.
   std::map<int, double> global_sq;
@@ -125,9 +126,6 @@ struct stage_executor<T>::impl {
   bool runs(int s) const { return s >= 0 && s < S && index_of[s] >= 0; }
   int total() const { return plan.total_microbatches(); }
   void emit(endpoint_kind kind, int index, message msg);
-  void record(stream_kind stream, const action& a, double start, double end, int version,
-              std::int64_t flow = -1);
-  std::int64_t flow_id(int consumer, int mb, bool forward) const;
   void request_inputs();
   void release_versions(virtual_stage_state<T>& st);
   void note_rank_peaks();

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/scratch_dir.hpp"
+
 extern char** environ;
 
 namespace pipeworks::cli_test {
@@ -40,28 +42,7 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-// A fresh folder under the system's temp directory, removed with everything in it at scope exit.
-class scratch_dir {
- public:
-  scratch_dir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("pipeworks-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~scratch_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  scratch_dir(const scratch_dir&) = delete;
-  scratch_dir& operator=(const scratch_dir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using scratch_dir = pipeworks::test::scratch_dir;
 
 // Starts `pipeworks args...` with stdin from /dev/null and stdout, stderr into the given files;
 // returns its process id.

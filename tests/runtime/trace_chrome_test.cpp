@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/trace_chrome.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 using nlohmann::json;
@@ -118,8 +119,8 @@ TEST_CASE("chrome trace joins each SEND to its RECV with a flow", "[runtime]") {
 
 TEST_CASE("write_chrome_trace writes the file whole, or says why not", "[runtime]") {
   const timeline t = two_stage_timeline();
-  const auto dir = std::filesystem::temp_directory_path() / "pipeworks_trace_chrome_test";
-  std::filesystem::create_directories(dir);
+  const test::scratch_dir scratch("pipeworks-trace-chrome-test");
+  const std::filesystem::path& dir = scratch.path();
   const std::string path = (dir / "trace.json").string();
   REQUIRE(write_chrome_trace(t, path).ok());
   std::ifstream in(path);

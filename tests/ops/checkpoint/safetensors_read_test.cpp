@@ -8,6 +8,7 @@
 #include <random>
 
 #include "ops/checkpoint/safetensors.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 namespace fs = std::filesystem;
@@ -137,10 +138,8 @@ TEST_CASE("load_into and load_tensors check names and shapes", "[ops][checkpoint
 
 TEST_CASE("read_safetensors refuses a directory instead of allocating its 'size'",
           "[ops][checkpoint]") {
-  const fs::path dir = fs::temp_directory_path() / "pipeworks_read_dir_test";
-  fs::create_directories(dir);
-  auto r = read_safetensors(dir.string());
+  const test::scratch_dir dir("pipeworks-read-dir-test");
+  auto r = read_safetensors(dir.path().string());
   REQUIRE_FALSE(r.ok());
-  REQUIRE_THAT(r.message(), Catch::Contains(dir.string()) && Catch::Contains("directory"));
-  fs::remove_all(dir);
+  REQUIRE_THAT(r.message(), Catch::Contains(dir.path().string()) && Catch::Contains("directory"));
 }

@@ -1,5 +1,6 @@
 // Tests for model specs: named models, JSON files, and clear errors for bad ones.
 #include "ops/model/model_spec.hpp"
+#include "tests/scratch_dir.hpp"
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -39,10 +40,10 @@ TEST_CASE("JSON specs round-trip and bad ones name the problem", "[ops]") {
   REQUIRE_THAT(bad(R"({"type": "gpt", "context": -1})"), Catch::Contains("context"));
   REQUIRE_THAT(bad(R"({"type": "rnn"})"), Catch::Contains("type"));
   REQUIRE_THAT(bad(R"({"type": "mlp", "hidden": [0]})"), Catch::Contains("hidden"));
-  const auto path = std::filesystem::temp_directory_path() / "pipeworks_bad_model.json";
+  const test::scratch_dir scratch("pipeworks-model-spec-test");
+  const std::string path = scratch / "bad_model.json";
   std::ofstream(path) << "{not json";
-  REQUIRE_THAT(parse_model_spec(path.string()).message(), Catch::Contains("not valid JSON"));
-  std::filesystem::remove(path);
+  REQUIRE_THAT(parse_model_spec(path).message(), Catch::Contains("not valid JSON"));
   REQUIRE_THAT(parse_model_spec("/no/such/model.json").message(),
                Catch::Contains("/no/such/model.json"));
 }

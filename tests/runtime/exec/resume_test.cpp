@@ -7,13 +7,12 @@
 #include <map>
 #include <memory>
 
-#include <filesystem>
-
 #include "runtime/checkpoint/rank_file.hpp"
 #include "runtime/exec/local_run.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/validate.hpp"
 #include "tests/runtime/exec/semantics_fixture.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 using namespace pipeworks::test;
@@ -35,16 +34,14 @@ struct resume_case {
 // A rank_state after a trip through its checkpoint file.
 template <class T>
 rank_state through_file(const rank_state& st, const model<T>& m, const std::vector<int>& b) {
-  const auto dir = std::filesystem::temp_directory_path() / "pipeworks-resume-test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / ("rank-" + std::to_string(st.rank) + ".safetensors")).string();
+  const scratch_dir dir("pipeworks-resume-test");
+  const std::string path = dir / ("rank-" + std::to_string(st.rank) + ".safetensors");
   auto written = write_rank_file(path, st);
   INFO((written.ok() ? std::string() : written.message()));
   REQUIRE(written.ok());
   auto back = read_rank_file(path, m, b);
   INFO((back.ok() ? std::string() : back.message()));
   REQUIRE(back.ok());
-  std::filesystem::remove(path);
   return std::move(*back);
 }
 
