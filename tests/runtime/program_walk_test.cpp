@@ -14,17 +14,13 @@
 #include "runtime/program_walk.hpp"
 #include "runtime/simulate.hpp"
 #include "runtime/validate.hpp"
+#include "tests/runtime/schedule_text.hpp"
 
 using namespace pipeworks;
 
 namespace {
 
-schedule from_text(const std::vector<std::string>& rows, int devices, int chunks = 1,
-                   int replicas = 1, bool lowered = true) {
-  std::vector<program> programs;
-  for (const auto& row : rows) programs.push_back(parse_program(row).value());
-  return schedule_from_programs(std::move(programs), devices, chunks, replicas, lowered).value();
-}
+using test::from_text;
 
 const std::vector<schedule_kind> every_kind = {
     schedule_kind::gpipe,     schedule_kind::one_f_one_b,  schedule_kind::interleaved,

@@ -7,23 +7,14 @@
 
 #include "runtime/schedule.hpp"
 #include "runtime/validate.hpp"
+#include "tests/runtime/schedule_text.hpp"
 
 using namespace pipeworks;
 
 namespace {
 
-// Builds a lowered (or compute-only) schedule from one program text per rank.
-schedule from_text(const std::vector<std::string>& rows, int devices, int chunks = 1,
-                   int replicas = 1, bool lowered = true) {
-  std::vector<program> programs;
-  for (const auto& row : rows) programs.push_back(parse_program(row).value());
-  return schedule_from_programs(std::move(programs), devices, chunks, replicas, lowered).value();
-}
-
-std::string problem(const schedule& s) {
-  const status st = validate(s);
-  return st.ok() ? std::string("ok") : st.message();
-}
+using test::from_text;
+using test::problem;
 
 // Where the generator of `kind` permits (p, m, v, w), stated for each schedule; the grid checks
 // that the generator builds exactly there.

@@ -8,33 +8,30 @@
 #include "runtime/schedule.hpp"
 #include "runtime/validate.hpp"
 #include "runtime/version_rule.hpp"
+#include "tests/runtime/schedule_text.hpp"
 
 using namespace pipeworks;
 
 namespace {
 
-schedule from_text(const std::vector<std::string>& rows, int devices, int replicas = 1) {
-  std::vector<program> programs;
-  for (const auto& row : rows) programs.push_back(parse_program(row).value());
-  return schedule_from_programs(std::move(programs), devices, 1, replicas, false).value();
+// Compute-only programs, one chunk per device.
+schedule compute_only(const std::vector<std::string>& rows, int devices, int replicas = 1) {
+  return test::from_text(rows, devices, 1, replicas, false);
 }
 
-std::string problem(const schedule& s) {
-  const status st = validate(s);
-  return st.ok() ? std::string("ok") : st.message();
-}
+using test::problem;
 
 }  // namespace
 
 TEST_CASE("validator: a STEP before the backwards of its step", "[runtime]") {
-  const std::string msg = problem(from_text({"0F0 0STEP 0B0"}, 1));
+  const std::string msg = problem(compute_only({"0F0 0STEP 0B0"}, 1));
   INFO(msg);
   CHECK_THAT(msg, Catch::Contains("0STEP (rank 0, action 1) is STEP 0 of stage 0"));
   CHECK_THAT(msg, Catch::Contains("backward of microbatch 0, 0B0 (rank 0, action 2)"));
 }
 
 TEST_CASE("validator: a missing STEP when the schedule has steps", "[runtime]") {
-  schedule s = from_text({"0F0 0B0"}, 1);
+  schedule s = compute_only({"0F0 0B0"}, 1);
   CHECK(problem(s) == "ok");  // hand-written programs with no STEP declare no steps
   s.steps_known = true;       // now it has steps = 1
   CHECK_THAT(problem(s), Catch::Contains("stage 0 on rank 0 (replica 0) runs 0 STEPs, but the "
@@ -49,14 +46,14 @@ TEST_CASE("validator: two STEPs in a one-step schedule", "[runtime]") {
 }
 
 TEST_CASE("validator: REDUCE only with replicas, one before each STEP", "[runtime]") {
-  CHECK_THAT(problem(from_text({"0F0 0B0 0REDUCE 0STEP"}, 1)),
+  CHECK_THAT(problem(compute_only({"0F0 0B0 0REDUCE 0STEP"}, 1)),
              Catch::Contains("0REDUCE (rank 0, action 2): a REDUCE with w = 1 replica"));
-  CHECK_THAT(problem(from_text({"0F0 0B0 0STEP", "0F0 0B0 0STEP"}, 1, 2)),
+  CHECK_THAT(problem(compute_only({"0F0 0B0 0STEP", "0F0 0B0 0STEP"}, 1, 2)),
              Catch::Contains("0STEP (rank 0, action 2) has no 0REDUCE before it; with w = 2"));
-  CHECK_THAT(problem(from_text({"0F0 0B0 0REDUCE 0REDUCE 0STEP", "0F0 0B0 0REDUCE 0REDUCE 0STEP"},
+  CHECK_THAT(problem(compute_only({"0F0 0B0 0REDUCE 0REDUCE 0STEP", "0F0 0B0 0REDUCE 0REDUCE 0STEP"},
                                1, 2)),
              Catch::Contains("a second REDUCE of stage 0 before its STEP"));
-  CHECK(problem(from_text({"0F0 0B0 0REDUCE 0STEP", "0F0 0B0 0REDUCE 0STEP"}, 1, 2)) == "ok");
+  CHECK(problem(compute_only({"0F0 0B0 0REDUCE 0STEP", "0F0 0B0 0REDUCE 0STEP"}, 1, 2)) == "ok");
 }
 
 TEST_CASE("validator: gpipe with rank 1's STEP before its last B", "[runtime]") {

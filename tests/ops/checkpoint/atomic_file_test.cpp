@@ -6,24 +6,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "base/sha256.hpp"
 #include "ops/checkpoint/atomic_file.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path fresh_dir() {
-  const auto d = fs::temp_directory_path() /
-                 ("pipeworks_atomic_file_test_" + std::to_string(std::random_device{}()));
-  fs::create_directories(d);
-  return d;
-}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -46,7 +39,8 @@ std::vector<std::string> names_in(const fs::path& dir) {
 
 TEST_CASE("write_file_atomic writes the parts in order and returns their size and sha256",
           "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const std::string a = "ab", empty, b = "c";
   const std::vector<std::span<const std::byte>> parts = {bytes_of(a), bytes_of(empty), bytes_of(b)};
   auto w = write_file_atomic((dir / "f.bin").string(), parts);
@@ -55,12 +49,12 @@ TEST_CASE("write_file_atomic writes the parts in order and returns their size an
   CHECK(w->sha256 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // "abc"
   CHECK(slurp(dir / "f.bin") == "abc");
   CHECK(names_in(dir) == std::vector<std::string>{"f.bin"});
-  fs::remove_all(dir);
 }
 
 TEST_CASE("write_file_atomic hashes a large file in the background and replaces the old one",
           "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const auto path = (dir / "big.bin").string();
   std::ofstream(path) << "old contents";
   // 40 MiB in parts of uneven sizes, some larger than one write, many small ones.
@@ -92,12 +86,12 @@ TEST_CASE("write_file_atomic hashes a large file in the background and replaces 
   CHECK(slurp(path) == whole);
   CHECK(sha256_file(path).value() == w->sha256);
   CHECK(names_in(dir) == std::vector<std::string>{"big.bin"});
-  fs::remove_all(dir);
 }
 
 TEST_CASE("write_file_atomic refuses a symbolic link and a directory and leaves them untouched",
           "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "real.txt") << "keep me";
   fs::create_symlink(dir / "real.txt", dir / "link.txt");
   fs::create_directory(dir / "sub");
@@ -118,12 +112,12 @@ TEST_CASE("write_file_atomic refuses a symbolic link and a directory and leaves 
   CHECK(fs::is_directory(dir / "sub"));
   CHECK(fs::is_empty(dir / "sub"));
   CHECK(names_in(dir) == std::vector<std::string>{"link.txt", "real.txt", "sub"});
-  fs::remove_all(dir);
 }
 
 TEST_CASE("write_file_atomic names a directory it cannot write in and leaves nothing behind",
           "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const std::string text = "x";
   const std::vector<std::span<const std::byte>> parts = {bytes_of(text)};
 
@@ -164,14 +158,13 @@ TEST_CASE("write_file_atomic names a directory it cannot write in and leaves not
   fs::permissions(dir / "locked", fs::perms::owner_all);
   CHECK(fs::is_empty(dir / "locked"));
   CHECK(names_in(dir) == std::vector<std::string>{"locked", "plain"});
-  fs::remove_all(dir);
 }
 
 TEST_CASE("fsync_directory names a missing directory", "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   CHECK(fsync_directory(dir.string()).ok());
   const auto s = fsync_directory((dir / "gone").string());
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.message(), Catch::Contains((dir / "gone").string()));
-  fs::remove_all(dir);
 }

@@ -5,20 +5,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "ops/checkpoint/safetensors.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path fresh_dir() {
-  const auto d = fs::temp_directory_path() /
-                 ("pipeworks_st_write_test_" + std::to_string(std::random_device{}()));
-  fs::create_directories(d);
-  return d;
-}
 std::vector<char> slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
@@ -27,7 +21,8 @@ std::vector<char> slurp(const fs::path& p) {
 
 TEST_CASE("safetensors round trip keeps names, shapes, dtypes, bits and metadata",
           "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const auto path = (dir / "model.safetensors").string();
   tensor w({2, 3}, dtype::f32);
   for (int i = 0; i < 6; ++i) w.data<float>()[i] = 0.1f * static_cast<float>(i) - 0.25f;
@@ -60,11 +55,11 @@ TEST_CASE("safetensors round trip keeps names, shapes, dtypes, bits and metadata
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file() ? 1 : 0;
   REQUIRE(files == 1);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("safetensors bytes follow the format exactly", "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const auto path = dir / "x.safetensors";
   const std::vector<float> v = {1.0f, -2.0f};
   const std::vector<safetensors_entry> e = {entry_of("a", {2}, std::span(v))};
@@ -78,11 +73,11 @@ TEST_CASE("safetensors bytes follow the format exactly", "[ops][checkpoint]") {
   // Little-endian IEEE 754: 1.0f = 00 00 80 3f, -2.0f = 00 00 00 c0.
   const unsigned char want[8] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0xc0};
   REQUIRE(std::memcmp(b.data() + 8 + n, want, 8) == 0);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("save_safetensors rejects bad entries and unwritable paths", "[ops][checkpoint]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const std::vector<float> v = {1.0f, 2.0f, 3.0f};
   const std::vector<safetensors_entry> wrong_size = {entry_of("w", {2, 2}, std::span(v))};
   REQUIRE_THAT(save_safetensors((dir / "a").string(), wrong_size).message(),
@@ -95,7 +90,6 @@ TEST_CASE("save_safetensors rejects bad entries and unwritable paths", "[ops][ch
   REQUIRE_THAT(save_safetensors((dir / "no" / "such" / "dir" / "a").string(), ok).message(),
                Catch::Contains("no/such/dir"));
   REQUIRE_FALSE(fs::exists(dir / "a"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("an independent Python reader reads our safetensors file", "[ops][checkpoint]") {
@@ -103,7 +97,8 @@ TEST_CASE("an independent Python reader reads our safetensors file", "[ops][chec
     WARN("/usr/bin/python3 not found; skipping the cross-check");
     return;
   }
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const std::vector<float> a = {0.5f, -1.5f, 3.25f, 1e-20f, -7.0f, 0.0f};
   const std::vector<float> b = {42.0f};
   const std::vector<safetensors_entry> e = {entry_of("lm_head.weight", {3, 2}, std::span(a)),
@@ -131,5 +126,4 @@ print('ok')
   const std::string cmd = "/usr/bin/python3 " + (dir / "check.py").string() + " " +
                           (dir / "m.safetensors").string();
   REQUIRE(std::system(cmd.c_str()) == 0);
-  fs::remove_all(dir);
 }

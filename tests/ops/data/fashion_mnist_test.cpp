@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <random>
 #include <vector>
 
 #include "ops/data/fashion_mnist.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 namespace fs = std::filesystem;
@@ -29,13 +29,6 @@ void write_idx_gz(const fs::path& p, std::uint32_t magic, std::vector<std::uint3
   REQUIRE(f != nullptr);
   gzwrite(f, b.data(), static_cast<unsigned>(b.size()));
   gzclose(f);
-}
-
-fs::path fresh_dir() {
-  const auto d = fs::temp_directory_path() /
-                 ("pipeworks_fmnist_test_" + std::to_string(std::random_device{}()));
-  fs::create_directories(d);
-  return d;
 }
 
 }  // namespace
@@ -63,7 +56,8 @@ TEST_CASE("Fashion-MNIST test split loads from the Debian package", "[ops][data]
 }
 
 TEST_CASE("Fashion-MNIST errors name the file and the package", "[ops][data]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   auto missing = load_fashion_mnist(dataset_split::train, dir.string());
   REQUIRE_THAT(missing.message(), Catch::Contains("train-images-idx3-ubyte.gz") &&
                                       Catch::Contains("dataset-fashion-mnist"));
@@ -83,5 +77,4 @@ TEST_CASE("Fashion-MNIST errors name the file and the package", "[ops][data]") {
   REQUIRE(ok.ok());
   REQUIRE(ok->size() == 3);
   REQUIRE(ok->images.data<float>()[0] == 1.0f);
-  fs::remove_all(dir);
 }

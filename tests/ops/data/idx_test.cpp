@@ -5,23 +5,16 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "ops/data/idx.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path fresh_dir() {
-  const auto d = fs::temp_directory_path() /
-                 ("pipeworks_idx_test_" + std::to_string(std::random_device{}()));
-  fs::create_directories(d);
-  return d;
-}
 
 std::vector<unsigned char> idx_bytes(std::uint32_t magic, std::vector<std::uint32_t> dims,
                                      std::size_t payload) {
@@ -45,7 +38,8 @@ void write_gz(const fs::path& p, const std::vector<unsigned char>& b) {
 }  // namespace
 
 TEST_CASE("read_idx_ubyte reads gzip and plain files", "[ops][data]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   const auto bytes = idx_bytes(0x00000803, {2, 3, 4}, 24);
   write_gz(dir / "a.gz", bytes);
   std::ofstream(dir / "a.idx", std::ios::binary)
@@ -57,12 +51,12 @@ TEST_CASE("read_idx_ubyte reads gzip and plain files", "[ops][data]") {
     REQUIRE(r->values.size() == 24);
     REQUIRE(r->values[5] == 35);
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("read_idx_ubyte rejects missing, mislabelled, truncated and corrupt files",
           "[ops][data]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   auto missing = read_idx_ubyte((dir / "nope.gz").string(), 1, "install the Debian package x");
   REQUIRE_THAT(missing.message(),
                Catch::Contains("nope.gz") && Catch::Contains("install the Debian package x"));
@@ -94,5 +88,4 @@ TEST_CASE("read_idx_ubyte rejects missing, mislabelled, truncated and corrupt fi
   auto crc = read_idx_ubyte((dir / "crc.gz").string(), 1);
   REQUIRE_FALSE(crc.ok());
   REQUIRE_THAT(crc.message(), Catch::Contains("crc.gz"));
-  fs::remove_all(dir);
 }

@@ -4,26 +4,21 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "ops/data/text.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path fresh_dir() {
-  const auto d = fs::temp_directory_path() /
-                 ("pipeworks_text_test_" + std::to_string(std::random_device{}()));
-  fs::create_directories(d);
-  return d;
-}
 void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 std::string bytes_of(const text_corpus& c) { return {c.bytes.begin(), c.bytes.end()}; }
 }  // namespace
 
 TEST_CASE("load_text reads a file, or a directory's text files in sorted order", "[ops][data]") {
-  const auto dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   write(dir / "b", "BBB");
   write(dir / "a", "AA");
   write(dir / "a.dat", "index");
@@ -46,7 +41,6 @@ TEST_CASE("load_text reads a file, or a directory's text files in sorted order",
                Catch::Contains("no-such-file") && Catch::Contains("package fortunes"));
   fs::create_directories(dir / "empty");
   REQUIRE_THAT(load_text((dir / "empty").string()).message(), Catch::Contains("no text"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("the fortunes corpus loads when installed", "[ops][data]") {

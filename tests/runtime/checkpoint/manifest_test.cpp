@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <string>
 
 #include "base/sha256.hpp"
 #include "runtime/checkpoint/manifest.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 using nlohmann::json;
@@ -39,13 +39,6 @@ result<checkpoint_manifest> parse_edited(const std::function<void(json&)>& edit)
   json j = json::parse(to_json(sample()));
   edit(j);
   return parse_manifest(j.dump(), "DIR/step-00000010/manifest.json");
-}
-
-fs::path fresh_dir() {
-  const auto d = fs::temp_directory_path() /
-                 ("pipeworks_manifest_test_" + std::to_string(std::random_device{}()));
-  fs::create_directories(d);
-  return d;
 }
 
 }  // namespace
@@ -155,7 +148,8 @@ TEST_CASE("parse_manifest refuses text that is not a JSON object", "[runtime][ch
 
 TEST_CASE("verify_files catches a flipped byte a truncated file and a missing file",
           "[runtime][checkpoint]") {
-  const fs::path dir = fresh_dir();
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
   checkpoint_manifest m = sample();
   m.files.clear();
   for (int r = 0; r < 3; ++r) {
@@ -200,5 +194,4 @@ TEST_CASE("verify_files catches a flipped byte a truncated file and a missing fi
     REQUIRE_FALSE(s.ok());
     CHECK_THAT(s.message(), Catch::Contains("rank-1.safetensors (rank 1) is not a regular file"));
   }
-  fs::remove_all(dir);
 }
