@@ -3,10 +3,12 @@
 #pragma once
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace pipeworks::test {
 
@@ -31,5 +33,14 @@ class scratch_dir {
  private:
   std::filesystem::path path_;
 };
+
+// The names of the entries of dir, sorted.
+inline std::vector<std::string> names_in(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 }  // namespace pipeworks::test

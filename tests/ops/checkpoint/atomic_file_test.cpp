@@ -18,6 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using test::names_in;
+
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
@@ -25,14 +27,6 @@ std::string slurp(const fs::path& p) {
 
 std::span<const std::byte> bytes_of(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));
-}
-
-// The names in dir, sorted.
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace

@@ -12,11 +12,14 @@
 
 #include "ops/checkpoint/safetensors.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 namespace fs = std::filesystem;
 
 namespace {
+
+using test::names_in;
 
 struct temp_dir {
   fs::path path = fs::temp_directory_path() /
@@ -45,13 +48,6 @@ checkpoint_manifest write_checkpoint(const std::string& dir, std::int64_t step, 
   }
   REQUIRE(write_manifest(dir, m).ok());
   return m;
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace
