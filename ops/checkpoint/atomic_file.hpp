@@ -18,9 +18,9 @@ struct written_file {
 
 // Writes the parts, in order and straight from the caller's memory, to ".NAME.tmp.PID.N" in
 // path's directory, hashing them as they are written; fsyncs and closes it, renames it over path
-// and fsyncs the directory, so a reader sees the old file or the whole new one. The bytes stream
-// to disk as they are written, and all but the last few MiB leave the page cache, so a large
-// checkpoint does not evict the trainer's memory. Refuses, writing nothing, when path exists and
+// and fsyncs the directory, so a reader sees the old file or the whole new one. A large file
+// streams to disk as it is written, and every file leaves the page cache once it is durable, so a
+// checkpoint neither evicts the trainer's memory nor makes the kernel find fresh pages each time. Refuses, writing nothing, when path exists and
 // is a symbolic link or not a regular file. On failure the temporary file is removed and the
 // error names the path and the OS's reason.
 result<written_file> write_file_atomic(const std::string& path,

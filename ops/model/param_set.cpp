@@ -66,8 +66,14 @@ param_set param_set::clone() const {
 }
 
 param_set param_set::zeros_like() const {
-  param_set p;
+  param_set p = uninitialized_like();
   p.data_ = tensor(data_.shape(), data_.type());
+  return p;
+}
+
+param_set param_set::uninitialized_like() const {
+  param_set p;
+  p.data_ = tensor::uninitialized(data_.shape(), data_.type());
   p.entries_ = entries_;
   p.block_offsets_ = block_offsets_;
   p.first_block_ = first_block_;

@@ -44,6 +44,7 @@ class param_set {
 
   param_set clone() const;       // a deep copy: the way to make a new version
   param_set zeros_like() const;  // the same layout, all zeros (a gradient buffer)
+  param_set uninitialized_like() const;  // the same layout, values unset: write every one
 
   int first_block() const { return first_block_; }
   int end_block() const { return first_block_ + block_count(); }

@@ -76,7 +76,7 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
   const bool unheld = spare_ && spare_.use_count() == 1;
   if (unheld) std::atomic_thread_fence(std::memory_order_acquire);
   std::shared_ptr<param_set> next =
-      unheld ? std::move(spare_) : std::make_shared<param_set>(latest->zeros_like());
+      unheld ? std::move(spare_) : std::make_shared<param_set>(latest->uninitialized_like());
   spare_.reset();
   const double lr = lr_for(step);
   const auto& entries = latest->entries();

@@ -3,6 +3,8 @@
 // that name the directory that cannot be written.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -45,25 +47,23 @@ TEST_CASE("write_file_atomic writes the parts in order and returns their size an
   CHECK(names_in(dir) == std::vector<std::string>{"f.bin"});
 }
 
-TEST_CASE("write_file_atomic hashes a large file in the background and replaces the old one",
-          "[ops][checkpoint]") {
-  const test::scratch_dir scratch;
-  const fs::path& dir = scratch.path();
+// Writes `size` bytes in parts of uneven sizes (some larger than one write, many small ones) over
+// an older big.bin in dir, and checks the file, its size and its hash.
+void check_big_file(const fs::path& dir, std::size_t size) {
   const auto path = (dir / "big.bin").string();
   std::ofstream(path) << "old contents";
-  // 40 MiB in parts of uneven sizes, some larger than one write, many small ones.
   std::vector<std::string> pieces;
   std::mt19937 rng(7);
   std::size_t total = 0;
-  for (std::size_t size : {std::size_t{25} << 20, std::size_t{3}, std::size_t{0}}) {
-    pieces.emplace_back(size, '\0');
-    total += size;
+  for (std::size_t part : {size / 2, std::size_t{3}, std::size_t{0}}) {
+    pieces.emplace_back(part, '\0');
+    total += part;
   }
   for (int i = 0; i < 3000; ++i) {
     pieces.emplace_back(static_cast<std::size_t>(rng() % 5000), '\0');
     total += pieces.back().size();
   }
-  pieces.emplace_back((std::size_t{40} << 20) - total, '\0');
+  pieces.emplace_back(size - total, '\0');
   std::string whole;
   for (auto& p : pieces) {
     for (auto& c : p) c = static_cast<char>(rng());
@@ -72,14 +72,33 @@ TEST_CASE("write_file_atomic hashes a large file in the background and replaces 
   std::vector<std::span<const std::byte>> parts;
   for (const auto& p : pieces) parts.push_back(bytes_of(p));
   auto w = write_file_atomic(path, parts);
+  INFO((w.ok() ? std::string() : w.message()));
   REQUIRE(w.ok());
-  CHECK(w->bytes == std::uint64_t{40} << 20);
+  CHECK(w->bytes == size);
+  CHECK(fs::file_size(path) == size);
   sha256 h;
   h.update(bytes_of(whole));
   CHECK(w->sha256 == h.hex_digest());
   CHECK(slurp(path) == whole);
   CHECK(sha256_file(path).value() == w->sha256);
   CHECK(names_in(dir) == std::vector<std::string>{"big.bin"});
+}
+
+TEST_CASE("write_file_atomic hashes a large file in the background and replaces the old one",
+          "[ops][checkpoint]") {
+  // A size that is a whole number of pages and one that is not.
+  for (std::size_t size : {std::size_t{40} << 20, (std::size_t{40} << 20) + 1234}) {
+    INFO("size " << size);
+    const test::scratch_dir scratch;
+    check_big_file(scratch.path(), size);
+  }
+  // tmpfs, which has no disk behind it (fsync and the page-cache hints do nothing there).
+  if (fs::is_directory("/dev/shm")) {
+    const fs::path shm = fs::path("/dev/shm") / ("pipeworks-atomic-" + std::to_string(::getpid()));
+    fs::create_directories(shm);
+    check_big_file(shm, (std::size_t{24} << 20) + 77);
+    fs::remove_all(shm);
+  }
 }
 
 TEST_CASE("write_file_atomic refuses a symbolic link and a directory and leaves them untouched",
