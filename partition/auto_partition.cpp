@@ -31,7 +31,8 @@ status fill_ranks(auto_partition& out, const cluster& c) {
   std::string counts;
   bool uneven = false;
   for (const planned_stage& s : out.stages) {
-    counts += (counts.empty() ? "" : "-") + std::to_string(s.replicas);
+    if (!counts.empty()) counts += '-';
+    counts += std::to_string(s.replicas);
     uneven = uneven || s.replicas != out.w ||
              static_cast<int>(s.devices.size()) != s.replicas;
   }
@@ -254,7 +255,7 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
   }
   std::string split;
   for (int s = 0; s < a.p; ++s)
-    split += (s ? "," : "") + std::to_string(a.boundaries[static_cast<std::size_t>(s)]);
+    split.append(s ? "," : "").append(std::to_string(a.boundaries[static_cast<std::size_t>(s)]));
   t += "run: " + std::string(schedule_name(a.schedule)) + ", " + std::to_string(a.p) +
        " stages x " + std::to_string(a.w) + " replicas, " + std::to_string(a.m) +
        " microbatches of " + std::to_string(a.microbatch) + " per replica (batch " +

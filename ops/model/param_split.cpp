@@ -40,8 +40,10 @@ std::string boundaries_string(const std::vector<int>& b) {
 result<std::vector<param_set>> split_params(const param_set& whole,
                                             const std::vector<int>& boundaries) {
   const std::string shown = boundaries_string(boundaries);
-  const std::string range =
-      "[" + std::to_string(whole.first_block()) + ", " + std::to_string(whole.end_block()) + ")";
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "[" + std::to_string(..).
+  std::string range(1, '[');
+  range.append(std::to_string(whole.first_block())).append(", ");
+  range.append(std::to_string(whole.end_block())).append(")");
   if (boundaries.size() < 2)
     return make_error("stage boundaries " + shown + " name no stage: give at least a first and " +
                       "an end block, such as {" + std::to_string(whole.first_block()) + ", " +
