@@ -59,7 +59,35 @@ std::string describe(const whole_range& r) {
   return s;
 }
 
+status check_json_depth(std::string_view text, const std::string& what) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_json_depth)
+        return make_error(what + " nests arrays and objects deeper than " +
+                          std::to_string(max_json_depth) + " levels (at byte " + std::to_string(i) +
+                          "); the files pipeworks reads nest a few levels: check that this is "
+                          "the right file");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return {};
+}
+
 result<json> parse_json(std::string_view text, const std::string& file) {
+  if (status deep = check_json_depth(text, file); !deep) return make_error(deep.message());
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {

@@ -45,8 +45,19 @@ struct whole_range {
 std::string describe(const number_range& r);
 std::string describe(const whole_range& r);
 
+// Arrays and objects nested deeper than this are refused before anything parses them: the JSON
+// library's dump, comparison and copies recurse once per level, and some 60,000 levels overflow
+// the stack. The files pipeworks reads nest a few levels.
+constexpr int max_json_depth = 128;
+
+// An error "<what> nests arrays and objects deeper than 128 levels (at byte N) ..." when the text
+// does, counting brackets outside strings; it does not check the syntax. `what` names the text
+// ("costs.json", "model.safetensors: the header").
+status check_json_depth(std::string_view text, const std::string& what);
+
 // The document, or an error "<file> is not valid JSON: ..." (a syntax error, or a number out of
-// range such as 1e999, so every number read from it is finite).
+// range such as 1e999, so every number read from it is finite), or nested too deep
+// (check_json_depth).
 result<nlohmann::json> parse_json(std::string_view text, const std::string& file);
 
 // Rejects a non-object, and keys outside `allowed`, naming the first one and the keys that would

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/checkpoint/safetensors.hpp"
+#include "base/json_read.hpp"
 
 namespace pipeworks {
 namespace {
@@ -112,6 +113,9 @@ result<safetensors_file> parse_safetensors(std::vector<std::byte> buffer, std::s
                       " bytes, past the end of the file (" + std::to_string(size) +
                       " bytes); the file is truncated or not safetensors");
   const char* hbegin = reinterpret_cast<const char*>(buffer.data() + 8);
+  if (status deep = check_json_depth(std::string_view(hbegin, hlen), file + ": the header");
+      !deep)
+    return make_error(deep.message());
   json header;
   try {
     header = json::parse(hbegin, hbegin + hlen);

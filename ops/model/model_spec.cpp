@@ -1,8 +1,11 @@
 // Parsing --model values and JSON model files.
 #include "ops/model/model_spec.hpp"
 
+#include "base/json_read.hpp"
+
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace pipeworks {
@@ -98,9 +101,11 @@ result<model_spec> parse_model_spec(std::string_view arg) {
   if (!path.ends_with(".json") && !std::filesystem::is_regular_file(path))
     return make_error("unknown model '" + path +
                       "' (expected mlp, gpt-tiny, gpt-small or a JSON file)");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("cannot open model file " + path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (status deep = check_json_depth(text, path); !deep) return make_error(deep.message());
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return make_error(path + ": not valid JSON");
   return model_spec_from_json(j, path);
 }

@@ -225,3 +225,29 @@ TEST_CASE("json_read: only_keys names the unknown key and the known ones", "[bas
   CHECK(read_string(doc("3"), at, "name", s, presence::required).message() ==
         "plan.json: stages[1] has no \"name\"; give a string");
 }
+
+TEST_CASE("json_read: JSON nested deeper than the bound is refused before it is parsed", "[base]") {
+  auto nested = [](int levels, char open, char close) {
+    return std::string(static_cast<std::size_t>(levels), open) +
+           std::string(static_cast<std::size_t>(levels), close);
+  };
+  CHECK(check_json_depth(nested(max_json_depth, '[', ']'), "a.json").ok());
+  CHECK(parse_json(nested(max_json_depth, '[', ']'), "a.json").ok());
+  const status over = check_json_depth(nested(max_json_depth + 1, '[', ']'), "a.json");
+  REQUIRE_FALSE(over.ok());
+  CHECK_THAT(over.message(), Contains("a.json nests arrays and objects deeper than 128 levels") &&
+                                 Contains("at byte 128"));
+  // Some 60,000 levels once overflowed the stack; now they are an error like any other.
+  const auto deep = parse_json(nested(60000, '[', ']'), "deep.json");
+  REQUIRE_FALSE(deep.ok());
+  CHECK_THAT(deep.message(), Contains("deep.json nests arrays and objects deeper than 128 levels"));
+  std::string objects;
+  for (int i = 0; i < 200; ++i) objects += "{\"k\":";
+  objects += "1" + std::string(200, '}');
+  CHECK_THAT(parse_json(objects, "o.json").message(), Contains("deeper than 128 levels"));
+  // Brackets inside strings, escaped quotes among them, do not count.
+  const std::string in_strings = "{\"a\": \"" + std::string(500, '[') + "\\\"" +
+                                 std::string(500, '{') + "\", \"b\": [[1]]}";
+  CHECK(check_json_depth(in_strings, "s.json").ok());
+  CHECK(parse_json(in_strings, "s.json").ok());
+}
