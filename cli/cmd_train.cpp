@@ -1,8 +1,6 @@
 // `pipeworks train`: builds the run plan from the flags (or reads it with --plan, or from a
 // checkpoint with --resume), loads the data, trains on one device or pipelined, and ends with an
 // evaluation, a text sample and the outputs (checkpoint, metrics, trace).
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +13,7 @@
 #include "actors/pipeline.hpp"
 #include "cli/auto_partition.hpp"
 #include "cli/command.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/init_weights.hpp"
 #include "cli/options.hpp"
 #include "cli/progress.hpp"
@@ -37,10 +36,6 @@ namespace {
 
 // Sampling runs one forward pass per byte; more than this is hours, not a demo.
 constexpr std::int64_t max_sample_bytes = 100000;
-
-// Ctrl-C asks the run to stop; the driver then stops the stages and the weights are saved.
-std::atomic<bool> interrupted{false};
-extern "C" void on_sigint(int) { interrupted.store(true); }
 
 // run.json -> run.sim.json: where --compare-sim writes the simulated trace.
 std::string sim_trace_path(std::string path) {
@@ -306,11 +301,12 @@ int run_train(train_options& o) {
     if (metrics_file.is_open()) metrics_file << line << "\n";
     progress.update({m.step, m.steps, m.loss, m.lr, m.samples_per_s, m.elapsed_s});
   };
-  cb.stop_requested = [] { return interrupted.load(); };
-  std::signal(SIGINT, on_sigint);
+  // A stop signal asks the run to stop; the driver then stops the stages and the weights are
+  // saved. The handlers stay until this command returns, so a second signal cannot cut the save.
+  const stop_signals signals;
+  cb.stop_requested = [] { return stop_signals::requested(); };
   auto run = train_pipeline<float>(net, initial, plan, factory, cb, hooks);
   progress.finish();
-  std::signal(SIGINT, SIG_DFL);
   if (!run) throw pipeworks_error(run.message());
   for (std::size_t s = 0; s < run->weights.size(); ++s)
     if (!run->weights[s])  // only after Ctrl-C, when a stage did not answer within 5 s
@@ -325,7 +321,8 @@ int run_train(train_options& o) {
   const param_set& weights = *joined;
   const step_metrics* last = &run->last;
   if (run->interrupted) {
-    std::fprintf(stderr, "pipeworks train: interrupted (Ctrl-C) after %lld complete steps\n",
+    std::fprintf(stderr, "pipeworks train: interrupted by %s after %lld complete steps\n",
+                 stop_signals::name(stop_signals::first()),
                  static_cast<long long>(run->steps_done));
     if (!o.save.empty()) {
       std::string stage_steps;
@@ -342,7 +339,7 @@ int run_train(train_options& o) {
       if (auto latest = latest_complete(run->plan.checkpoint.dir))
         std::fprintf(stderr, "pipeworks train: continue with --resume %s (step %lld)\n",
                      run->plan.checkpoint.dir.c_str(), static_cast<long long>(*latest));
-    return exit_interrupted;
+    return exit_interrupted(stop_signals::first());
   }
 
   nlohmann::json summary{{"final_loss", last->loss},

@@ -27,6 +27,7 @@ const std::vector<command>& commands();
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure = 1;  // the run failed (bad data, lost peer, NaN, ...)
 inline constexpr int exit_usage = 2;    // a bad flag or value
-inline constexpr int exit_interrupted = 130;  // stopped by Ctrl-C (SIGINT), 128 + 2 by convention
+// Stopped by a signal (Ctrl-C, SIGTERM, SIGHUP): 128 + its number by convention (130, 143, 129).
+inline constexpr int exit_interrupted(int sig) { return 128 + sig; }
 
 }  // namespace pipeworks::cli

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -122,6 +123,32 @@ TEST_CASE("injected faults stop the run and name the stage and replica and actio
     CHECK(contains(r.err, "replica 0"));
     CHECK(contains(r.err, c.cause));
     CHECK(s < 120);  // it ends rather than hangs (a generous guard, not a timing target)
+  }
+}
+
+TEST_CASE("SIGTERM and SIGHUP stop a run like Ctrl-C and a second signal does not cut the save",
+          "[cli][slow]") {
+  for (const int sig : {SIGTERM, SIGHUP}) {
+    scratch_dir dir;
+    const std::string ckpt = dir / "w.safetensors";
+    std::vector<std::string> args;
+    for (auto& a : mlp_args({"--schedule", "1f1b", "--stages", "2", "--save", ckpt}))
+      args.push_back(a == "6" ? "100000" : a);
+    background_cli run(args);
+    REQUIRE(run.wait_for([&] { return nonempty_lines(run.output_so_far()).size() >= 3; }));
+    run.kill(sig);
+    run.kill(sig);  // at once: while the run stops and saves
+    const cli_result r = run.wait();
+    INFO(strsignal(sig) << ": " << r.err);
+    CHECK(r.exit_code == 128 + sig);
+    CHECK(contains(r.err, sig == SIGTERM ? "interrupted by SIGTERM" : "interrupted by SIGHUP"));
+    CHECK(contains(r.err, "written to"));
+    const std::string bytes = read_file(ckpt);
+    REQUIRE(bytes.size() >= 8);
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+    REQUIRE(8 + n <= bytes.size());
+    CHECK(json::parse(bytes.substr(8, n))["__metadata__"]["pipeworks.interrupted"] == "true");
   }
 }
 
