@@ -37,6 +37,10 @@ int run_eval(const eval_options& o) {
                "lower --batch");
   param_set weights = net.make_params();
   if (status s = load_params(o.checkpoint, weights); !s) throw pipeworks_error(s.message());
+  if (const param_entry* bad = weights.first_non_finite())
+    throw pipeworks_error(o.checkpoint + ": " + bad->name +
+                          " holds NaN or infinite values, so no loss can be measured; these "
+                          "weights come from a run that diverged");
   auto text = load_text(o.text);
   if (!text) throw pipeworks_error(text.message());
   const auto fit = static_cast<std::int64_t>(text->bytes.size()) / (spec.gpt().context + 1);

@@ -320,6 +320,16 @@ int run_train(train_options& o) {
   if (!joined) throw pipeworks_error(joined.message());
   const param_set& weights = *joined;
   const step_metrics* last = &run->last;
+  // An update can overflow the weights after the last loss was computed: such weights are never
+  // saved, and the run does not end as if it had succeeded.
+  if (const param_entry* bad = weights.first_non_finite())
+    throw pipeworks_error(
+        "the weights after step " + std::to_string(run->steps_done) + " are not finite (" +
+        bad->name + " holds NaN or infinite values): the last update diverged, and nothing was "
+        "saved; lower --lr (or raise --warmup, or lower --clip)" +
+        (run->plan.checkpoint.every > 0
+             ? ", or continue from the latest checkpoint with --resume " + run->plan.checkpoint.dir
+             : std::string()));
   if (run->interrupted) {
     std::fprintf(stderr, "pipeworks train: interrupted by %s after %lld complete steps\n",
                  stop_signals::name(stop_signals::first()),

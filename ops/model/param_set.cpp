@@ -1,6 +1,8 @@
 // Layout, copies and name lookup for param_set.
 #include "ops/model/param_set.hpp"
 
+#include <cmath>
+
 #include "base/result.hpp"
 
 namespace pipeworks {
@@ -78,6 +80,17 @@ param_set param_set::uninitialized_like() const {
   p.block_offsets_ = block_offsets_;
   p.first_block_ = first_block_;
   return p;
+}
+
+const param_entry* param_set::first_non_finite() const {
+  auto scan = [&](auto typed) -> const param_entry* {
+    using T = decltype(typed);
+    for (const param_entry& e : entries_)
+      for (T x : values<T>(e))
+        if (!std::isfinite(x)) return &e;
+    return nullptr;
+  };
+  return type() == dtype::f64 ? scan(double{}) : scan(float{});
 }
 
 const param_entry* param_set::find(std::string_view name) const {

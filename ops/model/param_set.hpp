@@ -56,6 +56,8 @@ class param_set {
   const std::vector<param_entry>& entries() const { return entries_; }
   // nullptr when no tensor has that name.
   const param_entry* find(std::string_view name) const;
+  // The first tensor holding a NaN or infinite value, or nullptr when every value is finite.
+  const param_entry* first_non_finite() const;
   // Elements [begin, end) of the arena that belong to block b (a global block index).
   std::int64_t block_begin(int b) const { return block_offsets_.at(b - first_block_); }
   std::int64_t block_end(int b) const { return block_offsets_.at(b - first_block_ + 1); }

@@ -180,3 +180,21 @@ TEST_CASE("eval: a directory as --checkpoint and a model too big for memory fail
   CHECK(contains(big.err, "--batch"));
   CHECK(contains(big.err, "memory"));
 }
+
+TEST_CASE("eval of weights holding NaN fails naming the tensor instead of printing a null loss",
+          "[cli]") {
+  trained t;
+  std::string bytes = read_file(t.ckpt);
+  REQUIRE(bytes.size() > 16);
+  const char nan_f32[] = {'\x00', '\x00', '\xc0', '\x7f'};  // a quiet NaN, little-endian
+  bytes.replace(bytes.size() - 4, 4, nan_f32, 4);             // the last value of the last tensor
+  const std::string bad = t.dir / "nan.safetensors";
+  write_file(bad, bytes);
+  const cli_result r = eval("gpt-tiny", bad, t.text, 2, {"--json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.empty());
+  CHECK(contains(r.err, bad));
+  CHECK(contains(r.err, "NaN or infinite"));
+  CHECK((contains(r.err, "transformer.") || contains(r.err, "lm_head")));
+}

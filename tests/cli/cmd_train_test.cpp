@@ -181,3 +181,21 @@ TEST_CASE("train: huge, infinite and unwritable values exit 2 before training", 
   CHECK_FALSE(std::filesystem::exists(dir / "missing"));
   CHECK(std::filesystem::is_empty(dir / "sub"));
 }
+
+TEST_CASE("train: weights that the last update made infinite are not saved and the run fails",
+          "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  for (const char* schedule : {"none", "1f1b"}) {
+    std::vector<std::string> args{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
+                                  "--steps", "1", "--optimizer", "sgd", "--lr", "1e300",
+                                  "--clip", "0", "--eval-windows", "1", "--schedule", schedule,
+                                  "--save", dir / "w.safetensors"};
+    const cli_result r = run_cli(args);
+    INFO(schedule << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "the weights after step 1 are not finite"));
+    CHECK(contains(r.err, "lower --lr"));
+    CHECK_FALSE(std::filesystem::exists(dir / "w.safetensors"));
+  }
+}
