@@ -84,7 +84,7 @@ const bool registered = register_command(
           ->check(CLI::IsMember({"sgd", "adamw"}))
           ->capture_default_str();
       sub.add_option("--threads", o->threads, "CPU threads (a device is one core by default)")
-          ->check(positive_int)
+          ->check(positive_int & thread_count)
           ->capture_default_str();
       return [o] { return run_profile(*o); };
     });

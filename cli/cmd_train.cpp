@@ -501,7 +501,9 @@ const bool registered = register_command(
                      "times")
           ->check(nonnegative_number)
           ->capture_default_str();
-      sub.add_option("--seed", o->seed, "seed for init and data order")->capture_default_str();
+      sub.add_option("--seed", o->seed, "seed for init and data order")
+          ->check(seed_value)
+          ->capture_default_str();
       add_threads_option(sub, o->threads);
       add_pipeline_flags(sub, o->pipe);
       add_checkpoint_flags(sub, o->pipe);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -40,6 +42,30 @@ std::string gib(double bytes) {
 }
 
 }  // namespace
+
+const CLI::Validator seed_value(
+    [](std::string& s) -> std::string {
+      std::uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos ||
+          ec != std::errc() || end != s.data() + s.size())
+        return "must be a whole number in 0..2^64-1, got '" + s + "'";
+      return {};
+    },
+    "0..2^64-1");
+
+const CLI::Validator thread_count(
+    [](std::string& s) -> std::string {
+      std::size_t pos = 0;
+      try {
+        const long long v = std::stoll(s, &pos);
+        if (pos == s.size() && v >= 0 && v <= max_threads) return {};
+      } catch (const std::exception&) {
+      }
+      return "must be a whole number in 0.." + std::to_string(max_threads) + " (0: all cores), got '" +
+             s + "'";
+    },
+    "0..4096");
 
 const CLI::Validator positive_int = number_check(true, false);
 const CLI::Validator nonnegative_int = number_check(true, true);
@@ -100,7 +126,7 @@ void check_output_path(const std::string& path, const std::string& flag) {
 
 void add_threads_option(CLI::App& sub, int& threads) {
   sub.add_option("--threads", threads, "CPU threads (0: all cores)")
-      ->check(nonnegative_int)
+      ->check(thread_count)
       ->capture_default_str();
 }
 

@@ -12,6 +12,11 @@
 namespace pipeworks::cli {
 
 // CLI11 checks with a plain message: "--flag: must be a positive integer, got '0'".
+// A seed: a whole number in 0..2^64-1, digits only (no sign, nothing that wraps).
+extern const CLI::Validator seed_value;
+// --threads: 0 (all cores) to max_threads; more is a typo, not a machine.
+inline constexpr int max_threads = 4096;
+extern const CLI::Validator thread_count;
 extern const CLI::Validator positive_int;
 extern const CLI::Validator nonnegative_int;
 extern const CLI::Validator positive_number;

@@ -70,8 +70,11 @@ fault_injection parse_fault(const std::string& text) {
   std::string rest = text.substr(at + 1);
   if (const auto colon = rest.find(':'); colon != std::string::npos) {
     const std::string r = rest.substr(colon + 1);
-    if (r.empty() || r.find_first_not_of("0123456789") != std::string::npos || r.size() > 6)
+    if (r.empty() || r.find_first_not_of("0123456789") != std::string::npos)
       throw bad("the replica '" + r + "' is not a number");
+    if (r.size() > 6)
+      throw bad("the replica " + r + " is out of range: replicas are numbered from 0 to "
+                "--replicas - 1");
     f.replica = std::stoi(r);
     rest = rest.substr(0, colon);
   }

@@ -50,6 +50,9 @@ result<idx_array> read_idx_ubyte(const std::string& path, int expected_rank,
     if (!missing_hint.empty()) msg += "; " + missing_hint;
     return make_error(msg);
   }
+  if (!std::filesystem::is_regular_file(path, ec))  // a FIFO would block the read forever
+    return make_error("IDX file " + path + " is not a regular file (a directory, named pipe or "
+                      "device): give the .gz or uncompressed IDX file itself");
   gz_ptr f(gzopen(path.c_str(), "rb"));
   if (!f) return make_error("cannot open IDX file " + path + " for reading");
   gzbuffer(f.get(), 1 << 18);

@@ -49,6 +49,9 @@ result<text_corpus> load_text(const std::string& path) {
       msg += "; install the Debian package fortunes (apt-get install fortunes)";
     return make_error(msg);
   }
+  if (!fs::is_directory(st) && !fs::is_regular_file(st))  // a FIFO would block the read forever
+    return make_error("text path " + path + " is " + std::string(fs::is_fifo(st) ? "a named pipe" : "a device or socket") +
+                      ", not a file or directory: give a text file or a folder of them");
   text_corpus out;
   if (fs::is_directory(st)) {
     std::vector<fs::path> files;

@@ -34,6 +34,8 @@ status check_size(double params, const std::string& where, const char* lower) {
 
 result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string name) {
   if (!j.is_object()) return make_error(name + ": expected a JSON object");
+  if (j.contains("type") && !j["type"].is_string())
+    return make_error(name + ": \"type\" must be \"gpt\" or \"mlp\", not " + j["type"].dump());
   std::string type = j.value("type", std::string{});
   if (type == "gpt") {
     for (const auto& [k, v] : j.items())

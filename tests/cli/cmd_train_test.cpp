@@ -130,7 +130,7 @@ TEST_CASE("train: bad values exit 2 with a message naming the flag", "[cli]") {
       {{"--model", "mlp", "--batch", "-4"}, "--batch"},
       {{"--model", "mlp", "--lr", "abc"}, "--lr"},
       {{"--model", "mlp", "--threads", "-1"}, "--threads"},
-      {{"--model", "mlp", "--threads", "-1"}, "must be a non-negative integer, got '-1'"},
+      {{"--model", "mlp", "--threads", "-1"}, "must be a whole number in 0..4096 (0: all cores), got '-1'"},
       {{"--model", "mlp", "--clip", "-0.5"}, "must be a non-negative number, got '-0.5'"},
       {{"--model", "mlp", "--optimizer", "nope"}, "--optimizer"},
       {{"--model", "nope"}, "--model"},

@@ -1,0 +1,70 @@
+// Careless and hostile values a new user might give: numbers that would wrap or exhaust the
+// machine, a model file with the wrong JSON type, and named pipes where data files belong (which
+// would block forever). Each ends at once with a message naming what was wrong.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "run_cli.hpp"
+
+using namespace pipeworks::cli_test;
+
+namespace {
+
+std::vector<std::string> mlp_train(std::vector<std::string> more) {
+  std::vector<std::string> a{"train", "--model", "mlp", "--data", fashion_mnist_dir, "--steps", "1"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("values that would wrap or exhaust the machine exit 2 naming the flag and the range",
+          "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "type5.json", R"({"type": 5})");
+  struct bad_case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  const std::vector<bad_case> cases{
+      {mlp_train({"--seed", "-1"}), "--seed: must be a whole number in 0..2^64-1"},
+      {mlp_train({"--seed", "18446744073709551616"}), "--seed: must be a whole number in 0..2^64-1"},
+      {mlp_train({"--threads", "2147483647"}), "--threads: must be a whole number in 0..4096"},
+      {{"profile", "--model", "mlp", "--threads", "100000"}, "--threads"},
+      {mlp_train({"--schedule", "1f1b", "--stages", "2", "--inject-fault", "kill@0F1:9999999"}),
+       "the replica 9999999 is out of range"},
+      {{"train", "--model", dir / "type5.json", "--data", "/usr/share/games/fortunes", "--steps",
+        "1"},
+       "\"type\" must be \"gpt\" or \"mlp\", not 5"},
+  };
+  for (const auto& c : cases) {
+    const cli_result r = run_cli(c.args);
+    INFO(c.args[c.args.size() - 1] << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, c.names));
+  }
+  // The largest seed is a seed like any other.
+  CHECK(run_cli(mlp_train({"--seed", "18446744073709551615"})).exit_code == 0);
+}
+
+TEST_CASE("a named pipe given as training or evaluation data is refused instead of read forever",
+          "[cli]") {
+  scratch_dir dir;
+  REQUIRE(::mkfifo((dir / "pipe").c_str(), 0600) == 0);
+  std::filesystem::create_directories(dir.path() / "fm");
+  REQUIRE(::mkfifo((dir / "fm/train-images-idx3-ubyte.gz").c_str(), 0600) == 0);
+  const cli_result text = run_cli({"train", "--model", "gpt-tiny", "--data", dir / "pipe",
+                                   "--steps", "1"});
+  INFO(text.err);
+  CHECK(text.exit_code == 1);
+  CHECK(contains(text.err, dir / "pipe"));
+  CHECK(contains(text.err, "is a named pipe"));
+  const cli_result images = run_cli({"train", "--model", "mlp", "--data", dir / "fm", "--steps", "1"});
+  INFO(images.err);
+  CHECK(images.exit_code == 1);
+  CHECK(contains(images.err, "train-images-idx3-ubyte.gz is not a regular file"));
+}
