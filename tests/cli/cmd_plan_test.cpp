@@ -12,18 +12,6 @@
 using namespace pipeworks::cli_test;
 using nlohmann::json;
 
-namespace {
-
-// Four equal layers, small activations: two devices should take two layers each.
-const char* four_layers = R"({"model": "toy", "microbatch": 4, "layers": [
-  {"name": "a", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000},
-  {"name": "b", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000},
-  {"name": "c", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000},
-  {"name": "d", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000}]})";
-const char* two_devices = R"({"device_memory_bytes": 1000000000,
-  "levels": [{"name": "server", "count": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 0}]})";
-
-}  // namespace
 
 TEST_CASE("plan --json splits four equal layers over two devices", "[cli]") {
   scratch_dir dir;

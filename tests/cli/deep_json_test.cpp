@@ -19,12 +19,6 @@ std::string deep_array(int levels) {
          std::string(static_cast<std::size_t>(levels), ']');
 }
 
-const char* profile_json = R"({"model": "toy", "microbatch": 4, "layers": [
-  {"name": "a", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000, "optimizer_bytes": 8000},
-  {"name": "b", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000, "optimizer_bytes": 8000}]})";
-const char* cluster_json = R"({"device_memory_bytes": 1000000000,
-  "levels": [{"name": "server", "count": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 0}]})";
-
 }  // namespace
 
 TEST_CASE("JSON inputs nested 60000 levels deep end in an error naming the file and the nesting", "[cli]") {
@@ -32,8 +26,8 @@ TEST_CASE("JSON inputs nested 60000 levels deep end in an error naming the file 
   const std::string deep = deep_array(60000);
   write_file(dir / "deep.json", deep);
   write_file(dir / "model.json", "{\"type\": " + deep + "}");
-  write_file(dir / "profile.json", profile_json);
-  write_file(dir / "cluster.json", cluster_json);
+  write_file(dir / "profile.json", four_layers);
+  write_file(dir / "cluster.json", two_devices);
   // A safetensors file: the header's length (8 bytes, little-endian), then the header.
   std::string st(8, '\0');
   for (int i = 0; i < 8; ++i) st[i] = static_cast<char>((deep.size() >> (8 * i)) & 0xff);

@@ -35,6 +35,16 @@ inline std::string small_text(std::size_t bytes = 20000) {
   return text;
 }
 
+// A profile of four equal layers, small activations: two devices should take two layers each.
+inline const char* four_layers = R"({"model": "toy", "microbatch": 4, "layers": [
+  {"name": "a", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000},
+  {"name": "b", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000},
+  {"name": "c", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000},
+  {"name": "d", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000}]})";
+// A cluster of two devices on one server.
+inline const char* two_devices = R"({"device_memory_bytes": 1000000000,
+  "levels": [{"name": "server", "count": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 0}]})";
+
 // A GPT smaller than gpt-tiny: context 16, 1 layer, 2 heads, width 32.
 inline const std::string custom_gpt_json =
     R"({"type": "gpt", "context": 16, "layers": 1, "heads": 2, "width": 32})";
