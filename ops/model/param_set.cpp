@@ -67,15 +67,15 @@ param_set param_set::clone() const {
   return p;
 }
 
-param_set param_set::zeros_like() const {
-  param_set p = uninitialized_like();
-  p.data_ = tensor(data_.shape(), data_.type());
-  return p;
-}
+param_set param_set::zeros_like() const { return with_arena(tensor(data_.shape(), data_.type())); }
 
 param_set param_set::uninitialized_like() const {
+  return with_arena(tensor::uninitialized(data_.shape(), data_.type()));
+}
+
+param_set param_set::with_arena(tensor data) const {
   param_set p;
-  p.data_ = tensor::uninitialized(data_.shape(), data_.type());
+  p.data_ = std::move(data);
   p.entries_ = entries_;
   p.block_offsets_ = block_offsets_;
   p.first_block_ = first_block_;

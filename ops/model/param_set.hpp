@@ -113,6 +113,8 @@ class param_set {
   tensor& arena() { return data_; }
 
  private:
+  // This layout over the given arena (of this arena's shape and dtype).
+  param_set with_arena(tensor data) const;
   const param_entry& at(std::string_view name) const;
 
   tensor data_;
