@@ -11,7 +11,9 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/schedule_flags.hpp"
+#include "ops/checkpoint/atomic_file.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
@@ -68,14 +70,6 @@ cost_model make_costs(const simulate_flags& o) {
   return c;
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!(out << text)) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
 
 void print_table(const simulation& sim, const std::string& title) {
   std::printf("%s\n", title.c_str());
@@ -102,6 +96,7 @@ int run_simulate(const simulate_flags& o) {
   require_time("--fwd", o.fwd);
   require_time("--bwd", o.bwd);
   require_time("--wgrad", o.wgrad);
+  check_outputs({{o.trace, "--trace"}, {o.svg, "--svg"}}, {{o.costs, "--costs"}});
   const schedule_params params = params_of(o);
   pipeworks::simulate_options sopt;
   sopt.record_timeline = o.text || !o.trace.empty() || !o.svg.empty();
@@ -138,11 +133,11 @@ int run_simulate(const simulate_flags& o) {
       return exit_failure;
     }
   }
-  if (!o.svg.empty() && !write_file(o.svg, to_svg(sim->trace))) {
-    std::cerr << "pipeworks simulate: --svg: cannot write '" << o.svg
-              << "'; check that its folder exists\n";
-    return exit_failure;
-  }
+  if (!o.svg.empty())
+    if (status ok = write_text_atomic(o.svg, to_svg(sim->trace)); !ok) {
+      std::cerr << "pipeworks simulate: --svg: " << ok.message() << "\n";
+      return exit_failure;
+    }
   if (o.text) (o.json ? std::cerr : std::cout) << to_text(sim->trace, o.width);
   if (json) {
     std::cout << *json << "\n";

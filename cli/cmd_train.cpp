@@ -15,9 +15,11 @@
 #include "cli/command.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/init_weights.hpp"
+#include "cli/metrics_stream.hpp"
 #include "cli/options.hpp"
 #include "cli/progress.hpp"
 #include "cli/train_plan.hpp"
+#include "ops/checkpoint/atomic_file.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/model/param_io.hpp"
@@ -203,10 +205,16 @@ int run_train(train_options& o) {
   if (plan.data.batch % plan.train.microbatches == 0)
     check_train_memory(net, spec, plan.data.batch, plan.data.batch / plan.train.microbatches,
                        "--batch", "lower --batch, or raise --microbatches to split each batch");
-  for (const auto& [path, flag] : {std::pair{o.save, "--save"}, {o.metrics, "--metrics"},
-                                   {f.trace, "--trace"}, {f.print_plan, "--print-plan"}})
-    if (!path.empty()) check_output_path(path, flag);
-  if (f.compare_sim) check_output_path(sim_trace_path(f.trace), "--trace");
+  // --save may replace the --init file (training continues in place); no other input.
+  check_outputs({{o.save, "--save"},
+                 {o.metrics, "--metrics"},
+                 {f.trace, "--trace"},
+                 {f.compare_sim ? sim_trace_path(f.trace) : std::string(), "--compare-sim"},
+                 {f.print_plan, "--print-plan"}},
+                {{plan.data.path, "--data"},
+                 {o.model, "--model"},
+                 {f.plan, "--plan"},
+                 {f.cluster, "--cluster"}});
 
   const loaded_data data = load_data(plan, o.eval_windows, f.given.count("--eval-windows") > 0);
   if (data.images && o.epochs > 0 && f.plan.empty() && f.resume.empty()) {
@@ -237,10 +245,8 @@ int run_train(train_options& o) {
     });
     if (!resolved) throw pipeworks_error(resolved.message());
     if (!o.json && !resolved->report.empty()) std::fputs(resolved->report.c_str(), stdout);
-    std::ofstream out(f.print_plan);
-    out << to_json_text(resolved->plan);
-    out.close();
-    if (!out) throw pipeworks_error("cannot write the plan to " + f.print_plan);
+    if (status s = write_text_atomic(f.print_plan, to_json_text(resolved->plan)); !s)
+      throw pipeworks_error("cannot write the plan: " + s.message());
     if (!o.json) std::printf("plan written to %s (run it with --plan %s)\n", f.print_plan.c_str(),
                              f.print_plan.c_str());
     return exit_ok;
@@ -263,11 +269,8 @@ int run_train(train_options& o) {
   }
   std::fflush(stdout);
 
-  std::ofstream metrics_file;
-  if (!o.metrics.empty()) {
-    metrics_file.open(o.metrics);
-    if (!metrics_file) throw pipeworks_error("cannot write the metrics file " + o.metrics);
-  }
+  // Resumed, the run adds its lines to those of the run it continues.
+  metrics_stream metrics_file(o.metrics, plan.data.position > 0);
   progress_line progress(stdout, o.json);
   double total_samples_s = 0;
   std::int64_t first_samples = -1;
@@ -298,7 +301,7 @@ int run_train(train_options& o) {
                                    {"samples_per_s", m.samples_per_s},
                                    {"elapsed_s", m.elapsed_s}});
     if (o.json) std::cout << line << std::endl;
-    if (metrics_file.is_open()) metrics_file << line << "\n";
+    metrics_file.write_line(line);
     progress.update({m.step, m.steps, m.loss, m.lr, m.samples_per_s, m.elapsed_s});
   };
   // A stop signal asks the run to stop; the driver then stops the stages and the weights are
@@ -403,12 +406,7 @@ int run_train(train_options& o) {
     summary["test_accuracy"] = *acc;
   }
 
-  if (metrics_file.is_open()) {
-    metrics_file << dump(summary) << "\n";
-    metrics_file.close();
-    if (metrics_file.fail())
-      throw pipeworks_error("writing the metrics file " + o.metrics + " failed");
-  }
+  metrics_file.finish(dump(summary));
   if (o.json) {
     std::cout << dump(summary) << std::endl;
     return exit_ok;

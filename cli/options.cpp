@@ -14,6 +14,8 @@
 #include <exception>
 #include <filesystem>
 
+#include "ops/checkpoint/atomic_file.hpp"
+
 namespace pipeworks::cli {
 namespace {
 
@@ -107,21 +109,58 @@ void check_output_path(const std::string& path, const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path target(path);
-  if (fs::is_directory(target, ec))
+  if (fs::is_directory(fs::symlink_status(target, ec)))
     throw CLI::ValidationError(flag, path + " is a directory; give a file name inside it");
+  if (status s = check_output_target(path); !s) throw CLI::ValidationError(flag, s.message());
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
     throw CLI::ValidationError(flag, "the directory " + dir.string() + " of " + path +
                                          " does not exist; create it first (mkdir -p " +
                                          dir.string() + ") or choose another path");
-  // Root passes access(W_OK) even where a write fails, so try to create a file there.
-  const fs::path probe = dir / (".pipeworks-probe." + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // Root passes access(W_OK) even where a write fails, so try to create a file there: an unnamed
+  // one where the file system allows, which nothing can leave behind.
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    const fs::path probe = dir / (".pipeworks-probe." + std::to_string(::getpid()));
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) ::unlink(probe.c_str());
+  }
   if (fd < 0)
     throw CLI::ValidationError(flag, "cannot create files in " + dir.string() + " (" +
                                          std::strerror(errno) + "); choose a writable directory");
   ::close(fd);
-  ::unlink(probe.c_str());
+}
+
+namespace {
+
+// The file a path names, resolved as far as it exists (symbolic links, "..", "."), to compare.
+std::filesystem::path resolved(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? std::filesystem::path(path).lexically_normal() : p;
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<flag_path>& outputs, const std::vector<flag_path>& inputs) {
+  std::vector<std::pair<std::filesystem::path, const flag_path*>> seen;
+  for (const flag_path& out : outputs) {
+    if (out.path.empty()) continue;
+    check_output_path(out.path, out.flag);
+    const auto file = resolved(out.path);
+    for (const auto& [other, given] : seen)
+      if (other == file)
+        throw CLI::ValidationError(
+            out.flag, out.path + " is also the " + given->flag + " file (" + given->path +
+                          "): the later write would replace the earlier; give each output its "
+                          "own path");
+    for (const flag_path& in : inputs)  // an input that is no file (a preset's name) is safe
+      if (!in.path.empty() && std::filesystem::exists(in.path) && resolved(in.path) == file)
+        throw CLI::ValidationError(out.flag, out.path + " is the " + in.flag + " input (" +
+                                                 in.path + "): writing it would destroy what "
+                                                 "the run reads; choose another path");
+    seen.emplace_back(file, &out);
+  }
 }
 
 void add_threads_option(CLI::App& sub, int& threads) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ops/model/model.hpp"
 #include "ops/model/model_spec.hpp"
@@ -32,8 +33,20 @@ void check_memory(const model<float>& net, int param_copies, std::int64_t sample
                   double data_bytes, const std::string& flag, const std::string& hint);
 
 // Throws CLI::ValidationError(flag) unless a file can be created at path: its directory exists
-// and is writable, and path is not a directory. Run before the work that ends in the write.
+// and is writable, and path is absent or a regular file (not a directory, a symbolic link, a
+// device or a pipe; see check_output_target). Run before the work that ends in the write.
 void check_output_path(const std::string& path, const std::string& flag);
+
+// A path and the flag that gave it.
+struct flag_path {
+  std::string path;
+  std::string flag;
+};
+
+// check_output_path for every output given (empty paths are skipped); then throws
+// CLI::ValidationError when two outputs name the same file (the later write would replace the
+// earlier) or an output names one of the inputs (it would destroy them), naming both flags.
+void check_outputs(const std::vector<flag_path>& outputs, const std::vector<flag_path>& inputs);
 
 // --threads: CPU threads, 0 for all cores.
 void add_threads_option(CLI::App& sub, int& threads);

@@ -6,8 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 #include <string_view>
@@ -16,6 +14,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "ops/checkpoint/atomic_file.hpp"
 
 namespace pipeworks {
 namespace {
@@ -196,25 +196,11 @@ std::string to_chrome_trace(const timeline& t) {
 }
 
 status write_chrome_trace(const timeline& t, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return make_error("cannot write the trace: cannot open " + tmp + " for writing");
-    write_trace(t, out);
-    out << '\n';
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return make_error("cannot write the trace to " + tmp + " (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return make_error("cannot write the trace: renaming " + tmp + " to " + path + " failed: " +
-                      ec.message());
-  }
+  std::ostringstream out;
+  write_trace(t, out);
+  out << '\n';
+  if (status s = write_text_atomic(path, std::move(out).str()); !s)
+    return make_error("cannot write the trace: " + s.message());
   return status::success();
 }
 

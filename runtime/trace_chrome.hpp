@@ -16,8 +16,8 @@ namespace pipeworks {
 // ("ph":"s" on the SEND, "ph":"f" with "bp":"e" on the RECV, id = flow_id).
 std::string to_chrome_trace(const timeline& t);
 
-// Writes to_chrome_trace(t) to `path` through a temporary file and a rename, so a reader never
-// sees half a trace.
+// Writes to_chrome_trace(t) to `path` with write_text_atomic, so a reader never sees half a trace
+// and a symbolic link or a device is refused rather than replaced.
 status write_chrome_trace(const timeline& t, const std::string& path);
 
 }  // namespace pipeworks

@@ -1,9 +1,10 @@
-// write_file_atomic: the parts go to a temporary file with writev, straight from the caller's
-// memory, while a second thread hashes the same bytes; the file streams to disk as it grows;
-// then fsync, rename and fsync the directory.
+// write_file_atomic: the parts go to an unnamed temporary file with writev, straight from the
+// caller's memory, while a second thread hashes the same bytes; then fsync, link, rename.
 #include "ops/checkpoint/atomic_file.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -127,16 +129,78 @@ status write_parts(int fd, std::span<const std::span<const std::byte>> parts,
   }
 }
 
+// This host's name as it appears in temporary names ("host" where it has none).
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "host";
+  std::string name(buf);
+  std::replace(name.begin(), name.end(), '/', '_');
+  return name;
+}
+
+// ".NAME.tmp.HOST." (built with append; GCC 12 warns falsely on "." + s).
+std::string temporary_prefix(const std::filesystem::path& target) {
+  std::string name(1, '.');
+  name.append(target.filename().string()).append(".tmp.").append(host_name()).append(".");
+  return name;
+}
+
+// ".NAME.tmp.HOST.PID.N": unique among this host's processes and this process's writes.
 std::string temporary_name(const std::filesystem::path& target) {
   static std::atomic<int> counter{0};
-  // ".NAME.tmp.PID.N" (built with append; GCC 12 warns falsely on "." + s).
-  std::string name(1, '.');
-  name.append(target.filename().string())
-      .append(".tmp.")
+  return temporary_prefix(target)
       .append(std::to_string(::getpid()))
       .append(".")
       .append(std::to_string(counter++));
-  return name;
+}
+
+// The PID in "PID.N", or -1 when rest is not of that form.
+long pid_in(std::string_view rest) {
+  const auto dot = rest.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot + 1 == rest.size() || dot > 9) return -1;
+  const auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1))) return -1;
+  return std::stol(std::string(rest.substr(0, dot)));
+}
+
+// Removes the temporary files of target in dir that processes of this host left behind when they
+// were killed while writing it (only those whose process no longer runs). Best effort: a file
+// that cannot be removed stays, and the write goes on.
+void remove_stale_temporaries(const std::string& dir, const std::filesystem::path& target) {
+  const std::string prefix = temporary_prefix(target);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
+    const long pid = pid_in(name.substr(prefix.size()));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const std::string path = dir + "/" + std::string(name);
+    if (struct stat st; ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      (void)::unlink(path.c_str());
+  }
+  ::closedir(d);
+}
+
+// Opens an unnamed file in dir (O_TMPFILE), or, where the file system has none, the named file
+// tmp. named tells which; -1 with errno on failure.
+int open_temporary(const std::string& dir, const std::string& tmp, bool& named) {
+  named = false;
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+  named = true;
+  return ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+}
+
+// Gives the unnamed file fd the name tmp: directly where the process may (CAP_DAC_READ_SEARCH),
+// else through /proc/self/fd. 0, or -1 with errno.
+int name_temporary(int fd, const std::string& tmp) {
+  if (::linkat(fd, "", AT_FDCWD, tmp.c_str(), AT_EMPTY_PATH) == 0) return 0;
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  return ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW);
 }
 
 }  // namespace
@@ -151,31 +215,40 @@ status fsync_directory(const std::string& dir) {
   return {};
 }
 
+status check_output_target(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return {};  // absent (or unreadable: the write will say)
+  if (S_ISLNK(st.st_mode))
+    return make_error("refusing to write " + path +
+                      ": it is a symbolic link, which would not be replaced; give the path of a "
+                      "file (readlink -f " + path + ") or remove the link");
+  if (!S_ISREG(st.st_mode))
+    return make_error("refusing to write " + path + ": it is " + kind_of(st.st_mode) +
+                      ", not a regular file, and would be replaced; give the path of a regular "
+                      "file (or leave the flag out to write nothing)");
+  return {};
+}
+
 result<written_file> write_file_atomic(const std::string& path,
                                        std::span<const std::span<const std::byte>> parts) {
   namespace fs = std::filesystem;
-  if (struct stat st; ::lstat(path.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode))
-      return make_error("refusing to write " + path +
-                        ": it is a symbolic link; remove it or choose another path");
-    if (!S_ISREG(st.st_mode))
-      return make_error("refusing to write " + path + ": it exists and is " + kind_of(st.st_mode) +
-                        "; remove it or choose another path");
-  }
+  if (auto s = check_output_target(path); !s) return make_error(s.message());
   const fs::path target(path);
   const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
   const std::string tmp = (fs::path(dir) / temporary_name(target)).string();
+  remove_stale_temporaries(dir, target);
 
   std::uint64_t total = 0;
   for (const auto& p : parts) total += p.size();
   part_hasher hasher(parts, total);  // first: it may throw, when libcrypto cannot start
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  bool named = false;  // whether tmp names the file (from the start, or once it is durable)
+  const int fd = open_temporary(dir, tmp, named);
   if (fd < 0)
     return make_error("cannot create a temporary file in directory " + dir + " to write " + path +
                       ": " + os_reason(errno));
   auto fail = [&](const std::string& message, bool close_fd) -> error {
     if (close_fd) ::close(fd);
-    ::unlink(tmp.c_str());
+    if (named) ::unlink(tmp.c_str());
     return make_error(message);
   };
   if (auto s = write_parts(fd, parts, tmp); !s)
@@ -188,15 +261,29 @@ result<written_file> write_file_atomic(const std::string& path,
   // into the page cache took 240 ms of CPU per checkpoint before, and the run's cost of
   // checkpointing fell from +10-13% to about +8%. Only a hint: a failure changes nothing.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  auto digest = hasher.digest();
+  if (!digest) return fail(digest.message() + " (writing " + path + ")", true);
+  if (!named) {
+    if (name_temporary(fd, tmp) != 0)
+      return fail("cannot name the temporary file " + tmp + " (writing " + path + "): " +
+                      os_reason(errno),
+                  true);
+    named = true;
+  }
   if (::close(fd) != 0)
     return fail("cannot close " + tmp + " (writing " + path + "): " + os_reason(errno), false);
-  auto digest = hasher.digest();
-  if (!digest) return fail(digest.message() + " (writing " + path + ")", false);
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return fail("cannot rename " + tmp + " to " + path + ": " + os_reason(errno), false);
   if (auto s = fsync_directory(dir); !s)
     return make_error(path + " was written but may not survive a crash: " + s.message());
   return written_file{total, std::move(*digest)};
+}
+
+status write_text_atomic(const std::string& path, std::string_view text) {
+  const auto part = std::as_bytes(std::span(text.data(), text.size()));
+  auto written = write_file_atomic(path, std::span(&part, 1));
+  if (!written) return written.err();
+  return {};
 }
 
 }  // namespace pipeworks

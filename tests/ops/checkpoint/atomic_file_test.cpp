@@ -1,8 +1,12 @@
 // Tests for ops/checkpoint/atomic_file: the bytes and the sha256 of what is written, refusals of
-// a symbolic link and a directory (left untouched), no temporary file left behind, and errors
-// that name the directory that cannot be written.
+// a symbolic link, a directory and a device (left untouched), no temporary file left behind (not
+// even by a process killed while writing), and errors that name the directory that cannot be
+// written.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -180,4 +184,82 @@ TEST_CASE("fsync_directory names a missing directory", "[ops][checkpoint]") {
   const auto s = fsync_directory((dir / "gone").string());
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.message(), Catch::Contains((dir / "gone").string()));
+}
+
+TEST_CASE("write_file_atomic refuses a device and a named pipe and leaves them as they were",
+          "[ops][checkpoint]") {
+  const test::scratch_dir scratch;
+  REQUIRE(::mkfifo((scratch / "pipe").c_str(), 0600) == 0);
+  const auto device = write_text_atomic("/dev/null", "x");
+  REQUIRE_FALSE(device.ok());
+  CHECK_THAT(device.message(), Catch::Contains("/dev/null: it is a device, not a regular file"));
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  const auto pipe = write_text_atomic(scratch / "pipe", "x");
+  REQUIRE_FALSE(pipe.ok());
+  CHECK_THAT(pipe.message(), Catch::Contains("it is a named pipe"));
+  CHECK(fs::is_fifo(scratch / "pipe"));
+  CHECK(write_text_atomic(scratch / "text", "plain").ok());
+  CHECK(slurp(scratch / "text") == "plain");
+}
+
+namespace {
+
+// A process id that no process has now: a child's, once it has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+std::string host() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE("write_file_atomic removes the temporaries of its target that dead processes left",
+          "[ops][checkpoint]") {
+  const test::scratch_dir scratch;
+  const std::string dead = ".f.bin.tmp." + host() + "." + std::to_string(dead_pid()) + ".0";
+  const std::string alive = ".f.bin.tmp." + host() + "." + std::to_string(::getppid()) + ".3";
+  const std::string other_host = ".f.bin.tmp.elsewhere-" + host() + "." +
+                                 std::to_string(dead_pid()) + ".0";
+  const std::string other_file = ".g.bin.tmp." + host() + "." + std::to_string(dead_pid()) + ".0";
+  const std::string not_ours = ".f.bin.tmp." + host() + ".12x.0";
+  for (const auto& name : {dead, alive, other_host, other_file, not_ours})
+    std::ofstream(scratch / name) << "left";
+  REQUIRE(write_text_atomic(scratch / "f.bin", "new").ok());
+  auto expected = std::vector<std::string>{alive, other_host, other_file, not_ours, "f.bin"};
+  std::sort(expected.begin(), expected.end());
+  CHECK(names_in(scratch.path()) == expected);
+}
+
+TEST_CASE("a process killed while writing leaves the old file and nothing that outlives the next "
+          "write",
+          "[ops][checkpoint]") {
+  const test::scratch_dir scratch;
+  const std::string target = scratch / "big.bin";
+  REQUIRE(write_text_atomic(target, "old").ok());
+  const std::string big(std::size_t{64} << 20, 'x');
+  for (int delay_us : {0, 2000, 20000, 200000}) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      (void)write_text_atomic(target, big);
+      ::_exit(0);
+    }
+    ::usleep(static_cast<useconds_t>(delay_us));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    const std::string now = slurp(target);
+    CHECK((now == "old" || now == big));  // one file or the other, never a part
+    REQUIRE(write_text_atomic(target, "old").ok());
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{"big.bin"});
+  }
 }
