@@ -1,6 +1,7 @@
 // safetensors reading: the header parsed and every tensor's dtype, shape and byte range checked
 // before any data is trusted; then loading into caller storage against expected shapes.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -142,10 +143,16 @@ result<safetensors_file> parse_safetensors(std::vector<std::byte> buffer, std::s
     }
     auto info = parse_entry(key, value, file + ": tensor " + key);
     if (!info) return info.err();
+    // In data bytes as the header gives them, and in file bytes where that does not wrap.
     if (info->end > data_size)
-      return make_error(file + " is truncated: tensor " + key + " ends at file byte " +
-                        std::to_string(out.data_start + info->end) + " but the file has " +
-                        std::to_string(size) + " bytes");
+      return make_error(
+          file + " is truncated or corrupt: tensor " + key + " ends at data byte " +
+          std::to_string(info->end) +
+          (info->end <= UINT64_MAX - out.data_start
+               ? " (file byte " + std::to_string(out.data_start + info->end) + ")"
+               : std::string(" (past 2^64 as a file byte)")) +
+          ", but the file has " + std::to_string(size) + " bytes, " + std::to_string(data_size) +
+          " of them after the header");
     out.tensors.push_back(std::move(*info));
   }
   std::sort(out.tensors.begin(), out.tensors.end(), [](const auto& a, const auto& b) {

@@ -53,6 +53,12 @@ TEST_CASE("parse_safetensors rejects truncated files and bad headers", "[ops][ch
   REQUIRE_THAT(parse_error(good, 12),
                Catch::Contains("truncated") && Catch::Contains("tensor b") &&
                    Catch::Contains("file byte " + std::to_string(8 + good.size() + 16)));
+  // Offsets near 2^64: the message gives them as written, never a sum that wrapped around.
+  const std::string huge = R"({"a":{"dtype":"F32","shape":[1],)"
+                           R"("data_offsets":[18446744073709551611,18446744073709551615]}})";
+  REQUIRE_THAT(parse_error(huge, 4), Catch::Contains("tensor a ends at data byte "
+                                                     "18446744073709551615 (past 2^64") &&
+                                         Catch::Contains("4 of them after the header"));
   // Cut inside the header: the length runs past the end.
   auto cut = make_file(good, 16);
   cut.resize(40);
