@@ -107,8 +107,15 @@ loaded_data load_data(const run_plan& plan, std::int64_t eval_windows, bool wind
     if (!text) throw pipeworks_error(text.message());
     d.corpus = std::make_shared<const text_corpus>(std::move(*text));
     d.text = split_text(d.corpus->view());
-    const auto fit =
-        static_cast<std::int64_t>(d.text.validation.size()) / (plan.model.gpt().context + 1);
+    const std::int64_t window = plan.model.gpt().context + 1;
+    const auto fit = static_cast<std::int64_t>(d.text.validation.size()) / window;
+    if (fit == 0)  // the last 5% of the text is held out; it must hold one window at least
+      throw CLI::ValidationError(
+          "--data", path + " has " + std::to_string(d.corpus->view().size()) +
+                        " bytes: too small, as its held-out last 5% (" +
+                        std::to_string(d.text.validation.size()) + " bytes) has no room for one " +
+                        std::to_string(window) + "-byte window of the model's context; give a "
+                        "text of at least " + std::to_string(20 * window) + " bytes");
     if (eval_windows > fit) {
       if (windows_given)
         throw CLI::ValidationError("--eval-windows", "the held-out part of " + path + " has room for " +

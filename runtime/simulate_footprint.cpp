@@ -53,8 +53,17 @@ status check_footprint(schedule_kind kind, const schedule_params& sp, bool simul
   if (static_cast<double>(f.actions) <= cap && f.bytes <= limit) return {};
   // Both grow about linearly in p * m: scale down to the first limit that binds.
   const double pm = static_cast<double>(sp.stages) * sp.microbatches;
-  const double fits =
-      std::floor(pm * std::min(cap / static_cast<double>(f.actions), limit / f.bytes));
+  const double scale = std::min(cap / static_cast<double>(f.actions), limit / f.bytes);
+  const double fits = std::floor(pm * scale);
+  // When even p = m = 1 is too much, the other factors are what to lower.
+  const double rest = static_cast<double>(sp.chunks) * sp.replicas * sp.steps;
+  const auto whole = [](double x) { return std::to_string(static_cast<std::int64_t>(x)); };
+  const std::string advice =
+      fits >= 1 ? "so p * m can be at most about " + whole(fits) +
+                      " here (with the same v, w and steps)"
+                : "so even p = m = 1 would not fit: v * w * steps (" + whole(rest) +
+                      ") can be at most about " + whole(std::floor(pm * rest * scale)) +
+                      " here; lower the steps, replicas or chunks";
   return make_error(
       std::string(simulated ? "simulate" : "schedule") + ": " +
       std::string(schedule_name(kind)) + " with p=" + std::to_string(sp.stages) +
@@ -65,9 +74,7 @@ status check_footprint(schedule_kind kind, const schedule_params& sp, bool simul
       (simulated ? std::string(", simulator state") + (record_timeline ? ", timeline" : "")
                  : std::string(", printed text")) +
       "); the limits are 2^28 = " + std::to_string(max_simulated_actions) + " actions and " +
-      sim_detail::bytes_text(limit) + " (3/4 of this machine's memory), so p * m can be at "
-      "most about " + std::to_string(static_cast<std::int64_t>(fits)) +
-      " here (with the same v, w and steps)");
+      sim_detail::bytes_text(limit) + " (3/4 of this machine's memory), " + advice);
 }
 
 }  // namespace pipeworks

@@ -68,3 +68,22 @@ TEST_CASE("a named pipe given as training or evaluation data is refused instead 
   CHECK(images.exit_code == 1);
   CHECK(contains(images.err, "train-images-idx3-ubyte.gz is not a regular file"));
 }
+
+TEST_CASE("a text too small for one held-out window names --data and the size that works",
+          "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "tiny.txt", "hello world this is tiny\n");
+  for (const char* windows : {"0", "1"}) {
+    const cli_result r = run_cli({"train", "--model", "gpt-tiny", "--data", dir / "tiny.txt",
+                                  "--steps", "1", "--eval-windows", windows});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "--data: " + (dir / "tiny.txt") + " has 25 bytes: too small"));
+    CHECK(contains(r.err, "give a text of at least 1300 bytes"));
+    CHECK_FALSE(contains(r.err, "eval_windows"));
+  }
+  write_file(dir / "enough.txt", small_text(1300));
+  CHECK(run_cli({"train", "--model", "gpt-tiny", "--data", dir / "enough.txt", "--steps", "1",
+                 "--eval-windows", "0"})
+            .exit_code == 0);
+}

@@ -177,3 +177,17 @@ TEST_CASE("schedule: a request too large for memory is refused at once", "[cli]"
   CHECK(contains(r.err, "pipeworks schedule:"));
   CHECK(contains(r.err, "p * m can be at most about"));
 }
+
+TEST_CASE("schedule: too many steps for memory at p = m = 1 says what to lower instead of about 0",
+          "[cli]") {
+  for (const char* steps : {"1000000000", "2000000000"}) {
+    const cli_result r = run_cli({"schedule", "--schedule", "1f1b", "--stages", "1",
+                                  "--microbatches", "1", "--steps", steps});
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "even p = m = 1 would not fit: v * w * steps (" + std::string(steps) +
+                              ") can be at most about"));
+    CHECK(contains(r.err, "lower the steps, replicas or chunks"));
+    CHECK_FALSE(contains(r.err, "at most about 0 "));
+  }
+}
