@@ -1,6 +1,7 @@
 // The driver's state and behavior: the wiring of a resolved plan, driver_core for inputs, norms
 // and step tallies, checkpoint manifests, failure detection and the end of the run.
 #include "actors/driver.hpp"
+#include "base/exception_text.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -65,7 +66,7 @@ class driver_state {
     try {
       f();
     } catch (const std::exception& e) {
-      fail(std::string("the driver failed: ") + e.what());
+      fail(std::string("the driver failed: ") + exception_text(e));
     }
   }
 

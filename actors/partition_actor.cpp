@@ -2,6 +2,7 @@
 // setup, the initial weights or the rank's checkpoint file) and one reducer per virtual stage
 // when w > 1. It answers one plan_atom, then quits.
 #include "actors/partition_actor.hpp"
+#include "base/exception_text.hpp"
 
 #include <exception>
 #include <string>
@@ -92,7 +93,7 @@ caf::behavior partition_actor(caf::event_based_actor* self,
         try {
           wiring = build(self->system(), *spec);
         } catch (const std::exception& e) {
-          wiring = make_error(e.what());
+          wiring = make_error(exception_text(e));
         }
         if (wiring)
           rp.deliver(std::move(*wiring));

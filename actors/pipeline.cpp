@@ -2,6 +2,7 @@
 // with the driver and the partition actor, waits for the driver's outcome and shuts everything
 // down. `--schedule none` runs the single-device trainer instead (runtime/exec/single_device).
 #include "actors/pipeline.hpp"
+#include "base/exception_text.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -145,7 +146,7 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
     if (!plan.schedule) return train_single(m, initial, plan, data, callbacks, *resume);
     return train_actors(m, initial, plan, data, callbacks, hooks, std::move(*resume));
   } catch (const std::exception& e) {
-    return make_error(std::string("training failed: ") + e.what());
+    return make_error(std::string("training failed: ") + exception_text(e));
   }
 }
 

@@ -3,6 +3,7 @@
 // flush the trace in batches, and report a failure to the driver. A rank whose fault injection
 // kills it quits without a word.
 #include "actors/stage_actor.hpp"
+#include "base/exception_text.hpp"
 
 #include <tbb/task_arena.h>
 
@@ -50,7 +51,7 @@ class stage_state {
                                                     std::move(spec->initial), sink);
       }
     } catch (const std::exception& e) {
-      setup_error_ = describe() + ": cannot set up the executor: " + e.what();
+      setup_error_ = describe() + ": cannot set up the executor: " + exception_text(e);
     }
     // A rank never outlives its driver, even one that ends before wiring the ranks.
     driver_ = spec->driver;
@@ -80,7 +81,7 @@ class stage_state {
     try {
       exec_->start();
     } catch (const std::exception& e) {
-      return fail(describe() + ": start failed: " + e.what());
+      return fail(describe() + ": start failed: " + exception_text(e));
     }
     progress();
   }
@@ -90,7 +91,7 @@ class stage_state {
     try {
       exec_->deliver(std::move(msg));  // the tensors move, no copy
     } catch (const std::exception& e) {
-      return fail(describe() + ": a message could not be delivered: " + e.what());
+      return fail(describe() + ": a message could not be delivered: " + exception_text(e));
     }
     progress();
   }
@@ -102,7 +103,7 @@ class stage_state {
     try {
       arena_->execute([&] { r = exec_->run(); });
     } catch (const std::exception& e) {
-      r = make_error(describe() + " at " + at_text() + ": " + e.what());
+      r = make_error(describe() + " at " + at_text() + ": " + exception_text(e));
     }
     board_->set(rank_, exec_->current());
     if (exec_->kill_requested()) {  // dies like a crashed rank: the driver learns it by monitoring

@@ -6,6 +6,7 @@
 
 #include "cli/command.hpp"
 #include "ops/cpu_threads.hpp"
+#include "base/exception_text.hpp"
 #include "base/result.hpp"
 
 namespace pipeworks::cli {
@@ -21,6 +22,18 @@ bool register_command(std::string name, std::string help, command_setup setup) {
 }
 
 const std::vector<command>& commands() { return registry(); }
+
+// What to lower when a command runs out of memory.
+static std::string memory_hint(const std::string& command) {
+  if (command == "train")
+    return "lower --batch, raise --microbatches or --stages, or use a smaller --model";
+  if (command == "eval") return "lower --batch or --windows";
+  if (command == "profile") return "lower --microbatch";
+  if (command == "plan") return "use a smaller --cluster or --devices";
+  if (command == "schedule" || command == "simulate")
+    return "lower --stages, --microbatches, --chunks, --replicas or --steps";
+  return "give this process more memory";
+}
 
 }  // namespace pipeworks::cli
 
@@ -70,7 +83,11 @@ int main(int argc, char** argv) {
       std::cerr << "pipeworks " << sub->get_name() << ": " << e.what() << "\n";
       return cli::exit_usage;
     } catch (const std::exception& e) {
-      std::cerr << "pipeworks " << sub->get_name() << ": error: " << e.what() << "\n";
+      // Out of memory here, or in a thread that reported it: say so, and what to lower.
+      std::string text = exception_text(e);
+      if (text.find("out of memory: an allocation failed") != std::string::npos)
+        text += "; " + cli::memory_hint(sub->get_name());
+      std::cerr << "pipeworks " << sub->get_name() << ": error: " << text << "\n";
       return cli::exit_failure;
     }
   }

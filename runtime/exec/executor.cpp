@@ -2,6 +2,7 @@
 // activation, a gradient, a credit, a reduced gradient, the global norm) and then runs; see
 // executor.hpp. Checkpoints are in executor_snapshot.cpp.
 #include "runtime/exec/executor.hpp"
+#include "base/exception_text.hpp"
 #include "runtime/program_walk.hpp"
 
 #include <algorithm>
@@ -503,7 +504,7 @@ result<bool> stage_executor<T>::impl::run() {
       execute(a);
       note_rank_peaks();
     } catch (const std::exception& e) {
-      return make_error(where(a) + ": " + e.what());
+      return make_error(where(a) + ": " + exception_text(e));
     }
     wait_start = -1;
     ++pc;

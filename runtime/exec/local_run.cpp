@@ -1,5 +1,6 @@
 // run_local: all ranks of a pipeline on one thread; FIFO links picked in seeded random order.
 #include "runtime/exec/local_run.hpp"
+#include "base/exception_text.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -109,7 +110,7 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
         ranks.push_back(std::make_unique<stage_executor<T>>(mdl, std::move(su), std::move(mine), sink));
       }
     } catch (const std::exception& e) {
-      return make_error(e.what());
+      return make_error(exception_text(e));
     }
   }
   auto step_rank = [&](int r) -> status {

@@ -2,6 +2,7 @@
 // the replicas; every microbatch runs forward then backward through the virtual stages at the
 // versions the schedule's table names; each update sums the replicas' gradients it covers.
 #include "runtime/exec/reference.hpp"
+#include "base/exception_text.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -196,7 +197,7 @@ result<std::vector<param_set>> reference_train(const model<T>& m, const schedule
                                  std::move(saved[s]), std::move(dout), u.ctx);
       } catch (const std::exception& e) {
         return make_error("reference: replica " + std::to_string(r) + ", microbatch " +
-                          std::to_string(id) + ": " + e.what());
+                          std::to_string(id) + ": " + exception_text(e));
       }
     }
     // Flush schedules clip by the global norm: every stage closes update n at the same
