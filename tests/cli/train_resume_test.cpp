@@ -127,6 +127,9 @@ TEST_CASE("a SIGKILL while checkpoints are written leaves the latest complete on
                                         "--eval-windows", "4"});
     INFO(resumed.err);
     CHECK(resumed.exit_code == 0);
+    // No temporary file of the killed run outlives the run that continued it.
+    for (const auto& e : fs::recursive_directory_iterator(ckpt))
+      CHECK(e.path().filename().string().rfind('.', 0) == std::string::npos);
   }
 }
 
