@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace pipeworks {
@@ -25,11 +26,23 @@ std::string bound_text(std::int64_t x) {
   return std::to_string(x);
 }
 
-std::string number_text(const number_range& r, bool finite) {
+std::string number_text(const number_range& r, bool finite, bool limits = false) {
   std::string s = finite ? "a finite number" : "a number";
   if (!r.unit.empty()) s += " of " + r.unit;
-  if (r.bound == number_range::non_negative) s += " >= 0";
-  if (r.bound == number_range::positive) s += " > 0";
+  const auto g = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return std::string(buf);
+  };
+  const bool low = limits && std::isfinite(r.min), high = limits && std::isfinite(r.max);
+  if (low && high) {
+    s += " in " + g(r.min) + ".." + g(r.max);
+  } else {
+    if (low) s += " >= " + g(r.min);
+    if (!low && r.bound == number_range::non_negative) s += " >= 0";
+    if (!low && r.bound == number_range::positive) s += " > 0";
+    if (high) s += " <= " + g(r.max);
+  }
   if (!r.note.empty()) s += " (" + r.note + ")";
   return s;
 }
@@ -49,7 +62,7 @@ const json* find(const json& j, const json_where& at, const char* key, presence 
 
 }  // namespace
 
-std::string describe(const number_range& r) { return number_text(r, false); }
+std::string describe(const number_range& r) { return number_text(r, false, true); }
 
 std::string describe(const whole_range& r) {
   std::string s = "a whole number";
@@ -152,9 +165,10 @@ status read_number(const json& j, const json_where& at, const char* key, const n
   const bool in_range = r.bound == number_range::positive       ? x > 0.0
                         : r.bound == number_range::non_negative ? x >= 0.0
                                                                 : true;
-  if (!std::isfinite(x) || !in_range) {
+  if (!std::isfinite(x) || !in_range)
     return make_error(field(at, key) + " " + v->dump() + " must be " + number_text(r, true));
-  }
+  if (x < r.min || x > r.max)
+    return make_error(field(at, key) + " " + v->dump() + " must be " + number_text(r, true, true));
   out = x;
   return {};
 }

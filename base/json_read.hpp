@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -29,6 +30,10 @@ struct number_range {
   bound_kind bound = any;
   std::string unit = {};
   std::string note = {};
+  // Tighter bounds where a value beyond them is a mistake that would overflow later arithmetic
+  // (a time of 1e308, a speed of 1e-308): "... in 1e-06..1e+06".
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
 };
 
 // A whole number in min..max. Messages write the bounds as 2^k or 2^k-1 where they are such

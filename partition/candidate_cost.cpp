@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "partition/plan_inputs.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/simulate.hpp"
 
@@ -159,6 +160,11 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
       if (cap > 0) caps[s] = caps[s] == 0 ? cap : std::min(caps[s], cap);
     }
   const std::vector<int>& first = choose_split(ctx, speed, caps, b, m);
+  if (first.size() != static_cast<std::size_t>(p)) {  // no split: times past the largest double
+    out.fits = false;
+    out.excess = std::numeric_limits<std::int64_t>::max();
+    return out;
+  }
 
   plan.memory_bytes.assign(static_cast<std::size_t>(*std::max_element(devs.begin(), devs.end())) + 1,
                            0);
@@ -303,20 +309,12 @@ result<cost_context> make_cost_context(const model_profile& profile, const clust
   if (profile.microbatch < 1) return make_error("the profile's microbatch must be at least 1");
   if (options.max_devices < 0 || options.simulate_top < 0)
     return make_error(rules.name + " options: max_devices and simulate_top must not be negative");
-  for (int l = 0; l < ctx.L; ++l) {
-    const layer_profile& x = profile.layers[l];
-    if (!(x.fwd_ms >= 0) || !(x.bwd_ms >= 0) || !std::isfinite(x.fwd_ms) ||
-        !std::isfinite(x.bwd_ms))
-      return make_error("layer " + std::to_string(l) + " (" + x.name +
-                        "): times must be finite and not negative");
-  }
+  if (status st = check_plan_inputs(profile, c); !st) return make_error(st.message());
   if (status st = check_profile_totals(profile); !st) return make_error(st.message());
   if (c.levels.empty() && c.devices.empty())
     return make_error("the cluster has neither levels nor devices");
   for (const cluster_level& lv : c.levels) {
     if (lv.count < 1) return make_error("cluster level " + lv.name + ": count must be at least 1");
-    if (!(lv.bandwidth_bytes_per_s > 0))
-      return make_error("cluster level " + lv.name + ": bandwidth_bytes_per_s must be positive");
   }
   for (std::size_t d = 0; d < c.devices.size(); ++d)
     if (!(c.devices[d].speed > 0))

@@ -42,9 +42,15 @@ result<cluster_level> read_level(const json& j, const std::string& where, bool c
   PW_TRY(need_key(j, at, "bandwidth_bytes_per_s",
                   "the bandwidth between its units in bytes per second (> 0)"));
   PW_TRY(read_number(j, at, "bandwidth_bytes_per_s",
-                     {.bound = number_range::positive, .note = "bytes per second"},
+                     {.bound = number_range::positive,
+                      .note = "bytes per second",
+                      .min = min_bandwidth_bytes_per_s},
                      l.bandwidth_bytes_per_s));
-  PW_TRY(read_number(j, at, "latency_s", {.bound = number_range::non_negative, .note = "seconds"},
+  PW_TRY(read_number(j, at, "latency_s",
+                     {.bound = number_range::non_negative,
+                      .note = "seconds",
+                      .min = 0,
+                      .max = max_latency_s},
                      l.latency_s));
   return l;
 }
@@ -180,7 +186,9 @@ result<cluster> parse_cluster(const std::string& json_text) {
       PW_TRY(read_string(ds[i], at, "name", d.name));
       PW_TRY(read_number(ds[i], at, "speed",
                          {.bound = number_range::positive,
-                          .note = "1 is nominal; times are divided by it"},
+                          .note = "1 is nominal; times are divided by it",
+                          .min = min_device_speed,
+                          .max = max_device_speed},
                          d.speed));
       PW_TRY(read_whole(ds[i], at, "memory_bytes", byte_count, d.memory_bytes));
       c.devices.push_back(std::move(d));

@@ -10,6 +10,13 @@
 
 namespace pipeworks {
 
+// Bounds beyond which a figure is a mistake of units and would overflow a plan's times: a device
+// speed in 1e-6..1e6 (relative to nominal), a bandwidth of at least 1 byte per second, a latency
+// of at most 1e6 seconds.
+constexpr double min_device_speed = 1e-6, max_device_speed = 1e6;
+constexpr double min_bandwidth_bytes_per_s = 1;
+constexpr double max_latency_s = 1e6;
+
 struct cluster_level {
   std::string name;                 // "server", "cluster"
   int count = 1;                    // units of the level below in one of these (devices for the first)

@@ -38,6 +38,7 @@
 //   the outermost level used; the plan returned is re-costed at its devices (placed, as above).
 // - Heterogeneous clusters (`devices`): plan_pipedream_devices (pipedream_hetero.hpp), each
 //   device at its own speed and memory.
+#include "partition/plan_inputs.hpp"
 #include "partition/pipedream_planner.hpp"
 
 #include <algorithm>
@@ -167,6 +168,7 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   // Check the arguments.
   const int L = static_cast<int>(profile.layers.size());
   if (L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
+  if (status s = check_plan_inputs(profile, c); !s) return make_error(s.message());
   for (int l = 0; l < L; ++l) {
     const layer_profile& x = profile.layers[l];
     const auto bad = [&](const char* field) {

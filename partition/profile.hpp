@@ -30,6 +30,11 @@ struct model_profile {
 // 2^50 (about 1 PB). Below it the planners' sums (3·param + optimizer, prefix sums, a stash of
 // up to 2^10 microbatches at 4× the profile's microbatch) stay far from 2^63.
 constexpr std::int64_t max_profile_total_bytes = std::int64_t{1} << 50;
+// A layer's forward or backward time is at most 1e9 ms (11.6 days) and the profiled microbatch at
+// most 2^31-1 samples: beyond, a value is a mistake of units, and sums and products of them would
+// overflow (a time to infinity, a size past int64).
+constexpr double max_layer_ms = 1e9;
+constexpr std::int64_t max_profile_microbatch = (std::int64_t{1} << 31) - 1;
 
 // An error when a byte field is negative or its running total over layers 0, 1, .. passes
 // max_profile_total_bytes, naming the field and the layer where it does, and what to do. Every

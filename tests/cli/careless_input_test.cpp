@@ -87,3 +87,34 @@ TEST_CASE("a text too small for one held-out window names --data and the size th
                  "--eval-windows", "0"})
             .exit_code == 0);
 }
+
+TEST_CASE("plan refuses a profile time or microbatch that would overflow and a 1e-308 speed",
+          "[cli]") {
+  scratch_dir dir;
+  const std::string layer = R"({"name": "a", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 1000,
+      "saved_bytes": 1000, "param_bytes": 4000000, "optimizer_bytes": 8000000})";
+  const std::string huge = R"({"name": "b", "fwd_ms": 1.5e308, "bwd_ms": 2,
+      "activation_bytes": 1000, "saved_bytes": 1000, "param_bytes": 4000000,
+      "optimizer_bytes": 8000000})";
+  write_file(dir / "inf.json", R"({"model": "toy", "microbatch": 4, "layers": [)" + layer + "," +
+                                   huge + "," + layer + "]}");
+  write_file(dir / "mb.json", R"({"model": "toy", "microbatch": 4611686018427387904, "layers": [)" +
+                                  layer + "," + layer + "]}");
+  write_file(dir / "two.json", two_devices);
+  write_file(dir / "slow.json", R"({"devices": [{"name": "a", "speed": 1e-308}, {"name": "b"}]})");
+  for (const char* planner : {"pipedream", "2bw"}) {
+    INFO(planner);
+    cli_result r = run_cli({"plan", "--profile", dir / "inf.json", "--cluster", dir / "two.json",
+                            "--planner", planner});
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "layer 1 (b): fwd_ms 1.5e+308 is outside 0..1e9 ms"));
+    r = run_cli({"plan", "--profile", dir / "mb.json", "--cluster", dir / "two.json", "--planner",
+                 planner});
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "microbatch 4611686018427387904 is outside 1..2^31-1"));
+    r = run_cli({"plan", "--profile", dir / "mb.json", "--cluster", dir / "slow.json",
+                 "--planner", planner});
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "devices[0].speed 1e-308 must be a finite number in 1e-06..1e+06"));
+  }
+}

@@ -1,0 +1,16 @@
+// The checks both planners run on a profile and a cluster before they plan: figures past the
+// bounds of profile.hpp and cluster.hpp are mistakes of units and would overflow a plan's times.
+#pragma once
+#include "base/result.hpp"
+#include "partition/cluster.hpp"
+#include "partition/profile.hpp"
+
+namespace pipeworks {
+
+// An error naming the first layer, device or level whose figure is out of bounds: a layer time
+// outside 0..max_layer_ms (or NaN), a microbatch outside 1..max_profile_microbatch, a device speed
+// outside min_device_speed..max_device_speed, a bandwidth below min_bandwidth_bytes_per_s or not
+// finite, a latency outside 0..max_latency_s.
+status check_plan_inputs(const model_profile& profile, const cluster& c);
+
+}  // namespace pipeworks
