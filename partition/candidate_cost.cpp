@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -392,6 +393,42 @@ result<scored_config> evaluate_config(cost_context& ctx, int p, int w, std::int6
   if (ctx.options.use_simulator)
     if (status st = simulate_candidate(ctx, k); !st) return make_error(st.message());
   return std::move(k.plan);
+}
+
+double search_size(const cost_context& ctx, int p_min, int top_p,
+                   const std::function<std::size_t(int)>& ms_count) {
+  double total = 0;
+  for (int p = p_min; p <= top_p; ++p) {
+    const double ws = ctx.n / p;  // w = 1..ws: the sum of p·w is p·ws·(ws+1)/2
+    total += p * ws * (ws + 1) / 2 * static_cast<double>(ctx.sizes.size()) *
+             static_cast<double>(ms_count(p)) * arrangements(ctx);
+  }
+  return total;
+}
+
+status check_search_size(const cost_context& ctx, int p_min, int top_p,
+                         const std::function<std::size_t(int)>& ms_count) {
+  const double size = search_size(ctx, p_min, top_p, ms_count);
+  if (size <= max_search_placements) return {};
+  // The size grows about as the square of the devices: the largest count under the bound.
+  const int fits = std::max(1, static_cast<int>(ctx.n * std::sqrt(max_search_placements / size)));
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.3g", size);
+  return make_error("the " + ctx.rules.name + " search over " + std::to_string(ctx.n) +
+                    " devices would score about " + figure + " device placements (" +
+                    std::to_string(ctx.L) + " layers), more than 2^27: it would take minutes "
+                    "and gigabytes; plan for fewer devices (plan --devices " +
+                    std::to_string(fits) + " or fewer)");
+}
+
+void keep_best(std::vector<cost_candidate>& fitting, std::size_t keep) {
+  if (fitting.size() < 2 * keep + 2) return;
+  const auto by = [](const cost_candidate& a, const cost_candidate& b) {
+    return better(a.plan, b.plan);
+  };
+  std::nth_element(fitting.begin(), fitting.begin() + static_cast<std::ptrdiff_t>(keep),
+                   fitting.end(), by);
+  fitting.resize(keep);
 }
 
 result<scored_config> pick_best(const cost_context& ctx, std::vector<cost_candidate>& fitting,

@@ -3,6 +3,7 @@
 // all-reduce, the analytic and simulated step time, and the search over (p, w, b, m).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -125,12 +126,28 @@ result<scored_config> search_configs(cost_context& ctx, int p_min, int p_max, Ms
 result<scored_config> pick_best(const cost_context& ctx, std::vector<cost_candidate>& fitting,
                                 const cost_candidate* smallest);
 
+// The device placements a search would score: sum over its (p, w, b, m, arrangement) of p·w.
+double search_size(const cost_context& ctx, int p_min, int top_p,
+                   const std::function<std::size_t(int)>& ms_count);
+// An error when search_size passes max_search_placements, naming the size and the largest
+// max_devices under it; the search would take minutes and gigabytes.
+inline constexpr double max_search_placements = double(1 << 27);
+status check_search_size(const cost_context& ctx, int p_min, int top_p,
+                         const std::function<std::size_t(int)>& ms_count);
+// Keeps the `keep` best candidates (by `better`) once `fitting` holds twice as many.
+void keep_best(std::vector<cost_candidate>& fitting, std::size_t keep);
+
 template <class Ms>
 result<scored_config> search_configs(cost_context& ctx, int p_min, int p_max, Ms ms) {
   std::vector<cost_candidate> fitting;
   cost_candidate smallest;
   bool any = false;
   const int top_p = std::min(p_max, std::min(ctx.L, ctx.n));
+  if (status st = check_search_size(ctx, p_min, top_p, [&](int p) { return ms(p).size(); }); !st)
+    return make_error(st.message());
+  // Only the candidates pick_best may look at are kept: the best, or the simulate_top best.
+  const std::size_t keep =
+      ctx.options.use_simulator ? std::max<std::size_t>(1, ctx.options.simulate_top) : 1;
   for (int p = p_min; p <= top_p; ++p)
     for (int w = 1; p * w <= ctx.n; ++w)
       for (std::int64_t b : ctx.sizes)
@@ -139,6 +156,7 @@ result<scored_config> search_configs(cost_context& ctx, int p_min, int p_max, Ms
             cost_candidate k = build(ctx, p, w, b, m, which);
             if (k.fits) {
               fitting.push_back(std::move(k));
+              keep_best(fitting, keep);
             } else if (!any || k.excess < smallest.excess) {
               smallest = std::move(k);
               any = true;

@@ -118,3 +118,21 @@ TEST_CASE("plan refuses a profile time or microbatch that would overflow and a 1
     CHECK(contains(r.err, "devices[0].speed 1e-308 must be a finite number in 1e-06..1e+06"));
   }
 }
+
+TEST_CASE("plan on a cluster too large to search says so at once and how many devices to plan for",
+          "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "four.json", four_layers);
+  for (const char* cluster : {"dgx-h100x1024", "dgx-h100x8192"}) {
+    const cli_result r = run_cli({"plan", "--profile", dir / "four.json", "--cluster", cluster,
+                                  "--planner", "2bw"});
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "device placements (4 layers), more than 2^27"));
+    CHECK(contains(r.err, "plan for fewer devices (plan --devices "));
+    CHECK_FALSE(contains(r.err, "bad_alloc"));
+  }
+  // PipeDream's planner searches the same clusters quickly.
+  CHECK(run_cli({"plan", "--profile", dir / "four.json", "--cluster", "dgx-h100x8192"}).exit_code ==
+        0);
+}
