@@ -1,11 +1,14 @@
 // `pipeworks profile`: each layer (block) of a model timed alone on this CPU at one microbatch
 // size, with its bytes, written as profile.json for `pipeworks plan` and the partition actor.
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <random>
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
+#include "ops/checkpoint/atomic_file.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/model/model_spec.hpp"
 #include "partition/profiler.hpp"
@@ -42,7 +45,7 @@ minibatch random_sample(const model_spec& spec, std::int64_t b) {
 
 int run_profile(const profile_options& o) {
   const model_spec spec = parse_model_flag(o.model);
-  check_output_path(o.out, "--out");
+  check_outputs({{o.out, "--out"}}, {{o.model, "--model"}});
   set_cpu_threads(o.threads);
   model<float> net = build_model<float>(spec);
   check_memory(net, 2, o.microbatch, 0, "--microbatch", "lower --microbatch");
@@ -52,10 +55,8 @@ int run_profile(const profile_options& o) {
   auto prof = profile_model(net, random_sample(spec, o.microbatch), po);
   if (!prof) throw pipeworks_error(prof.message());
   prof->model = spec.name;  // the name `--model` takes back (gpt-tiny, a JSON path, ...)
-  std::ofstream f(o.out);
-  f << to_json(*prof) << "\n";
-  f.close();
-  if (!f) throw pipeworks_error("cannot write " + o.out);
+  if (status s = write_text_atomic(o.out, to_json(*prof) + "\n"); !s)
+    throw pipeworks_error("--out: " + s.message());
   double fwd = 0, bwd = 0;
   for (const auto& l : prof->layers) {
     fwd += l.fwd_ms;
@@ -78,7 +79,17 @@ const bool registered = register_command(
           ->capture_default_str();
       sub.add_option("--out", o->out, "where to write profile.json")->required();
       sub.add_option("--repeats", o->repeats, "timed runs per layer (the median counts)")
-          ->check(positive_int)
+          ->check(CLI::Validator(
+              [](std::string& s) -> std::string {
+                std::int64_t v = 0;
+                const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+                if (ec != std::errc() || end != s.data() + s.size() || v < 1 ||
+                    v > max_profile_repeats)
+                  return "must be a whole number in 1.." + std::to_string(max_profile_repeats) +
+                         ", got '" + s + "'";
+                return {};
+              },
+              "1.." + std::to_string(max_profile_repeats)))
           ->capture_default_str();
       sub.add_option("--optimizer", o->optimizer, "sgd or adamw: sizes the optimizer state")
           ->check(CLI::IsMember({"sgd", "adamw"}))

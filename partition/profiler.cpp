@@ -23,7 +23,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 template <class T>
 result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
                                     const profiler_options& options) {
-  if (options.repeats < 1) return make_error("profile: repeats must be at least 1");
+  if (options.repeats < 1 || options.repeats > max_profile_repeats)
+    return make_error("profile: repeats must be in 1.." + std::to_string(max_profile_repeats) +
+                      ", not " + std::to_string(options.repeats));
   if (sample.inputs.rank() < 1 || sample.inputs.dim(0) < 1)
     return make_error("profile: the sample microbatch is empty");
   model_profile out;

@@ -12,8 +12,11 @@
 
 namespace pipeworks {
 
+// More timed runs than this per block is a typo: 2^31-1 looped for ever and grew memory.
+inline constexpr int max_profile_repeats = 100000;
+
 struct profiler_options {
-  int repeats = 5;  // timed runs per block after one warm-up; the median counts
+  int repeats = 5;  // timed runs per block after one warm-up; the median counts (1..max)
   optimizer_kind optimizer = optimizer_kind::adamw;  // its state bytes: AdamW 2x, SGD 1x params
 };
 

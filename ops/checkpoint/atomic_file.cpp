@@ -225,7 +225,7 @@ status check_output_target(const std::string& path) {
   if (!S_ISREG(st.st_mode))
     return make_error("refusing to write " + path + ": it is " + kind_of(st.st_mode) +
                       ", not a regular file, and would be replaced; give the path of a regular "
-                      "file (or leave the flag out to write nothing)");
+                      "file");
   return {};
 }
 

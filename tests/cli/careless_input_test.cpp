@@ -35,6 +35,8 @@ TEST_CASE("values that would wrap or exhaust the machine exit 2 naming the flag 
       {mlp_train({"--seed", "18446744073709551616"}), "--seed: must be a whole number in 0..2^64-1"},
       {mlp_train({"--threads", "2147483647"}), "--threads: must be a whole number in 0..4096"},
       {{"profile", "--model", "mlp", "--threads", "100000"}, "--threads"},
+      {{"profile", "--model", "mlp", "--out", dir / "p.json", "--repeats", "2147483647"},
+       "--repeats: must be a whole number in 1..100000, got '2147483647'"},
       {mlp_train({"--schedule", "1f1b", "--stages", "2", "--inject-fault", "kill@0F1:9999999"}),
        "the replica 9999999 is out of range"},
       {{"train", "--model", dir / "type5.json", "--data", "/usr/share/games/fortunes", "--steps",

@@ -46,6 +46,7 @@ TEST_CASE("every output flag refuses a symbolic link and leaves the link and its
       {with(tiny_train(dir / "text.txt"), {"--print-plan", link}), "--print-plan"},
       {with(tiny_simulate, {"--trace", link}), "--trace"},
       {with(tiny_simulate, {"--svg", link}), "--svg"},
+      {{"profile", "--model", "mlp", "--out", link}, "--out"},
   };
   for (const auto& [args, flag] : runs) {
     const cli_result r = run_cli(args);
@@ -67,6 +68,7 @@ TEST_CASE("a device or a named pipe as an output is refused at once and stays wh
       {with(tiny_train(dir / "text.txt"), {"--save", "/dev/null"}), "/dev/null: it is a device"},
       {with(tiny_train(dir / "text.txt"), {"--metrics", "/dev/null"}), "/dev/null: it is a device"},
       {with(tiny_simulate, {"--svg", "/dev/null"}), "/dev/null: it is a device"},
+      {{"profile", "--model", "mlp", "--out", "/dev/null"}, "/dev/null: it is a device"},
       {with(tiny_simulate, {"--trace", dir / "pipe"}), "pipe: it is a named pipe"},
       {with(tiny_train(dir / "text.txt"), {"--metrics", dir / "pipe"}), "pipe: it is a named pipe"},
   };
