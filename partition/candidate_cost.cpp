@@ -317,9 +317,6 @@ result<cost_context> make_cost_context(const model_profile& profile, const clust
   for (const cluster_level& lv : c.levels) {
     if (lv.count < 1) return make_error("cluster level " + lv.name + ": count must be at least 1");
   }
-  for (std::size_t d = 0; d < c.devices.size(); ++d)
-    if (!(c.devices[d].speed > 0))
-      return make_error(device_label(c, static_cast<int>(d)) + ": speed must be positive");
   ctx.n = c.device_count();
   if (options.max_devices > 0) ctx.n = std::min(ctx.n, options.max_devices);
   if (ctx.n < 1) return make_error("the cluster has no devices");
