@@ -1,47 +1,52 @@
 // The lowering pass: compute-only programs -> programs with SEND/RECV pairs between virtual
 // stages on different devices. Sends are buffered; a RECV sits right before the compute action
-// that consumes it, and a SEND right after the one that produces it.
+// that consumes it, and a SEND right after the one that produces it. Each program grows in place.
 #include "runtime/lower.hpp"
+
+#include <bit>
+#include <cstdint>
+#include <vector>
 
 namespace pipeworks {
 
 schedule lower_communication(schedule&& out) {
-  const int last = out.virtual_stages - 1;
+  const int stages = out.virtual_stages;
   const auto& dev = out.device_of;
-  // Does the hand-off between virtual stages a and b cross devices?
-  auto crosses = [&](int a, int b) { return dev[a] != dev[b]; };
-  auto recv_before = [&](const action& a) {
-    if (a.stage < 0 || a.stage > last) return false;
-    if (a.kind == action_kind::forward) return a.stage > 0 && crosses(a.stage - 1, a.stage);
+  // in_cross[s]: stage s's input comes from another device (F(s) needs a RECV_F, B(s) or I(s)
+  // a SEND_B); out_cross[s]: its output goes to another device (F(s) needs a SEND_F, B(s) or
+  // I(s) a RECV_B). Actions that name no stage in range get neither.
+  std::vector<std::uint8_t> in_cross(stages, 0), out_cross(stages, 0);
+  for (int s = 0; s < stages; ++s) {
+    in_cross[s] = s > 0 && dev[s - 1] != dev[s];
+    out_cross[s] = s + 1 < stages && dev[s] != dev[s + 1];
+  }
+  // What goes before and after a: bit 0 a RECV before it, bit 1 a SEND after it.
+  auto around = [&](const action& a) -> unsigned {
+    if (a.stage < 0 || a.stage >= stages) return 0;
+    if (a.kind == action_kind::forward) return in_cross[a.stage] | out_cross[a.stage] << 1;
     if (a.kind == action_kind::backward || a.kind == action_kind::input_grad)
-      return a.stage < last && crosses(a.stage, a.stage + 1);
-    return false;
-  };
-  auto send_after = [&](const action& a) {
-    if (a.stage < 0 || a.stage > last) return false;
-    if (a.kind == action_kind::forward) return a.stage < last && crosses(a.stage, a.stage + 1);
-    if (a.kind == action_kind::backward || a.kind == action_kind::input_grad)
-      return a.stage > 0 && crosses(a.stage - 1, a.stage);
-    return false;
+      return out_cross[a.stage] | in_cross[a.stage] << 1;
+    return 0;
   };
   for (program& prog : out.programs) {
-    std::size_t n = prog.size();  // the exact size, so that each program is allocated once
-    for (const action& a : prog) n += recv_before(a) + send_after(a);
-    program lowered;
-    lowered.reserve(n);
-    for (const action& a : prog) {
+    const std::size_t n0 = prog.size();
+    std::size_t n = n0;
+    for (const action& a : prog) n += std::popcount(around(a));
+    // Grow in place (the generators reserve this room), then fill from the back: an action never
+    // moves to a position below its own, so nothing is overwritten before it is read.
+    prog.resize(n);
+    action* p = prog.data();
+    std::size_t dst = n;
+    for (std::size_t i = n0; i-- > 0;) {
+      const action a = p[i];
+      const unsigned c = around(a);
       const bool fwd = a.kind == action_kind::forward;
       // F(s) reads stage s-1's activation and feeds stage s+1; B(s) or I(s) reads stage s+1's
       // input gradient and sends its own to stage s-1.
-      if (recv_before(a)) {
-        lowered.push_back({a.stage, fwd ? action_kind::recv_f : action_kind::recv_b, a.microbatch});
-      }
-      lowered.push_back(a);
-      if (send_after(a)) {
-        lowered.push_back({a.stage, fwd ? action_kind::send_f : action_kind::send_b, a.microbatch});
-      }
+      if (c & 2) p[--dst] = {a.stage, fwd ? action_kind::send_f : action_kind::send_b, a.microbatch};
+      p[--dst] = a;
+      if (c & 1) p[--dst] = {a.stage, fwd ? action_kind::recv_f : action_kind::recv_b, a.microbatch};
     }
-    prog = std::move(lowered);  // frees this rank's compute-only program
   }
   out.lowered = true;
   return std::move(out);

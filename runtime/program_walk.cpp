@@ -43,18 +43,22 @@ namespace {
       break;
     case action_kind::send_f:
     case action_kind::send_b: {
+      // Built once and stored twice: copying f.awaited back out of f stalls the store buffer.
       const bool fwd = a.kind == action_kind::send_f;
+      const link_id link{replica, fwd ? st + 1 : st - 1, fwd};
       f.waits = wait_kind::credit;
-      f.awaited = {{replica, fwd ? st + 1 : st - 1, fwd}, mb};
-      make_message(f.awaited.link, false);  // a RECV on the consumer's rank takes it
+      f.awaited = {link, mb};
+      make_message(link, false);  // a RECV on the consumer's rank takes it
       break;
     }
     case action_kind::recv_f:
-    case action_kind::recv_b:
-      wait_message({replica, st, a.kind == action_kind::recv_f}, false);
+    case action_kind::recv_b: {
+      const link_id link{replica, st, a.kind == action_kind::recv_f};
+      wait_message(link, false);
       f.makes = make_kind::credit;
-      f.made = f.awaited;
+      f.made = {link, mb};
       break;
+    }
     case action_kind::reduce:
       if (s.params.replicas > 1) {
         f.waits = wait_kind::reduce;
@@ -152,9 +156,13 @@ bool program_walker::arrive_at_reduce(int r, const reduce_id& id, int& dep) {
 void program_walker::advance(int r) {
   const int q = r / p_;
   const int window = o_.credit_window;
-  const program& prog = s_.programs[r];
-  while (pc_[r] < prog.size()) {
-    const action& a = prog[pc_[r]];
+  const action* prog = s_.programs[r].data();
+  const std::size_t n = s_.programs[r].size();
+  std::size_t pc = pc_[r];
+  while (pc < n) {
+    // The next visit to this rank comes after many other ranks ran: fetch its program now.
+    __builtin_prefetch(prog + std::min(pc + 16, n));
+    const action& a = prog[pc];
     const int before = a.kind == action_kind::reduce ? reduces_done_[q * stages_ + a.stage] : 0;
     const action_flow f = describe(s_, o_.lowered, q, a, before);
     int dep = -1;
@@ -165,7 +173,9 @@ void program_walker::advance(int r) {
         break;
       case wait_kind::message:
         if (!f.awaited_local) {
-          dep = (f.awaited.link.forward ? made_f_ : made_b_)[slot(f.awaited)];
+          const int* made = &(f.awaited.link.forward ? made_f_ : made_b_)[slot(f.awaited)];
+          __builtin_prefetch(made + 16);  // the link's next microbatches, one line on
+          dep = *made;
           ready = dep >= 0;
         }
         break;
@@ -184,17 +194,19 @@ void program_walker::advance(int r) {
     }
     if (!ready) {
       blocked_[r] = 1;
-      return;
+      break;
     }
     const int st = std::max(last_step_[r], dep) + 1;
-    if (o_.record_steps) step_at_[r][pc_[r]] = st;
+    if (o_.record_steps) step_at_[r][pc] = st;
     last_step_[r] = st;
     switch (f.makes) {
       case make_kind::nothing:
         break;
       case make_kind::message:
         if (!f.made_local) {
-          (f.made.link.forward ? made_f_ : made_b_)[slot(f.made)] = st;
+          int* made = &(f.made.link.forward ? made_f_ : made_b_)[slot(f.made)];
+          __builtin_prefetch(made + 16, 1);
+          *made = st;
           wake(rank_of(q, f.made.link.stage));
         }
         break;
@@ -214,8 +226,9 @@ void program_walker::advance(int r) {
           if (other != q) wake(rank_of(other, f.reduce.stage));
         break;
     }
-    ++pc_[r];
+    ++pc;
   }
+  pc_[r] = pc;
 }
 
 }  // namespace pipeworks

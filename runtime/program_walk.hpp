@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/huge_pages.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks {
@@ -118,7 +119,7 @@ class program_walker {
   std::vector<char> blocked_;
   std::vector<int> last_step_;
   std::vector<std::vector<int>> step_at_;
-  std::vector<int> made_f_, made_b_;       // [slot(message)]: the step that made it, -1 until then
+  big_vector<int> made_f_, made_b_;        // [slot(message)]: the step that made it, -1 until then
   std::vector<int> sends_, recvs_;         // [link] with a credit window: messages sent, received
   std::vector<int> credit_step_;           // [link * window + n % window]: step of RECV n
   std::vector<int> reduces_done_;          // [replica * stages + stage]

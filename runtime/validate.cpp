@@ -2,6 +2,7 @@
 // walk of the programs (program_walk.hpp) that finds deadlocks; both linear in the actions.
 #include "runtime/validate.hpp"
 
+#include "runtime/huge_pages.hpp"
 #include "runtime/program_walk.hpp"
 #include "runtime/validate_layout.hpp"
 #include "runtime/validate_report.hpp"
@@ -15,14 +16,11 @@ namespace pipeworks {
 
 namespace {
 
-// How often each action kind appears for one (replica, virtual stage, microbatch), saturating.
-struct counts {
-  std::uint8_t f = 0, b = 0, i = 0, w = 0, sf = 0, rf = 0, sb = 0, rb = 0;
+// Which action kinds ran for one (replica, virtual stage, microbatch): one bit each. A second
+// one is an error at once, so a bit is all a count needs.
+enum : std::uint8_t {
+  ran_f = 1, ran_b = 2, ran_i = 4, ran_w = 8, ran_sf = 16, ran_rf = 32, ran_sb = 64, ran_rb = 128,
 };
-
-void bump(std::uint8_t& c) {
-  if (c < 255) ++c;
-}
 
 std::string act(int stage, action_kind kind, int mb) { return to_string(action{stage, kind, mb}); }
 
@@ -42,7 +40,7 @@ class validator {
   const schedule& s_;
   int p_ = 1, w_ = 1, stages_ = 1, mbs_ = 0, ranks_ = 0;
   bool lowered_ = false;
-  std::vector<counts> counts_;  // [slot(q, s, mb)]
+  big_vector<std::uint8_t> counts_;  // [slot(q, s, mb)]: ran_* bits
 
   std::size_t slot(int q, int stage, int mb) const {
     return (static_cast<std::size_t>(q) * stages_ + stage) * mbs_ + mb;
@@ -62,9 +60,9 @@ class validator {
     if (auto st = detail::check_layout(s_); !st) return st;
     mbs_ = s_.total_microbatches();  // fits: check_layout bounds it by the action count
     lowered_ = s_.lowered;
-    for (const program& prog : s_.programs)
-      for (const action& a : prog) lowered_ = lowered_ || is_comm(a.kind);
-    counts_.assign(static_cast<std::size_t>(w_) * stages_ * mbs_, counts{});
+    for (std::size_t r = 0; r < s_.programs.size() && !lowered_; ++r)
+      for (const action& a : s_.programs[r]) lowered_ = lowered_ || is_comm(a.kind);
+    counts_.assign(static_cast<std::size_t>(w_) * stages_ * mbs_, 0);
     return status::success();
   }
 
@@ -92,23 +90,23 @@ class validator {
                             " is out of range; with m = " + std::to_string(s_.params.microbatches) +
                             " and " + std::to_string(s_.params.steps) +
                             " steps the ids are 0.." + std::to_string(mbs_ - 1));
-        counts& c = counts_[slot(q, s, mb)];
-        auto twice = [&](std::uint8_t n) -> status {
-          if (n == 0) return status::success();
+        std::uint8_t& c = counts_[slot(q, s, mb)];
+        auto twice = [&](std::uint8_t bit) -> status {
+          if (!(c & bit)) return status::success();
           return make_error(where(r, pos) + " appears more than once for replica " +
                             std::to_string(q) + "; every action runs exactly once");
         };
         switch (a.kind) {
           case action_kind::forward:
-            if (auto st = twice(c.f); !st) return st;
-            bump(c.f);
-            if (s > 0 && crosses(s - 1, s) && lowered_ && c.rf == 0)
+            if (auto st = twice(ran_f); !st) return st;
+            c |= ran_f;
+            if (s > 0 && crosses(s - 1, s) && lowered_ && !(c & ran_rf))
               return make_error(where(r, pos) + " has no " + act(s, action_kind::recv_f, mb) +
                                 " before it, but its input comes from stage " +
                                 std::to_string(s - 1) + " on device " +
                                 std::to_string(s_.device_of[s - 1]) + "; add the RECV_F before it "
                                 "(lower_communication does this)");
-            if (s > 0 && !crosses(s - 1, s) && counts_[slot(q, s - 1, mb)].f == 0)
+            if (s > 0 && !crosses(s - 1, s) && !(counts_[slot(q, s - 1, mb)] & ran_f))
               return make_error(where(r, pos) + " comes before " +
                                 act(s - 1, action_kind::forward, mb) +
                                 " on the same device, which produces its input; run it after");
@@ -116,24 +114,23 @@ class validator {
           case action_kind::backward:
           case action_kind::input_grad: {
             const char* name = a.kind == action_kind::backward ? "B" : "I";
-            if (c.f == 0)
+            if (!(c & ran_f))
               return make_error(where(r, pos) + ": a " + name + " before its F; " +
                                 act(s, action_kind::forward, mb) + " must come earlier on rank " +
                                 std::to_string(r));
-            if (c.b || c.i)
+            if (c & (ran_b | ran_i))
               return make_error(where(r, pos) + ": the backward of microbatch " +
                                 std::to_string(mb) + " on stage " + std::to_string(s) +
                                 " appears more than once (B and I count as the same backward)");
-            bump(a.kind == action_kind::backward ? c.b : c.i);
-            if (s + 1 < stages_ && crosses(s, s + 1) && lowered_ && c.rb == 0)
+            c |= a.kind == action_kind::backward ? ran_b : ran_i;
+            if (s + 1 < stages_ && crosses(s, s + 1) && lowered_ && !(c & ran_rb))
               return make_error(where(r, pos) + " has no " + act(s, action_kind::recv_b, mb) +
                                 " before it, but its output gradient comes from stage " +
                                 std::to_string(s + 1) + " on device " +
                                 std::to_string(s_.device_of[s + 1]) + "; add the RECV_B before it "
                                 "(lower_communication does this)");
             if (s + 1 < stages_ && !crosses(s, s + 1)) {
-              const counts& next = counts_[slot(q, s + 1, mb)];
-              if (next.b == 0 && next.i == 0)
+              if (!(counts_[slot(q, s + 1, mb)] & (ran_b | ran_i)))
                 return make_error(where(r, pos) + " comes before the backward of stage " +
                                   std::to_string(s + 1) + " for microbatch " + std::to_string(mb) +
                                   " on the same device, which produces its output gradient");
@@ -141,46 +138,46 @@ class validator {
             break;
           }
           case action_kind::weight_grad:
-            if (c.i == 0)
+            if (!(c & ran_i))
               return make_error(where(r, pos) + ": a W before its I; " +
                                 act(s, action_kind::input_grad, mb) + " must come earlier on rank " +
-                                std::to_string(r) + (c.b ? " (it ran a full B instead: drop the W)"
-                                                         : ""));
-            if (auto st = twice(c.w); !st) return st;
-            bump(c.w);
+                                std::to_string(r) +
+                                (c & ran_b ? " (it ran a full B instead: drop the W)" : ""));
+            if (auto st = twice(ran_w); !st) return st;
+            c |= ran_w;
             break;
           case action_kind::send_f:
             if (s + 1 >= stages_)
               return make_error(where(r, pos) + ": the last stage has no next stage to send to");
-            if (c.f == 0)
+            if (!(c & ran_f))
               return make_error(where(r, pos) + " comes before " +
                                 act(s, action_kind::forward, mb) + ", which produces what it sends");
-            if (auto st = twice(c.sf); !st) return st;
-            bump(c.sf);
+            if (auto st = twice(ran_sf); !st) return st;
+            c |= ran_sf;
             break;
           case action_kind::recv_f:
             if (s == 0)
               return make_error(where(r, pos) + ": stage 0 has no previous stage to receive from");
-            if (auto st = twice(c.rf); !st) return st;
-            bump(c.rf);
+            if (auto st = twice(ran_rf); !st) return st;
+            c |= ran_rf;
             break;
           case action_kind::send_b:
             if (s == 0)
               return make_error(where(r, pos) + ": stage 0 has no previous stage to send to");
-            if (c.b == 0 && c.i == 0)
+            if (!(c & (ran_b | ran_i)))
               return make_error(where(r, pos) + " comes before " +
                                 act(s, action_kind::backward, mb) + " (or " +
                                 act(s, action_kind::input_grad, mb) +
                                 "), which produces what it sends");
-            if (auto st = twice(c.sb); !st) return st;
-            bump(c.sb);
+            if (auto st = twice(ran_sb); !st) return st;
+            c |= ran_sb;
             break;
           case action_kind::recv_b:
             if (s + 1 >= stages_)
               return make_error(where(r, pos) + ": the last stage has no next stage to receive "
                                 "from");
-            if (auto st = twice(c.rb); !st) return st;
-            bump(c.rb);
+            if (auto st = twice(ran_rb); !st) return st;
+            c |= ran_rb;
             break;
           default:
             break;
@@ -191,54 +188,63 @@ class validator {
   }
 
   // Every (replica, stage, microbatch) has one F and one backward, and sends pair with receives.
-  status check_pairs() {
+  // A fast test per slot; the messages are built only for the slot that fails.
+  status check_pairs() const {
     for (int q = 0; q < w_; ++q)
-      for (int s = 0; s < stages_; ++s)
+      for (int s = 0; s < stages_; ++s) {
+        const std::uint8_t* row = &counts_[slot(q, s, 0)];
+        const std::uint8_t* next = s + 1 < stages_ ? &counts_[slot(q, s + 1, 0)] : nullptr;
+        const std::uint8_t* prev = s > 0 ? &counts_[slot(q, s - 1, 0)] : nullptr;
         for (int mb = 0; mb < mbs_; ++mb) {
-          const counts& c = counts_[slot(q, s, mb)];
-          const std::string rank = "rank " + std::to_string(rank_of(q, s));
-          if (c.f == 0)
-            return make_error("microbatch " + std::to_string(mb) + " never runs on stage " +
-                              std::to_string(s) + " (replica " + std::to_string(q) + "): " +
-                              rank + " has no " + act(s, action_kind::forward, mb) +
-                              "; every stage runs F and B (or I and W) for every microbatch");
-          if (c.b == 0 && c.i == 0)
-            return make_error("microbatch " + std::to_string(mb) + " is never consumed on stage " +
-                              std::to_string(s) + ": " + act(s, action_kind::forward, mb) +
-                              " on " + rank + " has no " + act(s, action_kind::backward, mb) +
-                              " (or " + act(s, action_kind::input_grad, mb) + " and " +
-                              act(s, action_kind::weight_grad, mb) + ") after it");
-          if (c.i && c.w == 0)
-            return make_error(act(s, action_kind::input_grad, mb) + " on " + rank + " has no " +
-                              act(s, action_kind::weight_grad, mb) +
-                              ": the weight gradient of microbatch " + std::to_string(mb) +
-                              " is never computed");
-          if (s + 1 < stages_) {
-            const counts& next = counts_[slot(q, s + 1, mb)];
-            const std::string to = "rank " + std::to_string(rank_of(q, s + 1));
-            if (c.sf && !next.rf)
-              return make_error("unmatched send: " + act(s, action_kind::send_f, mb) + " on " +
-                                rank + " has no " + act(s + 1, action_kind::recv_f, mb) + " on " +
-                                to);
-            if (!c.sf && next.rf)
-              return make_error("unmatched receive: " + act(s + 1, action_kind::recv_f, mb) +
-                                " on " + to + " waits for " + act(s, action_kind::send_f, mb) +
-                                ", which " + rank + " never sends");
-          }
-          if (s > 0) {
-            const counts& prev = counts_[slot(q, s - 1, mb)];
-            const std::string to = "rank " + std::to_string(rank_of(q, s - 1));
-            if (c.sb && !prev.rb)
-              return make_error("unmatched send: " + act(s, action_kind::send_b, mb) + " on " +
-                                rank + " has no " + act(s - 1, action_kind::recv_b, mb) + " on " +
-                                to);
-            if (!c.sb && prev.rb)
-              return make_error("unmatched receive: " + act(s - 1, action_kind::recv_b, mb) +
-                                " on " + to + " waits for " + act(s, action_kind::send_b, mb) +
-                                ", which " + rank + " never sends");
-          }
+          const std::uint8_t c = row[mb];
+          bool bad = !(c & ran_f) || !(c & (ran_b | ran_i)) || ((c & ran_i) && !(c & ran_w));
+          if (next) bad = bad || !(c & ran_sf) != !(next[mb] & ran_rf);
+          if (prev) bad = bad || !(c & ran_sb) != !(prev[mb] & ran_rb);
+          if (bad) return pair_error(q, s, mb);
         }
+      }
     return status::success();
+  }
+
+  // The message for the first check of check_pairs that slot (q, s, mb) fails.
+  status pair_error(int q, int s, int mb) const {
+    const std::uint8_t c = counts_[slot(q, s, mb)];
+    const std::string rank = "rank " + std::to_string(rank_of(q, s));
+    if (!(c & ran_f))
+      return make_error("microbatch " + std::to_string(mb) + " never runs on stage " +
+                        std::to_string(s) + " (replica " + std::to_string(q) + "): " + rank +
+                        " has no " + act(s, action_kind::forward, mb) +
+                        "; every stage runs F and B (or I and W) for every microbatch");
+    if (!(c & (ran_b | ran_i)))
+      return make_error("microbatch " + std::to_string(mb) + " is never consumed on stage " +
+                        std::to_string(s) + ": " + act(s, action_kind::forward, mb) + " on " +
+                        rank + " has no " + act(s, action_kind::backward, mb) + " (or " +
+                        act(s, action_kind::input_grad, mb) + " and " +
+                        act(s, action_kind::weight_grad, mb) + ") after it");
+    if ((c & ran_i) && !(c & ran_w))
+      return make_error(act(s, action_kind::input_grad, mb) + " on " + rank + " has no " +
+                        act(s, action_kind::weight_grad, mb) +
+                        ": the weight gradient of microbatch " + std::to_string(mb) +
+                        " is never computed");
+    if (s + 1 < stages_) {
+      const std::uint8_t next = counts_[slot(q, s + 1, mb)];
+      const std::string to = "rank " + std::to_string(rank_of(q, s + 1));
+      if ((c & ran_sf) && !(next & ran_rf))
+        return make_error("unmatched send: " + act(s, action_kind::send_f, mb) + " on " + rank +
+                          " has no " + act(s + 1, action_kind::recv_f, mb) + " on " + to);
+      if (!(c & ran_sf) && (next & ran_rf))
+        return make_error("unmatched receive: " + act(s + 1, action_kind::recv_f, mb) + " on " +
+                          to + " waits for " + act(s, action_kind::send_f, mb) + ", which " +
+                          rank + " never sends");
+    }
+    const std::uint8_t prev = counts_[slot(q, s - 1, mb)];
+    const std::string to = "rank " + std::to_string(rank_of(q, s - 1));
+    if ((c & ran_sb) && !(prev & ran_rb))
+      return make_error("unmatched send: " + act(s, action_kind::send_b, mb) + " on " + rank +
+                        " has no " + act(s - 1, action_kind::recv_b, mb) + " on " + to);
+    return make_error("unmatched receive: " + act(s - 1, action_kind::recv_b, mb) + " on " + to +
+                      " waits for " + act(s, action_kind::send_b, mb) + ", which " + rank +
+                      " never sends");
   }
 
   // The walk (runtime/program_walk.hpp): linear in the number of actions. On a deadlock it walks

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/huge_pages.hpp"
+
 namespace pipeworks::detail {
 
 namespace {
@@ -27,7 +29,6 @@ class update_checker {
     if (auto st = check_table_shape(); !st) return st;
     const std::size_t slots = static_cast<std::size_t>(w_) * stages_ * mbs_;
     f_steps_.assign(slots, -1);
-    f_pos_.assign(slots, 0);
     steps_seen_.assign(stages_, 0);
     reduce_pending_.assign(stages_, 0);
     closed_.assign(static_cast<std::size_t>(stages_) * steps_, 0);
@@ -41,8 +42,7 @@ class update_checker {
  private:
   const schedule& s_;
   int p_ = 1, w_ = 1, m_ = 1, steps_ = 1, stages_ = 1, mbs_ = 0;
-  std::vector<int> f_steps_;          // [slot]: STEPs of the stage before F, on that replica
-  std::vector<std::size_t> f_pos_;    // [slot]: where that F is in its rank's program
+  big_vector<int> f_steps_;           // [slot]: STEPs of the stage before F, on that replica
   std::vector<int> steps_seen_, reduce_pending_;  // [stage], for the rank being walked
   std::vector<int> closed_;           // [stage * steps + t]: closed backwards of step t
   std::vector<std::vector<int>> stages_of_;       // [device]: its virtual stages
@@ -112,7 +112,6 @@ class update_checker {
                               " ran before it, so the newest version is " +
                               std::to_string(newest));
           f_steps_[slot(q, st, mb)] = newest;
-          f_pos_[slot(q, st, mb)] = pos;
           break;
         }
         case action_kind::backward:
@@ -191,7 +190,8 @@ class update_checker {
     return "some microbatch";
   }
 
-  // The version table against the kind's rule, for every replica.
+  // The version table against the kind's rule, for every replica. A fast test per slot; the
+  // message is built only for the first that fails.
   status check_rule() const {
     enum class rule { latest, vertical_sync, delayed, none } kind = rule::none;
     if (s_.custom_programs || is_flush(s_.kind) || s_.kind == schedule_kind::pipedream)
@@ -202,35 +202,45 @@ class update_checker {
       kind = rule::delayed;
     if (kind == rule::none) return status::success();
     for (int q = 0; q < w_; ++q)
-      for (int st = 0; st < stages_; ++st)
+      for (int st = 0; st < stages_; ++st) {
+        const std::vector<version_use>& row = s_.versions[st];
         for (int mb = 0; mb < mbs_; ++mb) {
-          const int used = s_.versions[st][mb].forward;
           int expected = 0;
+          switch (kind) {
+            case rule::latest: expected = f_steps_[slot(q, st, mb)]; break;
+            case rule::vertical_sync: expected = f_steps_[slot(q, 0, mb)]; break;
+            default: expected = std::max(mb / m_ - 1, 0); break;
+          }
+          if (row[mb].forward == expected) continue;
           std::string why;
           switch (kind) {
             case rule::latest:
-              expected = f_steps_[slot(q, st, mb)];
               why = "the STEPs of stage " + std::to_string(st) + " before it";
               break;
             case rule::vertical_sync:
-              expected = f_steps_[slot(q, 0, mb)];
               why = "the STEPs of stage 0 before its F there (vertical sync)";
               break;
             default:
-              expected = std::max(mb / m_ - 1, 0);
               why = "max(t - 1, 0) for step t = " + std::to_string(mb / m_);
               break;
           }
-          if (used != expected) {
-            const int r = s_.rank_of(q, s_.device_of[st]);
-            return make_error(where(r, f_pos_[slot(q, st, mb)]) + " uses version " +
-                              std::to_string(used) + " in the version table, but " +
-                              std::string(s_.custom_programs ? "custom programs"
-                                                             : schedule_name(s_.kind)) +
-                              " expects " + std::to_string(expected) + ": " + why);
-          }
+          const int r = s_.rank_of(q, s_.device_of[st]);
+          return make_error(where(r, forward_position(r, st, mb)) + " uses version " +
+                            std::to_string(row[mb].forward) + " in the version table, but " +
+                            std::string(s_.custom_programs ? "custom programs"
+                                                           : schedule_name(s_.kind)) +
+                            " expects " + std::to_string(expected) + ": " + why);
         }
+      }
     return status::success();
+  }
+
+  // Where F of (stage, microbatch) is in rank r's program (found only for a message).
+  std::size_t forward_position(int r, int st, int mb) const {
+    const program& prog = s_.programs[r];
+    for (std::size_t i = 0; i < prog.size(); ++i)
+      if (prog[i] == action{st, action_kind::forward, mb}) return i;
+    return 0;
   }
 };
 

@@ -10,6 +10,7 @@ result<schedule> breadth_first(const schedule_params& params) {
   if (auto ok = schedules::check_params("bfs", params, true); !ok) return error{ok.message()};
   schedule s = schedules::start_schedule(schedule_kind::bfs, params);
   const int p = params.stages, v = params.chunks, m = params.microbatches;
+  schedules::reserve_programs(s, 2 * static_cast<std::size_t>(m) * v * params.steps);
   for (int d = 0; d < p; ++d) {
     program& prog = s.programs[d];
     for (int t = 0; t < params.steps; ++t) {

@@ -62,36 +62,59 @@ void add_one_f_one_b(program& p, int stage, int stages, int first, int count) {
   for (int k = count - warmup; k < count; ++k) add(p, stage, action_kind::backward, first + k);
 }
 
+void reserve_programs(schedule& s, std::size_t compute) {
+  const std::size_t per_update = s.params.replicas > 1 ? 2 : 1;
+  const std::size_t updates =
+      per_update * static_cast<std::size_t>(s.params.steps) * s.params.chunks;
+  for (int d = 0; d < s.params.stages; ++d) s.programs[d].reserve(3 * compute + updates);
+}
+
 void add_updates(schedule& s) {
   const int m = s.params.microbatches;
   const int steps = s.params.steps;
   const bool reduce = s.params.replicas > 1;
+  std::vector<std::size_t> after;  // positions that close a step of their stage, in order
   for (int d = 0; d < s.params.stages; ++d) {
-    program& old_prog = s.programs[d];
+    program& prog = s.programs[d];
     bool split = false;  // does this device split backwards into I and W?
-    for (const action& a : old_prog) split = split || a.kind == action_kind::weight_grad;
+    for (const action& a : prog) split = split || a.kind == action_kind::weight_grad;
     const action_kind closes = split ? action_kind::weight_grad : action_kind::backward;
     // done[s * steps + t]: backwards of step t that stage s has finished so far.
     std::vector<int> done(static_cast<std::size_t>(s.virtual_stages) * steps, 0);
-    program out;
-    out.reserve(old_prog.size() + 2 * static_cast<std::size_t>(steps) * s.params.chunks);
-    for (const action& a : old_prog) {
-      out.push_back(a);
+    after.clear();
+    for (std::size_t i = 0; i < prog.size(); ++i) {
+      const action& a = prog[i];
       if (a.kind != closes) continue;
       const int t = a.microbatch / m;
-      if (++done[static_cast<std::size_t>(a.stage) * steps + t] == m) {
-        if (reduce) out.push_back(action{a.stage, action_kind::reduce, -1});
-        out.push_back(action{a.stage, action_kind::step, -1});
-      }
+      if (++done[static_cast<std::size_t>(a.stage) * steps + t] == m) after.push_back(i);
     }
-    old_prog = std::move(out);
+    // Grow once, then move each tail back past the updates inserted before it, last first.
+    const std::size_t per = reduce ? 2 : 1;
+    std::size_t end = prog.size();
+    prog.resize(end + per * after.size());
+    std::size_t dst = prog.size();
+    for (std::size_t k = after.size(); k-- > 0;) {
+      const std::size_t pos = after[k];
+      const int stage = prog[pos].stage;
+      dst -= end - (pos + 1);
+      std::move_backward(prog.begin() + static_cast<std::ptrdiff_t>(pos + 1),
+                         prog.begin() + static_cast<std::ptrdiff_t>(end),
+                         prog.begin() + static_cast<std::ptrdiff_t>(dst + end - (pos + 1)));
+      prog[--dst] = action{stage, action_kind::step, -1};
+      if (reduce) prog[--dst] = action{stage, action_kind::reduce, -1};
+      end = pos + 1;
+    }
   }
 }
 
 void replicate(schedule& s) {
   const int p = s.params.stages;
   for (int q = 1; q < s.params.replicas; ++q)
-    for (int d = 0; d < p; ++d) s.programs[s.rank_of(q, d)] = s.programs[d];
+    for (int d = 0; d < p; ++d) {
+      program& copy = s.programs[s.rank_of(q, d)];
+      copy.reserve(s.programs[d].capacity());
+      copy.assign(s.programs[d].begin(), s.programs[d].end());
+    }
 }
 
 void finish_flush_schedule(schedule& s) {

@@ -2,6 +2,7 @@
 // optimizer updates after each step's backwards, copying programs to the replicas, and the
 // common ending of flush schedules.
 #pragma once
+#include <cstddef>
 #include <string_view>
 
 #include "base/result.hpp"
@@ -17,6 +18,12 @@ status check_params(std::string_view name, const schedule_params& params, bool a
 // s % p, and p * w empty programs.
 schedule start_schedule(schedule_kind kind, const schedule_params& params);
 
+// Reserves room in each of replica 0's programs for `compute` F, B, I and W actions, the
+// updates (a REDUCE and a STEP per virtual stage and step) and the SEND/RECV pairs that lowering
+// may add (at most one RECV and one SEND per action), so that neither add_updates nor
+// lower_communication moves a program. Room that is never written takes no memory.
+void reserve_programs(schedule& s, std::size_t compute);
+
 // Appends F or B of (stage, microbatch) to a program.
 inline void add(program& p, int stage, action_kind kind, int microbatch) {
   p.push_back(action{stage, kind, microbatch});
@@ -28,10 +35,12 @@ void add_one_f_one_b(program& p, int stage, int stages, int first, int count);
 
 // Adds the optimizer update of each virtual stage, [REDUCE s when w > 1] then STEP s, right after
 // the m-th backward (B, or W for split backwards) of that stage in each step, in replica 0's
-// programs. Microbatch id mb belongs to step mb / m.
+// programs, in place (within the room reserve_programs made). Microbatch id mb belongs to step
+// mb / m.
 void add_updates(schedule& s);
 
-// Copies replica 0's programs (ranks 0 .. p-1) to replicas 1 .. w-1; microbatch ids stay local.
+// Copies replica 0's programs (ranks 0 .. p-1), with their room, to replicas 1 .. w-1; microbatch
+// ids stay local.
 void replicate(schedule& s);
 
 // Ends a schedule that flushes every step: add_updates, replicate, then the synchronous version

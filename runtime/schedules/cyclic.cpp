@@ -72,9 +72,11 @@ result<schedule> cyclic(const schedule_params& params) {
     const int off = shift_of(q, m, w);
     for (int d = 0; d < p; ++d) {
       program stream;
+      stream.reserve(2 * static_cast<std::size_t>(total));
       schedules::add_one_f_one_b(stream, d, p, 0, total);
       program& out = s.programs[s.rank_of(q, d)];
-      out.reserve(stream.size() + 2 * static_cast<std::size_t>(params.steps));
+      // Room for the updates and for the SEND/RECV pairs lowering adds (see reserve_programs).
+      out.reserve(3 * stream.size() + 2 * static_cast<std::size_t>(params.steps));
       for (const action& a : stream) {
         out.push_back(a);
         if (a.kind != action_kind::backward) continue;

@@ -8,6 +8,7 @@ result<schedule> gpipe(const schedule_params& params) {
   if (auto ok = schedules::check_params("gpipe", params, false); !ok) return error{ok.message()};
   schedule s = schedules::start_schedule(schedule_kind::gpipe, params);
   const int m = params.microbatches;
+  schedules::reserve_programs(s, 2 * static_cast<std::size_t>(m) * params.steps);
   for (int d = 0; d < params.stages; ++d) {
     program& p = s.programs[d];
     for (int t = 0; t < params.steps; ++t) {

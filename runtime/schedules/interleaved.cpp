@@ -52,6 +52,7 @@ result<schedule> interleaved(const schedule_params& params) {
                       std::to_string(upper) + ", or v = 1");
   }
   schedule s = schedules::start_schedule(schedule_kind::interleaved, params);
+  schedules::reserve_programs(s, 2 * static_cast<std::size_t>(m) * v * params.steps);
   for (int d = 0; d < p; ++d)
     for (int t = 0; t < params.steps; ++t) {
       if (v == 1)

@@ -9,6 +9,7 @@ result<schedule> one_f_one_b(const schedule_params& params) {
   if (auto ok = schedules::check_params("1f1b", params, false); !ok) return error{ok.message()};
   schedule s = schedules::start_schedule(schedule_kind::one_f_one_b, params);
   const int m = params.microbatches;
+  schedules::reserve_programs(s, 2 * static_cast<std::size_t>(m) * params.steps);
   for (int d = 0; d < params.stages; ++d)
     for (int t = 0; t < params.steps; ++t)
       schedules::add_one_f_one_b(s.programs[d], d, params.stages, t * m, m);

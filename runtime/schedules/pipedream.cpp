@@ -15,6 +15,7 @@ namespace {
 schedule async_one_f_one_b(schedule_kind kind, const schedule_params& params) {
   schedule s = schedules::start_schedule(kind, params);
   const int total = params.microbatches * params.steps;
+  schedules::reserve_programs(s, 2 * static_cast<std::size_t>(total));
   for (int d = 0; d < params.stages; ++d)
     schedules::add_one_f_one_b(s.programs[d], d, params.stages, 0, total);
   schedules::add_updates(s);

@@ -35,9 +35,9 @@ result<schedule> zero_bubble(schedule_kind kind, const schedule_params& params) 
   const int p = params.stages;
   const int m = params.microbatches;
   const bool h1 = kind == schedule_kind::zb_h1;
+  schedules::reserve_programs(s, 3 * static_cast<std::size_t>(m) * params.steps);
   for (int d = 0; d < p; ++d) {
     program& prog = s.programs[d];
-    prog.reserve(static_cast<std::size_t>(params.steps) * (3 * m + 2));
     const int warmup = h1 ? p - d : 2 * (p - d) - 1;
     for (int t = 0; t < params.steps; ++t) zb_step(prog, d, m, warmup, h1 ? d : 2 * d, t * m);
   }
