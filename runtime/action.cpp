@@ -83,11 +83,17 @@ result<action> parse_action(std::string_view text) {
   const std::string shown(t);
   if (t.empty()) return make_error("empty action: write {stage}{kind}{microbatch}, e.g. 1F0");
   action a;
-  const std::size_t stage_digits = read_int(t, a.stage);
+  std::size_t stage_digits = 0;
+  while (stage_digits < t.size() && is_digit(t[stage_digits])) ++stage_digits;
   if (stage_digits == 0)
     return make_error("action '" + shown +
                       "' does not start with a stage number: write {stage}{kind}{microbatch}, "
                       "e.g. 1F0 or 2SEND_F3");
+  int stage = 0;
+  if (read_int(t, stage) != stage_digits || stage > max_action_stage)
+    return make_error("action '" + shown + "': stage " + std::string(t.substr(0, stage_digits)) +
+                      " is too large; stages are 0.." + std::to_string(max_action_stage));
+  a.stage = stage;
   std::string_view rest = t.substr(stage_digits);
   // PyTorch spells the gradient all-reduce REDUCE_GRAD; read it as REDUCE.
   if (rest == "REDUCE_GRAD") rest = "REDUCE";

@@ -28,13 +28,17 @@ bool is_compute(action_kind k);             // F, B, I, W
 bool is_comm(action_kind k);                // SEND_*, RECV_*
 bool has_microbatch(action_kind k);         // everything but REDUCE and STEP
 
+// Eight bytes: a large simulation walks hundreds of millions of actions, so their size is most
+// of its memory traffic. Stages are bounded by max_action_stage (parse_action refuses larger).
 struct action {
-  int stage = 0;        // (virtual) stage index, as in PyTorch's text form
-  action_kind kind = action_kind::forward;
+  int stage : 24 = 0;   // (virtual) stage index, as in PyTorch's text form
+  action_kind kind : 8 = action_kind::forward;
   int microbatch = -1;  // -1 for REDUCE and STEP
 
   bool operator==(const action&) const = default;
 };
+static_assert(sizeof(action) == 8);
+inline constexpr int max_action_stage = (1 << 23) - 1;
 
 std::string to_string(const action& a);       // "1F0", "0SEND_B2", "1STEP"
 result<action> parse_action(std::string_view text);

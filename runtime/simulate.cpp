@@ -77,7 +77,7 @@ bool simulator::advance(int r) {
           ok = fail_version(r, pc, st, mb, ver, t);
           break;
         }
-        if (table_ok_ && ver != s_.versions[st][mb].forward) {  // kept until the last backward
+        if (table_ok_ && ver != versions_[vkey(st, mb)].forward) {  // kept until the last backward
           if (!hold(rep, st, ver)) { ok = fail_bytes(r, t, st); break; }
           if (!memory_ok(r, t, st)) { ok = false; break; }
         }

@@ -37,6 +37,7 @@ class simulator {
   status prepare();
   status check_shape();
   status scan_programs();
+  status program_error(int r) const;
   status check_versions() const;
   status check_state_size() const;
   void stage_times();
@@ -48,6 +49,7 @@ class simulator {
   std::size_t key(int rep, int st, int mb) const {
     return (static_cast<std::size_t>(rep) * v_ + st) * m_ + mb;
   }
+  std::size_t vkey(int st, int mb) const { return static_cast<std::size_t>(st) * m_ + mb; }
   std::size_t group(int rep, int st) const { return static_cast<std::size_t>(rep) * v_ + st; }
   int rank_of(int rep, int st) const { return rep * p_ + device_of_[st]; }
 
@@ -58,10 +60,10 @@ class simulator {
       stash_version_[k] = newest;
       return newest;
     }
-    return s_.versions[st][mb].forward;
+    return versions_[vkey(st, mb)].forward;
   }
   int backward_version(int st, int mb, std::size_t k) const {
-    return table_ok_ ? s_.versions[st][mb].backward : stash_version_[k];
+    return table_ok_ ? versions_[vkey(st, mb)].backward : stash_version_[k];
   }
 
   // A stash refers to `ver` from F until the last backward. False if the weight bytes overflow.
@@ -77,10 +79,10 @@ class simulator {
   }
   void release(int r, int rep, int st, int mb, std::size_t k) {
     const std::size_t g = group(rep, st);
-    const int ver = table_ok_ ? s_.versions[st][mb].forward : stash_version_[k];
+    const int ver = table_ok_ ? versions_[vkey(st, mb)].forward : stash_version_[k];
     unhold(r, g, st, ver);
-    if (table_ok_ && s_.versions[st][mb].backward != ver) {
-      unhold(r, g, st, s_.versions[st][mb].backward);
+    if (table_ok_ && versions_[vkey(st, mb)].backward != ver) {
+      unhold(r, g, st, versions_[vkey(st, mb)].backward);
     }
     act_now_[r] -= act_bytes_[st];
     --inflight_[r];
@@ -129,7 +131,8 @@ class simulator {
   const cost_model& c_;
   const simulate_options& o_;
   int p_ = 1, w_ = 1, v_ = 1, r_ = 1, nver_ = 1;
-  std::size_t m_ = 1;  // microbatch ids per (replica, stage): the largest id + 1
+  std::size_t ids_ = 1;  // microbatch ids per (replica, stage): the largest id + 1
+  std::size_t m_ = 1;    // the flat arrays' row length: ids_ and padding
   std::int64_t total_ = 0;
   std::vector<int> device_of_;
   std::vector<double> t_f_, t_b_, t_i_, t_w_, t_step_, t_reduce_, xfer_f_, lat_f_, xfer_b_, lat_b_;
@@ -139,6 +142,9 @@ class simulator {
   raw_array<double> arrival_f_, arrival_b_;
   big_vector<int> stash_version_;
   bool table_ok_ = false;
+  // The version table, flat [vkey(stage, microbatch)] and on huge pages: its rows are read by
+  // every rank in turn, and the schedule's row vectors on small pages cost a TLB miss each.
+  big_vector<version_use> versions_;
   // per (replica, stage): weight versions
   std::vector<int> newest_, live_, refs_;
   // per rank

@@ -42,42 +42,39 @@ status simulator::check_shape() {
   return c_.check(v_, p_, w_);
 }
 
-// One pass over the programs: count, check stage and microbatch ranges and placement.
+// One pass over the programs: count, check stage and microbatch ranges and placement. The pass
+// visits every action, so it only accumulates; a program that fails is scanned again for the
+// first action to blame.
 status simulator::scan_programs() {
   std::int64_t total = 0;
   std::int64_t max_mb = -1;
   int max_r = 0;
-  std::size_t max_i = 0;  // where the largest id is
   int max_steps = 0;
   for (int r = 0; r < r_; ++r) {
     const program& prog = s_.programs[r];
     total += static_cast<std::int64_t>(prog.size());
-    int steps = 0;
-    for (std::size_t i = 0; i < prog.size(); ++i) {
-      const action& a = prog[i];
-      auto at = [&] {  // built only for an error: this loop visits every action
-        return "simulate: rank " + std::to_string(r) + " action " + std::to_string(i);
-      };
-      if (a.stage < 0 || a.stage >= v_) {
-        return make_error(at() + " names stage " + std::to_string(a.stage) + ", outside 0.." +
-                          std::to_string(v_ - 1));
+    const int d = r % p_;
+    bool bad = false;
+    int steps = 0, top = -1;
+    int known = -1;  // the last stage found in range and on device d: most actions repeat it
+    for (const action& a : prog) {
+      if (a.stage != known) {
+        if (static_cast<unsigned>(a.stage) >= static_cast<unsigned>(v_) ||
+            device_of_[a.stage] != d) {
+          bad = true;
+          break;
+        }
+        known = a.stage;
       }
-      if (device_of_[a.stage] != r % p_) {
-        return make_error(at() + " (" + to_string(a) + ") runs on device " +
-                          std::to_string(r % p_) + " but stage " + std::to_string(a.stage) +
-                          " lives on device " + std::to_string(device_of_[a.stage]) +
-                          "; a rank runs only the stages of its own device");
-      }
-      if (a.kind == action_kind::step) ++steps;
-      if (a.kind == action_kind::reduce || a.kind == action_kind::step) continue;
-      if (a.microbatch < 0) {
-        return make_error(at() + " has no microbatch; F, B, I, W, SEND and RECV need one");
-      }
-      if (a.microbatch > max_mb) {
-        max_mb = a.microbatch;
-        max_r = r;
-        max_i = i;
-      }
+      const bool update = a.kind == action_kind::reduce || a.kind == action_kind::step;
+      bad |= !update & (a.microbatch < 0);
+      steps += a.kind == action_kind::step;
+      top = std::max(top, update ? -1 : a.microbatch);
+    }
+    if (bad) return program_error(r);
+    if (top > max_mb) {
+      max_mb = top;
+      max_r = r;
     }
     max_steps = std::max(max_steps, steps);
   }
@@ -85,6 +82,11 @@ status simulator::scan_programs() {
   // far beyond what the actions could use: at most the action count plus some slack.
   const std::int64_t id_limit = total + 1024;
   if (max_mb >= id_limit) {
+    std::size_t max_i = 0;  // where the largest id is
+    const program& prog = s_.programs[max_r];
+    while (max_i < prog.size() && !(has_microbatch(prog[max_i].kind) &&
+                                    prog[max_i].microbatch == max_mb))
+      ++max_i;
     return make_error("simulate: rank " + std::to_string(max_r) + " action " +
                       std::to_string(max_i) + " (" + to_string(s_.programs[max_r][max_i]) +
                       ") names microbatch " + std::to_string(max_mb) +
@@ -93,24 +95,50 @@ status simulator::scan_programs() {
                       "; number the microbatches from 0");
   }
   total_ = total;
-  m_ = static_cast<std::size_t>(std::max<std::int64_t>(max_mb + 1, 1));
+  ids_ = static_cast<std::size_t>(std::max<std::int64_t>(max_mb + 1, 1));
+  // Long rows are padded by 64 entries: rows a power of two apart map every rank's slots to the
+  // same few cache sets, and the ranks take turns.
+  m_ = ids_ >= 512 ? ids_ + 64 : ids_;
   nver_ = max_steps + 1;
   return {};
+}
+
+// The first action of rank r's program that scan_programs refuses, and why.
+status simulator::program_error(int r) const {
+  const program& prog = s_.programs[r];
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    const action& a = prog[i];
+    const std::string at = "simulate: rank " + std::to_string(r) + " action " + std::to_string(i);
+    if (a.stage < 0 || a.stage >= v_) {
+      return make_error(at + " names stage " + std::to_string(a.stage) + ", outside 0.." +
+                        std::to_string(v_ - 1));
+    }
+    if (device_of_[a.stage] != r % p_) {
+      return make_error(at + " (" + to_string(a) + ") runs on device " + std::to_string(r % p_) +
+                        " but stage " + std::to_string(a.stage) + " lives on device " +
+                        std::to_string(device_of_[a.stage]) +
+                        "; a rank runs only the stages of its own device");
+    }
+    if (has_microbatch(a.kind) && a.microbatch < 0) {
+      return make_error(at + " has no microbatch; F, B, I, W, SEND and RECV need one");
+    }
+  }
+  return make_error("simulate: rank " + std::to_string(r) + " has an action it cannot run");
 }
 
 // No table: every F uses the newest version. A table must cover every stage and microbatch.
 status simulator::check_versions() const {
   if (s_.versions.empty()) return {};
   bool ok = static_cast<std::int64_t>(s_.versions.size()) == v_;
-  for (int st = 0; ok && st < v_; ++st) ok = s_.versions[st].size() >= m_;
+  for (int st = 0; ok && st < v_; ++st) ok = s_.versions[st].size() >= ids_;
   if (ok) return {};
   std::size_t shortest = s_.versions.empty() ? 0 : s_.versions[0].size();
   for (const auto& row : s_.versions) shortest = std::min(shortest, row.size());
   return make_error("simulate: the version table has " + std::to_string(s_.versions.size()) +
                     " rows (the shortest with " + std::to_string(shortest) +
                     " entries) but must have one row per virtual stage (" + std::to_string(v_) +
-                    ") with an entry for every microbatch id 0.." + std::to_string(m_ - 1) +
-                    " (" + std::to_string(m_) + " entries); or leave it empty to use the "
+                    ") with an entry for every microbatch id 0.." + std::to_string(ids_ - 1) +
+                    " (" + std::to_string(ids_) + " entries); or leave it empty to use the "
                     "newest version at each F");
 }
 
@@ -119,6 +147,7 @@ status simulator::check_versions() const {
 status simulator::check_state_size() const {
   const double keys = static_cast<double>(w_) * v_ * static_cast<double>(m_);
   double bytes = keys * (1 + 2 * sizeof(double) + (s_.versions.empty() ? sizeof(int) : 0));
+  if (!s_.versions.empty()) bytes += static_cast<double>(v_) * m_ * sizeof(version_use);
   bytes += static_cast<double>(w_) * v_ * nver_ * sizeof(int);
   if (o_.record_timeline) bytes += static_cast<double>(total_) * sizeof(timeline_event);
   const double limit = static_cast<double>(memory_limit_bytes());
@@ -178,6 +207,13 @@ status simulator::prepare() {
   arrival_b_.reset(keys);
   table_ok_ = !s_.versions.empty();
   if (!table_ok_) stash_version_.assign(keys, 0);
+  if (table_ok_) {
+    versions_.reserve(static_cast<std::size_t>(v_) * m_);
+    for (const auto& row : s_.versions) {
+      versions_.insert(versions_.end(), row.begin(), row.begin() + static_cast<std::ptrdiff_t>(ids_));
+      versions_.resize(versions_.size() + (m_ - ids_));
+    }
+  }
 
   const std::size_t groups = static_cast<std::size_t>(w_) * v_;
   newest_.assign(groups, 0);

@@ -31,6 +31,12 @@ status check_params(std::string_view name, const schedule_params& params, bool a
   if (params.steps < 1)
     return make_error(n + ": the step count must be at least 1 (got " +
                       std::to_string(params.steps) + ")");
+  // An action names its virtual stage in 24 bits (runtime/action.hpp).
+  if (static_cast<long long>(params.stages) * params.chunks > max_action_stage + 1LL)
+    return make_error(n + ": p * v = " +
+                      std::to_string(static_cast<long long>(params.stages) * params.chunks) +
+                      " virtual stages, more than the " + std::to_string(max_action_stage + 1) +
+                      " an action can name; use fewer stages or chunks");
   // Microbatch ids are ints, and every rank holds about 2 * v * m * steps actions.
   const long long ids = static_cast<long long>(params.microbatches) * params.steps;
   const long long actions = 2LL * ids * params.chunks * params.stages * params.replicas;

@@ -213,15 +213,19 @@ typename Inspector::result_type inspect(Inspector& f, microbatch_ctx& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, action& x) {
   std::uint8_t kind = static_cast<std::uint8_t>(x.kind);
+  int stage = x.stage;  // a bit-field in memory, an int on the wire
   if constexpr (!transport::serial<Inspector>) {
-    return f(caf::meta::type_name("pipeworks.action"), x.stage, kind, x.microbatch);
+    return f(caf::meta::type_name("pipeworks.action"), stage, kind, x.microbatch);
   } else {
-    if (auto err = f(caf::meta::type_name("pipeworks.action"), x.stage, kind, x.microbatch))
+    if (auto err = f(caf::meta::type_name("pipeworks.action"), stage, kind, x.microbatch))
       return err;
     if constexpr (transport::loads<Inspector>) {
       if (kind > static_cast<std::uint8_t>(action_kind::step))
         return transport::bad("an unknown action kind");
+      if (stage < -max_action_stage - 1 || stage > max_action_stage)
+        return transport::bad("an action stage out of range");
       x.kind = static_cast<action_kind>(kind);
+      x.stage = stage;
     }
     return caf::none;
   }

@@ -1,5 +1,6 @@
 // Tests for runtime/action.cpp: text forms of actions and programs, both ways.
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "runtime/action.hpp"
 
@@ -43,6 +44,26 @@ TEST_CASE("bad action strings are rejected with a reason", "[runtime]") {
   CHECK_THAT(parse_action("1STEP3").message(), Catch::Contains("takes no microbatch"));
   CHECK_THAT(parse_action("1F0x").message(), Catch::Contains("non-negative number"));
   CHECK_THAT(parse_action("1UNSHARD").message(), Catch::Contains("unknown kind"));
+}
+
+TEST_CASE("an action holds stages up to max_action_stage in eight bytes", "[runtime]") {
+  CHECK(sizeof(action) == 8);
+  const std::string top = std::to_string(max_action_stage);
+  auto a = parse_action(top + "SEND_B2147483647");
+  REQUIRE(a.ok());
+  CHECK(a->stage == max_action_stage);
+  CHECK(a->microbatch == 2147483647);
+  CHECK(to_string(*a) == top + "SEND_B2147483647");
+  const action low{-max_action_stage - 1, action_kind::step, -1};
+  CHECK(low.stage == -max_action_stage - 1);
+  // One past, and past an int: refused with the range, never wrapped.
+  for (const std::string big : {std::to_string(max_action_stage + 1) + "F0",
+                                std::string("99999999999999999999F0")}) {
+    auto r = parse_action(big);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.message(), Catch::Contains("is too large") &&
+                                Catch::Contains("0.." + std::to_string(max_action_stage)));
+  }
 }
 
 TEST_CASE("kind predicates", "[runtime]") {

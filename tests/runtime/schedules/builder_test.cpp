@@ -40,6 +40,12 @@ TEST_CASE("check_params explains what is wrong", "[runtime]") {
   CHECK(schedules::check_params("x", {2, 2, 3, 1, 1}, true).ok());
   CHECK_THAT(schedules::check_params("x", {2, 1 << 20, 1, 1, 1 << 20}, false).message(),
              Catch::Contains("too large"));
+  // Virtual stages an action can name: p * v up to max_action_stage + 1.
+  CHECK(schedules::check_params("x", {(max_action_stage + 1) / 2, 1, 2, 1, 1}, true).ok());
+  CHECK_THAT(schedules::check_params("x", {max_action_stage + 1, 1, 2, 1, 1}, true).message(),
+             Catch::Contains("virtual stages, more than the 8388608"));
+  CHECK_THAT(schedules::check_params("x", {max_action_stage + 2, 1, 1, 1, 1}, false).message(),
+             Catch::Contains("use fewer stages"));
 }
 
 TEST_CASE("finish_flush_schedule adds updates, replicates and sets synchronous versions",
