@@ -8,6 +8,7 @@
 #include "cli/command.hpp"
 #include "cli/schedule_flags.hpp"
 #include "runtime/lower.hpp"
+#include "runtime/pytorch_csv.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/simulate.hpp"
 #include "runtime/validate.hpp"
@@ -17,7 +18,27 @@ namespace {
 
 struct schedule_options : schedule_flags {
   bool csv = false, pytorch = false, lowered = false;
+  int for_replica = 0, for_step = 0;
 };
+
+// --pytorch: one pipeline for one optimizer step, as PyTorch's runtime loads it.
+int print_pytorch(const schedule_options& o, const schedule& s) {
+  const pytorch_form form = o.lowered ? pytorch_form::compute_comms : pytorch_form::compute_only;
+  auto rows = pytorch_programs(s, form, o.for_replica, o.for_step);
+  if (!rows) {
+    const std::string& m = rows.message();
+    if (m.rfind("replica ", 0) == 0) throw CLI::ValidationError("--for-replica", m);
+    if (m.rfind("step ", 0) == 0) throw CLI::ValidationError("--for-step", m);
+    throw CLI::ValidationError("--pytorch", m);  // a schedule without a flush, --steps > 1
+  }
+  std::cout << to_pytorch_csv(*rows);
+  if (s.params.replicas > 1 || s.params.steps > 1)
+    std::cerr << "pipeworks schedule: wrote replica " << o.for_replica << " of "
+              << s.params.replicas << ", step " << o.for_step << " of " << s.params.steps
+              << " (PyTorch's CSV holds one pipeline for one step; --for-replica and --for-step "
+                 "pick the others)\n";
+  return exit_ok;
+}
 
 int run_schedule(const schedule_options& o) {
   const schedule_kind kind = checked_kind(o);
@@ -34,8 +55,9 @@ int run_schedule(const schedule_options& o) {
               << ok.message() << "\n";
     return exit_failure;
   }
-  if (o.csv || o.pytorch) {  // --pytorch implies --csv
-    std::cout << (o.pytorch ? to_pytorch_csv(s.programs) : to_csv(s));
+  if (o.pytorch) return print_pytorch(o, s);  // --pytorch implies --csv
+  if (o.csv) {
+    std::cout << to_csv(s);
     return exit_ok;
   }
   std::cout << "# " << schedule_name(s.kind) << ": p=" << o.stages << " m=" << o.microbatches
@@ -53,10 +75,24 @@ const bool registered = register_command(
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<schedule_options>();
       add_schedule_flags(sub, *o);
-      sub.add_flag("--csv", o->csv, "print CSV, one row per rank (PyTorch's _dump_csv format)");
+      sub.add_flag("--csv", o->csv,
+                   "print pipeworks' CSV: one row per rank of every replica (w * p rows), every "
+                   "step, with REDUCE and STEP; the library's parse_csv reads it back, PyTorch "
+                   "does not");
       sub.add_flag("--pytorch", o->pytorch,
-                   "print CSV for PyTorch's _load_csv (implies --csv): leave out STEP and write "
-                   "REDUCE as REDUCE_GRAD");
+                   "print CSV that PyTorch's _PipelineScheduleRuntime._load_csv loads: one "
+                   "pipeline (p rows, replica --for-replica) for one optimizer step "
+                   "(--for-step), microbatches 0..m-1, F/B/I/W only (format compute_only: "
+                   "PyTorch adds SEND/RECV and REDUCE_GRAD itself); with --lowered, format "
+                   "compute_comms: SEND/RECV and REDUCE_GRAD included. Data parallelism and the "
+                   "optimizer step stay outside PyTorch's CSV. Schedules without a flush "
+                   "(pipedream, 2bw, ...) only with --steps 1");
+      sub.add_option("--for-replica", o->for_replica,
+                     "with --pytorch: the replica whose pipeline to print (default 0)")
+          ->check(CLI::NonNegativeNumber);
+      sub.add_option("--for-step", o->for_step,
+                     "with --pytorch: the optimizer step to print (default 0)")
+          ->check(CLI::NonNegativeNumber);
       sub.add_flag("--lowered", o->lowered, "add SEND/RECV pairs between devices");
       return [o] {
         try {

@@ -20,21 +20,6 @@ std::string to_csv(const std::vector<program>& programs) {
 
 std::string to_csv(const schedule& s) { return to_csv(s.programs); }
 
-std::string to_pytorch_csv(const std::vector<program>& programs) {
-  std::string out;
-  for (const program& p : programs) {
-    bool first = true;
-    for (const action& a : p) {
-      if (a.kind == action_kind::step) continue;
-      if (!first) out += ',';
-      first = false;
-      out += a.kind == action_kind::reduce ? std::to_string(a.stage) + "REDUCE_GRAD" : to_string(a);
-    }
-    out += '\n';
-  }
-  return out;
-}
-
 result<std::vector<program>> parse_csv(std::string_view text) {
   std::vector<program> rows;
   std::size_t pos = 0;

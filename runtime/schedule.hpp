@@ -86,9 +86,7 @@ schedule lower_communication(const schedule& compute_only);
 // CSV: one row per rank, cells are action strings (PyTorch's pipelining format).
 std::string to_csv(const schedule& s);
 std::string to_csv(const std::vector<program>& programs);
-// The same for PyTorch's _load_csv, whose action regex knows no STEP or REDUCE: STEP is left out
-// (PyTorch steps the optimizer outside the schedule) and REDUCE is spelled REDUCE_GRAD.
-std::string to_pytorch_csv(const std::vector<program>& programs);
+// (What PyTorch itself can load, one pipeline for one step, is in runtime/pytorch_csv.hpp.)
 result<std::vector<program>> parse_csv(std::string_view text);
 
 // A schedule around hand-written or imported programs (one per rank, rank = replica * p + device):

@@ -157,6 +157,43 @@ TEST_CASE("schedule --pytorch implies --csv", "[cli]") {
   CHECK(nonempty_lines(r.out) == std::vector<std::string>{"0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"});
 }
 
+TEST_CASE("schedule --pytorch prints one pipeline for one step in either PyTorch format", "[cli]") {
+  const std::vector<std::string> base{"schedule", "--schedule", "gpipe", "--stages", "2",
+                                      "--microbatches", "2", "--replicas", "2", "--steps", "3"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  // compute_only: p rows of F/B with ids 0..m-1, a note on stderr saying which of the 2 x 3.
+  const cli_result only = with({"--pytorch", "--for-replica", "1", "--for-step", "2"});
+  INFO(only.err);
+  REQUIRE(only.exit_code == 0);
+  CHECK(nonempty_lines(only.out) == std::vector<std::string>{"0F0,0F1,0B0,0B1", "1F0,1F1,1B0,1B1"});
+  CHECK(contains(only.err, "wrote replica 1 of 2, step 2 of 3"));
+  // compute_comms: SEND/RECV and a REDUCE_GRAD after each stage's m-th backward.
+  const cli_result comms = with({"--pytorch", "--lowered"});
+  REQUIRE(comms.exit_code == 0);
+  CHECK(nonempty_lines(comms.out) ==
+        std::vector<std::string>{"0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD",
+                                 "1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1,1REDUCE_GRAD"});
+  // Out of range picks and schedules without a flush are usage errors naming the flag.
+  const cli_result far = with({"--pytorch", "--for-step", "3"});
+  CHECK(far.exit_code == 2);
+  CHECK(contains(far.err, "--for-step"));
+  CHECK(contains(far.err, "step 3 is not one of the schedule's 3 (0..2)"));
+  CHECK(with({"--pytorch", "--for-replica", "2"}).exit_code == 2);
+  const cli_result async = run_cli({"schedule", "--schedule", "pipedream", "--stages", "2",
+                                    "--microbatches", "2", "--steps", "2", "--pytorch"});
+  CHECK(async.exit_code == 2);
+  CHECK(contains(async.err, "no flush between optimizer steps"));
+  CHECK(contains(async.err, "--steps 1"));
+  const cli_result one = run_cli({"schedule", "--schedule", "pipedream", "--stages", "2",
+                                  "--microbatches", "2", "--pytorch"});
+  CHECK(one.exit_code == 0);
+  CHECK(one.err.empty());
+}
+
 TEST_CASE("schedule: a generator's error names every schedule flag", "[cli]") {
   const cli_result r = run_cli({"schedule", "--schedule", "2bw", "--stages", "4", "--microbatches",
                                 "2", "--replicas", "2", "--steps", "3"});

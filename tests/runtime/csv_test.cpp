@@ -73,14 +73,3 @@ TEST_CASE("CSV import names the line and column of a bad cell", "[runtime]") {
   CHECK_THAT(bad.message(), Catch::Contains("line 2, column 2"));
   CHECK_THAT(bad.message(), Catch::Contains("unknown kind"));
 }
-
-TEST_CASE("PyTorch CSV leaves out STEP and spells REDUCE as REDUCE_GRAD", "[runtime]") {
-  auto s = gpipe({2, 2, 1, 2, 1});
-  REQUIRE(s.ok());
-  const std::string csv = to_pytorch_csv(s->programs);
-  CHECK(csv.substr(0, csv.find('\n')) == "0F0,0F1,0B0,0B1,0REDUCE_GRAD");
-  CHECK(csv.find("STEP") == std::string::npos);
-  auto back = parse_csv(csv);
-  REQUIRE(back.ok());
-  CHECK(to_string((*back)[3]) == "1F0 1F1 1B0 1B1 1REDUCE");
-}
