@@ -11,7 +11,9 @@
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
+#include "cli/progress_line.hpp"
 #include "partition/pipedream_planner.hpp"
+#include "partition/plan_progress.hpp"
 #include "partition/two_bw_planner.hpp"
 
 namespace pipeworks::cli {
@@ -20,7 +22,7 @@ namespace {
 struct plan_options {
   std::string profile, cluster = "local-cpu", planner = "pipedream";
   int devices = 0;
-  bool json = false;
+  bool json = false, progress = false;
 };
 
 // [{"first_layer", "last_layer", "replicas", "devices", "time_ms", "memory_bytes"}, ...], with
@@ -121,6 +123,9 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
 }
 
 int run_plan(const plan_options& o) {
+  // Large plans take seconds: a status line on stderr after the first two (--progress: at once).
+  progress_line line("pipeworks plan", o.progress);
+  plan_progress_scope scope([&](const plan_progress& p) { line.report(p.what, p.done, p.total); });
   auto prof = load_profile(o.profile);
   if (!prof) throw CLI::ValidationError("--profile", prof.message());
   auto c = load_cluster(o.cluster);
@@ -168,6 +173,9 @@ const bool registered = register_command(
       sub.add_option("--devices", o->devices, "use at most this many devices (0: all)")
           ->check(nonnegative_int)
           ->capture_default_str();
+      sub.add_flag("--progress", o->progress,
+                   "report every probe of the planner's search on stderr (without it, a status "
+                   "line appears once a plan has taken two seconds)");
       sub.add_flag("--json", o->json,
                    "{\"stages\": [{\"first_layer\", \"last_layer\", \"replicas\", \"devices\", "
                    "\"time_ms\", \"memory_bytes\"}], \"bottleneck_ms\" (2bw: \"p\", \"w\", "

@@ -8,6 +8,7 @@
 #include <limits>
 #include <utility>
 
+#include "partition/balanced_split.hpp"
 #include "partition/plan_inputs.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/simulate.hpp"
@@ -28,37 +29,6 @@ link_figures figures(const cluster& c, int d, int e) {
   const cluster_level& l = c.levels[static_cast<std::size_t>(lv)];
   return {l.bandwidth_bytes_per_s > 0 ? 1000.0 / l.bandwidth_bytes_per_s : 0.0,
           l.latency_s * 1000.0};
-}
-
-// Contiguous split of per-layer times into p stages minimising max_s Σtime / speed[s], over the
-// splits where allowed(s, i, j) holds for every stage s on layers i..j − 1:
-//   best[s][j] = min over i < j of max(best[s−1][i], (prefix[j] − prefix[i]) / speed[s−1])
-// Returns the first layer of each stage (p entries), or nothing when no split is allowed.
-template <class Allowed>
-std::vector<int> balanced_split(const std::vector<double>& prefix, const std::vector<double>& speed,
-                                Allowed allowed) {
-  const int L = static_cast<int>(prefix.size()) - 1;
-  const int p = static_cast<int>(speed.size());
-  std::vector<std::vector<double>> best(p + 1, std::vector<double>(L + 1, inf));
-  std::vector<std::vector<int>> cut(p + 1, std::vector<int>(L + 1, 0));
-  best[0][0] = 0;
-  for (int s = 1; s <= p; ++s)
-    for (int j = s; j <= L - (p - s); ++j)
-      for (int i = s - 1; i < j; ++i) {
-        if (best[s - 1][i] == inf || !allowed(s - 1, i, j)) continue;
-        const double v = std::max(best[s - 1][i], (prefix[j] - prefix[i]) / speed[s - 1]);
-        if (v < best[s][j]) {
-          best[s][j] = v;
-          cut[s][j] = i;
-        }
-      }
-  if (best[p][L] == inf) return {};
-  std::vector<int> first(p);
-  for (int s = p, j = L; s >= 1; --s) {
-    first[s - 1] = cut[s][j];
-    j = cut[s][j];
-  }
-  return first;
 }
 
 std::int64_t scaled(std::int64_t bytes, std::int64_t b, std::int64_t mb) {
@@ -106,10 +76,9 @@ const std::vector<int>& choose_split(cost_context& ctx, const std::vector<double
   auto fits = [&](int s, int i, int j) {
     return caps[s] == 0 || stage_need(ctx, s, p, i, j, b, m) <= caps[s];
   };
-  auto any = [](int, int, int) { return true; };
   auto it = ctx.splits.find(speed);
   if (it == ctx.splits.end())
-    it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed, any)).first;
+    it = ctx.splits.emplace(speed, balanced_split(ctx.time_prefix, speed)).first;
   const std::vector<int>& first = it->second;
   bool ok = true;
   for (int s = 0; s < p && ok; ++s) ok = fits(s, first[s], s + 1 < p ? first[s + 1] : ctx.L);

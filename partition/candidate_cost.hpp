@@ -12,6 +12,7 @@
 #include "base/result.hpp"
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"  // planned_stage
+#include "partition/plan_progress.hpp"
 #include "partition/profile.hpp"
 #include "partition/two_bw_planner.hpp"
 #include "runtime/cost_model.hpp"
@@ -148,7 +149,9 @@ result<scored_config> search_configs(cost_context& ctx, int p_min, int p_max, Ms
   // Only the candidates pick_best may look at are kept: the best, or the simulate_top best.
   const std::size_t keep =
       ctx.options.use_simulator ? std::max<std::size_t>(1, ctx.options.simulate_top) : 1;
-  for (int p = p_min; p <= top_p; ++p)
+  // Progress by depth p: the later depths hold fewer widths, so p is a fair clock.
+  for (int p = p_min; p <= top_p; ++p) {
+    report_plan_progress("depths searched", p - p_min, top_p - p_min + 1);
     for (int w = 1; p * w <= ctx.n; ++w)
       for (std::int64_t b : ctx.sizes)
         for (int m : ms(p))
@@ -162,6 +165,8 @@ result<scored_config> search_configs(cost_context& ctx, int p_min, int p_max, Ms
               any = true;
             }
           }
+  }
+  report_plan_progress("depths searched", top_p - p_min + 1, top_p - p_min + 1);
   return pick_best(ctx, fitting, any ? &smallest : nullptr);
 }
 

@@ -22,7 +22,10 @@
 // N(0, u)), is returned; with same_replicas, over every replica count r.
 #include "partition/pipedream_hetero.hpp"
 
+#include "partition/plan_progress.hpp"
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -419,7 +422,10 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
   const std::vector<double> values = bottleneck_values(m);
   // values[hi] is reached (every plan's bottleneck is a value); values[lo] is not (lo = −1: none).
   std::ptrdiff_t lo = -1, hi = static_cast<std::ptrdiff_t>(values.size()) - 1;
-  while (hi - lo > 1) {
+  const long long probes = std::bit_width(values.size() + 1);
+  const std::string what = "bottleneck search " + std::to_string(next_plan_search()) + ", probe";
+  for (long long probe = 1; hi - lo > 1; ++probe) {
+    report_plan_progress(what, probe, probes);
     const std::ptrdiff_t mid = lo + (hi - lo) / 2;
     if (a.run(values[static_cast<std::size_t>(mid)]))
       hi = mid;

@@ -3,6 +3,9 @@
 #pragma once
 #include <bit>
 #include <cstdint>
+#include <string>
+
+#include "partition/plan_progress.hpp"
 
 namespace pipeworks::pipedream {
 
@@ -11,8 +14,15 @@ namespace pipeworks::pipedream {
 // least feasible double: the value of an actual plan's slowest stage or link, not an epsilon near
 // it. Galloping up from `lower` first keeps every probe near the answer (the programs' inner
 // loops are short there). feasible(b) is last called with the answer.
+// Each probe is reported (plan_progress.hpp): about 64 in all.
 template <class Feasible>
-double least_feasible(double lower, double hi, Feasible&& feasible) {
+double least_feasible(double lower, double hi, Feasible&& probe) {
+  const std::string what = "bottleneck search " + std::to_string(next_plan_search()) + ", probe";
+  long long probes = 0;
+  auto feasible = [&](double b) {
+    report_plan_progress(what, ++probes, 64);
+    return probe(b);
+  };
   if (feasible(lower)) return lower;
   std::int64_t lo_bits = std::bit_cast<std::int64_t>(lower);  // infeasible
   std::int64_t hi_bits = std::bit_cast<std::int64_t>(hi);     // feasible

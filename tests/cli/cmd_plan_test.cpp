@@ -168,3 +168,28 @@ TEST_CASE("plan --json memory_bytes is indexed by device number for both planner
   REQUIRE(text.exit_code == 0);
   CHECK(contains(text.out, "device 2 (speed 0.5)"));
 }
+
+TEST_CASE("plan --progress reports each probe on stderr and leaves stdout alone", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "profile.json", four_layers);
+  write_file(dir / "cluster.json", two_devices);
+  const cli_result quiet = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                    dir / "cluster.json", "--json"});
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.err.empty());  // a plan of a few milliseconds prints no status line
+  for (const char* planner : {"pipedream", "2bw"}) {
+    INFO(planner);
+    const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                  "dgx-h100x1", "--planner", planner, "--json", "--progress"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_NOTHROW(json::parse(r.out));
+    CHECK(contains(r.err, "pipeworks plan: "));
+    if (std::string(planner) == "2bw") {
+      CHECK(contains(r.err, "depths searched 0/4"));
+      CHECK(contains(r.err, "depths searched 4/4"));
+    } else {
+      CHECK(contains(r.err, "bottleneck search 1, probe 1/64"));
+    }
+  }
+}
