@@ -9,21 +9,10 @@
 
 namespace pipeworks::pipedream {
 
-int flat_model::level_of(int r) const {
-  for (int l = 0; l < static_cast<int>(unit_size.size()); ++l)
-    if (r <= unit_size[l]) return l;
-  return static_cast<int>(unit_size.size()) - 1;
-}
-
 int flat_model::aligned_level_of(int r) const {
   for (int l = 0; l < static_cast<int>(unit_size.size()); ++l)
     if (unit_size[l] % r == 0) return l;
   return static_cast<int>(unit_size.size()) - 1;
-}
-
-double replicated_ms(double t, double param_bytes, double ms_per_byte, int r) {
-  if (r == 1) return t;
-  return t / r + 2.0 * (r - 1) / r * param_bytes * ms_per_byte;
 }
 
 // T(r) = a + (t − a)/r with a = 2 · param · ms_per_byte: decreasing in r when t > a, else never
@@ -38,10 +27,6 @@ int fewest_replicas(double t, double param_bytes, double ms_per_byte, double x, 
   while (r > 2 && replicated_ms(t, param_bytes, ms_per_byte, r - 1) <= x) --r;
   while (r <= cap && replicated_ms(t, param_bytes, ms_per_byte, r) > x) ++r;
   return r <= cap ? r : no_devices;
-}
-
-double flat_model::stage_ms(int i, int j, int r) const {
-  return replicated_ms(compute_ms(i, j), param_bytes(i, j), ms_per_byte[level_of(r)], r);
 }
 
 // Level l serves r in (unit_size[l − 1], unit_size[l]] (the last level up to cap) at its own
@@ -125,9 +110,20 @@ struct fixed_in_flight_program {
       : m(model), f(in_flight), units(model.layers) {}
 
   bool run(double b) {
+    int at = -1, r = 0;  // the last (i, r(i..j)) asked: the program asks j = i, i + 1, .. per i
     return units.run(
         m.layers, m.devices,
-        [&](int i, int j) { return m.fits(i, j, f) ? m.min_replicas(i, j, b, m.devices) : no_devices; },
+        [&](int i, int j) {
+          if (!m.fits(i, j, f)) return no_devices;
+          if (i != at) {
+            at = i;
+            r = 0;
+          }
+          // r(i..j) only grows with j, so while the last one still serves it is the fewest.
+          if (r == 0 || r == no_devices || m.stage_ms(i, j, r) > b)
+            r = m.min_replicas(i, j, b, m.devices);
+          return r;
+        },
         [&](int j) { return m.link_ms[j] <= b; });
   }
 
@@ -169,9 +165,11 @@ struct in_flight_by_depth_program {
     end[L] = 1;
     for (int i = L - 1; i >= 0; --i) {
       int kmin = L + 1, kmax = -1;
+      int r = 0;
       for (int j = i; j < L; ++j) {
         if (!m.fits(i, j, 1)) break;
-        const int r = m.min_replicas(i, j, b, m.devices);
+        // r(i..j) only grows with j, so while the last one still serves it is the fewest.
+        if (r == 0 || m.stage_ms(i, j, r) > b) r = m.min_replicas(i, j, b, m.devices);
         if (r == no_devices) break;
         if (j + 1 < L && m.link_ms[j] > b) continue;
         for (int e = begin[j + 1]; e < end[j + 1]; ++e) {

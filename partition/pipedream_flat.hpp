@@ -43,12 +43,16 @@ struct flat_model {
   // unit holds r devices, as if a stage's replicas were packed into as few units as possible
   // (plan_flat's placement does not promise that; callers on a hierarchy re-cost its plans with
   // placed_bottleneck).
-  int level_of(int r) const;
+  int level_of(int r) const {
+    for (int l = 0; l < static_cast<int>(unit_size.size()); ++l)
+      if (r <= unit_size[l]) return l;
+    return static_cast<int>(unit_size.size()) - 1;
+  }
   // The innermost level whose unit size is a multiple of r, else the outermost: stages of r
   // devices each, numbered 0, 1, .. in order, never straddle a unit of it (same_replicas).
   int aligned_level_of(int r) const;
   // T(i..j, r) = Σ(fwd + bwd)/r + (r > 1 ? 2(r − 1)/r · Σparam_bytes / bw : 0), bw of level_of(r)
-  double stage_ms(int i, int j, int r) const;
+  double stage_ms(int i, int j, int r) const;  // (inline below)
   // The fewest replicas r ≤ cap with T(i..j, r) ≤ b, or no_devices.
   int min_replicas(int i, int j, double b, int cap) const;
 };
@@ -56,7 +60,13 @@ struct flat_model {
 // The fewest r ≤ cap with a + (t − a)/r ≤ x where a = 2 · param_bytes · ms_per_byte (the stage
 // time t / r plus its all-reduce 2(r − 1)/r · param / bw), or no_devices. The formula decides.
 int fewest_replicas(double t, double param_bytes, double ms_per_byte, double x, int cap);
-double replicated_ms(double t, double param_bytes, double ms_per_byte, int r);
+inline double replicated_ms(double t, double param_bytes, double ms_per_byte, int r) {
+  if (r == 1) return t;
+  return t / r + 2.0 * (r - 1) / r * param_bytes * ms_per_byte;
+}
+inline double flat_model::stage_ms(int i, int j, int r) const {
+  return replicated_ms(compute_ms(i, j), param_bytes(i, j), ms_per_byte[level_of(r)], r);
+}
 
 // The fewest units for layers i..L−1 when a stage i..j takes r(i..j) units:
 //   G(L) = 0,  G(i) = min over j of r(i..j) + G(j + 1),  feasible iff G(0) ≤ cap.

@@ -53,13 +53,6 @@ status check_profile_totals(const model_profile& p) {
   return {};
 }
 
-std::int64_t stash_product(std::int64_t k, std::int64_t bytes) {
-  constexpr std::int64_t cap = max_profile_total_bytes << 12;
-  if (k <= 0 || bytes <= 0) return 0;
-  if (bytes > cap / k) return cap;
-  return k * bytes;
-}
-
 std::string to_json(const model_profile& p) {
   using ordered_json = nlohmann::ordered_json;  // keys in the documented order
   ordered_json layers = ordered_json::array();

@@ -42,8 +42,15 @@ constexpr std::int64_t max_profile_microbatch = (std::int64_t{1} << 31) - 1;
 status check_profile_totals(const model_profile& p);
 
 // k · bytes, or max_profile_total_bytes · 2^12 when that is larger (a "does not fit" value that
-// stays far from overflow when summed), for k >= 0 and bytes >= 0.
-std::int64_t stash_product(std::int64_t k, std::int64_t bytes);
+// stays far from overflow when summed), for k >= 0 and bytes >= 0. Inline: the planners' inner
+// loops call it for every stage they try.
+inline std::int64_t stash_product(std::int64_t k, std::int64_t bytes) {
+  constexpr std::int64_t cap = max_profile_total_bytes << 12;
+  std::int64_t out = 0;
+  if (k <= 0 || bytes <= 0) return 0;
+  if (__builtin_mul_overflow(k, bytes, &out) || out > cap) return cap;
+  return out;
+}
 
 // {"model": .., "microbatch": .., "layers": [{"name": .., "fwd_ms": .., "bwd_ms": ..,
 //  "activation_bytes": .., "saved_bytes": .., "param_bytes": .., "optimizer_bytes": ..}, ...]}
