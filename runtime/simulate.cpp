@@ -9,6 +9,27 @@ namespace pipeworks {
 namespace sim_detail {
 
 result<simulation> simulator::run() {
+  // A built-in schedule is first run on the bounds its parameters give, checking each action as
+  // it runs instead of in a pass of its own over every program. Anything amiss (an action past
+  // those bounds, an error, a deadlock) runs it again with the full checks, whose messages are
+  // the ones a caller sees.
+  fast_ = !s_.custom_programs && s_.params.microbatches >= 1 && s_.params.steps >= 1 &&
+          s_.params.chunks >= 1 &&
+          static_cast<long long>(s_.params.steps) * s_.params.chunks < (1 << 30);
+  if (fast_) {
+    auto quick = run_once();
+    if (quick) return quick;
+    fast_ = false;
+    trace_ = timeline{};
+    ready_.clear();
+    max_id_ = -1;
+    versions_.clear();
+    error_.clear();
+  }
+  return run_once();
+}
+
+result<simulation> simulator::run_once() {
   if (status st = prepare(); !st) return error{st.message()};
   for (int r = r_ - 1; r >= 0; --r) ready_.push_back(r);
   while (!ready_.empty()) {
@@ -19,6 +40,8 @@ result<simulation> simulator::run() {
   for (int r = 0; r < r_; ++r) {
     if (pc_[r] < s_.programs[r].size()) return error{deadlock_picture()};
   }
+  // The quick bounds must be the ones scan_programs finds (flow ids and sizes follow from them).
+  if (fast_ && static_cast<std::size_t>(max_id_) + 1 != ids_) return error{"quick bounds"};
   return finish();
 }
 
@@ -26,6 +49,7 @@ bool simulator::advance(int r) {
   const action* prog = s_.programs[r].data();
   const std::size_t n = s_.programs[r].size();
   const int rep = r / p_;
+  const int device = r - rep * p_;
   std::size_t pc = pc_[r];
   double t = free_[r];
   rank_stats& rs = stats_[r];
@@ -36,6 +60,13 @@ bool simulator::advance(int r) {
     const action& a = prog[pc];
     const int st = a.stage;
     const int mb = a.microbatch;
+    // On the quick bounds (run()), what scan_programs would check: the stage is this device's
+    // and the microbatch id within the arrays.
+    if (fast_ && (static_cast<unsigned>(st) >= static_cast<unsigned>(v_) ||
+                  device_of_[st] != device ||
+                  (has_microbatch(a.kind) && static_cast<std::size_t>(mb) >= ids_)))
+      return false;
+    max_id_ = std::max(max_id_, mb);
     switch (a.kind) {
       case action_kind::forward: {
         const std::size_t k = key(rep, st, mb);
@@ -174,6 +205,7 @@ bool simulator::advance(int r) {
       case action_kind::step: {
         // The new version is live; the old newest stays live only while a stash refers to it.
         const std::size_t g = group(rep, st);
+        if (newest_[g] + 1 >= nver_) return false;  // more STEPs than the quick bounds hold
         const int before = live_[g];
         const int nw = ++newest_[g];
         if (refs_[g * nver_ + nw] == 0) ++live_[g];

@@ -37,12 +37,14 @@ class simulator {
   status prepare();
   status check_shape();
   status scan_programs();
+  void quick_bounds();
   status program_error(int r) const;
   status check_versions() const;
   status check_state_size() const;
   void stage_times();
 
   // ---- the hot loop (simulate.cpp) ----
+  result<simulation> run_once();
   bool advance(int r);
   result<simulation> finish();
 
@@ -142,6 +144,8 @@ class simulator {
   raw_array<double> arrival_f_, arrival_b_;
   big_vector<int> stash_version_;
   bool table_ok_ = false;
+  bool fast_ = false;  // on quick_bounds: advance checks each action (see run)
+  int max_id_ = -1;    // the largest microbatch id run so far
   // The version table, flat [vkey(stage, microbatch)] and on huge pages: its rows are read by
   // every rank in turn, and the schedule's row vectors on small pages cost a TLB miss each.
   big_vector<version_use> versions_;

@@ -194,9 +194,20 @@ void simulator::stage_times() {
   }
 }
 
+// A built-in schedule's bounds from its parameters, what scan_programs finds for it: ids
+// 0..m·steps − 1 and v · steps STEPs per rank. advance checks every action against them.
+void simulator::quick_bounds() {
+  total_ = 0;
+  for (const program& prog : s_.programs) total_ += static_cast<std::int64_t>(prog.size());
+  ids_ = static_cast<std::size_t>(std::max(s_.total_microbatches(), 1));
+  m_ = ids_ >= 512 ? ids_ + 64 : ids_;  // as in scan_programs
+  nver_ = s_.params.steps * s_.params.chunks + 1;
+}
+
 status simulator::prepare() {
   if (status st = check_shape(); !st) return st;
-  if (status st = scan_programs(); !st) return st;
+  if (fast_) quick_bounds();
+  else if (status st = scan_programs(); !st) return st;
   if (status st = check_versions(); !st) return st;
   if (status st = check_state_size(); !st) return st;
   stage_times();

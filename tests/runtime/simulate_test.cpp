@@ -206,3 +206,65 @@ TEST_CASE("simulate: to_json prints makespan, bubble fraction and per-stage figu
       "{\"busy\": 3, \"peak_inflight\": 1, \"peak_versions\": 1, \"peak_activation_bytes\": 64}, "
       "{\"busy\": 3, \"peak_inflight\": 1, \"peak_versions\": 1, \"peak_activation_bytes\": 64}]}");
 }
+
+TEST_CASE("simulate: a built-in schedule on its quick bounds gives what the full checks give",
+          "[runtime]") {
+  // The same programs marked custom take the path that scans every program first.
+  cost_model costs = uniform_costs(1.0, 2.0, 0.5);
+  for (schedule_kind k : {schedule_kind::gpipe, schedule_kind::one_f_one_b,
+                          schedule_kind::interleaved, schedule_kind::zb_h1, schedule_kind::zb_h2,
+                          schedule_kind::bfs, schedule_kind::pipedream,
+                          schedule_kind::pipedream_vs, schedule_kind::two_bw,
+                          schedule_kind::cyclic}) {
+    CAPTURE(schedule_name(k));
+    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+    const schedule built = lower_communication(make_schedule(k, params(3, 6, v, 2, 2)).value());
+    schedule custom = built;
+    custom.custom_programs = true;
+    const simulation a = run(built, costs), b = run(custom, costs);
+    CHECK(a.makespan == b.makespan);
+    CHECK(a.bubble_fraction == b.bubble_fraction);
+    CHECK(a.actions == b.actions);
+    REQUIRE(a.ranks.size() == b.ranks.size());
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+      CHECK(a.ranks[r].busy == b.ranks[r].busy);
+      CHECK(a.ranks[r].peak_inflight == b.ranks[r].peak_inflight);
+      CHECK(a.ranks[r].peak_versions == b.ranks[r].peak_versions);
+      CHECK(a.ranks[r].peak_memory_bytes == b.ranks[r].peak_memory_bytes);
+    }
+    REQUIRE(a.trace.events.size() == b.trace.events.size());
+    for (std::size_t i = 0; i < a.trace.events.size(); ++i) {
+      const timeline_event &x = a.trace.events[i], &y = b.trace.events[i];
+      CHECK((x.rank == y.rank && x.act == y.act && x.start == y.start && x.end == y.end &&
+             x.version == y.version && x.flow_id == y.flow_id));
+    }
+  }
+}
+
+TEST_CASE("simulate: a built-in schedule edited past its bounds gets the full checks' message",
+          "[runtime]") {
+  const cost_model costs = uniform_costs(1.0, 2.0);
+  const schedule built =
+      lower_communication(make_schedule(schedule_kind::one_f_one_b, params(2, 4)).value());
+  auto same_message = [&](schedule edited) {
+    schedule custom = edited;
+    custom.custom_programs = true;
+    const std::string quick = fails(edited, costs);
+    CHECK(quick == fails(custom, costs));
+    return quick;
+  };
+  schedule far = built;  // a microbatch id past m * steps
+  far.programs[0][0].microbatch = 7;  // 0F0 becomes 0F7
+  CHECK_THAT(same_message(far), Catch::Contains("simulate:"));
+  schedule wrong = built;  // a stage on another device
+  wrong.programs[1][0].stage = 0;
+  CHECK_THAT(same_message(wrong), Catch::Contains("runs on device 1 but stage 0 lives on device 0"));
+  schedule twice = built;  // two STEPs more than the parameters give room for
+  twice.programs[0].push_back(action{0, action_kind::step, -1});
+  twice.programs[0].push_back(action{0, action_kind::step, -1});
+  schedule custom = twice;
+  custom.custom_programs = true;
+  const simulation a = run(twice, costs), b = run(custom, costs);
+  CHECK(a.makespan == b.makespan);
+  CHECK(a.ranks[0].peak_versions == b.ranks[0].peak_versions);
+}
