@@ -38,7 +38,7 @@ result<simulation> simulator::run_once() {
     if (!advance(r)) return error{error_};
   }
   for (int r = 0; r < r_; ++r) {
-    if (pc_[r] < s_.programs[r].size()) return error{deadlock_picture()};
+    if (hot_[r].pc < s_.programs[r].size()) return error{deadlock_picture()};
   }
   // The quick bounds must be the ones scan_programs finds (flow ids and sizes follow from them).
   if (fast_ && static_cast<std::size_t>(max_id_) + 1 != ids_) return error{"quick bounds"};
@@ -50,9 +50,9 @@ bool simulator::advance(int r) {
   const std::size_t n = s_.programs[r].size();
   const int rep = r / p_;
   const int device = r - rep * p_;
-  std::size_t pc = pc_[r];
-  double t = free_[r];
-  rank_stats& rs = stats_[r];
+  std::size_t pc = hot_[r].pc;
+  double t = hot_[r].free;
+  rank_stats& rs = hot_[r].stats;
   bool ok = true;
   while (pc < n) {
     // The next visit to this rank comes after most other ranks ran: fetch its program now.
@@ -76,19 +76,19 @@ bool simulator::advance(int r) {
           break;
         }
         const int ver = forward_version(rep, st, mb, k);
-        if (ver < 0 || ver > newest_[group(rep, st)]) {
+        if (ver < 0 || ver > groups_[group(rep, st)].newest) {
           ok = fail_version(r, pc, st, mb, ver, t);
           break;
         }
         if (!hold(rep, st, ver)) { ok = fail_bytes(r, t, st); break; }
         sk |= fwd_done;
         if (st + 1 < v_ && device_of_[st + 1] == device_of_[st]) state_[k + m_] |= has_input_f;
-        if (__builtin_add_overflow(act_now_[r], act_bytes_[st], &act_now_[r])) {
+        if (__builtin_add_overflow(hot_[r].act_now, act_bytes_[st], &hot_[r].act_now)) {
           ok = fail_bytes(r, t, st);
           break;
         }
-        if (++inflight_[r] > rs.peak_inflight) rs.peak_inflight = inflight_[r];
-        rs.peak_activation_bytes = std::max(rs.peak_activation_bytes, act_now_[r]);
+        if (++hot_[r].inflight > rs.peak_inflight) rs.peak_inflight = hot_[r].inflight;
+        rs.peak_activation_bytes = std::max(rs.peak_activation_bytes, hot_[r].act_now);
         if (!memory_ok(r, t, st)) { ok = false; break; }
         record(r, stream_kind::compute, a, t, t + t_f_[st], ver, -1);
         t += t_f_[st];
@@ -104,11 +104,11 @@ bool simulator::advance(int r) {
           break;
         }
         const int ver = backward_version(st, mb, k);
-        if (ver < 0 || ver > newest_[group(rep, st)]) {
+        if (ver < 0 || ver > groups_[group(rep, st)].newest) {
           ok = fail_version(r, pc, st, mb, ver, t);
           break;
         }
-        if (table_ok_ && ver != versions_[vkey(st, mb)].forward) {  // kept until the last backward
+        if (table_ok_ && ver != table_forward(st, mb)) {  // kept until the last backward
           if (!hold(rep, st, ver)) { ok = fail_bytes(r, t, st); break; }
           if (!memory_ok(r, t, st)) { ok = false; break; }
         }
@@ -139,16 +139,16 @@ bool simulator::advance(int r) {
         const bool fwd = a.kind == action_kind::send_f;
         const int to = fwd ? st + 1 : st - 1;
         if (to < 0 || to >= v_) { ok = fail_send(r, pc); break; }
-        const double start = std::max(t, send_free_[r]);
+        const double start = std::max(t, hot_[r].send_free);
         const double end = start + (fwd ? xfer_f_[st] : xfer_b_[st]);
-        send_free_[r] = end;
+        hot_[r].send_free = end;
         const std::size_t k = key(rep, to, mb);
         (fwd ? arrival_f_ : arrival_b_)[k] = end + (fwd ? lat_f_[st] : lat_b_[st]);
         state_[k] |= fwd ? sent_f : sent_b;
         record(r, stream_kind::send, a, start, end, -1, flow(k, fwd));
         const int dest = rep * p_ + device_of_[to];
-        if (waiting_[dest] == flow(k, fwd)) {  // wake the receiver only if it waits for this
-          waiting_[dest] = running;
+        if (hot_[dest].waiting == flow(k, fwd)) {  // wake the receiver only if it waits for this
+          hot_[dest].waiting = running;
           ready_.push_back(dest);
         }
         break;
@@ -160,9 +160,9 @@ bool simulator::advance(int r) {
         __builtin_prefetch(&(fwd ? arrival_f_ : arrival_b_)[k] + 8);  // the next microbatches'
         __builtin_prefetch(&state_[k] + 64);
         if (!(state_[k] & (fwd ? sent_f : sent_b))) {  // wait for the SEND
-          pc_[r] = pc;
-          free_[r] = t;
-          waiting_[r] = flow(k, fwd);
+          hot_[r].pc = pc;
+          hot_[r].free = t;
+          hot_[r].waiting = flow(k, fwd);
           return true;
         }
         const double end = std::max(t, (fwd ? arrival_f_ : arrival_b_)[k]);
@@ -172,8 +172,8 @@ bool simulator::advance(int r) {
         break;
       }
       case action_kind::reduce: {
-        if (reduce_gen_[r] < 0) {  // arrive at the barrier of this stage's replicas
-          reduce_gen_[r] = reduce_generation_[st];
+        if (hot_[r].reduce_gen < 0) {  // arrive at the barrier of this stage's replicas
+          hot_[r].reduce_gen = reduce_generation_[st];
           reduce_max_[st] = std::max(reduce_max_[st], t);
           if (++reduce_arrivals_[st] == w_) {
             reduce_end_[st] = reduce_max_[st] + t_reduce_[st];
@@ -182,20 +182,20 @@ bool simulator::advance(int r) {
             ++reduce_generation_[st];
             for (int o = 0; o < w_; ++o) {
               const int peer = o * p_ + device_of_[st];
-              if (waiting_[peer] == in_reduce) {
-                waiting_[peer] = running;
+              if (hot_[peer].waiting == in_reduce) {
+                hot_[peer].waiting = running;
                 ready_.push_back(peer);
               }
             }
           }
         }
-        if (reduce_generation_[st] <= reduce_gen_[r]) {  // wait for the other replicas
-          pc_[r] = pc;
-          free_[r] = t;
-          waiting_[r] = in_reduce;
+        if (reduce_generation_[st] <= hot_[r].reduce_gen) {  // wait for the other replicas
+          hot_[r].pc = pc;
+          hot_[r].free = t;
+          hot_[r].waiting = in_reduce;
           return true;
         }
-        reduce_gen_[r] = -1;
+        hot_[r].reduce_gen = -1;
         const double end = reduce_end_[st];
         record(r, stream_kind::compute, a, end - t_reduce_[st], end, -1, -1);
         rs.busy += t_reduce_[st];
@@ -205,13 +205,13 @@ bool simulator::advance(int r) {
       case action_kind::step: {
         // The new version is live; the old newest stays live only while a stash refers to it.
         const std::size_t g = group(rep, st);
-        if (newest_[g] + 1 >= nver_) return false;  // more STEPs than the quick bounds hold
-        const int before = live_[g];
-        const int nw = ++newest_[g];
-        if (refs_[g * nver_ + nw] == 0) ++live_[g];
-        if (refs_[g * nver_ + nw - 1] == 0) --live_[g];
-        const std::int64_t grown = param_bytes_[st] * (live_[g] - before);  // live grows by <= 1
-        if (__builtin_add_overflow(param_now_[r], grown, &param_now_[r])) {
+        if (groups_[g].newest + 1 >= nver_) return false;  // more STEPs than the quick bounds hold
+        const int before = groups_[g].live;
+        const int nw = ++groups_[g].newest;
+        if (refs_[g * nver_ + nw] == 0) ++groups_[g].live;
+        if (refs_[g * nver_ + nw - 1] == 0) --groups_[g].live;
+        const std::int64_t grown = param_bytes_[st] * (groups_[g].live - before);  // live grows by <= 1
+        if (__builtin_add_overflow(hot_[r].param_now, grown, &hot_[r].param_now)) {
           ok = fail_bytes(r, t, st);
           break;
         }
@@ -226,8 +226,8 @@ bool simulator::advance(int r) {
     if (!ok) return false;
     ++pc;
   }
-  pc_[r] = pc;
-  free_[r] = t;
+  hot_[r].pc = pc;
+  hot_[r].free = t;
   return true;
 }
 
@@ -236,17 +236,17 @@ result<simulation> simulator::finish() {
   sim.actions = total_;
   double makespan = 0.0;
   for (int r = 0; r < r_; ++r) {
-    stats_[r].finish = std::max(free_[r], send_free_[r]);
-    makespan = std::max(makespan, stats_[r].finish);
+    hot_[r].stats.finish = std::max(hot_[r].free, hot_[r].send_free);
+    makespan = std::max(makespan, hot_[r].stats.finish);
   }
   sim.makespan = makespan;
   double busy = 0.0;
-  for (const auto& rs : stats_) busy += rs.busy;
+  for (const rank_state& h : hot_) busy += h.stats.busy;
   sim.bubble_fraction = makespan > 0.0 ? std::max(0.0, 1.0 - busy / (makespan * r_)) : 0.0;
   sim.stages.assign(p_, rank_stats{});
   for (int r = 0; r < r_; ++r) {
     rank_stats& d = sim.stages[r % p_];
-    const rank_stats& x = stats_[r];
+    const rank_stats& x = hot_[r].stats;
     d.busy = std::max(d.busy, x.busy);
     d.peak_inflight = std::max(d.peak_inflight, x.peak_inflight);
     d.peak_activation_bytes = std::max(d.peak_activation_bytes, x.peak_activation_bytes);
@@ -254,7 +254,8 @@ result<simulation> simulator::finish() {
     d.peak_memory_bytes = std::max(d.peak_memory_bytes, x.peak_memory_bytes);
     d.finish = std::max(d.finish, x.finish);
   }
-  sim.ranks = std::move(stats_);
+  sim.ranks.reserve(hot_.size());
+  for (const rank_state& h : hot_) sim.ranks.push_back(h.stats);
   if (!std::isfinite(sim.makespan) || !std::isfinite(busy)) return error{overflow_message(sim)};
   sim.trace = std::move(trace_);
   return sim;

@@ -40,6 +40,7 @@ class simulator {
   void quick_bounds();
   status program_error(int r) const;
   status check_versions() const;
+  int flush_rule_m() const;
   status check_state_size() const;
   void stage_times();
 
@@ -52,57 +53,65 @@ class simulator {
     return (static_cast<std::size_t>(rep) * v_ + st) * m_ + mb;
   }
   std::size_t vkey(int st, int mb) const { return static_cast<std::size_t>(st) * m_ + mb; }
+  // The version table's entry: computed for a table of the flush rule (every microbatch of step
+  // t uses version t: most built-in schedules), read from versions_ otherwise.
+  int table_forward(int st, int mb) const {
+    return flush_m_ > 0 ? mb / flush_m_ : versions_[vkey(st, mb)].forward;
+  }
+  int table_backward(int st, int mb) const {
+    return flush_m_ > 0 ? mb / flush_m_ : versions_[vkey(st, mb)].backward;
+  }
   std::size_t group(int rep, int st) const { return static_cast<std::size_t>(rep) * v_ + st; }
   int rank_of(int rep, int st) const { return rep * p_ + device_of_[st]; }
 
   // The version F uses: the table's, or the newest when the schedule has no table.
   int forward_version(int rep, int st, int mb, std::size_t k) {
-    const int newest = newest_[group(rep, st)];
+    const int newest = groups_[group(rep, st)].newest;
     if (!table_ok_) {
       stash_version_[k] = newest;
       return newest;
     }
-    return versions_[vkey(st, mb)].forward;
+    return table_forward(st, mb);
   }
   int backward_version(int st, int mb, std::size_t k) const {
-    return table_ok_ ? versions_[vkey(st, mb)].backward : stash_version_[k];
+    return table_ok_ ? table_backward(st, mb) : stash_version_[k];
   }
 
   // A stash refers to `ver` from F until the last backward. False if the weight bytes overflow.
   bool hold(int rep, int st, int ver) {
     const std::size_t g = group(rep, st);
-    if (refs_[g * nver_ + ver]++ == 0 && ver != newest_[g]) {
-      ++live_[g];
+    if (refs_[g * nver_ + ver]++ == 0 && ver != groups_[g].newest) {
+      ++groups_[g].live;
       const int r = rank_of(rep, st);
-      if (__builtin_add_overflow(param_now_[r], param_bytes_[st], &param_now_[r])) return false;
+      if (__builtin_add_overflow(hot_[r].param_now, param_bytes_[st], &hot_[r].param_now)) return false;
       note_live(r, g);
     }
     return true;
   }
   void release(int r, int rep, int st, int mb, std::size_t k) {
     const std::size_t g = group(rep, st);
-    const int ver = table_ok_ ? versions_[vkey(st, mb)].forward : stash_version_[k];
+    const int ver = table_ok_ ? table_forward(st, mb) : stash_version_[k];
     unhold(r, g, st, ver);
-    if (table_ok_ && versions_[vkey(st, mb)].backward != ver) {
-      unhold(r, g, st, versions_[vkey(st, mb)].backward);
+    if (table_ok_ && table_backward(st, mb) != ver) {
+      unhold(r, g, st, table_backward(st, mb));
     }
-    act_now_[r] -= act_bytes_[st];
-    --inflight_[r];
+    hot_[r].act_now -= act_bytes_[st];
+    --hot_[r].inflight;
   }
   void unhold(int r, std::size_t g, int st, int ver) {
-    if (--refs_[g * nver_ + ver] == 0 && ver != newest_[g]) {
-      --live_[g];
-      param_now_[r] -= param_bytes_[st];
+    if (--refs_[g * nver_ + ver] == 0 && ver != groups_[g].newest) {
+      --groups_[g].live;
+      hot_[r].param_now -= param_bytes_[st];
     }
   }
   void note_live(int r, std::size_t g) {
-    if (live_[g] > stats_[r].peak_versions) stats_[r].peak_versions = live_[g];
+    if (groups_[g].live > hot_[r].stats.peak_versions) hot_[r].stats.peak_versions = groups_[g].live;
   }
 
   bool memory_ok(int r, double t, int st) {
     std::int64_t used;
-    if (__builtin_add_overflow(act_now_[r], param_now_[r], &used)) return fail_bytes(r, t, st);
-    rank_stats& rs = stats_[r];
+    if (__builtin_add_overflow(hot_[r].act_now, hot_[r].param_now, &used)) return fail_bytes(r, t, st);
+    rank_stats& rs = hot_[r].stats;
     if (used > rs.peak_memory_bytes) rs.peak_memory_bytes = used;
     const std::int64_t cap = memory_[r % p_];
     return cap == 0 || used <= cap || out_of_memory(r, t, st, used, cap);
@@ -149,17 +158,30 @@ class simulator {
   // The version table, flat [vkey(stage, microbatch)] and on huge pages: its rows are read by
   // every rank in turn, and the schedule's row vectors on small pages cost a TLB miss each.
   big_vector<version_use> versions_;
-  // per (replica, stage): weight versions
-  std::vector<int> newest_, live_, refs_;
-  // per rank
-  std::vector<std::size_t> pc_;
-  std::vector<double> free_, send_free_;
+  int flush_m_ = 0;  // > 0: the table is the flush rule with m = flush_m_, and versions_ is empty
+  // per (replica, stage): weight versions, the newest and how many are live; refs_[g * nver_ +
+  // version]: the stashes that refer to a version
+  struct group_state {
+    int newest = 0;
+    int live = 1;
+  };
+  std::vector<group_state> groups_;
+  std::vector<int> refs_;
   // What a blocked rank waits for: the flow id of its RECV, or in_reduce; running otherwise.
   static constexpr std::int64_t running = -1, in_reduce = -2;
-  std::vector<std::int64_t> waiting_;
-  std::vector<int> reduce_gen_, inflight_;
-  std::vector<std::int64_t> act_now_, param_now_;
-  std::vector<rank_stats> stats_;
+  // per rank, together: a visit to a rank touches all of it, and the ranks take turns, so one
+  // array of these costs two cache lines a visit where an array per field cost one each.
+  struct alignas(64) rank_state {
+    std::size_t pc = 0;       // the next action
+    double free = 0.0;        // when the compute stream is free
+    double send_free = 0.0;   // when the send stream is free
+    std::int64_t waiting = running;
+    int reduce_gen = -1;      // the REDUCE generation it arrived at, -1 when not in one
+    int inflight = 0;         // microbatches stashed
+    std::int64_t act_now = 0, param_now = 0;  // bytes of activations and of weight versions
+    rank_stats stats;
+  };
+  std::vector<rank_state> hot_;
   // per stage: the REDUCE barrier over replicas
   std::vector<int> reduce_arrivals_, reduce_generation_;
   std::vector<double> reduce_max_, reduce_end_;

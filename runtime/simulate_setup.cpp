@@ -204,6 +204,18 @@ void simulator::quick_bounds() {
   nver_ = s_.params.steps * s_.params.chunks + 1;
 }
 
+// s_.params.microbatches when every entry of the table is {mb / m, mb / m}, else 0.
+int simulator::flush_rule_m() const {
+  const int m = s_.params.microbatches;
+  if (m < 1) return 0;
+  for (const auto& row : s_.versions)
+    for (std::size_t mb = 0; mb < ids_; ++mb) {
+      const int t = static_cast<int>(mb) / m;
+      if (row[mb].forward != t || row[mb].backward != t) return 0;
+    }
+  return m;
+}
+
 status simulator::prepare() {
   if (status st = check_shape(); !st) return st;
   if (fast_) quick_bounds();
@@ -218,7 +230,8 @@ status simulator::prepare() {
   arrival_b_.reset(keys);
   table_ok_ = !s_.versions.empty();
   if (!table_ok_) stash_version_.assign(keys, 0);
-  if (table_ok_) {
+  flush_m_ = table_ok_ ? flush_rule_m() : 0;
+  if (table_ok_ && flush_m_ == 0) {
     versions_.reserve(static_cast<std::size_t>(v_) * m_);
     for (const auto& row : s_.versions) {
       versions_.insert(versions_.end(), row.begin(), row.begin() + static_cast<std::ptrdiff_t>(ids_));
@@ -227,31 +240,22 @@ status simulator::prepare() {
   }
 
   const std::size_t groups = static_cast<std::size_t>(w_) * v_;
-  newest_.assign(groups, 0);
-  live_.assign(groups, 1);
+  groups_.assign(groups, group_state{});
   refs_.assign(groups * nver_, 0);
 
-  pc_.assign(r_, 0);
-  free_.assign(r_, 0.0);
-  send_free_.assign(r_, 0.0);
-  waiting_.assign(r_, running);
-  reduce_gen_.assign(r_, -1);
-  inflight_.assign(r_, 0);
-  act_now_.assign(r_, 0);
-  param_now_.assign(r_, 0);
-  stats_.assign(r_, rank_stats{});
+  hot_.assign(r_, rank_state{});
   memory_.resize(p_);
   for (int d = 0; d < p_; ++d) memory_[d] = c_.device(d).memory;
   for (int r = 0; r < r_; ++r) {
     for (int st = 0; st < v_; ++st) {
       if (device_of_[st] != r % p_) continue;
-      if (__builtin_add_overflow(param_now_[r], param_bytes_[st], &param_now_[r])) {
+      if (__builtin_add_overflow(hot_[r].param_now, param_bytes_[st], &hot_[r].param_now)) {
         fail_bytes(r, 0.0, st);
         return make_error(error_);
       }
     }
-    stats_[r].peak_versions = 1;
-    stats_[r].peak_memory_bytes = param_now_[r];
+    hot_[r].stats.peak_versions = 1;
+    hot_[r].stats.peak_memory_bytes = hot_[r].param_now;
     if (!memory_ok(r, 0.0, -1)) return make_error(error_);
   }
   reduce_arrivals_.assign(v_, 0);
