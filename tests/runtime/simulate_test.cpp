@@ -268,3 +268,16 @@ TEST_CASE("simulate: a built-in schedule edited past its bounds gets the full ch
   CHECK(a.makespan == b.makespan);
   CHECK(a.ranks[0].peak_versions == b.ranks[0].peak_versions);
 }
+
+TEST_CASE("simulate: a flush schedule's version table is read once it departs from the rule",
+          "[runtime]") {
+  const cost_model costs = uniform_costs(1.0, 2.0);
+  schedule s = lower_communication(make_schedule(schedule_kind::gpipe, params(2, 2, 1, 1, 2)).value());
+  const simulation rule = run(s, costs);
+  CHECK(rule.ranks[1].peak_versions == 1);  // version t for every microbatch of step t
+  // Microbatch 3 (step 1) on stage 1 now uses version 0: two versions live at once there.
+  s.versions[1][3] = version_use{0, 0};
+  const simulation edited = run(s, costs);
+  CHECK(edited.ranks[1].peak_versions == 2);
+  CHECK(edited.ranks[0].peak_versions == 1);
+}
