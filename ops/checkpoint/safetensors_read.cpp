@@ -124,6 +124,9 @@ result<safetensors_file> parse_safetensors(std::vector<std::byte> buffer, std::s
     return make_error(file + ": the header (bytes 8.." + std::to_string(8 + hlen) +
                       ") is not valid JSON, near file byte " + std::to_string(8 + e.byte) +
                       ": " + e.what());
+  } catch (const json::exception& e) {  // a number past a double's range, such as 1e999
+    return make_error(file + ": the header (bytes 8.." + std::to_string(8 + hlen) +
+                      ") is not valid JSON: " + e.what());
   }
   if (!header.is_object()) return make_error(file + ": the header is JSON but not an object");
 

@@ -68,6 +68,17 @@ TEST_CASE("parse_safetensors rejects truncated files and bad headers", "[ops][ch
   REQUIRE_THAT(parse_error("[1, 2]", 0), Catch::Contains("not an object"));
 }
 
+// Found by fuzz/safetensors.cpp: nlohmann throws out_of_range, not parse_error, for such numbers.
+TEST_CASE("parse_safetensors returns an error for a header number past a double's range",
+          "[ops][checkpoint]") {
+  for (const char* header : {R"({"a": 1e999})", R"({"44 ":4422222E27444})",
+                             R"({"a":{"dtype":"F32","shape":[-1e400],"data_offsets":[0,4]}})"}) {
+    INFO(header);
+    REQUIRE_THAT(parse_error(header, 4), Catch::Contains("is not valid JSON") &&
+                                             Catch::Contains("number overflow"));
+  }
+}
+
 TEST_CASE("parse_safetensors rejects bad entries", "[ops][checkpoint]") {
   REQUIRE_THAT(parse_error(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", 8),
                Catch::Contains("tensor w") && Catch::Contains("BF16"));
