@@ -5,7 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "base/json_read.hpp"
 #include "base/sha256.hpp"
@@ -15,6 +17,38 @@ namespace {
 
 using json = nlohmann::json;
 constexpr const char* state_key = "pipeworks.rank_state";
+
+// A whole number the writer wrote, as an I (int, std::int64_t or std::size_t). get<I>() would
+// convert a fraction or an exponent (undefined behaviour outside I's range, 1e10 for an int) and
+// wrap a wide integer; this refuses them with a json::type_error naming `what`, which the reader
+// catches with the rest.
+template <class I>
+I whole(const json& v, const std::string& what) {
+  if (v.is_number_unsigned() && std::in_range<I>(v.get<std::uint64_t>()))
+    return static_cast<I>(v.get<std::uint64_t>());
+  if (v.is_number_integer() && !v.is_number_unsigned() && std::in_range<I>(v.get<std::int64_t>()))
+    return static_cast<I>(v.get<std::int64_t>());
+  throw json::type_error::create(
+      302,
+      what + " must be a whole number in " + std::to_string(std::numeric_limits<I>::min()) +
+          ".." + std::to_string(std::numeric_limits<I>::max()) + ", not " +
+          (v.is_number() ? v.dump() : std::string(v.type_name())),
+      &v);
+}
+template <class I>
+I whole_at(const json& j, const char* key) {
+  return whole<I>(j.at(key), "\"" + std::string(key) + "\"");
+}
+template <class I>
+std::vector<I> wholes_at(const json& j, const char* key) {
+  const json& a = j.at(key);
+  const std::string what = "\"" + std::string(key) + "\"";
+  if (!a.is_array())
+    throw json::type_error::create(302, what + " must be an array, not " + a.type_name(), &a);
+  std::vector<I> out;
+  for (const json& v : a) out.push_back(whole<I>(v, what + "'s entries"));
+  return out;
+}
 
 std::string held_prefix(int stage, int mb) {
   return "pipeworks.held." + std::to_string(stage) + "." + std::to_string(mb) + "/";
@@ -176,9 +210,9 @@ class reader {
     const json& j = *parsed;
     rank_state s;
     try {
-      s.rank = j.at("rank").get<int>();
-      s.step = j.at("step").get<std::int64_t>();
-      s.pc = j.at("pc").get<std::int64_t>();
+      s.rank = whole_at<int>(j, "rank");
+      s.step = whole_at<std::int64_t>(j, "step");
+      s.pc = whole_at<std::int64_t>(j, "pc");
       for (const json& st : j.at("stages")) {
         auto one = read_stage(st);
         if (!one) return one.err();
@@ -199,9 +233,9 @@ class reader {
       for (std::size_t i = 0; i < send_b.size(); ++i) {
         auto data = payload("pipeworks.send_b." + std::to_string(i) + "/data");
         if (!data) return data.err();
-        s.to_send_b.push_back(gradient_msg{send_b[i].at("replica").get<int>(),
-                                           send_b[i].at("stage").get<int>(),
-                                           send_b[i].at("microbatch").get<int>(), std::move(*data)});
+        s.to_send_b.push_back(gradient_msg{whole_at<int>(send_b[i], "replica"),
+                                           whole_at<int>(send_b[i], "stage"),
+                                           whole_at<int>(send_b[i], "microbatch"), std::move(*data)});
       }
       const json& deliver = j.at("deliver");
       for (std::size_t i = 0; i < deliver.size(); ++i) {
@@ -215,23 +249,25 @@ class reader {
         } else if (kind == "gradient") {
           auto data = payload(pre + "data");
           if (!data) return data.err();
-          s.deliver.emplace_back(gradient_msg{d.at("replica").get<int>(), d.at("stage").get<int>(),
-                                              d.at("microbatch").get<int>(), std::move(*data)});
+          s.deliver.emplace_back(gradient_msg{whole_at<int>(d, "replica"), whole_at<int>(d, "stage"),
+                                              whole_at<int>(d, "microbatch"), std::move(*data)});
         } else if (kind == "credit") {
-          s.deliver.emplace_back(credit_msg{d.at("replica").get<int>(), d.at("stage").get<int>(),
+          s.deliver.emplace_back(credit_msg{whole_at<int>(d, "replica"), whole_at<int>(d, "stage"),
                                             d.at("forward").get<bool>()});
         } else {
           return fail("deliver[" + std::to_string(i) + "].kind \"" + kind + "\" is unknown");
         }
       }
       for (const json& c : j.at("credits"))
-        s.credits[{c.at(0).get<int>(), c.at(1).get<bool>()}] = c.at(2).get<int>();
+        s.credits[{whole<int>(c.at(0), "a credit's stage"), c.at(1).get<bool>()}] =
+            whole<int>(c.at(2), "a credit count");
       const json& losses = j.at("losses");
       if (!losses.empty()) {
         auto values = tensor_of("pipeworks.losses", dtype::f64, {static_cast<std::int64_t>(losses.size())});
         if (!values) return values.err();
         for (std::size_t i = 0; i < losses.size(); ++i)
-          s.losses.push_back(loss_report{losses[i].at(0).get<int>(), losses[i].at(1).get<int>(),
+          s.losses.push_back(loss_report{whole<int>(losses[i].at(0), "a loss's replica"),
+                                         whole<int>(losses[i].at(1), "a loss's microbatch"),
                                          values->template data<double>()[i]});
       }
     } catch (const json::exception& e) {
@@ -284,11 +320,11 @@ class reader {
 
   result<stage_state> read_stage(const json& j) const {
     stage_state st;
-    st.stage = j.at("stage").get<int>();
-    st.latest = j.at("latest").get<int>();
-    st.forwards_done = j.at("forwards_done").get<std::int64_t>();
+    st.stage = whole_at<int>(j, "stage");
+    st.latest = whole_at<int>(j, "latest");
+    st.forwards_done = whole_at<std::int64_t>(j, "forwards_done");
     for (const json& v : j.at("versions")) {
-      const int version = v.get<int>();
+      const int version = whole<int>(v, "a version");
       auto p = params(st.stage, version == st.latest ? "" : "pipeworks.version." + std::to_string(version) + "/");
       if (!p) return p.err();
       st.versions[version] = std::make_shared<const param_set>(std::move(*p));
@@ -296,7 +332,7 @@ class reader {
     if (!st.versions.count(st.latest))
       return fail("stage " + std::to_string(st.stage) + " lists no latest version " + std::to_string(st.latest));
     const param_set& layout = *st.versions.at(st.latest);
-    st.updates = j.at("updates").get<std::vector<std::int64_t>>();
+    st.updates = wholes_at<std::int64_t>(j, "updates");
     const auto has_m = j.at("moment1").get<std::vector<bool>>();
     const auto has_v = j.at("moment2").get<std::vector<bool>>();
     if (st.updates.size() != layout.entries().size() || has_m.size() != st.updates.size() ||
@@ -327,15 +363,15 @@ class reader {
 
   result<held_state> read_held(const json& j) const {
     held_state h;
-    h.stage = j.at("stage").get<int>();
-    h.microbatch = j.at("microbatch").get<int>();
-    h.version = j.at("version").get<int>();
-    h.bytes = j.at("bytes").get<std::int64_t>();
+    h.stage = whole_at<int>(j, "stage");
+    h.microbatch = whole_at<int>(j, "microbatch");
+    h.version = whole_at<int>(j, "version");
+    h.bytes = whole_at<std::int64_t>(j, "bytes");
     h.deferred = j.at("deferred").get<bool>();
-    h.batch = j.at("batch").get<std::int64_t>();
+    h.batch = whole_at<std::int64_t>(j, "batch");
     const std::string pre = held_prefix(h.stage, h.microbatch);
     for (const char* part : {"saved", "later"}) {
-      const auto counts = j.at(part).get<std::vector<std::size_t>>();
+      const auto counts = wholes_at<std::size_t>(j, part);
       auto& blocks = std::string(part) == "saved" ? h.saved : h.later;
       for (std::size_t b = 0; b < counts.size(); ++b) {
         blocks.emplace_back();
@@ -361,11 +397,11 @@ class reader {
 
   result<activation_msg> read_activation(const json& j, const std::string& pre) const {
     activation_msg a;
-    a.replica = j.at("replica").get<int>();
-    a.stage = j.at("stage").get<int>();
-    a.microbatch = j.at("microbatch").get<int>();
-    a.version = j.at("version").get<int>();
-    a.ctx.batch = j.at("batch").get<std::int64_t>();
+    a.replica = whole_at<int>(j, "replica");
+    a.stage = whole_at<int>(j, "stage");
+    a.microbatch = whole_at<int>(j, "microbatch");
+    a.version = whole_at<int>(j, "version");
+    a.ctx.batch = whole_at<std::int64_t>(j, "batch");
     if (j.at("data").get<bool>()) {
       auto d = payload(pre + "data");
       if (!d) return d.err();
