@@ -17,8 +17,8 @@ bool simulator::out_of_memory(int r, double t, int st, std::int64_t used, std::i
   std::ostringstream e;
   e << "simulate: stage " << (st < 0 ? r % p_ : st) << " (device " << r % p_ << ", rank " << r
     << ") runs out of memory at t=" << t << ": it needs " << bytes_text(used) << " ("
-    << bytes_text(act_now_[r]) << " of activations for " << inflight_[r]
-    << " stashed microbatches, " << bytes_text(param_now_[r])
+    << bytes_text(hot_[r].act_now) << " of activations for " << hot_[r].inflight
+    << " stashed microbatches, " << bytes_text(hot_[r].param_now)
     << " of weights) but the device has " << bytes_text(cap)
     << "; use a schedule with fewer microbatches in flight (1f1b rather than gpipe), more "
        "stages, or a device with more memory";
@@ -61,7 +61,7 @@ bool simulator::fail_version(int r, std::size_t pc, int st, int mb, int ver, dou
            std::to_string(ver) + " of stage " + std::to_string(st) + " (microbatch " +
            std::to_string(mb) + "), but " +
            (ver < 0 ? std::string("versions start at 0 (the initial weights)")
-                    : "only " + std::to_string(newest_[group(r / p_, st)]) +
+                    : "only " + std::to_string(groups_[group(r / p_, st)].newest) +
                           " STEPs of that stage have run") +
            "; the version table and the STEP placement disagree";
   return false;
@@ -81,8 +81,8 @@ std::string simulator::deadlock_picture() const {
   int shown = 0;
   for (int r = 0; r < r_ && shown < 32; ++r) {
     const program& prog = s_.programs[r];
-    const std::size_t pc = pc_[r];
-    e << "  rank " << r << " (t=" << free_[r] << "): ";
+    const std::size_t pc = hot_[r].pc;
+    e << "  rank " << r << " (t=" << hot_[r].free << "): ";
     if (pc >= prog.size()) {
       e << "done\n";
       continue;
