@@ -110,20 +110,10 @@ struct fixed_in_flight_program {
       : m(model), f(in_flight), units(model.layers) {}
 
   bool run(double b) {
-    int at = -1, r = 0;  // the last (i, r(i..j)) asked: the program asks j = i, i + 1, .. per i
-    return units.run(
+    return units.run_by_runs(
         m.layers, m.devices,
-        [&](int i, int j) {
-          if (!m.fits(i, j, f)) return no_devices;
-          if (i != at) {
-            at = i;
-            r = 0;
-          }
-          // r(i..j) only grows with j, so while the last one still serves it is the fewest.
-          if (r == 0 || r == no_devices || m.stage_ms(i, j, r) > b)
-            r = m.min_replicas(i, j, b, m.devices);
-          return r;
-        },
+        [&](int i, int j) { return m.fits(i, j, f) ? m.min_replicas(i, j, b, m.devices) : no_devices; },
+        [&](int i, int j, int r) { return m.fits(i, j, f) && m.stage_ms(i, j, r) <= b; },
         [&](int j) { return m.link_ms[j] <= b; });
   }
 

@@ -99,6 +99,64 @@ struct fewest_units_program {
     }
     return best[0] <= cap;
   }
+
+  // The same program and the same answer (best, cut and reps alike), for replicas that may be
+  // asked any j (run asks them in order): over a run of j with one r(i..j), r + G(j + 1) is least
+  // at the run's last allowed cut, as G only falls with j (a shorter suffix never needs more
+  // units), so each run costs a bisection for its end and for the earliest cut reaching that
+  // total, not a step per layer. O(L · distinct r · log L) instead of O(L²). serves(i, j, r):
+  // whether r units serve i..j, asked only with r = r(i..j') for some j' <= j (there it holds
+  // exactly when r(i..j) == r); a cheaper question than replicas.
+  template <class Replicas, class Serves, class LinkOk>
+  bool run_by_runs(int L, int cap, Replicas&& replicas, Serves&& serves, LinkOk&& link_ok) {
+    best[L] = 0;
+    auto allowed = [&](int j) { return j + 1 == L || link_ok(j); };
+    for (int i = L - 1; i >= 0; --i) {
+      int bi = no_devices, cj = -1, cr = 0;
+      for (int j = i; j < L;) {
+        const int r = replicas(i, j);
+        if (r == no_devices || r >= bi) break;
+        // The run's end: gallop from j (runs are mostly short), then bisect.
+        int lo = j, hi = L;  // r serves i..lo; the run ends before hi
+        for (int step = 1; lo + step < L; step *= 2) {
+          if (!serves(i, lo + step, r)) {
+            hi = lo + step;
+            break;
+          }
+          lo += step;
+        }
+        while (hi - lo > 1) {
+          const int mid = lo + (hi - lo) / 2;
+          if (serves(i, mid, r)) lo = mid;
+          else hi = mid;
+        }
+        const int end = lo;
+        int last = end;  // the run's last allowed cut
+        while (last >= j && !allowed(last)) --last;
+        if (last >= j) {
+          const int rest = best[last + 1];
+          if (rest != no_devices && r + rest < bi && r + rest <= cap) {
+            // The earliest cut in the run with the same total: G(k + 1) == rest from some k on.
+            int a = j, b = last;
+            while (a < b) {
+              const int mid = a + (b - a) / 2;
+              if (best[mid + 1] <= rest) b = mid;
+              else a = mid + 1;
+            }
+            while (!allowed(a)) ++a;
+            bi = r + rest;
+            cj = a;
+            cr = r;
+          }
+        }
+        j = end + 1;
+      }
+      best[i] = bi;
+      cut[i] = cj;
+      reps[i] = cr;
+    }
+    return best[0] <= cap;
+  }
 };
 
 // The exact flat program in the pool cost model (links at link_ms, all-reduce at level_of(r),
