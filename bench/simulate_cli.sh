@@ -24,7 +24,7 @@ cases=(
   "simulate 1f1b p=1024 m=4096|1.0|simulate --schedule 1f1b --stages 1024 --microbatches 4096"
   "simulate zb-h1 p=512 m=2048|1.0|simulate --schedule zb-h1 --stages 512 --microbatches 2048"
   "plan 10,000 layers, 2bw, dgx-h100x8|10|plan --profile $out/p10k.json --cluster dgx-h100x8 --planner 2bw"
-  "plan 10,000 layers, pipedream, dgx-h100x8|30|plan --profile $out/p10k.json --cluster dgx-h100x8"
+  "plan 10,000 layers, pipedream, dgx-h100x8|10|plan --profile $out/p10k.json --cluster dgx-h100x8"
 )
 load_before=$(cut -d' ' -f1 /proc/loadavg)
 for c in "${cases[@]}"; do
