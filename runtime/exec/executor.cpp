@@ -688,8 +688,6 @@ std::vector<rank_state> stage_executor<T>::take_snapshots() {
   return std::exchange(impl_->done, {});
 }
 
-template struct stage_executor<float>::impl;
-template struct stage_executor<double>::impl;
 template class stage_executor<float>;
 template class stage_executor<double>;
 
