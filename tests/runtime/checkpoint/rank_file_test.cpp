@@ -1,6 +1,5 @@
-// Tests for runtime/checkpoint/rank_file's reader: numbers in the "pipeworks.rank_state" metadata
-// that the writer never writes (fractions, exponents, values past the field's type) are refused
-// with a message naming the field, never converted (found by fuzz/rank_file.cpp).
+// Tests for runtime/checkpoint/rank_file's reader: rank-state numbers the writer never writes
+// (fractions, exponents, values past the field's type) are refused, naming the field.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -35,6 +34,8 @@ std::string empty_state_with(const std::string& field) {
 
 }  // namespace
 
+// get<int>() of 1e10 was undefined behaviour and 4294967297 wrapped to 1 (reproduced with
+// fuzz/rank_file.cpp; fuzz/rank_state.cpp fuzzes this JSON).
 TEST_CASE("rank files refuse numbers out of a field's range naming the field",
           "[runtime][checkpoint]") {
   using Catch::Contains;
