@@ -69,7 +69,6 @@ bool is_comm(action_kind k) {
          k == action_kind::recv_b;
 }
 
-bool has_microbatch(action_kind k) { return k != action_kind::reduce && k != action_kind::step; }
 
 std::string to_string(const action& a) {
   std::string out = std::to_string(a.stage);

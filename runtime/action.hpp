@@ -26,7 +26,9 @@ enum class action_kind : std::uint8_t {
 std::string_view kind_name(action_kind k);  // "F", "B", "I", "W", "SEND_F", ..., "STEP"
 bool is_compute(action_kind k);             // F, B, I, W
 bool is_comm(action_kind k);                // SEND_*, RECV_*
-bool has_microbatch(action_kind k);         // everything but REDUCE and STEP
+inline bool has_microbatch(action_kind k) {  // everything but REDUCE and STEP
+  return k != action_kind::reduce && k != action_kind::step;
+}
 
 // Eight bytes: a large simulation walks hundreds of millions of actions, so their size is most
 // of its memory traffic. Stages are bounded by max_action_stage (parse_action refuses larger).
