@@ -13,13 +13,12 @@ usage() {
   exit 2
 }
 
-# Configures build-fuzz once, then (re)builds the named fuzz_* executables.
+# Configures build-fuzz (again each time, so that a new fuzz/*.cpp is a target), then (re)builds
+# the named fuzz_* executables.
 build() {
-  if [ ! -f build-fuzz/CMakeCache.txt ]; then
-    scripts/install-deps.sh
-    CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release \
-      -DPIPEWORKS_FUZZ=ON -DPIPEWORKS_BUILD_TESTS=OFF -DPIPEWORKS_BUILD_BENCH=OFF >/dev/null
-  fi
+  [ -f build-fuzz/CMakeCache.txt ] || scripts/install-deps.sh
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release \
+    -DPIPEWORKS_FUZZ=ON -DPIPEWORKS_BUILD_TESTS=OFF -DPIPEWORKS_BUILD_BENCH=OFF >/dev/null
   cmake --build build-fuzz -j "${PIPEWORKS_JOBS:-$(nproc)}" --target "$@"
 }
 
