@@ -35,6 +35,8 @@ class driver_state {
     return {
         [this](run_atom, const caf::actor& partition) {
           caller_ = caf::actor_cast<caf::actor>(self_->current_sender());
+          for (std::size_t k = 0; k < spec_->workers.size(); ++k)
+            watch(spec_->workers[k], {who_kind::worker, static_cast<int>(k + 1)});
           plan_with(partition);
         },
         [this](input_request m) { from_rank(m); },
@@ -50,7 +52,7 @@ class driver_state {
   }
 
  private:
-  enum class who_kind { rank, reducer, tracer, partition };
+  enum class who_kind { rank, reducer, tracer, partition, worker };
   struct who {
     who_kind kind;
     int index;
@@ -238,12 +240,45 @@ class driver_state {
     self_->delayed_send(self_, std::chrono::seconds(5), poll_atom::value);
   }
 
+  // The virtual stages of device d, as "stage 1" or "stages 1,3".
+  std::string stages_of(int device) const {
+    std::vector<int> mine;
+    for (int s = 0; s < run_.plan.virtual_stages(); ++s)
+      if (run_.programs->device_of[static_cast<std::size_t>(s)] == device) mine.push_back(s);
+    std::string out = mine.size() == 1 ? "stage " : "stages ";
+    for (std::size_t k = 0; k < mine.size(); ++k) out += (k ? "," : "") + std::to_string(mine[k]);
+    return out;
+  }
+
+  // A worker process is gone: every rank it held is lost with it.
+  void lost_process(int process, const std::string& why) {
+    const std::vector<std::string>& names = spec_->worker_addresses;
+    std::string text = "worker " + std::to_string(process);
+    if (process >= 1 && static_cast<std::size_t>(process) <= names.size())
+      text += " at " + names[static_cast<std::size_t>(process - 1)];
+    text += " was lost (" + why + ")";
+    if (run_.programs) {
+      const std::vector<int> ranks = ranks_in_process(run_.plan, process);
+      text += ranks.size() == 1 ? "; it held rank " : "; it held ranks ";
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        const int r = ranks[i], p = run_.plan.stages;
+        text += (i ? ", " : "") + std::to_string(r) + " (" + stages_of(r % p) + ", replica " +
+                std::to_string(r / p) + ")";
+      }
+    }
+    fail(text + ". Restart the worker and continue with --resume from the last checkpoint");
+  }
+
   void on_down(const caf::down_msg& dm) {
     if (ended_) return;
     auto it = watched_.find(dm.source);
     if (it == watched_.end()) return;
     const std::string why = dm.reason ? self_->system().render(dm.reason) : "it exited normally";
     const who w = it->second;
+    if (w.kind == who_kind::worker) return lost_process(w.index, why);
+    if (w.kind == who_kind::rank && dm.reason == caf::exit_reason::remote_link_unreachable &&
+        !run_.plan.ranks.empty())
+      return lost_process(run_.plan.ranks.at(static_cast<std::size_t>(w.index)).process, why);
     if (w.kind == who_kind::reducer)
       return fail("the reducer of stage " + std::to_string(w.index) + " died (" + why + ")");
     if (w.kind == who_kind::tracer) return fail("the tracer died (" + why + ")");
@@ -254,16 +289,7 @@ class driver_state {
     const int p = run_.plan.stages;
     const int replica = w.index / p, device = w.index % p;
     const std::optional<action> at = spec_->board ? spec_->board->at(w.index) : std::nullopt;
-    std::string stage;
-    if (at) {
-      stage = "stage " + std::to_string(at->stage);
-    } else {
-      std::vector<int> mine;
-      for (int s = 0; s < run_.plan.virtual_stages(); ++s)
-        if (run_.programs->device_of[static_cast<std::size_t>(s)] == device) mine.push_back(s);
-      stage = mine.size() == 1 ? "stage " : "stages ";
-      for (std::size_t k = 0; k < mine.size(); ++k) stage += (k ? "," : "") + std::to_string(mine[k]);
-    }
+    const std::string stage = at ? "stage " + std::to_string(at->stage) : stages_of(device);
     fail(stage + ", replica " + std::to_string(replica) + " (rank " + std::to_string(w.index) +
          ")" + (at ? ", action " + to_string(*at) : std::string(", action unknown")) +
          ": the stage actor died (" + why + ")");
@@ -304,6 +330,7 @@ class driver_state {
     for (const auto& r : reducers_)
       if (r) self_->send_exit(r, caf::exit_reason::user_shutdown);
     if (tracer_) self_->send_exit(tracer_, caf::exit_reason::user_shutdown);
+    for (const auto& w : spec_->workers) self_->send(w, run_ended{o.ok, o.error});
     if (caller_) self_->send(caller_, std::move(o));
     self_->quit();
   }

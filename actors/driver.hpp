@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "actors/pipeline.hpp"
 #include "actors/rank_board.hpp"
@@ -23,6 +25,10 @@ struct driver_spec {
   std::chrono::milliseconds poll_interval{50};
   std::chrono::steady_clock::time_point start;  // elapsed_s counts from here
   std::shared_ptr<rank_board> board;
+  // The worker processes (process k at workers[k - 1]), told when the run ends and monitored: a
+  // lost worker fails the run, naming the ranks and stages it held.
+  std::vector<caf::actor> workers;
+  std::vector<std::string> worker_addresses;  // "host:port", for messages
 };
 
 // The driver runs on a thread of its own (it calls data and the user's callbacks). Send it

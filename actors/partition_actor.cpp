@@ -1,10 +1,13 @@
-// The partition actor: resolve_plan, lower_run, then one stage actor per rank (rank_setup's
-// setup, the initial weights or the rank's checkpoint file) and one reducer per virtual stage
-// when w > 1. It answers one plan_atom, then quits.
+// The partition actor: resolve_plan, place_ranks, lower_run, then one stage actor per rank
+// (make_stage_spec, the initial weights or the rank's checkpoint file) and one reducer per virtual
+// stage when w > 1. Ranks on worker processes are asked of the workers (host_request), whose
+// replies must carry the plan back unchanged. It answers one plan_atom, then quits.
 #include "actors/partition_actor.hpp"
 #include "base/exception_text.hpp"
 
 #include <exception>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
@@ -19,8 +22,25 @@
 namespace pipeworks {
 namespace {
 
+// What build() leaves to do: the wiring so far, and a request for each worker that hosts ranks.
+struct pending_wiring {
+  pipeline_wiring wiring;
+  std::vector<std::pair<int, host_request>> requests;  // (process, request)
+};
+
+// The first field in which the plan a worker read differs from the one it was sent.
+std::string first_plan_difference(const std::string& sent, const std::string& read) {
+  const auto patch = nlohmann::json::diff(nlohmann::json::parse(sent, nullptr, false),
+                                          nlohmann::json::parse(read, nullptr, false));
+  if (patch.empty() || !patch[0].contains("path")) return "the plan";
+  std::string path = patch[0]["path"].get<std::string>();
+  for (char& c : path)
+    if (c == '/') c = '.';
+  return path.empty() ? "the plan" : path.substr(1);
+}
+
 template <class T>
-result<pipeline_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
+result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   const model<T>& net = *spec.net;
   const sample_fn sample = [&](std::int64_t rows) -> result<minibatch> {
     run_plan at = spec.plan;
@@ -31,7 +51,9 @@ result<pipeline_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   };
   auto resolved = resolve_plan(spec.plan, net, sample);
   if (!resolved) return resolved.err();
-  auto run = lower_run(resolved->plan, net.size());
+  run_plan placed = resolved->plan;
+  place_ranks(placed);
+  auto run = lower_run(std::move(placed), net.size());
   if (!run) return run.err();
   const schedule& programs = *run->programs;
   const run_plan& plan = run->plan;
@@ -43,44 +65,115 @@ result<pipeline_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     if (!cut) return cut.err();
     pieces = std::move(*cut);
   }
-  const metadata_map identity{{"pipeworks.model", to_json(plan.model).dump()},
-                              {"pipeworks.schedule", std::string(schedule_name(*plan.schedule))}};
-  pipeline_wiring wiring;
+  pending_wiring out;
+  pipeline_wiring& wiring = out.wiring;
   wiring.plan = to_json_text(plan);
   wiring.report = resolved->report;
   if (!resolved->summary.is_null()) wiring.summary = resolved->summary.dump();
-  const auto start = spec.start;
+  wiring.ranks.resize(static_cast<std::size_t>(programs.ranks()));
+  const auto workers = static_cast<int>(plan.processes.workers.size());
+  if (static_cast<int>(spec.workers.size()) != workers)
+    return make_error("the plan names " + std::to_string(workers) + " workers, but " +
+                      std::to_string(spec.workers.size()) + " are connected");
+  std::vector<host_request> requests(static_cast<std::size_t>(workers));
+  for (int k = 1; k <= workers; ++k) {
+    host_request& q = requests[static_cast<std::size_t>(k - 1)];
+    q.dtype = sizeof(T) == 4 ? "float32" : "float64";
+    q.plan = wiring.plan;
+    q.process = k;
+    q.driver = spec.driver;
+    q.fault = spec.hooks.fault;
+    q.record_trace = spec.hooks.record_trace;
+    if (spec.resume)
+      q.resume_dir = std::filesystem::absolute(step_dir(plan.checkpoint.dir, spec.resume->step)).string();
+  }
   for (int r = 0; r < programs.ranks(); ++r) {
-    auto st = std::make_shared<stage_spec<T>>();
-    st->net = spec.net;
-    st->threads = plan.threads_per_stage;
-    st->board = spec.board;
-    st->driver = spec.driver;
-    st->checkpoint_dir = plan.checkpoint.dir;
-    st->identity = identity;
-    executor_setup& es = st->setup;
-    es = rank_setup(*run, r);
-    es.clock = [start] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    es.record_trace = spec.hooks.record_trace;
-    es.fault = spec.hooks.fault;
+    const int device = r % plan.stages;
+    const int process = plan.ranks.empty() ? 0 : plan.ranks[static_cast<std::size_t>(r)].process;
+    std::vector<param_set> initial;
+    if (!spec.resume)
+      for (int s = 0; s < V; ++s)
+        if (programs.device_of[static_cast<std::size_t>(s)] == device)
+          initial.push_back(pieces[static_cast<std::size_t>(s)].clone());
+    if (process > 0) {
+      host_request& q = requests[static_cast<std::size_t>(process - 1)];
+      q.ranks.push_back(r);
+      if (spec.resume) {
+        q.resume.push_back(spec.resume->files.at(static_cast<std::size_t>(r)));
+      } else {
+        std::vector<param_snapshot> mine;
+        for (param_set& p : initial) mine.push_back(std::make_shared<const param_set>(std::move(p)));
+        q.initial.push_back(std::move(mine));
+      }
+      continue;
+    }
+    auto st = make_stage_spec<T>(*run, r, spec.net, spec.start, spec.hooks, spec.board, spec.driver);
     if (spec.resume) {
       st->resume_dir = step_dir(plan.checkpoint.dir, spec.resume->step);
       st->resume = spec.resume->files.at(static_cast<std::size_t>(r));
     } else {
-      for (int s = 0; s < V; ++s)
-        if (programs.device_of[static_cast<std::size_t>(s)] == es.device)
-          st->initial.push_back(pieces[static_cast<std::size_t>(s)].clone());
+      st->initial = std::move(initial);
     }
-    wiring.ranks.push_back(spawn_stage<T>(sys, plan.detached, std::move(st)));
+    wiring.ranks[static_cast<std::size_t>(r)] = spawn_stage<T>(sys, plan.detached, std::move(st));
   }
+  for (int k = 1; k <= workers; ++k)
+    if (!requests[static_cast<std::size_t>(k - 1)].ranks.empty())
+      out.requests.emplace_back(k, std::move(requests[static_cast<std::size_t>(k - 1)]));
   wiring.reducers.resize(static_cast<std::size_t>(V));
   if (plan.replicas > 1)
     for (int s = 0; s < V; ++s)
       wiring.reducers[static_cast<std::size_t>(s)] =
-          spawn_reducer(sys, plan.detached, s, plan.replicas, spec.driver);
-  return wiring;
+          spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, spec.driver);
+  return out;
+}
+
+// Asks each worker for its ranks; delivers the whole wiring once all have answered, or the first
+// error, naming the worker.
+template <class T>
+void ask_workers(caf::event_based_actor* self, std::shared_ptr<partition_spec<T>> spec,
+                 pending_wiring pending, caf::response_promise rp) {
+  struct gather {
+    pipeline_wiring wiring;
+    std::size_t left = 0;
+    bool done = false;
+  };
+  auto g = std::make_shared<gather>();
+  g->wiring = std::move(pending.wiring);
+  g->left = pending.requests.size();
+  const auto limit = std::chrono::milliseconds(spec->plan.processes.connect_ms) + std::chrono::minutes(1);
+  for (auto& [process, request] : pending.requests) {
+    const std::string who = "worker " + std::to_string(process) + " at " +
+                            spec->plan.processes.workers.at(static_cast<std::size_t>(process - 1));
+    const std::vector<int> ranks = request.ranks;
+    const std::string sent = request.plan;
+    auto fail = [self, g, rp](const std::string& why) mutable {
+      if (g->done) return;
+      g->done = true;
+      rp.deliver(caf::make_error(caf::sec::runtime_error, why));
+      self->quit();
+    };
+    self->request(spec->workers.at(static_cast<std::size_t>(process - 1)), limit, std::move(request))
+        .then(
+            [self, g, rp, who, ranks, sent, fail](host_reply& reply) mutable {
+              if (g->done) return;
+              if (reply.plan != sent)
+                return fail(who + " read the plan differently, from its field " +
+                            first_plan_difference(sent, reply.plan) +
+                            " on; run the same pipeworks version on every host");
+              if (reply.ranks.size() != ranks.size())
+                return fail(who + " started " + std::to_string(reply.ranks.size()) +
+                            " ranks, not the " + std::to_string(ranks.size()) + " it was given");
+              for (std::size_t i = 0; i < ranks.size(); ++i)
+                g->wiring.ranks[static_cast<std::size_t>(ranks[i])] = std::move(reply.ranks[i]);
+              if (--g->left > 0) return;
+              g->done = true;
+              rp.deliver(std::move(g->wiring));
+              self->quit();
+            },
+            [self, who, fail](caf::error& e) mutable {
+              fail(who + " could not host its ranks: " + error_text(self->system(), e));
+            });
+  }
 }
 
 template <class T>
@@ -89,17 +182,21 @@ caf::behavior partition_actor(caf::event_based_actor* self,
   return {
       [self, spec](plan_atom) {
         auto rp = self->make_response_promise();
-        result<pipeline_wiring> wiring = make_error("");
+        result<pending_wiring> pending = make_error("");
         try {
-          wiring = build(self->system(), *spec);
+          pending = build(self->system(), *spec);
         } catch (const std::exception& e) {
-          wiring = make_error(exception_text(e));
+          pending = make_error(exception_text(e));
         }
-        if (wiring)
-          rp.deliver(std::move(*wiring));
-        else
-          rp.deliver(caf::make_error(caf::sec::runtime_error, wiring.message()));
-        self->quit();
+        if (!pending) {
+          rp.deliver(caf::make_error(caf::sec::runtime_error, pending.message()));
+          self->quit();
+        } else if (pending->requests.empty()) {
+          rp.deliver(std::move(pending->wiring));
+          self->quit();
+        } else {
+          ask_workers<T>(self, spec, std::move(*pending), rp);
+        }
       },
   };
 }

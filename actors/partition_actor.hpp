@@ -1,7 +1,8 @@
 // The partition actor computes the plan up front: it resolves the run plan (an even split, or
 // profiling and planning when the plan asks for automatic partitioning), then spawns the ranks
 // (from the initial weights, or each from its checkpoint file) and the reducers, and answers the
-// driver's plan_atom with the resolved plan and the actors.
+// driver's plan_atom with the resolved plan and the actors. Ranks the plan places on worker
+// processes are spawned there: the partition actor sends each worker a host_request.
 #pragma once
 #include <caf/all.hpp>
 #include <chrono>
@@ -26,6 +27,8 @@ struct partition_spec {
   std::chrono::steady_clock::time_point start;  // the common zero of every rank's clock
   std::shared_ptr<rank_board> board;
   caf::actor driver;
+  // Worker k of the plan's processes (k >= 1) at workers[k - 1], connected and greeted.
+  std::vector<caf::actor> workers;
 };
 
 template <class T>

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "actors/driver.hpp"
+#include "actors/network.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "partition/cpu_count.hpp"
@@ -50,10 +51,23 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
   caf::actor_system_config config;
   add_message_types(config);
   config.set("scheduler.max-threads", scheduler_threads(plan));
+  const process_spec& procs = plan.processes;
+  if (!procs.workers.empty())
+    use_network(config, std::chrono::milliseconds(procs.heartbeat_ms),
+                std::chrono::milliseconds(procs.timeout_ms));
   std::optional<run_outcome> outcome;
   std::string lost;
   {
     caf::actor_system sys{config};
+    std::vector<caf::actor> workers;
+    for (std::size_t k = 0; k < procs.workers.size(); ++k) {
+      auto at = parse_host_port(procs.workers[k]);
+      if (!at) return at.err();
+      auto w = connect_worker(sys, *at, std::chrono::milliseconds(procs.connect_ms),
+                              "worker " + std::to_string(k + 1));
+      if (!w) return w.err();
+      workers.push_back(std::move(*w));
+    }
     auto board = std::make_shared<rank_board>();
     auto ds = std::make_shared<driver_spec>();
     ds->data = data;
@@ -63,6 +77,8 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ds->resume_samples = resume ? resume->samples : 0;
     ds->start = t0;
     ds->board = board;
+    ds->workers = workers;
+    ds->worker_addresses = procs.workers;
     caf::actor driver = spawn_driver(sys, ds);
 
     auto ps = std::make_shared<partition_spec<T>>();
@@ -75,6 +91,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ps->start = t0;
     ps->board = board;
     ps->driver = driver;
+    ps->workers = std::move(workers);
     caf::actor partition = spawn_partition<T>(sys, ps);
 
     {
@@ -130,6 +147,9 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
   if (status s = check(given, m.size()); !s) return make_error(s.message());
   if (!data) return make_error("train_pipeline needs a data callback");
   run_plan plan = given;
+  // Workers may run elsewhere in the file tree: they get the checkpoint directory absolute.
+  if (!plan.processes.workers.empty() && !plan.checkpoint.dir.empty())
+    plan.checkpoint.dir = std::filesystem::absolute(plan.checkpoint.dir).lexically_normal().string();
   if (plan.schedule && plan.split.empty() && !plan.auto_partition && plan.virtual_stages() == 1)
     plan.split = {0};
   if (status s = check(plan, hooks); !s) return make_error(s.message());

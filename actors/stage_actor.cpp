@@ -244,6 +244,37 @@ caf::actor spawn_stage(caf::actor_system& sys, bool detached, std::shared_ptr<st
   return sys.spawn(stage_actor<T>, std::move(spec));
 }
 
+template <class T>
+std::shared_ptr<stage_spec<T>> make_stage_spec(const lowered_run& run, int rank, const model<T>* net,
+                                               std::chrono::steady_clock::time_point start,
+                                               const pipeline_hooks& hooks,
+                                               std::shared_ptr<rank_board> board, caf::actor driver) {
+  const run_plan& plan = run.plan;
+  auto st = std::make_shared<stage_spec<T>>();
+  st->net = net;
+  st->threads = plan.threads_per_stage;
+  st->board = std::move(board);
+  st->driver = std::move(driver);
+  st->checkpoint_dir = plan.checkpoint.dir;
+  st->identity = {{"pipeworks.model", to_json(plan.model).dump()},
+                  {"pipeworks.schedule", std::string(schedule_name(*plan.schedule))}};
+  executor_setup& es = st->setup;
+  es = rank_setup(run, rank);
+  es.clock = [start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  es.record_trace = hooks.record_trace;
+  es.fault = hooks.fault;
+  return st;
+}
+
+template std::shared_ptr<stage_spec<float>> make_stage_spec<float>(
+    const lowered_run&, int, const model<float>*, std::chrono::steady_clock::time_point,
+    const pipeline_hooks&, std::shared_ptr<rank_board>, caf::actor);
+template std::shared_ptr<stage_spec<double>> make_stage_spec<double>(
+    const lowered_run&, int, const model<double>*, std::chrono::steady_clock::time_point,
+    const pipeline_hooks&, std::shared_ptr<rank_board>, caf::actor);
+
 template caf::actor spawn_stage<float>(caf::actor_system&, bool, std::shared_ptr<stage_spec<float>>);
 template caf::actor spawn_stage<double>(caf::actor_system&, bool,
                                         std::shared_ptr<stage_spec<double>>);

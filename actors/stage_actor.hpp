@@ -3,6 +3,7 @@
 // the rank writes its own checkpoint files on a thread of its own.
 #pragma once
 #include <caf/all.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "ops/model/model.hpp"
 #include "runtime/checkpoint/manifest.hpp"
 #include "runtime/exec/executor.hpp"
+#include "runtime/exec/rank_setup.hpp"
+#include "runtime/exec/run_api.hpp"
 
 namespace pipeworks {
 
@@ -28,7 +31,16 @@ struct stage_spec {
   int threads = 1;                   // oneTBB threads of this rank's kernels
   std::shared_ptr<rank_board> board;
   caf::actor driver;                 // monitored from the start: the rank quits when it goes
+  std::shared_ptr<const void> keep;  // what net lives in, when the rank must keep it alive
 };
+
+// Rank `rank` of `run` as rank_setup says, with its clock counting from `start`, the hooks, the
+// checkpoint directory and identity; the caller adds its initial weights or its resume file.
+template <class T>
+std::shared_ptr<stage_spec<T>> make_stage_spec(const lowered_run& run, int rank, const model<T>* net,
+                                               std::chrono::steady_clock::time_point start,
+                                               const pipeline_hooks& hooks,
+                                               std::shared_ptr<rank_board> board, caf::actor driver);
 
 // Spawns a rank; it waits for its rank_wiring before it starts. Detached: a thread of its own.
 template <class T>

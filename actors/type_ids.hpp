@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "actors/messages.hpp"
+#include "actors/remote_messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(pipeworks, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::activation_msg))
@@ -27,6 +28,10 @@ CAF_ADD_TYPE_ID(pipeworks, (pipeworks::checkpoint_written))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::pipeline_wiring))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::run_outcome))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::timeline))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::hello_msg))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::host_request))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::host_reply))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::run_ended))
 CAF_END_TYPE_ID_BLOCK(pipeworks)
 
 namespace pipeworks {

@@ -162,6 +162,7 @@ run_plan make_plan(train_options& o) {
                                              " (or change it in the plan)");
     auto p = load_run_plan(f.plan);
     if (!p) throw CLI::ValidationError("--plan", p.message());
+    apply_process_flags(o, *p, false);
     return *p;
   }
   if (!f.resume.empty()) {
@@ -512,6 +513,7 @@ const bool registered = register_command(
       add_threads_option(sub, o->threads);
       add_pipeline_flags(sub, o->pipe);
       add_checkpoint_flags(sub, o->pipe);
+      add_process_flags(sub, o->pipe);
       CLI::App* app = &sub;  // main's parser owns it for the whole run
       sub.add_option("--save", o->save, "write the final weights to this safetensors file");
       sub.add_option("--metrics", o->metrics,

@@ -106,6 +106,23 @@ void add_checkpoint_flags(CLI::App& sub, pipeline_flags& f) {
   sub.add_option("--plan", f.plan, "run the plan in FILE (as --print-plan writes it)");
 }
 
+void add_process_flags(CLI::App& sub, pipeline_flags& f) {
+  sub.add_option("--workers", f.workers,
+                 "run the ranks on these worker processes (HOST:PORT,HOST:PORT,...; each started "
+                 "with `pipeworks worker --listen HOST:PORT`); the ranks go to them in contiguous "
+                 "blocks unless the plan places them");
+  sub.add_option("--heartbeat-ms", f.heartbeat_ms,
+                 "with --workers: every process sends its peers a heartbeat this often")
+      ->capture_default_str();
+  sub.add_option("--peer-timeout-ms", f.peer_timeout_ms,
+                 "with --workers: a peer silent this long (frozen, or its network gone) is lost "
+                 "and the run stops, naming it")
+      ->capture_default_str();
+  sub.add_option("--connect-timeout-ms", f.connect_timeout_ms,
+                 "with --workers: the most that reaching a worker and its handshake may take")
+      ->capture_default_str();
+}
+
 void check_pipeline_flags(const pipeline_flags& f) {
   if (f.compare_sim && f.trace.empty())
     throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");

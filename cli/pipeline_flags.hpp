@@ -1,7 +1,8 @@
 // `pipeworks train`'s pipeline flags (--schedule, --stages, --replicas, --chunks, --split, --trace,
 // --compare-sim, --actors, --credits, --auto-partition, --cluster, --planner, --inject-fault) and
 // its checkpoint and plan flags (--save-every, --checkpoint-dir, --keep, --resume, --init,
-// --print-plan, --plan).
+// --print-plan, --plan), and the worker-process flags (--workers, --heartbeat-ms,
+// --peer-timeout-ms, --connect-timeout-ms).
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -26,11 +27,15 @@ struct pipeline_flags {
   std::string checkpoint_dir;
   int keep = 0;
   std::string resume, init, print_plan, plan;
+  // Worker processes (--workers h1:p1,h2:p2) and failure detection.
+  std::string workers;
+  int heartbeat_ms = 250, peer_timeout_ms = 2000, connect_timeout_ms = 10000;
   std::set<std::string> given;  // the flags given on the command line ("--stages", ...)
 };
 
 void add_pipeline_flags(CLI::App& sub, pipeline_flags& flags);
 void add_checkpoint_flags(CLI::App& sub, pipeline_flags& flags);
+void add_process_flags(CLI::App& sub, pipeline_flags& flags);
 
 // The checks that need nothing but the flags (--compare-sim needs --trace and a schedule; --plan
 // and --resume cannot be combined), so a command can refuse them before it loads data or

@@ -47,6 +47,10 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"auto_partition.planner", "--planner"},
     {"auto_partition.cluster", "--cluster"},
     {"auto_partition", "--auto-partition"},
+    {"processes.workers", "--workers"},
+    {"processes.heartbeat_ms", "--heartbeat-ms"},
+    {"processes.timeout_ms", "--peer-timeout-ms"},
+    {"processes.connect_ms", "--connect-timeout-ms"},
 };
 
 bool given(const train_options& o, bool all, const char* flag) {
@@ -57,7 +61,7 @@ bool given(const train_options& o, bool all, const char* flag) {
 
 bool shapes_the_run(std::string_view flag) {
   for (const auto& [field, f] : field_flags)
-    if (flag == f) return true;
+    if (flag == f && std::string_view(field).substr(0, 10) != "processes.") return true;
   return flag == "--epochs";
 }
 
@@ -75,6 +79,24 @@ std::string flag_of(std::string_view field) {
 void check_plan_flags(const run_plan& plan, int blocks) {
   if (auto i = first_issue(plan, blocks))
     throw CLI::ValidationError(render(*i, [](std::string_view f) { return flag_of(f); }));
+}
+
+void apply_process_flags(const train_options& o, run_plan& p, bool all) {
+  const pipeline_flags& f = o.pipe;
+  auto has = [&](const char* flag) { return given(o, all, flag); };
+  if (has("--workers")) {
+    p.processes.workers.clear();
+    std::string rest = f.workers;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      p.processes.workers.push_back(rest.substr(0, comma));
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+    for (rank_placement& r : p.ranks) r.process = 0;  // placed anew over the workers given
+  }
+  if (has("--heartbeat-ms")) p.processes.heartbeat_ms = f.heartbeat_ms;
+  if (has("--peer-timeout-ms")) p.processes.timeout_ms = f.peer_timeout_ms;
+  if (has("--connect-timeout-ms")) p.processes.connect_ms = f.connect_timeout_ms;
 }
 
 run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threads,
@@ -141,6 +163,7 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
   if (has("--checkpoint-dir")) p.checkpoint.dir = f.checkpoint_dir;
   if (has("--keep")) p.checkpoint.keep = f.keep;
   if (has("--init")) p.init_from = f.init;
+  apply_process_flags(o, p, all);
   if (f.auto_partition) {
     auto_partition_spec a;
     a.planner = f.planner == "2bw" ? planner_kind::two_bw : planner_kind::pipedream;

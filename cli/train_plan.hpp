@@ -32,6 +32,10 @@ bool shapes_the_run(std::string_view flag);
 run_plan plan_from_flags(const train_options& o, run_plan base, bool all_given, int threads,
                          std::int64_t images);
 
+// The worker-process flags (--workers, --heartbeat-ms, ...) applied to p: all, or those given.
+// --workers places the ranks anew over the workers it names.
+void apply_process_flags(const train_options& o, run_plan& p, bool all_given);
+
 // The flag that sets a plan field ("schedule.stages" -> "--stages").
 std::string flag_of(std::string_view field);
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/host_port.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/lower.hpp"
 
@@ -125,10 +126,12 @@ std::optional<plan_issue> check_ranks(const run_plan& p) {
                                       ", not in (0, 1] (1 is one full core of this machine)");
     if (rp.device != "cpu")
       return issue(at + ".device", "is \"" + rp.device + "\"; this build runs ranks on \"cpu\"");
-    if (rp.process != 0)
-      return issue(at + ".process", "is " + str(rp.process) +
-                                        "; every rank runs in process 0 (runs across processes "
-                                        "are not supported yet)");
+    const auto workers = static_cast<int>(p.processes.workers.size());
+    if (rp.process < 0 || rp.process > workers)
+      return issue(at + ".process",
+                   "is " + str(rp.process) + ", but the run has " + str(workers) +
+                       " worker process" + (workers == 1 ? "" : "es") +
+                       " ({processes.workers}); 0 is the driver's process, k is worker k");
   }
   return std::nullopt;
 }
@@ -215,12 +218,39 @@ std::string render(const plan_issue& is, const field_namer& name) {
   return out;
 }
 
+std::optional<plan_issue> check_processes(const run_plan& p) {
+  const process_spec& ps = p.processes;
+  for (std::size_t k = 0; k < ps.workers.size(); ++k) {
+    const std::string at = "processes.workers[" + str(static_cast<std::int64_t>(k)) + "]";
+    auto a = parse_host_port(ps.workers[k]);
+    if (!a) return issue(at, a.message());
+    for (std::size_t j = 0; j < k; ++j)
+      if (ps.workers[j] == ps.workers[k])
+        return issue(at, "names " + ps.workers[k] + " again (it is also worker " + str(static_cast<std::int64_t>(j + 1)) +
+                             "); each worker process is listed once");
+  }
+  if (!ps.workers.empty() && !p.schedule)
+    return issue("processes.workers", "is set, but a run with {schedule.kind} none trains in one "
+                                      "process; choose a pipelined schedule");
+  if (ps.heartbeat_ms < 10 || ps.heartbeat_ms > 60000)
+    return issue("processes.heartbeat_ms", "is " + str(ps.heartbeat_ms) + ", not in 10..60000");
+  if (ps.timeout_ms < 2 * ps.heartbeat_ms || ps.timeout_ms > 3600000)
+    return issue("processes.timeout_ms",
+                 "is " + str(ps.timeout_ms) + "; it must be at least twice {processes.heartbeat_ms} (" +
+                     str(2 * ps.heartbeat_ms) + ") and at most 3600000, or a live peer could be "
+                     "taken for lost");
+  if (ps.connect_ms < 100 || ps.connect_ms > 3600000)
+    return issue("processes.connect_ms", "is " + str(ps.connect_ms) + ", not in 100..3600000");
+  return std::nullopt;
+}
+
 std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
   if (blocks < 0) blocks = build_model<float>(p.model).size();
   if (auto i = check_schedule_shape(p)) return i;
   if (auto i = check_train(p)) return i;
   if (auto i = check_data(p)) return i;
   if (auto i = check_runtime(p)) return i;
+  if (auto i = check_processes(p)) return i;
   if (!p.schedule) return check_single_device(p);
   if (p.auto_partition) return check_auto_partition(p);  // the planner chooses the rest
   if (auto i = check_split(p, blocks)) return i;
@@ -264,6 +294,27 @@ std::string first_result_difference(const run_plan& a, const run_plan& b) {
   return "";
 }
 
+void place_ranks(run_plan& plan) {
+  const auto workers = static_cast<int>(plan.processes.workers.size());
+  if (workers == 0) return;
+  const int n = plan.rank_count();
+  if (plan.ranks.empty()) plan.ranks.assign(static_cast<std::size_t>(n), rank_placement{});
+  for (const rank_placement& r : plan.ranks)
+    if (r.process != 0) return;  // the plan places them itself
+  for (int r = 0; r < n; ++r)  // contiguous blocks: worker k holds ranks [k n / W, (k+1) n / W)
+    plan.ranks[static_cast<std::size_t>(r)].process =
+        1 + static_cast<int>(static_cast<std::int64_t>(r) * workers / n);
+}
+
+std::vector<int> ranks_in_process(const run_plan& plan, int process) {
+  std::vector<int> out;
+  for (int r = 0; r < plan.rank_count(); ++r) {
+    const int at = plan.ranks.empty() ? 0 : plan.ranks[static_cast<std::size_t>(r)].process;
+    if (at == process) out.push_back(r);
+  }
+  return out;
+}
+
 result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
   run_plan want = given;
   if (want.auto_partition || want.split.empty()) {  // the checkpoint's partitioning
@@ -291,6 +342,11 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
   out.checkpoint.keep = given.checkpoint.keep;
   if (!given.checkpoint.dir.empty()) out.checkpoint.dir = given.checkpoint.dir;  // may have moved
   out.ranks = want.ranks.empty() ? saved.ranks : want.ranks;
+  // The files are per rank, so the ranks may move: the given processes, and a placement of its
+  // own unless the given plan placed them.
+  out.processes = given.processes;
+  if (want.ranks.empty())
+    for (rank_placement& r : out.ranks) r.process = 0;
   return out;
 }
 

@@ -22,7 +22,7 @@ std::string planner_name(planner_kind k);  // "pipedream", "2bw"
 result<planner_kind> parse_planner_kind(std::string_view name);
 
 // Where a rank runs. A device of speed s < 1 is throttled to s of one core (runtime/exec).
-// Every rank runs in process 0 until runs span processes.
+// process 0 is the driver's own; process k >= 1 is the worker processes.workers[k - 1].
 struct rank_placement {
   std::string device = "cpu";
   double speed = 1.0;
@@ -49,6 +49,15 @@ struct checkpoint_spec {
   std::string dir;         // where they go (DIR/step-NNNNNNNN/)
   int keep = 0;            // complete checkpoints to keep; 0: all
   bool operator==(const checkpoint_spec&) const = default;
+};
+
+// The processes a run spans besides the driver's, and how their failures are detected.
+struct process_spec {
+  std::vector<std::string> workers;  // "host:port" of each worker; process k is workers[k - 1]
+  int heartbeat_ms = 250;            // every process sends a heartbeat to its peers this often
+  int timeout_ms = 2000;             // a peer silent this long is lost (frozen, or its network)
+  int connect_ms = 10000;            // the most a connection and its handshake may take
+  bool operator==(const process_spec&) const = default;
 };
 
 // The run asks the partition actor to profile the model and plan stages and replicas itself.
@@ -84,6 +93,7 @@ struct run_plan {
   checkpoint_spec checkpoint;
   std::int64_t weights_every = 0;  // ranks send their weights to the driver every k steps; 0: never
   std::optional<auto_partition_spec> auto_partition;
+  process_spec processes;
 
   int virtual_stages() const { return stages * chunks; }
   int rank_count() const { return schedule ? stages * replicas : 1; }
@@ -114,6 +124,13 @@ status check(const run_plan& plan, int blocks = -1);
 std::string to_json_text(const run_plan& plan);
 result<run_plan> parse_run_plan(std::string_view text, const std::string& source, int blocks = -1);
 result<run_plan> load_run_plan(const std::string& path);
+
+// Gives every rank a process when the plan has workers and names none: the ranks, in order
+// (replica * p + device), in contiguous blocks over the workers, so that a replica's stages share
+// a worker where they can and replicas land on different ones. Ranks must be known (resolved).
+void place_ranks(run_plan& plan);
+// The ranks (replica * p + device) in process k.
+std::vector<int> ranks_in_process(const run_plan& plan, int process);
 
 // The fields whose values change what a run computes (model, schedule, split, optimizer, lr,
 // clip, data, init): the first field in which a and b differ, or "" when none does. Resume

@@ -178,18 +178,49 @@ std::string to_json_text(const run_plan& p) {
       {"checkpoint",
        {{"every", p.checkpoint.every}, {"dir", p.checkpoint.dir}, {"keep", p.checkpoint.keep}}},
       {"auto_partition", ap},
+      {"processes",
+       {{"workers", p.processes.workers},
+        {"heartbeat_ms", p.processes.heartbeat_ms},
+        {"timeout_ms", p.processes.timeout_ms},
+        {"connect_ms", p.processes.connect_ms}}},
   };
   return j.dump(2) + "\n";
 }
+
+namespace {
+
+status read_processes(const reader& r, run_plan& p) {
+  PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms"}));
+  const json& list = r.at("workers");
+  if (!list.is_array() || list.size() > 65536)
+    return r.fail("workers", "must be a list of \"host:port\" strings, not " + list.dump());
+  for (const json& w : list) {
+    if (!w.is_string()) return r.fail("workers", "must hold \"host:port\" strings, not " + w.dump());
+    p.processes.workers.push_back(w.get<std::string>());
+  }
+  PW_TRY(r.whole("heartbeat_ms", p.processes.heartbeat_ms, 0, int_max));
+  PW_TRY(r.whole("timeout_ms", p.processes.timeout_ms, 0, int_max));
+  PW_TRY(r.whole("connect_ms", p.processes.connect_ms, 0, int_max));
+  return {};
+}
+
+}  // namespace
 
 result<run_plan> parse_run_plan(std::string_view text, const std::string& source, int blocks) {
   auto parsed = parse_json(text, source);
   if (!parsed) return parsed.err();
   const json& j = *parsed;
   const reader top(j, source, "");
-  PW_TRY(top.keys({"format", "version", "model", "schedule", "split", "ranks", "optimizer",
-                   "lr_schedule", "clip", "data", "init", "runtime", "checkpoint",
-                   "auto_partition"}));
+  // "processes" came with runs across processes; plans and checkpoints written before have none.
+  if (j.is_object() && j.contains("processes")) {
+    PW_TRY(top.keys({"format", "version", "model", "schedule", "split", "ranks", "optimizer",
+                     "lr_schedule", "clip", "data", "init", "runtime", "checkpoint",
+                     "auto_partition", "processes"}));
+  } else {
+    PW_TRY(top.keys({"format", "version", "model", "schedule", "split", "ranks", "optimizer",
+                     "lr_schedule", "clip", "data", "init", "runtime", "checkpoint",
+                     "auto_partition"}));
+  }
   std::string format;
   PW_TRY(top.text("format", format));
   if (format != format_name)
@@ -308,6 +339,7 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
     PW_TRY(r.flag("keep_microbatches", a.keep_microbatches));
     p.auto_partition = a;
   }
+  if (j.contains("processes")) PW_TRY(read_processes(top.sub("processes"), p));
   if (auto i = first_issue(p, blocks))
     return make_error(source + ": " + render(*i, [](std::string_view f) { return std::string(f); }));
   return p;

@@ -1,0 +1,58 @@
+// use_network and connect_worker: the middleman's connect is asked as a request with a timeout,
+// so a worker that never answers (a dropped SYN, a frozen process) costs `limit`, not forever.
+#include "actors/network.hpp"
+
+#include <set>
+
+#include "actors/messages.hpp"
+#include "actors/type_ids.hpp"
+
+namespace pipeworks {
+
+void use_network(caf::actor_system_config& config, std::chrono::milliseconds heartbeat,
+                 std::chrono::milliseconds timeout) {
+  config.load<caf::io::middleman>();
+  config.set("middleman.heartbeat-interval", caf::timespan{heartbeat});
+  config.set("middleman.connection-timeout", caf::timespan{timeout});
+}
+
+result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
+                                  std::chrono::milliseconds limit, const std::string& who) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + limit;
+  const std::string where = who + " (" + to_string(at) + ")";
+  const std::string hint = "; is `pipeworks worker --listen " + to_string(at) + "` running there?";
+  caf::scoped_actor self{sys};
+  caf::strong_actor_ptr found;
+  std::string error;
+  self->request(sys.middleman().actor_handle(), limit, caf::connect_atom::value, at.host, at.port)
+      .receive(
+          [&](caf::node_id&, caf::strong_actor_ptr& p, std::set<std::string>&) { found = std::move(p); },
+          [&](caf::error& e) {
+            error = e == caf::sec::request_timeout
+                        ? "no answer within " + std::to_string(limit.count()) + " ms"
+                        : sys.render(e);
+          });
+  if (!error.empty()) return make_error("cannot reach " + where + ": " + error + hint);
+  if (!found)
+    return make_error("cannot reach " + where + ": a CAF node answers there, but no pipeworks worker is published" + hint);
+  auto worker = caf::actor_cast<caf::actor>(found);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+  self->request(worker, std::max(left, std::chrono::milliseconds(1)), hello_msg{remote_protocol_version, "driver"})
+      .receive(
+          [&](const hello_msg& h) {
+            if (h.protocol != remote_protocol_version)
+              error = "its protocol is version " + std::to_string(h.protocol) + ", the driver's " +
+                      std::to_string(remote_protocol_version) +
+                      "; run the same pipeworks version on every host";
+          },
+          [&](caf::error& e) {
+            error = e == caf::sec::request_timeout
+                        ? "no answer to the handshake within " + std::to_string(limit.count()) + " ms"
+                        : error_text(sys, e);
+          });
+  if (!error.empty()) return make_error(where + ": " + error);
+  return worker;
+}
+
+}  // namespace pipeworks

@@ -1,0 +1,115 @@
+// The messages between a driver and its worker processes (the handshake, the ranks a worker
+// hosts, the end of a run), each with an `inspect`; their type IDs are in actors/type_ids.hpp.
+// A worker and a driver of different protocol versions refuse each other, naming the field.
+#pragma once
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "runtime/checkpoint/manifest.hpp"
+#include "runtime/exec/fault.hpp"
+
+namespace pipeworks {
+
+// Bumped whenever a message between processes changes.
+inline constexpr std::uint32_t remote_protocol_version = 1;
+
+// Driver → worker, then worker → driver: the first exchange on a connection.
+struct hello_msg {
+  std::uint32_t protocol = remote_protocol_version;
+  std::string role;  // "driver" or "worker"
+};
+
+// Driver → worker: host these ranks of this plan. The worker answers with a host_reply or an error
+// naming the field that does not match.
+struct host_request {
+  std::uint32_t protocol = remote_protocol_version;
+  std::string dtype;   // "float32" or "float64": the model's element type
+  std::string plan;    // the resolved plan, JSON
+  int process = 0;     // which process of the plan the worker is
+  std::vector<int> ranks;  // the ranks the plan places there, in order
+  caf::actor driver;
+  // A new run: per hosted rank, the initial weights of its virtual stages, in stage order.
+  std::vector<std::vector<param_snapshot>> initial;
+  // A resumed run: the step directory (absolute) and each hosted rank's file in it.
+  std::string resume_dir;
+  std::vector<checkpoint_file> resume;
+  fault_injection fault;  // tests only
+  bool record_trace = false;
+};
+
+// Worker → driver: the plan as the worker read it (JSON, written back) and its ranks' actors.
+struct host_reply {
+  std::string plan;
+  std::vector<caf::actor> ranks;
+};
+
+// Driver → worker: the run is over (ok, or why not); the worker's ranks have been stopped.
+struct run_ended {
+  bool ok = true;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, hello_msg& x) {
+  return f(caf::meta::type_name("pipeworks.hello"), x.protocol, x.role);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_file& x) {
+  return f(caf::meta::type_name("pipeworks.checkpoint_file"), x.rank, x.path, x.bytes, x.sha256);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, fault_injection& x) {
+  std::uint8_t kind = static_cast<std::uint8_t>(x.kind);
+  if constexpr (!transport::serial<Inspector>) {
+    return f(caf::meta::type_name("pipeworks.fault"), kind, x.replica, x.at);
+  } else {
+    if (auto err = f(caf::meta::type_name("pipeworks.fault"), kind, x.replica, x.at)) return err;
+    if constexpr (transport::loads<Inspector>) {
+      if (kind > static_cast<std::uint8_t>(fault_kind::kill)) return transport::bad("an unknown fault kind");
+      x.kind = static_cast<fault_kind>(kind);
+    }
+    return caf::none;
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, host_request& x) {
+  if constexpr (!transport::serial<Inspector>) {
+    return f(caf::meta::type_name("pipeworks.host_request"), x.protocol, x.dtype, x.process,
+             x.ranks);
+  } else {
+    if (auto err = f(caf::meta::type_name("pipeworks.host_request"), x.protocol, x.dtype, x.plan,
+                     x.process, x.ranks, x.driver, x.resume_dir, x.resume, x.fault,
+                     x.record_trace))
+      return err;
+    std::uint32_t n = static_cast<std::uint32_t>(x.initial.size());
+    if (auto err = f(n)) return err;
+    if constexpr (transport::loads<Inspector>) {
+      if (n > x.ranks.size()) return transport::bad("initial weights for more ranks than it hosts");
+      x.initial.assign(n, {});
+    }
+    for (auto& list : x.initial)
+      if (auto err = transport::inspect_param_list(f, list)) return err;
+    return caf::none;
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, host_reply& x) {
+  return f(caf::meta::type_name("pipeworks.host_reply"), x.plan, x.ranks);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_ended& x) {
+  return f(caf::meta::type_name("pipeworks.run_ended"), x.ok, x.error);
+}
+
+using host_atom = caf::atom_constant<caf::atom("host")>;
+
+}  // namespace pipeworks

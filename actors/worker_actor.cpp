@@ -1,0 +1,162 @@
+// The worker actor's handshake and hosting: a host_request is checked field by field (protocol,
+// dtype, plan, process, ranks, weights), the model is built from the plan's spec, and each rank
+// is spawned as the driver's process would spawn it (make_stage_spec); the reply carries the plan
+// as read back, so the driver can tell a worker that reads it differently.
+#include "actors/worker_actor.hpp"
+#include "base/exception_text.hpp"
+
+#include <chrono>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "actors/stage_actor.hpp"
+#include "actors/type_ids.hpp"
+#include "runtime/exec/rank_setup.hpp"
+
+namespace pipeworks {
+namespace {
+
+caf::error refuse(const std::string& field, const std::string& why) {
+  return caf::make_error(caf::sec::runtime_error, "the worker refused the run: " + field + " " + why);
+}
+
+// What the worker keeps of the run it hosts.
+struct hosted_run {
+  caf::actor driver;
+  std::shared_ptr<const void> model;  // the ranks hold it too
+  std::vector<caf::actor> ranks;
+};
+
+template <class T>
+caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run& out) {
+  auto plan = parse_run_plan(q.plan, "the driver's plan");
+  if (!plan) return refuse("plan:", plan.message());
+  auto net = std::make_shared<const model<T>>(build_model<T>(plan->model));
+  auto run = lower_run(*plan, net->size());
+  if (!run) return refuse("plan:", run.message());
+  const auto workers = static_cast<int>(run->plan.processes.workers.size());
+  if (q.process < 1 || q.process > workers)
+    return refuse("process", "is " + std::to_string(q.process) + ", but the plan has workers 1.." +
+                                 std::to_string(workers));
+  if (q.ranks != ranks_in_process(run->plan, q.process))
+    return refuse("ranks", "are not the ones the plan places in process " + std::to_string(q.process));
+  const bool resuming = !q.resume_dir.empty();
+  if (resuming ? q.resume.size() != q.ranks.size() : q.initial.size() != q.ranks.size())
+    return refuse(resuming ? "resume" : "initial", "does not give one entry per hosted rank");
+  host_reply reply;
+  reply.plan = to_json_text(run->plan);
+  const auto start = std::chrono::steady_clock::now();
+  pipeline_hooks hooks;
+  hooks.fault = q.fault;
+  hooks.record_trace = q.record_trace;
+  for (std::size_t i = 0; i < q.ranks.size(); ++i) {
+    const int r = q.ranks[i];
+    auto st = make_stage_spec<T>(*run, r, net.get(), start, hooks, std::make_shared<rank_board>(),
+                                 q.driver);
+    st->keep = net;
+    if (resuming) {
+      st->resume_dir = q.resume_dir;
+      st->resume = q.resume[i];
+    } else {
+      std::size_t want = 0;
+      for (int d : run->programs->device_of) want += d == st->setup.device ? 1 : 0;
+      if (q.initial[i].size() != want)
+        return refuse("initial", "gives rank " + std::to_string(r) + " " +
+                                     std::to_string(q.initial[i].size()) +
+                                     " weight sets, not one for each of its " +
+                                     std::to_string(want) + " stages");
+      for (const param_snapshot& p : q.initial[i]) {
+        if (!p) return refuse("initial", "has no weights for rank " + std::to_string(r));
+        st->initial.push_back(p->clone());
+      }
+    }
+    reply.ranks.push_back(spawn_stage<T>(sys, run->plan.detached, std::move(st)));
+  }
+  out.model = net;
+  out.ranks = reply.ranks;
+  return reply;
+}
+
+class worker_state {
+ public:
+  static inline const char* name = "pipeworks.worker";
+
+  explicit worker_state(caf::event_based_actor* self) : self_(self) {}
+
+  caf::behavior make_behavior(std::shared_ptr<worker_spec> spec) {
+    spec_ = std::move(spec);
+    self_->set_down_handler([this](caf::down_msg& dm) {
+      if (run_.driver && dm.source == run_.driver.address())
+        end_run(false, "its driver was lost (" + self_->system().render(dm.reason) + ")");
+    });
+    return {
+        [this](const hello_msg& h) -> caf::result<hello_msg> {
+          if (h.protocol != remote_protocol_version)
+            return refuse("protocol", "is version " + std::to_string(h.protocol) +
+                                          " at the driver and " +
+                                          std::to_string(remote_protocol_version) +
+                                          " here; run the same pipeworks version on every host");
+          return hello_msg{remote_protocol_version, "worker"};
+        },
+        [this](host_request& q) -> caf::result<host_reply> { return start(q); },
+        [this](const run_ended& e) {
+          if (run_.driver && self_->current_sender() == run_.driver.address()) end_run(e.ok, e.error);
+        },
+    };
+  }
+
+ private:
+  caf::result<host_reply> start(host_request& q) {
+    if (q.protocol != remote_protocol_version)
+      return refuse("protocol", "is version " + std::to_string(q.protocol) + ", not " +
+                                    std::to_string(remote_protocol_version));
+    if (run_.driver)
+      return refuse("ranks", "cannot be hosted: this worker is running another driver's ranks");
+    if (!q.driver) return refuse("driver", "is missing");
+    hosted_run next;
+    next.driver = q.driver;
+    caf::result<host_reply> r = caf::error{};
+    try {
+      if (q.dtype == "float32") r = host<float>(self_->system(), q, next);
+      else if (q.dtype == "float64") r = host<double>(self_->system(), q, next);
+      else return refuse("dtype", "is \"" + q.dtype + "\"; known: float32, float64");
+    } catch (const std::exception& e) {
+      return refuse("plan:", "building its model failed: " + exception_text(e));
+    }
+    if (next.ranks.empty()) return r;
+    run_ = std::move(next);
+    self_->monitor(run_.driver);
+    log("hosting ranks of a run for its driver");
+    return r;
+  }
+
+  void end_run(bool ok, const std::string& why) {
+    if (!run_.driver) return;
+    self_->demonitor(run_.driver);
+    for (auto& r : run_.ranks) self_->send_exit(r, caf::exit_reason::user_shutdown);
+    run_ = hosted_run{};
+    log(ok ? "the run ended; waiting for the next driver" : "the run failed: " + why);
+    if (spec_->on_run_end) spec_->on_run_end(ok, why);
+  }
+
+  void log(const std::string& line) {
+    if (spec_->log) spec_->log(line);
+  }
+
+  caf::event_based_actor* self_;
+  std::shared_ptr<worker_spec> spec_;
+  hosted_run run_;
+};
+
+caf::behavior worker_actor(caf::stateful_actor<worker_state>* self, std::shared_ptr<worker_spec> spec) {
+  return self->state.make_behavior(std::move(spec));
+}
+
+}  // namespace
+
+caf::actor spawn_worker(caf::actor_system& sys, std::shared_ptr<worker_spec> spec) {
+  return sys.spawn(worker_actor, std::move(spec));
+}
+
+}  // namespace pipeworks

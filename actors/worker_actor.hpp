@@ -1,0 +1,20 @@
+// The worker actor: what a worker process (`pipeworks worker`) publishes. It answers a driver's
+// hello, hosts the ranks a driver's plan places on it (one run at a time), and goes back to
+// waiting for the next driver when the run ends or its driver is lost.
+#pragma once
+#include <caf/all.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace pipeworks {
+
+struct worker_spec {
+  std::function<void(const std::string&)> log;  // one line for people (stderr in the CLI)
+  // The run it hosted ended: ok, or why not (the driver's error, or the driver was lost).
+  std::function<void(bool ok, const std::string& why)> on_run_end;
+};
+
+caf::actor spawn_worker(caf::actor_system& sys, std::shared_ptr<worker_spec> spec);
+
+}  // namespace pipeworks
