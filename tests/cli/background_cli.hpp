@@ -39,6 +39,16 @@ class background_cli {
     }
     return false;
   }
+  // Waits up to `limit` for the process to end; whether it did.
+  bool wait_exit(std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!waited_ && std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) finish(status);
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return waited_;
+  }
   // What it has written to stdout so far.
   std::string output_so_far() const { return read_file(io_ / "stdout"); }
   void kill(int sig = SIGKILL) {

@@ -1,0 +1,194 @@
+// Runs across processes through the CLI: a driver (`pipeworks train --workers`) and worker
+// processes (`pipeworks worker`) on 127.0.0.1 reach the in-process run's weights bit for bit for
+// every schedule, replicas included; a worker killed (SIGKILL) or frozen (SIGSTOP) is named with
+// its ranks and stages, and the run resumes on restarted workers to the uninterrupted weights.
+#include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "fixtures.hpp"
+#include "worker_cli.hpp"
+
+using namespace pipeworks::cli_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> gpt_args(const std::string& text, const std::string& kind, int steps,
+                                  std::vector<std::string> more) {
+  std::vector<std::string> a{"train", "--model", "gpt-tiny", "--data", text, "--steps",
+                             std::to_string(steps), "--batch", "16", "--microbatches", "4",
+                             "--schedule", kind, "--stages", "2", "--sample", "0",
+                             "--eval-windows", "4", "--optimizer", "adamw", "--lr", "3e-3"};
+  if (kind == "interleaved" || kind == "bfs") a.insert(a.end(), {"--chunks", "2"});
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+bool has_manifest(const std::string& dir, int step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08d", step);
+  return fs::exists(fs::path(dir) / name / "manifest.json");
+}
+
+// A port on 127.0.0.1 that nothing listens on (bound, then closed).
+int closed_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("a driver and two workers reach the in-process weights for every schedule", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  worker_cli w1, w2;  // each serves one run after another
+  const std::string workers = w1.address() + "," + w2.address();
+  struct run_case {
+    std::string kind;
+    std::vector<std::string> more;
+  };
+  std::vector<run_case> cases;
+  for (const char* k : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "pipedream",
+                        "pipedream-vs", "2bw", "cyclic"})
+    cases.push_back({k, {}});
+  // w = 2: ranks 0,1 (replica 0) on worker 1, ranks 2,3 (replica 1) on worker 2.
+  cases.push_back({"1f1b", {"--replicas", "2"}});
+  cases.push_back({"2bw", {"--replicas", "2"}});
+  for (const run_case& c : cases) {
+    INFO(c.kind << (c.more.empty() ? "" : " w=2"));
+    const std::string tag = dir / (c.kind + std::to_string(c.more.size()));
+    auto local = c.more;
+    local.insert(local.end(), {"--save", tag + "-local.safetensors"});
+    auto remote = c.more;
+    remote.insert(remote.end(), {"--save", tag + "-remote.safetensors", "--workers", workers});
+    const cli_result a = run_cli(gpt_args(text, c.kind, 6, local));
+    const cli_result b = run_cli(gpt_args(text, c.kind, 6, remote));
+    INFO(a.err << b.err);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(b.exit_code == 0);
+    CHECK(read_file(tag + "-remote.safetensors") == read_file(tag + "-local.safetensors"));
+  }
+}
+
+TEST_CASE("a worker killed mid-run is named with its stages and the run resumes bit for bit", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  const int steps = 40;
+  const cli_result whole = run_cli(gpt_args(text, "1f1b", steps, {"--save", dir / "whole.safetensors"}));
+  REQUIRE(whole.exit_code == 0);
+  // A peer timeout of a minute: what detects the kill is the closed connection, not heartbeats.
+  const std::vector<std::string> slow{"--peer-timeout-ms", "60000"};
+  worker_cli w1(slow);
+  auto w2 = std::make_unique<worker_cli>(slow);
+  const std::string w2_address = w2->address();
+  const std::string ckpt = dir / "ckpt";
+  std::mt19937 rng(20261126);
+  {
+    background_cli run(gpt_args(text, "1f1b", steps,
+                                {"--save-every", "2", "--checkpoint-dir", ckpt, "--workers",
+                                 w1.address() + "," + w2_address, "--peer-timeout-ms", "60000"}));
+    REQUIRE(run.wait_for([&] { return has_manifest(ckpt, 2); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 100)(rng)));
+    const auto killed = std::chrono::steady_clock::now();
+    w2->process().kill(SIGKILL);
+    REQUIRE(run.wait_exit(std::chrono::seconds(30)));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+    const cli_result r = run.wait();
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "worker 2 at " + w2_address + " was lost"));
+    CHECK(contains(r.err, "rank 1 (stage 1, replica 0)"));
+    CHECK(contains(r.err, "--resume"));
+    // Far below the minute a silent peer is given: the closed socket told it.
+    CHECK(seconds < 10);
+  }
+  CHECK_FALSE(w1.process().wait_exit(std::chrono::milliseconds(200)));  // it listens again
+  w2.reset();
+  worker_cli w3;
+  const cli_result resumed = run_cli({"train", "--resume", ckpt, "--workers", w1.address() + "," + w3.address(),
+                                      "--save", dir / "resumed.safetensors", "--sample", "0",
+                                      "--eval-windows", "4"});
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(read_file(dir / "resumed.safetensors") == read_file(dir / "whole.safetensors"));
+}
+
+TEST_CASE("a frozen worker is found by heartbeats and the run resumes on one process", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  const int steps = 40;
+  const cli_result whole = run_cli(gpt_args(text, "2bw", steps, {"--save", dir / "whole.safetensors"}));
+  REQUIRE(whole.exit_code == 0);
+  const std::vector<std::string> quick{"--heartbeat-ms", "100", "--peer-timeout-ms", "1000"};
+  worker_cli w1(quick), w2(quick);
+  const std::string ckpt = dir / "ckpt";
+  {
+    auto args = gpt_args(text, "2bw", steps, {"--save-every", "2", "--checkpoint-dir", ckpt, "--workers",
+                                              w1.address() + "," + w2.address()});
+    args.insert(args.end(), quick.begin(), quick.end());
+    background_cli run(args);
+    REQUIRE(run.wait_for([&] { return has_manifest(ckpt, 2); }));
+    w2.process().kill(SIGSTOP);
+    REQUIRE(run.wait_exit(std::chrono::seconds(60)));
+    const cli_result r = run.wait();
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "worker 2 at " + w2.address() + " was lost"));
+    CHECK(contains(r.err, "stage 1"));
+    w2.process().kill(SIGKILL);
+  }
+  // The same checkpoint, now with every rank in the driver's process.
+  const cli_result resumed = run_cli({"train", "--resume", ckpt, "--save", dir / "resumed.safetensors",
+                                      "--sample", "0", "--eval-windows", "4"});
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(read_file(dir / "resumed.safetensors") == read_file(dir / "whole.safetensors"));
+}
+
+TEST_CASE("a worker that cannot be reached is named with its address", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  const std::string nobody = "127.0.0.1:" + std::to_string(closed_port());
+  const cli_result r = run_cli(gpt_args(text, "1f1b", 2, {"--workers", nobody, "--connect-timeout-ms", "2000"}));
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "cannot reach worker 1 (" + nobody + ")"));
+  CHECK(contains(r.err, "pipeworks worker --listen " + nobody));
+}
+
+TEST_CASE("bad worker flags are refused naming the flag", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  const cli_result bad = run_cli(gpt_args(text, "1f1b", 2, {"--workers", "127.0.0.1"}));
+  CHECK(bad.exit_code == 2);
+  CHECK(contains(bad.err, "--workers"));
+  CHECK(contains(bad.err, "HOST:PORT"));
+  const cli_result twice = run_cli(gpt_args(text, "1f1b", 2, {"--workers", "127.0.0.1:7,127.0.0.1:7"}));
+  CHECK(twice.exit_code == 2);
+  CHECK(contains(twice.err, "again"));
+  const cli_result beat = run_cli(gpt_args(text, "1f1b", 2, {"--workers", "127.0.0.1:7", "--heartbeat-ms", "500",
+                                                             "--peer-timeout-ms", "600"}));
+  CHECK(beat.exit_code == 2);
+  CHECK(contains(beat.err, "--peer-timeout-ms"));
+  const cli_result listen = run_cli({"worker", "--listen", "127.0.0.1:99999"});
+  CHECK(listen.exit_code == 2);
+  CHECK(contains(listen.err, "--listen"));
+}
