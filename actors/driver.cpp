@@ -363,6 +363,10 @@ caf::behavior driver_actor(caf::stateful_actor<driver_state>* self,
 }  // namespace
 
 caf::actor spawn_driver(caf::actor_system& sys, std::shared_ptr<driver_spec> spec) {
+  // Across processes the driver is a pooled actor: with CAF 0.17.6 a detached actor that remote
+  // nodes have referenced can stay undestroyed after it quit, and ~actor_system then waits for its
+  // thread forever (seen with the driver and with reducers).
+  if (!spec->workers.empty()) return sys.spawn(driver_actor, std::move(spec));
   return sys.spawn<caf::detached>(driver_actor, std::move(spec));
 }
 

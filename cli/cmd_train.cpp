@@ -176,6 +176,11 @@ run_plan make_plan(train_options& o) {
     if (!saved) throw pipeworks_error("--resume: " + saved.message());
     saved->checkpoint.dir = f.resume;
     run_plan given = plan_from_flags(o, *saved, false, threads, 0);
+    // The processes are this run's: the workers given now (none: all ranks in this process).
+    if (!f.given.count("--workers")) {
+      given.processes.workers.clear();
+      for (rank_placement& r : given.ranks) r.process = 0;
+    }
     auto merged = resume_plan(*saved, given);
     if (!merged) {
       const std::string& msg = merged.message();
