@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,13 @@ inline std::vector<std::string> simulate_args(const std::string& kind, int p, in
                                 std::to_string(m)};
   args.insert(args.end(), more.begin(), more.end());
   return args;
+}
+
+// Whether the checkpoint of `step` in `dir` has its manifest (the checkpoint is complete).
+inline bool has_manifest(const std::string& dir, int step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08d", step);
+  return std::filesystem::exists(std::filesystem::path(dir) / name / "manifest.json");
 }
 
 inline const std::string fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";

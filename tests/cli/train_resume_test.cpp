@@ -57,12 +57,6 @@ std::vector<std::string> gpt_run(const std::string& text, const schedule_case& c
   return a;
 }
 
-bool has_manifest(const std::string& dir, int step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%08d", step);
-  return fs::exists(fs::path(dir) / name / "manifest.json");
-}
-
 }  // namespace
 
 TEST_CASE("every schedule resumes after SIGKILL bit for bit", "[cli][checkpoint]") {
