@@ -31,6 +31,7 @@ class stage_state {
   explicit stage_state(caf::event_based_actor* self) : self_(self) {}
 
   caf::behavior make_behavior(std::shared_ptr<stage_spec<T>> spec) {
+    keep_ = spec->keep;  // the spec goes once the actor runs; the model must not
     board_ = spec->board;
     replica_ = spec->setup.replica;
     rank_ = spec->setup.replica * spec->setup.plan->params.stages + spec->setup.device;
@@ -217,6 +218,7 @@ class stage_state {
   }
 
   caf::event_based_actor* self_;
+  std::shared_ptr<const void> keep_;  // first: what the executor's model lives in outlives it
   std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<stage_executor<T>> exec_;
   std::unique_ptr<background_writer> writer_;  // joined before the executor goes

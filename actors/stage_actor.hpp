@@ -31,7 +31,9 @@ struct stage_spec {
   int threads = 1;                   // oneTBB threads of this rank's kernels
   std::shared_ptr<rank_board> board;
   caf::actor driver;                 // monitored from the start: the rank quits when it goes
-  std::shared_ptr<const void> keep;  // what net lives in, when the rank must keep it alive
+  // What net lives in, when the rank must keep it alive: a worker's ranks own their model, and
+  // may still be inside an action when their run is stopped.
+  std::shared_ptr<const void> keep;
 };
 
 // Rank `rank` of `run` as rank_setup says, with its clock counting from `start`, the hooks, the

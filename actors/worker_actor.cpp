@@ -24,8 +24,7 @@ caf::error refuse(const std::string& field, const std::string& why) {
 // What the worker keeps of the run it hosts.
 struct hosted_run {
   caf::actor driver;
-  std::shared_ptr<const void> model;  // the ranks hold it too
-  std::vector<caf::actor> ranks;
+  std::vector<caf::actor> ranks;  // each holds the model it runs (stage_spec::keep)
 };
 
 template <class T>
@@ -73,7 +72,6 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
     }
     reply.ranks.push_back(spawn_stage<T>(sys, run->plan.detached, std::move(st)));
   }
-  out.model = net;
   out.ranks = reply.ranks;
   return reply;
 }

@@ -122,22 +122,35 @@ TEST_CASE("a worker killed mid-run is named with its stages and the run resumes 
   CHECK(read_file(dir / "resumed.safetensors") == read_file(dir / "whole.safetensors"));
 }
 
-// Hidden from ctest: a CI run once saw the surviving worker gone 200 ms after the driver failed
-// (not reproduced in 5 local runs); the cause is not found yet. Run with "[known-defect]".
-TEST_CASE("the surviving worker keeps listening after a peer worker is killed", "[.][known-defect]") {
+// A survivor's ranks are likely inside an action when their run is stopped (gpt-small's actions
+// take long); the worker once freed the model under them and crashed. It must live on and host
+// the next run.
+TEST_CASE("the surviving worker keeps listening after a peer worker is killed", "[cli][workers]") {
   scratch_dir dir;
   const std::string text = dir / "text.txt";
   write_file(text, small_text(60000));
-  worker_cli w1, w2;
-  const std::string ckpt = dir / "ckpt";
-  background_cli run(gpt_args(text, "1f1b", 40,
-                              {"--save-every", "2", "--checkpoint-dir", ckpt, "--workers",
-                               w1.address() + "," + w2.address()}));
-  REQUIRE(run.wait_for([&] { return has_manifest(ckpt, 2); }));
-  w2.process().kill(SIGKILL);
-  REQUIRE(run.wait_exit(std::chrono::seconds(30)));
-  CHECK(run.wait().exit_code == 1);
-  CHECK_FALSE(w1.process().wait_exit(std::chrono::milliseconds(500)));
+  worker_cli w1;
+  {
+    worker_cli w2;
+    auto args = gpt_args(text, "1f1b", 40, {"--json", "--workers", w1.address() + "," + w2.address()});
+    args[2] = "gpt-small";
+    background_cli run(args);
+    REQUIRE(run.wait_for([&] { return contains(run.output_so_far(), "\"step\""); }));
+    w2.process().kill(SIGKILL);
+    REQUIRE(run.wait_exit(std::chrono::seconds(30)));
+    CHECK(run.wait().exit_code == 1);
+  }
+  const bool ended = w1.process().wait_exit(std::chrono::milliseconds(1000));
+  if (ended) {
+    const cli_result w = w1.process().wait();
+    INFO("the surviving worker ended with " << w.exit_code << ": " << w.err);
+    CHECK_FALSE(ended);
+    return;
+  }
+  worker_cli w3;
+  const cli_result next = run_cli(gpt_args(text, "1f1b", 2, {"--workers", w1.address() + "," + w3.address()}));
+  INFO(next.err);
+  CHECK(next.exit_code == 0);
 }
 
 TEST_CASE("a frozen worker is found by heartbeats and the run resumes on one process", "[cli][workers]") {
