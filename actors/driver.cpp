@@ -363,9 +363,10 @@ caf::behavior driver_actor(caf::stateful_actor<driver_state>* self,
 }  // namespace
 
 caf::actor spawn_driver(caf::actor_system& sys, std::shared_ptr<driver_spec> spec) {
-  // Across processes the driver is a pooled actor: with CAF 0.17.6 a detached actor that remote
-  // nodes have referenced can stay undestroyed after it quit, and ~actor_system then waits for its
-  // thread forever (seen with the driver and with reducers).
+  // Across processes every actor of a run is pooled (the driver, reducers and ranks, here and on
+  // the workers): with CAF 0.17.6 a detached actor that remote nodes have referenced can stay
+  // undestroyed after it quit, and ~actor_system then waits for its thread forever (seen with
+  // the driver, reducers, and ranks on a worker; the reference's holder is not found).
   if (!spec->workers.empty()) return sys.spawn(driver_actor, std::move(spec));
   return sys.spawn<caf::detached>(driver_actor, std::move(spec));
 }

@@ -16,12 +16,9 @@ void use_network(caf::actor_system_config& config, std::chrono::milliseconds hea
   config.set("middleman.connection-timeout", caf::timespan{timeout});
 }
 
-result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
-                                  std::chrono::milliseconds limit, const std::string& who) {
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + limit;
+result<caf::actor> reach(caf::actor_system& sys, const host_port& at, std::chrono::milliseconds limit,
+                         const std::string& who) {
   const std::string where = who + " (" + to_string(at) + ")";
-  const std::string hint = "; is `pipeworks worker --listen " + to_string(at) + "` running there?";
   caf::scoped_actor self{sys};
   caf::strong_actor_ptr found;
   std::string error;
@@ -33,12 +30,24 @@ result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
                         ? "no answer within " + std::to_string(limit.count()) + " ms"
                         : sys.render(e);
           });
-  if (!error.empty()) return make_error("cannot reach " + where + ": " + error + hint);
-  if (!found)
-    return make_error("cannot reach " + where + ": a CAF node answers there, but no pipeworks worker is published" + hint);
-  auto worker = caf::actor_cast<caf::actor>(found);
+  if (!error.empty()) return make_error("cannot reach " + where + ": " + error);
+  if (!found) return make_error("cannot reach " + where + ": a CAF node answers there, but no pipeworks actor is published");
+  return caf::actor_cast<caf::actor>(found);
+}
+
+result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
+                                  std::chrono::milliseconds limit, const std::string& who) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + limit;
+  const std::string where = who + " (" + to_string(at) + ")";
+  auto worker = reach(sys, at, limit, who);
+  if (!worker)
+    return make_error(worker.message() + "; is `pipeworks worker --listen " + to_string(at) +
+                      "` running there?");
+  caf::scoped_actor self{sys};
+  std::string error;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-  self->request(worker, std::max(left, std::chrono::milliseconds(1)), hello_msg{remote_protocol_version, "driver"})
+  self->request(*worker, std::max(left, std::chrono::milliseconds(1)), hello_msg{remote_protocol_version, "driver"})
       .receive(
           [&](const hello_msg& h) {
             if (h.protocol != remote_protocol_version)
@@ -52,7 +61,7 @@ result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
                         : error_text(sys, e);
           });
   if (!error.empty()) return make_error(where + ": " + error);
-  return worker;
+  return *worker;
 }
 
 }  // namespace pipeworks

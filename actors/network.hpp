@@ -17,6 +17,10 @@ namespace pipeworks {
 void use_network(caf::actor_system_config& config, std::chrono::milliseconds heartbeat,
                  std::chrono::milliseconds timeout);
 
+// The actor published at `at`, within `limit`; errors name `who` and the address.
+result<caf::actor> reach(caf::actor_system& sys, const host_port& at, std::chrono::milliseconds limit,
+                         const std::string& who);
+
 // Connects to the worker actor published at `at` and exchanges hellos, all within `limit`.
 // Errors name `who` ("worker 1 at 127.0.0.1:7001"), the address and what to check.
 result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,

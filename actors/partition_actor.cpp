@@ -114,7 +114,8 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     } else {
       st->initial = std::move(initial);
     }
-    wiring.ranks[static_cast<std::size_t>(r)] = spawn_stage<T>(sys, plan.detached, std::move(st));
+    // With workers every actor of the run is pooled (see spawn_driver in actors/driver.cpp).
+    wiring.ranks[static_cast<std::size_t>(r)] = spawn_stage<T>(sys, plan.detached && workers == 0, std::move(st));
   }
   for (int k = 1; k <= workers; ++k)
     if (!requests[static_cast<std::size_t>(k - 1)].ranks.empty())

@@ -13,6 +13,7 @@
 
 #include "actors/driver.hpp"
 #include "actors/network.hpp"
+#include "actors/rendezvous.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "partition/cpu_count.hpp"
@@ -44,21 +45,31 @@ int scheduler_threads(const run_plan& p) {
 
 template <class T>
 result<pipeline_result> train_actors(const model<T>& net, const param_set& initial,
-                                     const run_plan& plan, const data_factory& data,
+                                     const run_plan& given_plan, const data_factory& data,
                                      const pipeline_callbacks& cb, const pipeline_hooks& hooks,
                                      std::optional<resume_point> resume) {
   const auto t0 = clock_type::now();
   caf::actor_system_config config;
   add_message_types(config);
+  run_plan plan = given_plan;
   config.set("scheduler.max-threads", scheduler_threads(plan));
-  const process_spec& procs = plan.processes;
-  if (!procs.workers.empty())
+  process_spec& procs = plan.processes;
+  if (!procs.workers.empty() || !procs.rendezvous.empty())
     use_network(config, std::chrono::milliseconds(procs.heartbeat_ms),
                 std::chrono::milliseconds(procs.timeout_ms));
   std::optional<run_outcome> outcome;
   std::string lost;
   {
     caf::actor_system sys{config};
+    if (!procs.rendezvous.empty()) {  // the workers join and say where they listen
+      auto at = parse_host_port(procs.rendezvous);
+      if (!at) return at.err();
+      auto joined = await_workers(sys, *at, procs.world_size, std::chrono::milliseconds(procs.connect_ms));
+      if (!joined) return joined.err();
+      procs.workers = std::move(*joined);
+      procs.rendezvous.clear();
+      procs.world_size = 0;
+    }
     std::vector<caf::actor> workers;
     for (std::size_t k = 0; k < procs.workers.size(); ++k) {
       auto at = parse_host_port(procs.workers[k]);
@@ -148,7 +159,8 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
   if (!data) return make_error("train_pipeline needs a data callback");
   run_plan plan = given;
   // Workers may run elsewhere in the file tree: they get the checkpoint directory absolute.
-  if (!plan.processes.workers.empty() && !plan.checkpoint.dir.empty())
+  if ((!plan.processes.workers.empty() || !plan.processes.rendezvous.empty()) &&
+      !plan.checkpoint.dir.empty())
     plan.checkpoint.dir = std::filesystem::absolute(plan.checkpoint.dir).lexically_normal().string();
   if (plan.schedule && plan.split.empty() && !plan.auto_partition && plan.virtual_stages() == 1)
     plan.split = {0};

@@ -23,6 +23,15 @@ struct hello_msg {
   std::string role;  // "driver" or "worker"
 };
 
+// Worker → driver's rendezvous (a launcher started both: torchrun, srun): I am worker `rank` of
+// `world_size`, listening at `address`. Answered with a hello_msg, or an error naming the field.
+struct join_msg {
+  std::uint32_t protocol = remote_protocol_version;
+  int rank = 0;
+  int world_size = 0;
+  std::string address;  // "host:port"
+};
+
 // Driver → worker: host these ranks of this plan. The worker answers with a host_reply or an error
 // naming the field that does not match.
 struct host_request {
@@ -56,6 +65,11 @@ struct run_ended {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, hello_msg& x) {
   return f(caf::meta::type_name("pipeworks.hello"), x.protocol, x.role);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_msg& x) {
+  return f(caf::meta::type_name("pipeworks.join"), x.protocol, x.rank, x.world_size, x.address);
 }
 
 template <class Inspector>

@@ -32,6 +32,7 @@ CAF_ADD_TYPE_ID(pipeworks, (pipeworks::hello_msg))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::host_request))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::host_reply))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::run_ended))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::join_msg))
 CAF_END_TYPE_ID_BLOCK(pipeworks)
 
 namespace pipeworks {

@@ -70,7 +70,9 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
         st->initial.push_back(p->clone());
       }
     }
-    reply.ranks.push_back(spawn_stage<T>(sys, run->plan.detached, std::move(st)));
+    // Pooled, whatever the plan says: CAF 0.17.6 can leave a detached actor that a remote node
+    // referenced undestroyed, and the process then never ends (actors/driver.cpp).
+    reply.ranks.push_back(spawn_stage<T>(sys, false, std::move(st)));
   }
   out.ranks = reply.ranks;
   return reply;
@@ -126,6 +128,7 @@ class worker_state {
     run_ = std::move(next);
     self_->monitor(run_.driver);
     log("hosting ranks of a run for its driver");
+    if (spec_->on_run_start) spec_->on_run_start();
     return r;
   }
 
@@ -134,7 +137,7 @@ class worker_state {
     self_->demonitor(run_.driver);
     for (auto& r : run_.ranks) self_->send_exit(r, caf::exit_reason::user_shutdown);
     run_ = hosted_run{};
-    log(ok ? "the run ended; waiting for the next driver" : "the run failed: " + why);
+    log(ok ? "the run ended" : "the run failed: " + why);
     if (spec_->on_run_end) spec_->on_run_end(ok, why);
   }
 

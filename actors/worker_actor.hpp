@@ -11,6 +11,8 @@ namespace pipeworks {
 
 struct worker_spec {
   std::function<void(const std::string&)> log;  // one line for people (stderr in the CLI)
+  // It has started hosting a run's ranks.
+  std::function<void()> on_run_start;
   // The run it hosted ended: ok, or why not (the driver's error, or the driver was lost).
   std::function<void(bool ok, const std::string& why)> on_run_end;
 };

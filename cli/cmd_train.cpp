@@ -177,7 +177,7 @@ run_plan make_plan(train_options& o) {
     saved->checkpoint.dir = f.resume;
     run_plan given = plan_from_flags(o, *saved, false, threads, 0);
     // The processes are this run's: the workers given now (none: all ranks in this process).
-    if (!f.given.count("--workers")) {
+    if (!f.given.count("--workers") && !f.given.count("--rendezvous")) {
       given.processes.workers.clear();
       for (rank_placement& r : given.ranks) r.process = 0;
     }

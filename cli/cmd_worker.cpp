@@ -1,39 +1,98 @@
 // `pipeworks worker`: a process that hosts the ranks a driver's plan places on it. It listens on
 // --listen HOST:PORT (port 0: any free port, printed), serves one run at a time and then waits for
 // the next driver; with --once it exits when its run ends (0 if the run succeeded, else 1).
+// Started by a launcher (--driver, or torchrun's or Slurm's variables), it joins the driver's
+// rendezvous with its rank and address, serves that one run and exits.
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <cstdlib>
 #include <string>
+#include <thread>
+#include <unistd.h>
 
 #include "actors/network.hpp"
+#include "base/launcher_env.hpp"
 #include "actors/type_ids.hpp"
 #include "actors/worker_actor.hpp"
 #include "base/host_port.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "cli/stop_signals.hpp"
+#include "partition/cpu_count.hpp"
 
 namespace pipeworks::cli {
 namespace {
 
 struct worker_options {
-  std::string listen = "127.0.0.1:0";
+  std::string listen;  // default 127.0.0.1:0, or 0.0.0.0:0 when started by a launcher
   bool once = false;
-  int heartbeat_ms = 250, peer_timeout_ms = 2000;
+  int heartbeat_ms = 250, peer_timeout_ms = 2000, connect_timeout_ms = 60000;
+  launch_flags launch;
 };
+
+std::optional<std::string> getenv_of(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+// The address the driver should connect to: the listening host, or this host's name when it
+// listens on every interface.
+std::string advertised(const host_port& at, std::uint16_t port) {
+  std::string host = at.host;
+  if (host == "0.0.0.0" || host == "::") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) host = name;
+  }
+  return to_string(host_port{host, port});
+}
+
+// Joins the driver's rendezvous as `place` says, retrying while the driver is not up yet.
+void join(caf::actor_system& sys, const launch_place& place, const std::string& address,
+          std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto driver = reach(sys, place.driver, std::max(left, std::chrono::milliseconds(1)), "the driver");
+    if (!driver) {
+      if (std::chrono::steady_clock::now() + std::chrono::milliseconds(200) >= deadline)
+        throw pipeworks_error(driver.message() + " within " + std::to_string(limit.count()) +
+                              " ms (--connect-timeout-ms); is `pipeworks train --rendezvous " +
+                              to_string(place.driver) + "` running there?");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    caf::scoped_actor self{sys};
+    std::string error;
+    self->request(*driver, limit, join_msg{remote_protocol_version, place.rank, place.world_size, address})
+        .receive([](const hello_msg&) {},
+                 [&](caf::error& e) { error = error_text(sys, e); });
+    if (!error.empty()) throw pipeworks_error(error);
+    return;
+  }
+}
 
 // Where the worker's runs end: the main thread waits here for --once or a stop signal.
 struct run_ends {
   std::mutex mu;
   std::condition_variable cv;
-  int runs = 0;
+  int started = 0, runs = 0;
   bool last_ok = true;
 };
 
 int run_worker(const worker_options& o) {
-  auto at = parse_host_port(o.listen, true);
+  const bool joins = !o.launch.driver.empty() || launched(getenv_of);
+  std::optional<launch_place> place;
+  if (joins) {
+    auto p = find_place(o.launch, getenv_of);
+    if (!p) throw CLI::ValidationError("--driver", p.message());
+    place = *p;
+  }
+  const std::string listen = !o.listen.empty() ? o.listen : joins ? "0.0.0.0:0" : "127.0.0.1:0";
+  auto at = parse_host_port(listen, true);
   if (!at) throw CLI::ValidationError("--listen", at.message());
   if (o.heartbeat_ms < 10 || o.heartbeat_ms > 60000)
     throw CLI::ValidationError("--heartbeat-ms", "must be in 10..60000");
@@ -41,13 +100,22 @@ int run_worker(const worker_options& o) {
     throw CLI::ValidationError("--peer-timeout-ms", "must be at least twice --heartbeat-ms");
   caf::actor_system_config config;
   add_message_types(config);
+  // The ranks are pooled actors here (actors/worker_actor.cpp): a thread for each core, and two
+  // more so that a rank that sleeps (a throttled device) or computes never starves the others.
+  config.set("scheduler.max-threads", usable_cores() + 2);
   use_network(config, std::chrono::milliseconds(o.heartbeat_ms),
               std::chrono::milliseconds(o.peer_timeout_ms));
   caf::actor_system sys{config};
   auto ends = std::make_shared<run_ends>();
   auto spec = std::make_shared<worker_spec>();
   spec->log = [](const std::string& line) { std::fprintf(stderr, "pipeworks worker: %s\n", line.c_str()); };
-  spec->on_run_end = [ends](bool ok, const std::string&) {
+  const bool once = o.once || place.has_value();  // a launcher's worker serves its one run
+  spec->on_run_start = [ends] {
+    std::lock_guard lock(ends->mu);
+    ++ends->started;
+  };
+  spec->on_run_end = [ends, once](bool ok, const std::string&) {
+    if (!once) std::fprintf(stderr, "pipeworks worker: waiting for the next driver\n");
     std::lock_guard lock(ends->mu);
     ++ends->runs;
     ends->last_ok = ok;
@@ -62,14 +130,37 @@ int run_worker(const worker_options& o) {
   }
   std::printf("pipeworks worker listening on %s\n", to_string(host_port{at->host, *port}).c_str());
   std::fflush(stdout);
+  if (place) {
+    try {
+      join(sys, *place, advertised(*at, *port), std::chrono::milliseconds(o.connect_timeout_ms));
+    } catch (...) {
+      caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+      throw;
+    }
+    spec->log("joined the driver at " + to_string(place->driver) + " as RANK " +
+              std::to_string(place->rank) + " of WORLD_SIZE " + std::to_string(place->world_size));
+  }
   stop_signals signals;
   int code = exit_ok;
+  // A joined worker whose driver never sends its ranks (its rendezvous failed) does not wait on.
+  const auto hosting_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.connect_timeout_ms);
   {
     std::unique_lock lock(ends->mu);
-    while (!stop_signals::requested() && !(o.once && ends->runs > 0))
+    bool abandoned = false;
+    while (!stop_signals::requested() && !(once && ends->runs > 0)) {
       ends->cv.wait_for(lock, std::chrono::milliseconds(50));
+      if (place && ends->started == 0 && std::chrono::steady_clock::now() > hosting_deadline) {
+        abandoned = true;
+        break;
+      }
+    }
     if (stop_signals::requested()) code = exit_interrupted(stop_signals::first());
-    else code = ends->last_ok ? exit_ok : exit_failure;
+    else if (abandoned) {
+      std::fprintf(stderr, "pipeworks worker: error: the driver at %s sent no ranks within %d ms "
+                           "(--connect-timeout-ms) of the join; its rendezvous may have failed\n",
+                   to_string(place->driver).c_str(), o.connect_timeout_ms);
+      code = exit_failure;
+    } else code = ends->last_ok ? exit_ok : exit_failure;
   }
   caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
   return code;
@@ -80,7 +171,19 @@ const bool registered = register_command(
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<worker_options>();
       sub.add_option("--listen", o->listen,
-                     "HOST:PORT to listen on (port 0: any free port; the port is printed)")
+                     "HOST:PORT to listen on (port 0: any free port; the port is printed); "
+                     "default 127.0.0.1:0, or 0.0.0.0:0 when joining a driver");
+      sub.add_option("--driver", o->launch.driver,
+                     "join the driver's rendezvous at HOST:PORT (`pipeworks train --rendezvous`), "
+                     "serve its run and exit; without it, MASTER_ADDR and MASTER_PORT (torchrun) or "
+                     "the first host of SLURM_JOB_NODELIST (srun) are used when RANK or "
+                     "SLURM_PROCID is set");
+      sub.add_option("--rank", o->launch.rank, "with --driver: this worker's rank (default RANK or SLURM_PROCID)");
+      sub.add_option("--world-size", o->launch.world_size,
+                     "with --driver: how many workers join (default WORLD_SIZE or SLURM_NTASKS)");
+      sub.add_option("--connect-timeout-ms", o->connect_timeout_ms,
+                     "with --driver: how long to keep trying to reach the driver, and then to wait "
+                     "for its ranks")
           ->capture_default_str();
       sub.add_flag("--once", o->once,
                    "exit when the first run ends: 0 if it succeeded, 1 if it failed or its driver "

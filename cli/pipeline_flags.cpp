@@ -111,6 +111,12 @@ void add_process_flags(CLI::App& sub, pipeline_flags& f) {
                  "run the ranks on these worker processes (HOST:PORT,HOST:PORT,...; each started "
                  "with `pipeworks worker --listen HOST:PORT`); the ranks go to them in contiguous "
                  "blocks unless the plan places them");
+  sub.add_option("--rendezvous", f.rendezvous,
+                 "instead of --workers: wait at HOST:PORT for --world-size workers started by a "
+                 "launcher (torchrun, srun) to join (`pipeworks worker` with --driver HOST:PORT, "
+                 "or MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE set); worker RANK k is process "
+                 "k + 1");
+  sub.add_option("--world-size", f.world_size, "with --rendezvous: how many workers join");
   sub.add_option("--heartbeat-ms", f.heartbeat_ms,
                  "with --workers: every process sends its peers a heartbeat this often")
       ->capture_default_str();

@@ -1,8 +1,8 @@
 // `pipeworks train`'s pipeline flags (--schedule, --stages, --replicas, --chunks, --split, --trace,
 // --compare-sim, --actors, --credits, --auto-partition, --cluster, --planner, --inject-fault) and
 // its checkpoint and plan flags (--save-every, --checkpoint-dir, --keep, --resume, --init,
-// --print-plan, --plan), and the worker-process flags (--workers, --heartbeat-ms,
-// --peer-timeout-ms, --connect-timeout-ms).
+// --print-plan, --plan), and the worker-process flags (--workers, --rendezvous, --world-size,
+// --heartbeat-ms, --peer-timeout-ms, --connect-timeout-ms).
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -28,7 +28,8 @@ struct pipeline_flags {
   int keep = 0;
   std::string resume, init, print_plan, plan;
   // Worker processes (--workers h1:p1,h2:p2) and failure detection.
-  std::string workers;
+  std::string workers, rendezvous;
+  int world_size = 0;
   int heartbeat_ms = 250, peer_timeout_ms = 2000, connect_timeout_ms = 10000;
   std::set<std::string> given;  // the flags given on the command line ("--stages", ...)
 };

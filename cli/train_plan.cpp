@@ -51,6 +51,8 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"processes.heartbeat_ms", "--heartbeat-ms"},
     {"processes.timeout_ms", "--peer-timeout-ms"},
     {"processes.connect_ms", "--connect-timeout-ms"},
+    {"processes.rendezvous", "--rendezvous"},
+    {"processes.world_size", "--world-size"},
 };
 
 bool given(const train_options& o, bool all, const char* flag) {
@@ -86,6 +88,8 @@ void apply_process_flags(const train_options& o, run_plan& p, bool all) {
   auto has = [&](const char* flag) { return given(o, all, flag); };
   if (has("--workers")) {
     p.processes.workers.clear();
+    p.processes.rendezvous.clear();
+    p.processes.world_size = 0;
     std::string rest = f.workers;
     while (!rest.empty()) {
       const auto comma = rest.find(',');
@@ -94,6 +98,12 @@ void apply_process_flags(const train_options& o, run_plan& p, bool all) {
     }
     for (rank_placement& r : p.ranks) r.process = 0;  // placed anew over the workers given
   }
+  if (has("--rendezvous") && !f.rendezvous.empty()) {
+    p.processes.rendezvous = f.rendezvous;
+    p.processes.workers.clear();
+    for (rank_placement& r : p.ranks) r.process = 0;
+  }
+  if (has("--world-size")) p.processes.world_size = f.world_size;
   if (has("--heartbeat-ms")) p.processes.heartbeat_ms = f.heartbeat_ms;
   if (has("--peer-timeout-ms")) p.processes.timeout_ms = f.peer_timeout_ms;
   if (has("--connect-timeout-ms")) p.processes.connect_ms = f.connect_timeout_ms;

@@ -229,7 +229,20 @@ std::optional<plan_issue> check_processes(const run_plan& p) {
         return issue(at, "names " + ps.workers[k] + " again (it is also worker " + str(static_cast<std::int64_t>(j + 1)) +
                              "); each worker process is listed once");
   }
-  if (!ps.workers.empty() && !p.schedule)
+  if (!ps.rendezvous.empty()) {
+    auto a = parse_host_port(ps.rendezvous);
+    if (!a) return issue("processes.rendezvous", a.message());
+    if (!ps.workers.empty())
+      return issue("processes.rendezvous", "is set, and so is {processes.workers}: the workers "
+                                           "either join at the driver's address or are listed");
+    if (ps.world_size < 1 || ps.world_size > 65536)
+      return issue("processes.world_size", "is " + str(ps.world_size) +
+                                               "; with {processes.rendezvous} it must be the number "
+                                               "of workers that join, 1..65536");
+  } else if (ps.world_size != 0) {
+    return issue("processes.world_size", "is set, but {processes.rendezvous} is not");
+  }
+  if ((!ps.workers.empty() || !ps.rendezvous.empty()) && !p.schedule)
     return issue("processes.workers", "is set, but a run with {schedule.kind} none trains in one "
                                       "process; choose a pipelined schedule");
   if (ps.heartbeat_ms < 10 || ps.heartbeat_ms > 60000)

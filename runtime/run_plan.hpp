@@ -57,6 +57,10 @@ struct process_spec {
   int heartbeat_ms = 250;            // every process sends a heartbeat to its peers this often
   int timeout_ms = 2000;             // a peer silent this long is lost (frozen, or its network)
   int connect_ms = 10000;            // the most a connection and its handshake may take
+  // Started by a launcher (torchrun, srun): the workers join at this "host:port" of the driver's
+  // and give their addresses, which then fill `workers` ("" when the workers are listed).
+  std::string rendezvous;
+  int world_size = 0;  // how many workers join there
   bool operator==(const process_spec&) const = default;
 };
 

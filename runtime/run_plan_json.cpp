@@ -182,7 +182,9 @@ std::string to_json_text(const run_plan& p) {
        {{"workers", p.processes.workers},
         {"heartbeat_ms", p.processes.heartbeat_ms},
         {"timeout_ms", p.processes.timeout_ms},
-        {"connect_ms", p.processes.connect_ms}}},
+        {"connect_ms", p.processes.connect_ms},
+        {"rendezvous", p.processes.rendezvous},
+        {"world_size", p.processes.world_size}}},
   };
   return j.dump(2) + "\n";
 }
@@ -190,7 +192,7 @@ std::string to_json_text(const run_plan& p) {
 namespace {
 
 status read_processes(const reader& r, run_plan& p) {
-  PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms"}));
+  PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms", "rendezvous", "world_size"}));
   const json& list = r.at("workers");
   if (!list.is_array() || list.size() > 65536)
     return r.fail("workers", "must be a list of \"host:port\" strings, not " + list.dump());
@@ -201,6 +203,8 @@ status read_processes(const reader& r, run_plan& p) {
   PW_TRY(r.whole("heartbeat_ms", p.processes.heartbeat_ms, 0, int_max));
   PW_TRY(r.whole("timeout_ms", p.processes.timeout_ms, 0, int_max));
   PW_TRY(r.whole("connect_ms", p.processes.connect_ms, 0, int_max));
+  PW_TRY(r.text("rendezvous", p.processes.rendezvous));
+  PW_TRY(r.whole("world_size", p.processes.world_size, 0, int_max));
   return {};
 }
 

@@ -49,8 +49,9 @@ class background_cli {
     }
     return waited_;
   }
-  // What it has written to stdout so far.
+  // What it has written to stdout and stderr so far.
   std::string output_so_far() const { return read_file(io_ / "stdout"); }
+  std::string errors_so_far() const { return read_file(io_ / "stderr"); }
   void kill(int sig = SIGKILL) {
     if (!waited_) ::kill(pid_, sig);
   }

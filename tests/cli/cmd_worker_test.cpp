@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -76,6 +77,14 @@ TEST_CASE("a driver and two workers reach the in-process weights for every sched
     REQUIRE(b.exit_code == 0);
     CHECK(read_file(tag + "-remote.safetensors") == read_file(tag + "-local.safetensors"));
   }
+  // Each worker hosted ranks of every run: nothing ran in the driver's process alone.
+  auto runs_hosted = [](const std::string& log) {
+    std::size_t n = 0;
+    for (auto at = log.find("hosting ranks"); at != std::string::npos; at = log.find("hosting ranks", at + 1)) ++n;
+    return n;
+  };
+  CHECK(runs_hosted(w1.process().errors_so_far()) == cases.size());
+  CHECK(runs_hosted(w2.process().errors_so_far()) == cases.size());
 }
 
 TEST_CASE("a worker killed mid-run is named with its stages and the run resumes bit for bit", "[cli][workers]") {
@@ -216,4 +225,53 @@ TEST_CASE("bad worker flags are refused naming the flag", "[cli][workers]") {
   const cli_result listen = run_cli({"worker", "--listen", "127.0.0.1:99999"});
   CHECK(listen.exit_code == 2);
   CHECK(contains(listen.err, "--listen"));
+}
+
+TEST_CASE("workers started by a launcher join the driver and reach the in-process weights", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  const std::string driver = "127.0.0.1:" + std::to_string(closed_port());
+  background_cli run(gpt_args(text, "1f1b", 6, {"--rendezvous", driver, "--world-size", "2",
+                                                "--save", dir / "joined.safetensors"}));
+  // Worker 1 as torchrun starts it: everything from the environment, which the child inherits.
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", driver.substr(driver.find(':') + 1).c_str(), 1);
+  ::setenv("RANK", "1", 1);
+  ::setenv("WORLD_SIZE", "2", 1);
+  background_cli by_env({"worker", "--listen", "127.0.0.1:0"});
+  background_cli wrong({"worker", "--listen", "127.0.0.1:0", "--driver", driver, "--rank", "0", "--world-size", "3"});
+  for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}) ::unsetenv(v);
+  const cli_result refused = wrong.wait();
+  INFO(refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK(contains(refused.err, "WORLD_SIZE is 3 at the worker and 2 at the driver"));
+  background_cli by_flags({"worker", "--listen", "127.0.0.1:0", "--driver", driver, "--rank", "0", "--world-size", "2"});
+  const cli_result r = run.wait();
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(by_env.wait().exit_code == 0);  // a launcher's worker serves one run and exits
+  CHECK(by_flags.wait().exit_code == 0);
+  const cli_result local = run_cli(gpt_args(text, "1f1b", 6, {"--save", dir / "local.safetensors"}));
+  REQUIRE(local.exit_code == 0);
+  CHECK(read_file(dir / "joined.safetensors") == read_file(dir / "local.safetensors"));
+}
+
+TEST_CASE("a rendezvous names the ranks that did not join", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  const std::string driver = "127.0.0.1:" + std::to_string(closed_port());
+  background_cli run(gpt_args(text, "1f1b", 2, {"--rendezvous", driver, "--world-size", "2",
+                                                "--connect-timeout-ms", "3000"}));
+  background_cli one({"worker", "--listen", "127.0.0.1:0", "--driver", driver, "--rank", "0", "--world-size", "2",
+                      "--connect-timeout-ms", "5000"});
+  const cli_result r = run.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "RANK 1 of WORLD_SIZE 2 did not"));
+  REQUIRE(one.wait_exit(std::chrono::seconds(30)));  // its driver went away: it does not hang
+  const cli_result w = one.wait();
+  CHECK(w.exit_code == 1);
+  CHECK(contains(w.err, "sent no ranks"));
 }

@@ -1,0 +1,80 @@
+// await_workers: a rendezvous actor published at the driver's address collects join_msgs and
+// hands the full list to the waiting driver thread.
+#include "actors/rendezvous.hpp"
+
+#include <caf/io/all.hpp>
+#include <optional>
+
+#include "actors/type_ids.hpp"
+
+namespace pipeworks {
+namespace {
+
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using joined_atom = caf::atom_constant<caf::atom("joined")>;
+
+caf::error refuse(const std::string& why) {
+  return caf::make_error(caf::sec::runtime_error, "the driver refused the worker: " + why);
+}
+
+caf::behavior rendezvous_actor(caf::event_based_actor* self, int world, caf::actor waiter) {
+  auto addresses = std::make_shared<std::vector<std::string>>(static_cast<std::size_t>(world));
+  auto left = std::make_shared<int>(world);
+  return {
+      [=](const join_msg& j) -> caf::result<hello_msg> {
+        if (j.protocol != remote_protocol_version)
+          return refuse("its protocol is version " + std::to_string(j.protocol) + ", the driver's " +
+                        std::to_string(remote_protocol_version) +
+                        "; run the same pipeworks version on every host");
+        if (j.world_size != world)
+          return refuse("WORLD_SIZE is " + std::to_string(j.world_size) + " at the worker and " +
+                        std::to_string(world) + " at the driver (--world-size)");
+        if (j.rank < 0 || j.rank >= world)
+          return refuse("RANK is " + std::to_string(j.rank) + ", not in 0.." + std::to_string(world - 1));
+        if (auto a = parse_host_port(j.address); !a) return refuse("its address " + a.message());
+        std::string& slot = (*addresses)[static_cast<std::size_t>(j.rank)];
+        if (!slot.empty())
+          return refuse("RANK " + std::to_string(j.rank) + " has joined already, from " + slot);
+        slot = j.address;
+        if (--*left == 0) self->send(waiter, done_atom::value, *addresses);
+        return hello_msg{remote_protocol_version, "driver"};
+      },
+      [=](joined_atom) { return *addresses; },
+  };
+}
+
+}  // namespace
+
+result<std::vector<std::string>> await_workers(caf::actor_system& sys, const host_port& at,
+                                               int world_size, std::chrono::milliseconds limit) {
+  caf::scoped_actor self{sys};
+  auto rv = sys.spawn(rendezvous_actor, world_size, caf::actor_cast<caf::actor>(self));
+  auto port = sys.middleman().publish(rv, at.port, at.host.c_str(), true);
+  if (!port) {
+    self->send_exit(rv, caf::exit_reason::user_shutdown);
+    return make_error("cannot listen for workers on " + to_string(at) + ": " + sys.render(port.error()));
+  }
+  std::optional<std::vector<std::string>> all;
+  self->receive([&](done_atom, std::vector<std::string>& xs) { all = std::move(xs); },
+                caf::after(limit) >> [] {});
+  std::string missing;
+  if (!all) {
+    self->request(rv, std::chrono::seconds(5), joined_atom::value)
+        .receive(
+            [&](const std::vector<std::string>& xs) {
+              for (std::size_t r = 0; r < xs.size(); ++r)
+                if (xs[r].empty()) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            },
+            [&](caf::error&) { missing = "unknown"; });
+  }
+  sys.middleman().unpublish(rv, *port);
+  self->send_exit(rv, caf::exit_reason::user_shutdown);
+  if (!all)
+    return make_error("not every worker joined at " + to_string(at) + " within " +
+                      std::to_string(limit.count()) + " ms: RANK " + missing + " of WORLD_SIZE " +
+                      std::to_string(world_size) + " did not; start them with `pipeworks worker "
+                      "--driver " + to_string(at) + "` (or MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)");
+  return std::move(*all);
+}
+
+}  // namespace pipeworks
