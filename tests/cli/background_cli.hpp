@@ -14,8 +14,9 @@ namespace pipeworks::cli_test {
 
 class background_cli {
  public:
-  explicit background_cli(const std::vector<std::string>& args)
-      : pid_(spawn_cli(args, io_ / "stdout", io_ / "stderr")) {}
+  explicit background_cli(const std::vector<std::string>& args,
+                          const std::vector<std::string>& launcher = {})
+      : pid_(spawn_cli(args, io_ / "stdout", io_ / "stderr", launcher)) {}
   ~background_cli() {
     if (!waited_) {
       ::kill(pid_, SIGKILL);

@@ -45,23 +45,26 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
 using scratch_dir = pipeworks::test::scratch_dir;
 
 // Starts `pipeworks args...` with stdin from /dev/null and stdout, stderr into the given files;
-// returns its process id.
+// returns its process id. A `launcher` (such as {"/usr/sbin/ip", "netns", "exec", "ns1"}) runs
+// first and execs pipeworks.
 inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& out_path,
-                       const std::string& err_path) {
+                       const std::string& err_path, const std::vector<std::string>& launcher = {}) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> argv_strings{pipeworks_binary};
+  std::vector<std::string> argv_strings = launcher;
+  argv_strings.push_back(pipeworks_binary);
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  const std::string program = launcher.empty() ? pipeworks_binary : launcher.front();
   std::vector<char*> argv;
   for (auto& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, pipeworks_binary.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw std::runtime_error("cannot start " + pipeworks_binary);
+  if (spawned != 0) throw std::runtime_error("cannot start " + program);
   return pid;
 }
 

@@ -1,5 +1,6 @@
-// Test helper: a `pipeworks worker --listen 127.0.0.1:0` in the background, with the address it
-// printed, for tests that run a driver and workers as separate processes.
+// Test helper: a `pipeworks worker --listen 127.0.0.1:0` (or another address, or in a network
+// namespace) in the background, with the address it printed, for tests that run a driver and
+// workers as separate processes.
 #pragma once
 #include <string>
 #include <vector>
@@ -10,7 +11,10 @@ namespace pipeworks::cli_test {
 
 class worker_cli {
  public:
-  explicit worker_cli(std::vector<std::string> more = {}) : proc_(args(std::move(more))) {
+  // `listen`: the address to listen on; `launcher`: what runs it (ip netns exec NS).
+  explicit worker_cli(std::vector<std::string> more = {}, const std::string& listen = "127.0.0.1:0",
+                      const std::vector<std::string>& launcher = {})
+      : proc_(args(std::move(more), listen), launcher) {
     const std::string prefix = "listening on ";
     proc_.wait_for([&] { return contains(proc_.output_so_far(), "\n"); }, std::chrono::seconds(30));
     const std::string out = proc_.output_so_far();
@@ -23,8 +27,8 @@ class worker_cli {
   background_cli& process() { return proc_; }
 
  private:
-  static std::vector<std::string> args(std::vector<std::string> more) {
-    std::vector<std::string> a{"worker", "--listen", "127.0.0.1:0"};
+  static std::vector<std::string> args(std::vector<std::string> more, const std::string& listen) {
+    std::vector<std::string> a{"worker", "--listen", listen};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
