@@ -20,6 +20,7 @@
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "cli/stop_signals.hpp"
+#include "ops/cpu_threads.hpp"
 #include "partition/cpu_count.hpp"
 
 namespace pipeworks::cli {
@@ -98,6 +99,8 @@ int run_worker(const worker_options& o) {
     throw CLI::ValidationError("--heartbeat-ms", "must be in 10..60000");
   if (o.peer_timeout_ms < 2 * o.heartbeat_ms)
     throw CLI::ValidationError("--peer-timeout-ms", "must be at least twice --heartbeat-ms");
+  // OpenBLAS single-threaded, the kernels' parallelism in each rank's oneTBB arena, as in train.
+  set_cpu_threads(0);
   caf::actor_system_config config;
   add_message_types(config);
   // The ranks are pooled actors here (actors/worker_actor.cpp): a thread for each core, and two

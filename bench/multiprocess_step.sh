@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Step time of a 2-stage gpt-small 1F1B run with each stage in a worker process of its own (a
+# driver and 2 workers on 127.0.0.1, tensors over CAF's TCP connections) against the same run in
+# one process, alternating, REPEATS times each; prints the medians and their ratio.
+# Usage: bench/multiprocess_step.sh   (REPEATS=5 STEPS=12 PIPEWORKS_BIN_DIR=build/bin)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${PIPEWORKS_BIN_DIR:-build/bin}/pipeworks"
+repeats="${REPEATS:-5}" steps="${STEPS:-12}"
+work="$(mktemp -d)"
+trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# Seconds per step after the first two (warm-up), from a --json run's step lines.
+per_step() {
+  python3 -c '
+import json, sys
+t = {}
+for line in open(sys.argv[1]):
+    j = json.loads(line)
+    if "step" in j and "loss" in j and "final_loss" not in j:
+        t[j["step"]] = j["elapsed_s"]
+last = max(t)
+print((t[last] - t[2]) / (last - 2))' "$1"
+}
+
+run() {  # $@: extra flags; prints seconds per step
+  "$bin" train --model gpt-small --data /usr/share/games/fortunes --steps "$steps" --batch 16 \
+    --microbatches 4 --schedule 1f1b --stages 2 --sample 0 --eval-windows 4 --json "$@" \
+    > "$work/run.jsonl" 2> "$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
+  per_step "$work/run.jsonl"
+}
+
+start_worker() {  # $1: name; prints the address
+  "$bin" worker --listen 127.0.0.1:0 > "$work/$1.out" 2>/dev/null &
+  for _ in $(seq 1 500); do grep -q "listening on" "$work/$1.out" 2>/dev/null && break; sleep 0.01; done
+  awk '/listening on/ {print $NF}' "$work/$1.out"
+}
+w1=$(start_worker w1); w2=$(start_worker w2)
+
+local_times=() remote_times=()
+for _ in $(seq 1 "$repeats"); do
+  local_times+=("$(run)")
+  remote_times+=("$(run --workers "$w1,$w2")")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+l=$(median "${local_times[@]}"); r=$(median "${remote_times[@]}")
+echo "gpt-small, 1F1B, p = 2, m = 4, batch 16; seconds per step, median of $repeats (steps 3..$steps)"
+printf "%-44s %10s %8s\n" "run" "s/step" "ratio"
+printf "%-44s %10.4f %8.3f\n" "one process (baseline)" "$l" 1
+printf "%-44s %10.4f %8.3f\n" "driver + 2 workers on 127.0.0.1 (CAF/TCP)" "$r" "$(echo "$r / $l" | bc -l)"
