@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
-  libcaf-dev libtbb-dev libucx-dev catch2
+  libcaf-dev libtbb-dev libucx-dev ucx-utils catch2
   libopenblas-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev
   fortunes dataset-fashion-mnist
 )

@@ -1,0 +1,274 @@
+// The UCP transport: context and worker in single-thread mode, owned by one progress thread that
+// drains posted commands, progresses the worker until idle, arms it and sleeps on its event fd
+// (ucp_worker_signal wakes it for new commands). Endpoints use peer error handling, so a send to a
+// dead peer completes with an error instead of hanging.
+#include "runtime/transport/ucx_transport.hpp"
+
+#ifdef PIPEWORKS_HAVE_UCX
+#include <poll.h>
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#endif
+
+namespace pipeworks {
+
+#ifndef PIPEWORKS_HAVE_UCX
+
+bool ucx_transport::available() { return false; }
+result<std::shared_ptr<ucx_transport>> ucx_transport::open() {
+  return make_error("this pipeworks was built without UCX (install libucx-dev and rebuild), so "
+                    "tensors cannot go over UCX; use --transport caf");
+}
+result<std::shared_ptr<ucx_transport>> ucx_transport::process() { return open(); }
+
+#else
+
+namespace {
+
+std::string status_text(ucs_status_t s) { return ucs_status_string(s); }
+std::string as_key(const ucx_address& a) { return std::string(a.begin(), a.end()); }
+
+// One posted operation: what keeps its buffer alive and whom to tell.
+struct op {
+  std::shared_ptr<const void> hold;
+  ucx_transport::done_fn done;
+  std::uint64_t tag = 0;
+  void* request = nullptr;       // receives only, while pending
+  std::size_t request_length = 0;  // receives only: the bytes expected
+  void* owner = nullptr;           // receives only: the transport
+};
+
+class ucp_transport final : public ucx_transport {
+ public:
+  ~ucp_transport() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    if (worker_) ucp_worker_signal(worker_);
+    if (thread_.joinable()) thread_.join();
+    for (auto& [addr, ep] : eps_) {
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      void* r = ucp_ep_close_nbx(ep, &p);
+      if (UCS_PTR_IS_PTR(r)) {
+        while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+        ucp_request_free(r);
+      }
+    }
+    if (address_raw_) ucp_worker_release_address(worker_, address_raw_);
+    if (worker_) ucp_worker_destroy(worker_);
+    if (context_) ucp_cleanup(context_);
+  }
+
+  status start() {
+    ucp_config_t* config = nullptr;
+    if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
+      return make_error("UCX: ucp_config_read failed: " + status_text(s));
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    ucs_status_t s = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    if (s != UCS_OK) return make_error("UCX: ucp_init failed: " + status_text(s));
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    if (s = ucp_worker_create(context_, &wp, &worker_); s != UCS_OK)
+      return make_error("UCX: ucp_worker_create failed: " + status_text(s));
+    if (s = ucp_worker_get_efd(worker_, &efd_); s != UCS_OK)
+      return make_error("UCX: ucp_worker_get_efd failed: " + status_text(s));
+    std::size_t len = 0;
+    if (s = ucp_worker_get_address(worker_, &address_raw_, &len); s != UCS_OK)
+      return make_error("UCX: ucp_worker_get_address failed: " + status_text(s));
+    const auto* b = reinterpret_cast<const std::uint8_t*>(address_raw_);
+    address_.assign(b, b + len);
+    thread_ = std::thread([this] { loop(); });
+    return status::success();
+  }
+
+  const ucx_address& address() const override { return address_; }
+
+  void send(const ucx_address& peer, std::uint64_t tag, const void* data, std::size_t n,
+            std::shared_ptr<const void> hold, done_fn done) override {
+    post([this, peer, tag, data, n, hold = std::move(hold), done = std::move(done)]() mutable {
+      auto* o = new op{std::move(hold), std::move(done), tag, nullptr};
+      ucp_ep_h ep = endpoint(peer);
+      if (ep == nullptr) return finish(o, "cannot reach the peer's UCX worker");
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      p.cb.send = [](void* request, ucs_status_t st, void* user) {
+        finish(static_cast<op*>(user), st == UCS_OK ? "" : "UCX send: " + status_text(st));
+        ucp_request_free(request);
+      };
+      p.user_data = o;
+      void* r = ucp_tag_send_nbx(ep, data, n, tag, &p);
+      if (r == nullptr) return finish(o, "");
+      if (UCS_PTR_IS_ERR(r)) return finish(o, "UCX send: " + status_text(UCS_PTR_STATUS(r)));
+    });
+  }
+
+  void receive(std::uint64_t tag, void* data, std::size_t n, std::shared_ptr<void> hold,
+               done_fn done) override {
+    post([this, tag, data, n, hold = std::move(hold), done = std::move(done)]() mutable {
+      auto* o = new op{std::move(hold), std::move(done), tag, nullptr};
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      p.cb.recv = [](void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
+        auto* me = static_cast<op*>(user);
+        std::string why;
+        if (st == UCS_ERR_CANCELED) why = "the receive was cancelled: the run ended";
+        else if (st != UCS_OK) why = "UCX receive: " + status_text(st);
+        else if (info->length != me->request_length) why = "UCX receive: a message of the wrong length";
+        self_of(me)->pending_.erase(me);
+        finish(me, why);
+        ucp_request_free(request);
+      };
+      p.user_data = o;
+      o->request_length = n;
+      o->owner = this;
+      ucp_tag_recv_info_t now{};  // filled when the message was here already
+      p.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+      p.recv_info.tag_info = &now;
+      void* r = ucp_tag_recv_nbx(worker_, data, n, tag, ~std::uint64_t{0}, &p);
+      if (UCS_PTR_IS_ERR(r)) return finish(o, "UCX receive: " + status_text(UCS_PTR_STATUS(r)));
+      if (r == nullptr)  // completed at once; the callback does not run
+        return finish(o, now.length == n ? "" : "UCX receive: a message of the wrong length");
+      o->request = r;
+      pending_.insert(o);
+    });
+  }
+
+  void cancel_receives(std::uint64_t mask, std::uint64_t value) override {
+    post([this, mask, value] {
+      std::vector<op*> hit;
+      for (op* o : pending_)
+        if ((o->tag & mask) == value) hit.push_back(o);
+      for (op* o : hit) ucp_request_cancel(worker_, o->request);
+    });
+  }
+
+  std::string lanes(const ucx_address& peer) const override {
+    std::lock_guard<std::mutex> lock(lanes_mu_);
+    auto i = lanes_.find(as_key(peer));
+    return i == lanes_.end() ? "" : i->second;
+  }
+
+ private:
+  static ucp_transport* self_of(op* o) { return static_cast<ucp_transport*>(o->owner); }
+
+  static void finish(op* o, const std::string& why) {
+    if (o->done) o->done(why);
+    delete o;
+  }
+
+  void post(std::function<void()> cmd) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      commands_.push_back(std::move(cmd));
+    }
+    ucp_worker_signal(worker_);
+  }
+
+  ucp_ep_h endpoint(const ucx_address& peer) {
+    const std::string key = as_key(peer);
+    if (auto i = eps_.find(key); i != eps_.end()) return i->second;
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(peer.data());
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = [](void*, ucp_ep_h, ucs_status_t) {};  // sends to it fail; CAF tells who
+    ep.err_handler.arg = nullptr;
+    ucp_ep_h h = nullptr;
+    if (ucp_ep_create(worker_, &ep, &h) != UCS_OK) return nullptr;
+    eps_.emplace(key, h);
+    record_lanes(peer, h);
+    return h;
+  }
+
+  void record_lanes(const ucx_address& peer, ucp_ep_h h) {
+    char* text = nullptr;
+    std::size_t size = 0;
+    FILE* f = open_memstream(&text, &size);
+    if (f == nullptr) return;
+    ucp_ep_print_info(h, f);
+    std::fclose(f);
+    std::lock_guard<std::mutex> lock(lanes_mu_);
+    lanes_[as_key(peer)] = text ? std::string(text, size) : "";
+    std::free(text);
+  }
+
+  void loop() {
+    for (;;) {
+      std::vector<std::function<void()>> todo;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) break;
+        todo.swap(commands_);
+      }
+      for (auto& c : todo) c();
+      while (ucp_worker_progress(worker_) != 0) {
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) break;
+        if (!commands_.empty()) continue;
+      }
+      const ucs_status_t armed = ucp_worker_arm(worker_);
+      if (armed == UCS_ERR_BUSY) continue;
+      pollfd pfd{efd_, POLLIN, 0};
+      ::poll(&pfd, 1, 1000);
+    }
+    // Whatever is still posted ends with an error: the transport goes away.
+    for (op* o : std::vector<op*>(pending_.begin(), pending_.end())) ucp_request_cancel(worker_, o->request);
+    for (int i = 0; i < 100 && !pending_.empty(); ++i) ucp_worker_progress(worker_);
+  }
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_address_t* address_raw_ = nullptr;
+  ucx_address address_;
+  int efd_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::function<void()>> commands_;
+  bool stop_ = false;
+  std::map<std::string, ucp_ep_h> eps_;  // by address bytes  // the progress thread's
+  std::set<op*> pending_;                // posted receives, the progress thread's
+  mutable std::mutex lanes_mu_;
+  std::map<std::string, std::string> lanes_;
+};
+
+}  // namespace
+
+bool ucx_transport::available() { return true; }
+
+result<std::shared_ptr<ucx_transport>> ucx_transport::open() {
+  auto t = std::make_shared<ucp_transport>();
+  if (status s = t->start(); !s) return make_error(s.message());
+  return std::shared_ptr<ucx_transport>(std::move(t));
+}
+
+result<std::shared_ptr<ucx_transport>> ucx_transport::process() {
+  static std::mutex mu;
+  static std::shared_ptr<ucx_transport> one;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!one) {
+    auto t = open();
+    if (!t) return t.err();
+    one = std::move(*t);
+  }
+  return one;
+}
+
+#endif
+
+}  // namespace pipeworks

@@ -1,0 +1,54 @@
+// One process's UCX (UCP) endpoint for tensor payloads: a context, a worker and the one progress
+// thread that owns them, woken by the worker's event fd; tagged sends and receives are posted to
+// it from any thread, and their completions run on it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+
+namespace pipeworks {
+
+// A UCP worker address, exchanged out of band (in pipeworks, inside CAF messages).
+using ucx_address = std::vector<std::uint8_t>;
+
+class ucx_transport {
+ public:
+  // Called once on the progress thread: "" when the transfer completed, else why it failed.
+  using done_fn = std::function<void(const std::string& error)>;
+
+  // Whether this build has UCX at all.
+  static bool available();
+  // Opens a context and a worker and starts the progress thread; an error names the UCX call.
+  static result<std::shared_ptr<ucx_transport>> open();
+  // The process's transport, opened on first use and kept until the process ends.
+  static result<std::shared_ptr<ucx_transport>> process();
+
+  virtual ~ucx_transport() = default;
+  ucx_transport(const ucx_transport&) = delete;
+  ucx_transport& operator=(const ucx_transport&) = delete;
+
+  // This worker's address, for peers to reach it.
+  virtual const ucx_address& address() const = 0;
+  // Sends n bytes at `data` with `tag` to the worker at `peer` (an endpoint is made on first use).
+  // `hold` keeps the bytes alive until `done` has run.
+  virtual void send(const ucx_address& peer, std::uint64_t tag, const void* data, std::size_t n,
+                    std::shared_ptr<const void> hold, done_fn done) = 0;
+  // Receives exactly n bytes sent with `tag` into `data`, kept alive by `hold`.
+  virtual void receive(std::uint64_t tag, void* data, std::size_t n, std::shared_ptr<void> hold,
+                       done_fn done) = 0;
+  // Cancels every posted receive whose tag has `value` in the bits of `mask` (a run that ended
+  // leaves no receive waiting for a peer that is gone); their `done` get an error.
+  virtual void cancel_receives(std::uint64_t mask, std::uint64_t value) = 0;
+  // The transports UCX chose to reach `peer` (for logs and tests), after a send completed there.
+  virtual std::string lanes(const ucx_address& peer) const = 0;
+
+ protected:
+  ucx_transport() = default;
+};
+
+}  // namespace pipeworks
