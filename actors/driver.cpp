@@ -48,6 +48,9 @@ class driver_state {
         [this](const stage_failure& f) { fail(f.message); },
         [this](poll_atom) { guarded([&] { poll(); }); },
         [this](manifest_atom, std::int64_t n) { guarded([&] { on_manifest(n); }); },
+        [this](wire_msg& w) {
+          if (spec_->link) spec_->link->accept(self_, std::move(w));
+        },
     };
   }
 
@@ -133,8 +136,9 @@ class driver_state {
       std::vector<outgoing> out;
       if (status s = core_->receive(std::move(msg), out); !s) return fail(s.message());
       for (outgoing& o : out)
-        std::visit([&](auto& m) { self_->send(ranks_.at(static_cast<std::size_t>(o.to.index)), std::move(m)); },
-                   o.msg);
+        std::visit([&](auto& m) {
+          wire_send(spec_->link, self_, ranks_.at(static_cast<std::size_t>(o.to.index)), std::move(m));
+        }, o.msg);
       for (completed_step& c : core_->take_completed()) {
         last_ = c.metrics;
         if (spec_->callbacks.on_step) spec_->callbacks.on_step(c.metrics);

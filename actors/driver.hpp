@@ -4,6 +4,7 @@
 // and CAF monitoring), polls stop_requested, and ends the run by stopping every actor it knows.
 #pragma once
 #include <caf/all.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,7 @@
 
 #include "actors/pipeline.hpp"
 #include "actors/rank_board.hpp"
+#include "actors/wire.hpp"
 
 namespace pipeworks {
 
@@ -29,6 +31,8 @@ struct driver_spec {
   // lost worker fails the run, naming the ranks and stages it held.
   std::vector<caf::actor> workers;
   std::vector<std::string> worker_addresses;  // "host:port", for messages
+  // Tensors over UCX: the link messages to and from other processes take (null: inside CAF's).
+  std::shared_ptr<wire_link> link;
 };
 
 // The driver runs on a thread of its own (it calls data and the user's callbacks). Send it

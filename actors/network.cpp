@@ -35,7 +35,7 @@ result<caf::actor> reach(caf::actor_system& sys, const host_port& at, std::chron
   return caf::actor_cast<caf::actor>(found);
 }
 
-result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
+result<connected_worker> connect_worker(caf::actor_system& sys, const host_port& at,
                                   std::chrono::milliseconds limit, const std::string& who) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + limit;
@@ -46,10 +46,14 @@ result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
                       "` running there?");
   caf::scoped_actor self{sys};
   std::string error;
+  connected_worker out;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-  self->request(*worker, std::max(left, std::chrono::milliseconds(1)), hello_msg{remote_protocol_version, "driver"})
+  self->request(*worker, std::max(left, std::chrono::milliseconds(1)), hello_msg{remote_protocol_version, "driver", {}, {}, {}})
       .receive(
           [&](const hello_msg& h) {
+            out.ucx = h.ucx;
+            out.ucx_network = h.ucx_network;
+            out.scope = h.scope;
             if (h.protocol != remote_protocol_version)
               error = "its protocol is version " + std::to_string(h.protocol) + ", the driver's " +
                       std::to_string(remote_protocol_version) +
@@ -61,7 +65,8 @@ result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
                         : error_text(sys, e);
           });
   if (!error.empty()) return make_error(where + ": " + error);
-  return *worker;
+  out.actor = *worker;
+  return out;
 }
 
 }  // namespace pipeworks

@@ -9,6 +9,7 @@
 
 #include "base/host_port.hpp"
 #include "base/result.hpp"
+#include "runtime/transport/ucx_transport.hpp"
 
 namespace pipeworks {
 
@@ -21,9 +22,16 @@ void use_network(caf::actor_system_config& config, std::chrono::milliseconds hea
 result<caf::actor> reach(caf::actor_system& sys, const host_port& at, std::chrono::milliseconds limit,
                          const std::string& who);
 
+// A worker connected and greeted: its actor and its UCX address (empty where it has no UCX).
+struct connected_worker {
+  caf::actor actor;
+  ucx_address ucx, ucx_network;
+  std::string scope;
+};
+
 // Connects to the worker actor published at `at` and exchanges hellos, all within `limit`.
 // Errors name `who` ("worker 1 at 127.0.0.1:7001"), the address and what to check.
-result<caf::actor> connect_worker(caf::actor_system& sys, const host_port& at,
+result<connected_worker> connect_worker(caf::actor_system& sys, const host_port& at,
                                   std::chrono::milliseconds limit, const std::string& who);
 
 }  // namespace pipeworks

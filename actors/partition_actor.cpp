@@ -84,6 +84,8 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     q.driver = spec.driver;
     q.fault = spec.hooks.fault;
     q.record_trace = spec.hooks.record_trace;
+    q.transport = spec.link ? "ucx" : "caf";
+    q.peers = spec.peers;
     if (spec.resume)
       q.resume_dir = std::filesystem::absolute(step_dir(plan.checkpoint.dir, spec.resume->step)).string();
   }
@@ -108,6 +110,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
       continue;
     }
     auto st = make_stage_spec<T>(*run, r, spec.net, spec.start, spec.hooks, spec.board, spec.driver);
+    st->link = spec.link;
     if (spec.resume) {
       st->resume_dir = step_dir(plan.checkpoint.dir, spec.resume->step);
       st->resume = spec.resume->files.at(static_cast<std::size_t>(r));
@@ -124,7 +127,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   if (plan.replicas > 1)
     for (int s = 0; s < V; ++s)
       wiring.reducers[static_cast<std::size_t>(s)] =
-          spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, spec.driver);
+          spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, spec.driver, spec.link);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "actors/pipeline.hpp"
 #include "actors/rank_board.hpp"
 #include "ops/model/model.hpp"
+#include "actors/wire.hpp"
 #include "runtime/checkpoint/manifest.hpp"
 
 namespace pipeworks {
@@ -29,6 +30,10 @@ struct partition_spec {
   caf::actor driver;
   // Worker k of the plan's processes (k >= 1) at workers[k - 1], connected and greeted.
   std::vector<caf::actor> workers;
+  // Tensors over UCX: this process's link and what the workers must know to join it (null: the
+  // tensors go inside CAF's messages).
+  std::shared_ptr<wire_link> link;
+  wire_peers peers;
 };
 
 template <class T>

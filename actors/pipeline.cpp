@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -71,13 +72,41 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
       procs.world_size = 0;
     }
     std::vector<caf::actor> workers;
+    std::vector<connected_worker> greeted;
     for (std::size_t k = 0; k < procs.workers.size(); ++k) {
       auto at = parse_host_port(procs.workers[k]);
       if (!at) return at.err();
       auto w = connect_worker(sys, *at, std::chrono::milliseconds(procs.connect_ms),
                               "worker " + std::to_string(k + 1));
       if (!w) return w.err();
-      workers.push_back(std::move(*w));
+      workers.push_back(w->actor);
+      greeted.push_back(std::move(*w));
+    }
+    // Declared after the system, so it goes before it: its receives are cancelled first.
+    std::shared_ptr<wire_link> link;
+    wire_peers peers;
+    if (!workers.empty() && procs.transport == "ucx") {
+      auto eps = process_endpoints();
+      if (!eps) return make_error("--transport ucx: " + eps.message() + "; or use --transport caf");
+      peers.nodes.push_back(sys.node());
+      peers.scopes.push_back(eps->scope);
+      peers.local_addresses.push_back(eps->local->address());
+      peers.network_addresses.push_back(eps->network->address());
+      for (std::size_t k = 0; k < workers.size(); ++k) {
+        const connected_worker& g = greeted[k];
+        if (g.ucx.empty() || g.ucx_network.empty())
+          return make_error("worker " + std::to_string(k + 1) + " at " + procs.workers[k] +
+                            " has no UCX (built without it, or UCX failed to start there: see its "
+                            "log); start every process with UCX, or use --transport caf");
+        peers.nodes.push_back(workers[k].node());
+        peers.scopes.push_back(g.scope);
+        peers.local_addresses.push_back(g.ucx);
+        peers.network_addresses.push_back(g.ucx_network);
+      }
+      peers.nonce = static_cast<std::uint16_t>(std::random_device{}());
+      link = std::make_shared<wire_link>(sys, *eps, 0, peers,
+                                         wire_bound(net.param_count(), sizeof(T)),
+                                         std::chrono::milliseconds(procs.timeout_ms));
     }
     auto board = std::make_shared<rank_board>();
     auto ds = std::make_shared<driver_spec>();
@@ -90,7 +119,9 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ds->board = board;
     ds->workers = workers;
     ds->worker_addresses = procs.workers;
+    ds->link = link;
     caf::actor driver = spawn_driver(sys, ds);
+    if (link) link->set_driver(driver);
 
     auto ps = std::make_shared<partition_spec<T>>();
     ps->net = &net;
@@ -103,6 +134,8 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ps->board = board;
     ps->driver = driver;
     ps->workers = std::move(workers);
+    ps->link = link;
+    ps->peers = peers;
     caf::actor partition = spawn_partition<T>(sys, ps);
 
     {

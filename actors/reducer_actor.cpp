@@ -19,8 +19,10 @@ struct reducer_state {
 
   explicit reducer_state(caf::event_based_actor* self) : self_(self) {}
 
-  caf::behavior make_behavior(int stage, int replicas, caf::actor driver) {
+  caf::behavior make_behavior(int stage, int replicas, caf::actor driver,
+                              std::shared_ptr<wire_link> link) {
     stage_ = stage;
+    link_ = std::move(link);
     driver_ = std::move(driver);
     reducer_.emplace(stage, replicas);
     reply_to_.resize(static_cast<std::size_t>(replicas));
@@ -28,7 +30,12 @@ struct reducer_state {
     self_->set_down_handler([this](caf::down_msg& dm) {
       if (dm.source == driver_.address()) self_->quit(dm.reason);
     });
-    return {[this](reduce_request& r) { receive(std::move(r)); }};
+    return {
+        [this](reduce_request& r) { receive(std::move(r)); },
+        [this](wire_msg& w) {
+          if (link_) link_->accept(self_, std::move(w));
+        },
+    };
   }
 
  private:
@@ -40,7 +47,7 @@ struct reducer_state {
     if (!*sums) return;
     for (std::size_t i = 0; i < (*sums)->size(); ++i) {
       if (!reply_to_[i]) return fail("no rank known for replica " + std::to_string(i));
-      self_->send(reply_to_[i], std::move((**sums)[i]));
+      wire_send(link_, self_, reply_to_[i], std::move((**sums)[i]));
     }
   }
 
@@ -53,20 +60,22 @@ struct reducer_state {
   std::optional<gradient_reducer> reducer_;
   std::vector<caf::actor> reply_to_;
   caf::actor driver_;
+  std::shared_ptr<wire_link> link_;
   int stage_ = 0;
 };
 
 caf::behavior reducer_actor(caf::stateful_actor<reducer_state>* self, int stage, int replicas,
-                            caf::actor driver) {
-  return self->state.make_behavior(stage, replicas, std::move(driver));
+                            caf::actor driver, std::shared_ptr<wire_link> link) {
+  return self->state.make_behavior(stage, replicas, std::move(driver), std::move(link));
 }
 
 }  // namespace
 
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
-                         caf::actor driver) {
-  if (detached) return sys.spawn<caf::detached>(reducer_actor, stage, replicas, std::move(driver));
-  return sys.spawn(reducer_actor, stage, replicas, std::move(driver));
+                         caf::actor driver, std::shared_ptr<wire_link> link) {
+  if (detached)
+    return sys.spawn<caf::detached>(reducer_actor, stage, replicas, std::move(driver), std::move(link));
+  return sys.spawn(reducer_actor, stage, replicas, std::move(driver), std::move(link));
 }
 
 }  // namespace pipeworks

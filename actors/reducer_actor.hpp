@@ -3,10 +3,15 @@
 #pragma once
 #include <caf/all.hpp>
 
+#include <memory>
+
+#include "actors/wire.hpp"
+
 namespace pipeworks {
 
-// A failure (a duplicate or mismatched gradient) goes to `driver` as a stage_failure.
+// A failure (a duplicate or mismatched gradient) goes to `driver` as a stage_failure. With a
+// link, sums to ranks of other processes go over it.
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
-                         caf::actor driver);
+                         caf::actor driver, std::shared_ptr<wire_link> link = nullptr);
 
 }  // namespace pipeworks

@@ -9,18 +9,22 @@
 #include <vector>
 
 #include "actors/messages.hpp"
+#include "actors/wire.hpp"
 #include "runtime/checkpoint/manifest.hpp"
 #include "runtime/exec/fault.hpp"
 
 namespace pipeworks {
 
 // Bumped whenever a message between processes changes.
-inline constexpr std::uint32_t remote_protocol_version = 1;
+inline constexpr std::uint32_t remote_protocol_version = 2;
 
 // Driver → worker, then worker → driver: the first exchange on a connection.
 struct hello_msg {
   std::uint32_t protocol = remote_protocol_version;
   std::string role;  // "driver" or "worker"
+  // The worker's UCX workers (shared memory, TCP) and its scope; empty where it has no UCX.
+  ucx_address ucx, ucx_network;
+  std::string scope;
 };
 
 // Worker → driver's rendezvous (a launcher started both: torchrun, srun): I am worker `rank` of
@@ -48,6 +52,9 @@ struct host_request {
   std::vector<checkpoint_file> resume;
   fault_injection fault;  // tests only
   bool record_trace = false;
+  // "ucx": tensors go beside the messages, over UCX, to the processes in `peers`; "caf": inside.
+  std::string transport = "caf";
+  wire_peers peers;
 };
 
 // Worker → driver: the plan as the worker read it (JSON, written back) and its ranks' actors.
@@ -64,7 +71,8 @@ struct run_ended {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, hello_msg& x) {
-  return f(caf::meta::type_name("pipeworks.hello"), x.protocol, x.role);
+  return f(caf::meta::type_name("pipeworks.hello"), x.protocol, x.role, x.ucx, x.ucx_network,
+           x.scope);
 }
 
 template <class Inspector>
@@ -100,7 +108,7 @@ typename Inspector::result_type inspect(Inspector& f, host_request& x) {
   } else {
     if (auto err = f(caf::meta::type_name("pipeworks.host_request"), x.protocol, x.dtype, x.plan,
                      x.process, x.ranks, x.driver, x.resume_dir, x.resume, x.fault,
-                     x.record_trace))
+                     x.record_trace, x.transport, x.peers))
       return err;
     std::uint32_t n = static_cast<std::uint32_t>(x.initial.size());
     if (auto err = f(n)) return err;

@@ -37,7 +37,7 @@ caf::behavior rendezvous_actor(caf::event_based_actor* self, int world, caf::act
           return refuse("RANK " + std::to_string(j.rank) + " has joined already, from " + slot);
         slot = j.address;
         if (--*left == 0) self->send(waiter, done_atom::value, *addresses);
-        return hello_msg{remote_protocol_version, "driver"};
+        return hello_msg{remote_protocol_version, "driver", {}, {}, {}};
       },
       [=](joined_atom) { return *addresses; },
   };

@@ -32,6 +32,7 @@ class stage_state {
 
   caf::behavior make_behavior(std::shared_ptr<stage_spec<T>> spec) {
     keep_ = spec->keep;  // the spec goes once the actor runs; the model must not
+    link_ = spec->link;
     board_ = spec->board;
     replica_ = spec->setup.replica;
     rank_ = spec->setup.replica * spec->setup.plan->params.stages + spec->setup.device;
@@ -69,7 +70,10 @@ class stage_state {
         [this](norm_result m) { receive(m); },
         [this](marker_msg m) { receive(m); },
         [this](weights_atom) {
-          if (exec_ && !stopped_) self_->send(driver_, report(false));
+          if (exec_ && !stopped_) wire_send(link_, self_, driver_, report(false));
+        },
+        [this](wire_msg& w) {
+          if (link_) link_->accept(self_, std::move(w));
         },
     };
   }
@@ -159,7 +163,7 @@ class stage_state {
   void finish() {
     finished_ = true;
     flush_trace(true);
-    self_->send(peers_.driver, report(true));
+    wire_send(link_, self_, peers_.driver, report(true));  // after its last reports, in order
   }
 
   void fail(const std::string& why) {
@@ -200,7 +204,7 @@ class stage_state {
     if (to == nullptr || !*to)
       throw pipeworks_error("no actor for endpoint " + std::to_string(static_cast<int>(out.to.kind)) +
                             "/" + std::to_string(out.to.index));
-    std::visit([&](auto& m) { self_->send(*to, std::move(m)); }, out.msg);
+    std::visit([&](auto& m) { wire_send(link_, self_, *to, std::move(m)); }, out.msg);
   }
 
   std::string describe() const {
@@ -219,6 +223,7 @@ class stage_state {
 
   caf::event_based_actor* self_;
   std::shared_ptr<const void> keep_;  // first: what the executor's model lives in outlives it
+  std::shared_ptr<wire_link> link_;
   std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<stage_executor<T>> exec_;
   std::unique_ptr<background_writer> writer_;  // joined before the executor goes

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/rank_board.hpp"
+#include "actors/wire.hpp"
 #include "ops/checkpoint/safetensors.hpp"
 #include "ops/model/model.hpp"
 #include "runtime/checkpoint/manifest.hpp"
@@ -34,6 +35,8 @@ struct stage_spec {
   // What net lives in, when the rank must keep it alive: a worker's ranks own their model, and
   // may still be inside an action when their run is stopped.
   std::shared_ptr<const void> keep;
+  // A run across processes with tensors over UCX: the link its messages to other processes take.
+  std::shared_ptr<wire_link> link;
 };
 
 // Rank `rank` of `run` as rank_setup says, with its clock counting from `start`, the hooks, the

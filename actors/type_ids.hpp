@@ -6,6 +6,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/remote_messages.hpp"
+#include "actors/wire.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(pipeworks, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::activation_msg))
@@ -33,6 +34,7 @@ CAF_ADD_TYPE_ID(pipeworks, (pipeworks::host_request))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::host_reply))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::run_ended))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::join_msg))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::wire_msg))
 CAF_END_TYPE_ID_BLOCK(pipeworks)
 
 namespace pipeworks {

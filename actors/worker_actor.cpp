@@ -24,6 +24,7 @@ caf::error refuse(const std::string& field, const std::string& why) {
 // What the worker keeps of the run it hosts.
 struct hosted_run {
   caf::actor driver;
+  std::shared_ptr<wire_link> link;  // when tensors go over UCX
   std::vector<caf::actor> ranks;  // each holds the model it runs (stage_spec::keep)
 };
 
@@ -43,6 +44,24 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
   const bool resuming = !q.resume_dir.empty();
   if (resuming ? q.resume.size() != q.ranks.size() : q.initial.size() != q.ranks.size())
     return refuse(resuming ? "resume" : "initial", "does not give one entry per hosted rank");
+  std::shared_ptr<wire_link> link;
+  if (q.transport == "ucx") {
+    auto eps = process_endpoints();
+    if (!eps) return refuse("transport", "is ucx, but " + eps.message());
+    if (q.peers.nodes.size() != static_cast<std::size_t>(workers) + 1 || !q.peers.complete())
+      return refuse("peers", "do not name every process of the plan");
+    const auto me = static_cast<std::size_t>(q.process);
+    if (q.peers.local_addresses[me] != eps->local->address() ||
+        q.peers.network_addresses[me] != eps->network->address() || q.peers.scopes[me] != eps->scope)
+      return refuse("peers", "give process " + std::to_string(q.process) +
+                                 " UCX addresses that are not this worker's");
+    link = std::make_shared<wire_link>(sys, *eps, q.process, q.peers,
+                                       wire_bound(net->param_count(), sizeof(T)),
+                                       std::chrono::milliseconds(run->plan.processes.timeout_ms));
+    link->set_driver(q.driver);
+  } else if (q.transport != "caf") {
+    return refuse("transport", "is \"" + q.transport + "\"; known: ucx, caf");
+  }
   host_reply reply;
   reply.plan = to_json_text(run->plan);
   const auto start = std::chrono::steady_clock::now();
@@ -54,6 +73,7 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
     auto st = make_stage_spec<T>(*run, r, net.get(), start, hooks, std::make_shared<rank_board>(),
                                  q.driver);
     st->keep = net;
+    st->link = link;
     if (resuming) {
       st->resume_dir = q.resume_dir;
       st->resume = q.resume[i];
@@ -75,6 +95,7 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
     reply.ranks.push_back(spawn_stage<T>(sys, false, std::move(st)));
   }
   out.ranks = reply.ranks;
+  out.link = link;
   return reply;
 }
 
@@ -97,7 +118,15 @@ class worker_state {
                                           " at the driver and " +
                                           std::to_string(remote_protocol_version) +
                                           " here; run the same pipeworks version on every host");
-          return hello_msg{remote_protocol_version, "worker"};
+          hello_msg reply{remote_protocol_version, "worker", {}, {}, {}};
+          if (auto eps = process_endpoints()) {
+            reply.ucx = eps->local->address();
+            reply.ucx_network = eps->network->address();
+            reply.scope = eps->scope;
+          } else {
+            log("no UCX here (" + eps.message() + "): only --transport caf runs can use this worker");
+          }
+          return reply;
         },
         [this](host_request& q) -> caf::result<host_reply> { return start(q); },
         [this](const run_ended& e) {
@@ -127,7 +156,8 @@ class worker_state {
     if (next.ranks.empty()) return r;
     run_ = std::move(next);
     self_->monitor(run_.driver);
-    log("hosting ranks of a run for its driver");
+    log(run_.link ? "hosting ranks of a run for its driver (tensors over UCX)"
+                  : "hosting ranks of a run for its driver (tensors inside CAF messages)");
     if (spec_->on_run_start) spec_->on_run_start();
     return r;
   }
@@ -136,8 +166,9 @@ class worker_state {
     if (!run_.driver) return;
     self_->demonitor(run_.driver);
     for (auto& r : run_.ranks) self_->send_exit(r, caf::exit_reason::user_shutdown);
+    const std::string sent = run_.link ? "; sent " + run_.link->sent_text() : "";
     run_ = hosted_run{};
-    log(ok ? "the run ended" : "the run failed: " + why);
+    log((ok ? "the run ended" : "the run failed: " + why) + sent);
     if (spec_->on_run_end) spec_->on_run_end(ok, why);
   }
 

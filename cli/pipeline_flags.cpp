@@ -124,6 +124,12 @@ void add_process_flags(CLI::App& sub, pipeline_flags& f) {
                  "with --workers: a peer silent this long (frozen, or its network gone) is lost "
                  "and the run stops, naming it")
       ->capture_default_str();
+  sub.add_option("--transport", f.transport,
+                 "with --workers: how tensors cross processes: ucx (UCX beside CAF's control "
+                 "messages: shared memory on one host, TCP across hosts) or caf (inside CAF's "
+                 "messages)")
+      ->check(CLI::IsMember({"ucx", "caf"}))
+      ->capture_default_str();
   sub.add_option("--connect-timeout-ms", f.connect_timeout_ms,
                  "with --workers: the most that reaching a worker and its handshake may take")
       ->capture_default_str();

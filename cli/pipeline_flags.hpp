@@ -31,6 +31,7 @@ struct pipeline_flags {
   std::string workers, rendezvous;
   int world_size = 0;
   int heartbeat_ms = 250, peer_timeout_ms = 2000, connect_timeout_ms = 10000;
+  std::string transport = "ucx";
   std::set<std::string> given;  // the flags given on the command line ("--stages", ...)
 };
 

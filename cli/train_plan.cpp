@@ -53,6 +53,7 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"processes.connect_ms", "--connect-timeout-ms"},
     {"processes.rendezvous", "--rendezvous"},
     {"processes.world_size", "--world-size"},
+    {"processes.transport", "--transport"},
 };
 
 bool given(const train_options& o, bool all, const char* flag) {
@@ -107,6 +108,7 @@ void apply_process_flags(const train_options& o, run_plan& p, bool all) {
   if (has("--heartbeat-ms")) p.processes.heartbeat_ms = f.heartbeat_ms;
   if (has("--peer-timeout-ms")) p.processes.timeout_ms = f.peer_timeout_ms;
   if (has("--connect-timeout-ms")) p.processes.connect_ms = f.connect_timeout_ms;
+  if (has("--transport")) p.processes.transport = f.transport;
 }
 
 run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threads,

@@ -252,6 +252,8 @@ std::optional<plan_issue> check_processes(const run_plan& p) {
                  "is " + str(ps.timeout_ms) + "; it must be at least twice {processes.heartbeat_ms} (" +
                      str(2 * ps.heartbeat_ms) + ") and at most 3600000, or a live peer could be "
                      "taken for lost");
+  if (ps.transport != "ucx" && ps.transport != "caf")
+    return issue("processes.transport", "is \"" + ps.transport + "\"; known: ucx, caf");
   if (ps.connect_ms < 100 || ps.connect_ms > 3600000)
     return issue("processes.connect_ms", "is " + str(ps.connect_ms) + ", not in 100..3600000");
   return std::nullopt;

@@ -61,6 +61,9 @@ struct process_spec {
   // and give their addresses, which then fill `workers` ("" when the workers are listed).
   std::string rendezvous;
   int world_size = 0;  // how many workers join there
+  // How tensors cross processes: "ucx" (beside small CAF messages, over UCX: shared memory on one
+  // host, TCP across hosts) or "caf" (inside CAF's messages, for builds or hosts without UCX).
+  std::string transport = "ucx";
   bool operator==(const process_spec&) const = default;
 };
 

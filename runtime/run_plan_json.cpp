@@ -41,6 +41,7 @@ class reader {
     return only_keys(j_, source_ + ": ", path_.empty() ? "the plan" : path_, allowed);
   }
   const json& at(const char* k) const { return j_.at(k); }
+  bool has(const char* k) const { return j_.is_object() && j_.contains(k); }
   reader sub(const char* k) const { return reader(j_.at(k), source_, name(k)); }
   std::string name(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
 
@@ -184,7 +185,8 @@ std::string to_json_text(const run_plan& p) {
         {"timeout_ms", p.processes.timeout_ms},
         {"connect_ms", p.processes.connect_ms},
         {"rendezvous", p.processes.rendezvous},
-        {"world_size", p.processes.world_size}}},
+        {"world_size", p.processes.world_size},
+        {"transport", p.processes.transport}}},
   };
   return j.dump(2) + "\n";
 }
@@ -192,7 +194,12 @@ std::string to_json_text(const run_plan& p) {
 namespace {
 
 status read_processes(const reader& r, run_plan& p) {
-  PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms", "rendezvous", "world_size"}));
+  // "transport" came later: plans and manifests written before it read as "ucx".
+  if (r.has("transport"))
+    PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms", "rendezvous", "world_size",
+                   "transport"}));
+  else
+    PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms", "rendezvous", "world_size"}));
   const json& list = r.at("workers");
   if (!list.is_array() || list.size() > 65536)
     return r.fail("workers", "must be a list of \"host:port\" strings, not " + list.dump());
@@ -205,6 +212,7 @@ status read_processes(const reader& r, run_plan& p) {
   PW_TRY(r.whole("connect_ms", p.processes.connect_ms, 0, int_max));
   PW_TRY(r.text("rendezvous", p.processes.rendezvous));
   PW_TRY(r.whole("world_size", p.processes.world_size, 0, int_max));
+  if (r.has("transport")) PW_TRY(r.text("transport", p.processes.transport));
   return {};
 }
 

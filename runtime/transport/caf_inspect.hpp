@@ -19,6 +19,7 @@
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/messages.hpp"
 #include "runtime/timeline.hpp"
+#include "runtime/transport/wire_tickets.hpp"
 
 namespace pipeworks {
 namespace transport {
@@ -33,6 +34,16 @@ constexpr bool serial = saves<Inspector> || loads<Inspector>;
 
 // The most bytes one tensor may claim in a message (CAF's messages stop near 2^31 bytes).
 inline constexpr std::uint64_t max_tensor_bytes = std::uint64_t{1} << 31;
+
+// Whether a reader still holds at least n bytes: a length read from the network is checked
+// against what arrived before anything that large is allocated.
+template <class Inspector>
+bool holds(Inspector& f, std::uint64_t n) {
+  if constexpr (loads<Inspector>) {
+    if (auto* b = dynamic_cast<caf::binary_deserializer*>(&f)) return b->remaining() >= n;
+  }
+  return true;
+}
 
 inline caf::error bad(const std::string& why) {
   return caf::make_error(caf::sec::invalid_argument, "pipeworks: " + why);
@@ -76,7 +87,8 @@ typename Inspector::result_type inspect(Inspector& f, exact_list& e) {
   }
 }
 
-// A tensor_payload: dtype, shape, then its bytes. Other inspectors (to_string) see the header.
+// A tensor_payload: dtype, shape, then its bytes, or, under a wire link's outbox, a mark that
+// they travel beside the message (over UCX). Other inspectors (to_string) see the header.
 template <class Inspector>
 typename Inspector::result_type inspect_payload(Inspector& f, tensor_payload& x) {
   std::uint8_t type = static_cast<std::uint8_t>(x.type());
@@ -89,6 +101,12 @@ typename Inspector::result_type inspect_payload(Inspector& f, tensor_payload& x)
     if constexpr (saves<Inspector>) {
       if (!present) return caf::none;
       size_t n = x.nbytes();
+      std::uint8_t beside = outbox != nullptr && n > 0 ? 1 : 0;  // 1: sent beside the bytes
+      if (auto err = f(beside)) return err;
+      if (beside) {
+        outbox->payloads.push_back(x);  // shares the buffer: no copy
+        return caf::none;
+      }
       if (auto err = f.begin_sequence(n)) return err;
       if (n > 0)
         if (auto err = f.apply_raw(n, const_cast<std::byte*>(x.bytes().data()))) return err;
@@ -106,11 +124,25 @@ typename Inspector::result_type inspect_payload(Inspector& f, tensor_payload& x)
           return bad("a tensor of shape " + shape_string(shape) + " is larger than a message");
         claimed *= static_cast<std::uint64_t>(d);
       }
+      std::uint8_t beside = 0;
+      if (auto err = f(beside)) return err;
+      if (beside > 1) return bad("a tensor that is neither inline nor beside the message");
+      if (beside) {
+        if (inbox == nullptr || inbox->next >= inbox->payloads.size())
+          return bad("a tensor said to travel beside the message, which did not arrive");
+        tensor_payload& got = inbox->payloads[inbox->next++];
+        if (got.type() != static_cast<dtype>(type) || got.shape() != shape)
+          return bad("a tensor of shape " + shape_string(shape) +
+                     " arrived beside the message as one of shape " + shape_string(got.shape()));
+        x = std::move(got);
+        return caf::none;
+      }
       size_t n = 0;
       if (auto err = f.begin_sequence(n)) return err;
       if (n != claimed)
         return bad("a tensor of shape " + shape_string(shape) + " carries " + std::to_string(n) +
                    " bytes, not " + std::to_string(claimed));
+      if (!holds(f, n)) return bad("a tensor whose bytes did not all arrive");
       auto made = tensor_payload::allocate(static_cast<dtype>(type), shape);
       if (!made) return bad(made.message());
       if (n > 0)

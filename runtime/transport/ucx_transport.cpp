@@ -4,12 +4,18 @@
 // dead peer completes with an error instead of hanging.
 #include "runtime/transport/ucx_transport.hpp"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+
 #ifdef PIPEWORKS_HAVE_UCX
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <future>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -18,14 +24,29 @@
 
 namespace pipeworks {
 
+std::string ucx_transport::scope() {
+  std::string boot;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char line[64] = {};
+    if (std::fgets(line, sizeof line, f)) boot = line;
+    std::fclose(f);
+    while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+  }
+  auto inode = [](const char* path) {
+    struct stat st{};
+    return ::stat(path, &st) == 0 ? std::to_string(st.st_ino) : std::string("?");
+  };
+  return boot + "/net:" + inode("/proc/self/ns/net") + "/ipc:" + inode("/proc/self/ns/ipc");
+}
+
 #ifndef PIPEWORKS_HAVE_UCX
 
 bool ucx_transport::available() { return false; }
-result<std::shared_ptr<ucx_transport>> ucx_transport::open() {
+result<std::shared_ptr<ucx_transport>> ucx_transport::open(ucx_reach) {
   return make_error("this pipeworks was built without UCX (install libucx-dev and rebuild), so "
                     "tensors cannot go over UCX; use --transport caf");
 }
-result<std::shared_ptr<ucx_transport>> ucx_transport::process() { return open(); }
+result<std::shared_ptr<ucx_transport>> ucx_transport::process(ucx_reach r) { return open(r); }
 
 #else
 
@@ -42,6 +63,8 @@ struct op {
   void* request = nullptr;       // receives only, while pending
   std::size_t request_length = 0;  // receives only: the bytes expected
   void* owner = nullptr;           // receives only: the transport
+  bool posting = false;            // receives only: inside ucp_tag_recv_nbx
+  bool completed = false;          // receives only: its callback has run
 };
 
 class ucp_transport final : public ucx_transport {
@@ -68,10 +91,21 @@ class ucp_transport final : public ucx_transport {
     if (context_) ucp_cleanup(context_);
   }
 
-  status start() {
+  status start(ucx_reach reach) {
+    // Endpoints use peer error handling (a dead peer fails a send; it never hangs), which admits
+    // only transports that detect a dead peer: shared memory does so only when asked, else one
+    // host's processes would talk over TCP on lo. UCX reads this transport setting only from the
+    // environment (ucp_config_modify accepts it and ignores it); a value already set wins.
+    ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
     ucp_config_t* config = nullptr;
     if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
       return make_error("UCX: ucp_config_read failed: " + status_text(s));
+    if (reach == ucx_reach::network) {
+      if (ucs_status_t s = ucp_config_modify(config, "TLS", "tcp"); s != UCS_OK) {
+        ucp_config_release(config);
+        return make_error("UCX: cannot restrict a worker to TCP: " + status_text(s));
+      }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -126,33 +160,54 @@ class ucp_transport final : public ucx_transport {
         std::string why;
         if (st == UCS_ERR_CANCELED) why = "the receive was cancelled: the run ended";
         else if (st != UCS_OK) why = "UCX receive: " + status_text(st);
-        else if (info->length != me->request_length) why = "UCX receive: a message of the wrong length";
+        else if (info->length != me->request_length)
+          why = "UCX receive: " + std::to_string(info->length) + " bytes came, not " +
+                std::to_string(me->request_length);
         self_of(me)->pending_.erase(me);
-        finish(me, why);
+        if (me->done) me->done(why);
+        me->done = nullptr;
+        me->completed = true;
         ucp_request_free(request);
+        if (!me->posting) delete me;  // else the poster deletes it when the call returns
       };
       p.user_data = o;
       o->request_length = n;
       o->owner = this;
-      ucp_tag_recv_info_t now{};  // filled when the message was here already
-      p.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
-      p.recv_info.tag_info = &now;
+      o->posting = true;
+      // Completion always through the callback, which sees the length that came (1.13.1 leaves
+      // recv_info unset on some immediate completions). It may run inside the call.
+      p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
       void* r = ucp_tag_recv_nbx(worker_, data, n, tag, ~std::uint64_t{0}, &p);
+      o->posting = false;
       if (UCS_PTR_IS_ERR(r)) return finish(o, "UCX receive: " + status_text(UCS_PTR_STATUS(r)));
-      if (r == nullptr)  // completed at once; the callback does not run
-        return finish(o, now.length == n ? "" : "UCX receive: a message of the wrong length");
+      if (o->completed) {
+        delete o;
+        return;
+      }
       o->request = r;
       pending_.insert(o);
     });
   }
 
   void cancel_receives(std::uint64_t mask, std::uint64_t value) override {
-    post([this, mask, value] {
-      std::vector<op*> hit;
-      for (op* o : pending_)
-        if ((o->tag & mask) == value) hit.push_back(o);
-      for (op* o : hit) ucp_request_cancel(worker_, o->request);
+    auto cancel = [this, mask, value] {
+      auto matching = [&] {
+        std::vector<op*> hit;
+        for (op* o : pending_)
+          if ((o->tag & mask) == value) hit.push_back(o);
+        return hit;
+      };
+      for (op* o : matching()) ucp_request_cancel(worker_, o->request);
+      for (int i = 0; i < 1000 && !matching().empty(); ++i) ucp_worker_progress(worker_);
+    };
+    if (std::this_thread::get_id() == thread_.get_id()) return cancel();
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    post([cancel, done] {
+      cancel();
+      done->set_value();
     });
+    finished.wait();
   }
 
   std::string lanes(const ucx_address& peer) const override {
@@ -251,18 +306,19 @@ class ucp_transport final : public ucx_transport {
 
 bool ucx_transport::available() { return true; }
 
-result<std::shared_ptr<ucx_transport>> ucx_transport::open() {
+result<std::shared_ptr<ucx_transport>> ucx_transport::open(ucx_reach reach) {
   auto t = std::make_shared<ucp_transport>();
-  if (status s = t->start(); !s) return make_error(s.message());
+  if (status s = t->start(reach); !s) return make_error(s.message());
   return std::shared_ptr<ucx_transport>(std::move(t));
 }
 
-result<std::shared_ptr<ucx_transport>> ucx_transport::process() {
+result<std::shared_ptr<ucx_transport>> ucx_transport::process(ucx_reach reach) {
   static std::mutex mu;
-  static std::shared_ptr<ucx_transport> one;
+  static std::shared_ptr<ucx_transport> ones[2];
   std::lock_guard<std::mutex> lock(mu);
+  auto& one = ones[reach == ucx_reach::local ? 0 : 1];
   if (!one) {
-    auto t = open();
+    auto t = open(reach);
     if (!t) return t.err();
     one = std::move(*t);
   }

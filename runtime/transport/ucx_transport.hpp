@@ -16,6 +16,12 @@ namespace pipeworks {
 // A UCP worker address, exchanged out of band (in pipeworks, inside CAF messages).
 using ucx_address = std::vector<std::uint8_t>;
 
+// Which transports a worker may use: any (shared memory between processes of one host and
+// network namespace, else TCP), or the network only (TCP), for peers in another host or namespace:
+// UCX takes every process of one machine for a shared-memory peer, but its shared memory wakes a
+// peer through a socket of the network namespace, and a run across namespaces would stall.
+enum class ucx_reach { local, network };
+
 class ucx_transport {
  public:
   // Called once on the progress thread: "" when the transfer completed, else why it failed.
@@ -24,9 +30,12 @@ class ucx_transport {
   // Whether this build has UCX at all.
   static bool available();
   // Opens a context and a worker and starts the progress thread; an error names the UCX call.
-  static result<std::shared_ptr<ucx_transport>> open();
-  // The process's transport, opened on first use and kept until the process ends.
-  static result<std::shared_ptr<ucx_transport>> process();
+  static result<std::shared_ptr<ucx_transport>> open(ucx_reach reach = ucx_reach::local);
+  // The process's transport of each reach, opened on first use and kept until the process ends.
+  static result<std::shared_ptr<ucx_transport>> process(ucx_reach reach);
+  // Where this process may share memory: its boot, network namespace and IPC namespace. Two
+  // processes of equal scope use the local transport, others the network one.
+  static std::string scope();
 
   virtual ~ucx_transport() = default;
   ucx_transport(const ucx_transport&) = delete;
@@ -42,7 +51,8 @@ class ucx_transport {
   virtual void receive(std::uint64_t tag, void* data, std::size_t n, std::shared_ptr<void> hold,
                        done_fn done) = 0;
   // Cancels every posted receive whose tag has `value` in the bits of `mask` (a run that ended
-  // leaves no receive waiting for a peer that is gone); their `done` get an error.
+  // leaves no receive waiting for a peer that is gone); their `done` get an error. Returns once
+  // they have run.
   virtual void cancel_receives(std::uint64_t mask, std::uint64_t value) = 0;
   // The transports UCX chose to reach `peer` (for logs and tests), after a send completed there.
   virtual std::string lanes(const ucx_address& peer) const = 0;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <cstdlib>
 #include <random>
@@ -29,6 +30,13 @@ std::vector<std::string> gpt_args(const std::string& text, const std::string& ki
   if (kind == "interleaved" || kind == "bfs") a.insert(a.end(), {"--chunks", "2"});
   a.insert(a.end(), more.begin(), more.end());
   return a;
+}
+
+// How often `what` occurs in `text`.
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 // A port on 127.0.0.1 that nothing listens on (bound, then closed).
@@ -63,9 +71,16 @@ TEST_CASE("a driver and two workers reach the in-process weights for every sched
   // w = 2: ranks 0,1 (replica 0) on worker 1, ranks 2,3 (replica 1) on worker 2.
   cases.push_back({"1f1b", {"--replicas", "2"}});
   cases.push_back({"2bw", {"--replicas", "2"}});
+  // The same with the tensors inside CAF's messages.
+  cases.push_back({"1f1b", {"--transport", "caf"}});
+  cases.push_back({"2bw", {"--replicas", "2", "--transport", "caf"}});
+  std::size_t by_caf = 0;
   for (const run_case& c : cases) {
-    INFO(c.kind << (c.more.empty() ? "" : " w=2"));
-    const std::string tag = dir / (c.kind + std::to_string(c.more.size()));
+    std::string flags;
+    for (const std::string& m : c.more) flags += " " + m;
+    by_caf += flags.find("caf") != std::string::npos ? 1 : 0;
+    INFO(c.kind << flags);
+    const std::string tag = dir / (c.kind + std::to_string(&c - cases.data()));
     auto local = c.more;
     local.insert(local.end(), {"--save", tag + "-local.safetensors"});
     auto remote = c.more;
@@ -78,13 +93,33 @@ TEST_CASE("a driver and two workers reach the in-process weights for every sched
     CHECK(read_file(tag + "-remote.safetensors") == read_file(tag + "-local.safetensors"));
   }
   // Each worker hosted ranks of every run: nothing ran in the driver's process alone.
-  auto runs_hosted = [](const std::string& log) {
-    std::size_t n = 0;
-    for (auto at = log.find("hosting ranks"); at != std::string::npos; at = log.find("hosting ranks", at + 1)) ++n;
-    return n;
-  };
-  CHECK(runs_hosted(w1.process().errors_so_far()) == cases.size());
-  CHECK(runs_hosted(w2.process().errors_so_far()) == cases.size());
+  CHECK(count(w1.process().errors_so_far(), "hosting ranks") == cases.size());
+  CHECK(count(w2.process().errors_so_far(), "hosting ranks") == cases.size());
+  // UCX carried the tensors of every run but the CAF ones, and no CAF message on the data path
+  // reached 64 KiB. A worker logs what it sent when its run ends (the last end may come late).
+  for (worker_cli* w : {&w1, &w2}) {
+    auto ended = [&] { return count(w->process().errors_so_far(), "over UCX beside"); };
+    for (int i = 0; i < 100 && ended() < cases.size() - by_caf; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string log = w->process().errors_so_far();
+    INFO(log);
+    CHECK(count(log, "(tensors over UCX)") == cases.size() - by_caf);
+    CHECK(count(log, "(tensors inside CAF messages)") == by_caf);
+    REQUIRE(ended() == cases.size() - by_caf);
+    for (auto at = log.find("sent "); at != std::string::npos; at = log.find("sent ", at + 1)) {
+      unsigned long long tensors = 0, bytes = 0, messages = 0, message_bytes = 0, largest = 0;
+      REQUIRE(std::sscanf(log.c_str() + at,
+                          "sent %llu tensors (%llu bytes) over UCX beside %llu CAF messages (%llu "
+                          "bytes, the largest %llu)",
+                          &tensors, &bytes, &messages, &message_bytes, &largest) == 5);
+      CHECK(tensors > 0);
+      CHECK(bytes > 0);
+      CHECK(largest < 65536);
+    }
+    // Processes of one host and namespace share memory.
+    CHECK(contains(log, "to process 0 over posix/memory"));
+    CHECK_FALSE(contains(log, "over tcp"));
+  }
 }
 
 TEST_CASE("a worker killed mid-run is named with its stages and the run resumes bit for bit", "[cli][workers]") {
