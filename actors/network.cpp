@@ -14,6 +14,14 @@ void use_network(caf::actor_system_config& config, std::chrono::milliseconds hea
   config.load<caf::io::middleman>();
   config.set("middleman.heartbeat-interval", caf::timespan{heartbeat});
   config.set("middleman.connection-timeout", caf::timespan{timeout});
+  // CAF's idle scheduler threads poll for work (100 aggressive attempts, 500 moderate ones 50 us
+  // apart, then every 10 ms). With a driver and workers sharing a host's cores, that polling took
+  // the cores the stages compute on: a 2-process gpt-small step cost 1.36x the one-process step;
+  // polling briefly and then sleeping 0.5 ms brought it to 1.08x (bench/multiprocess_step.sh).
+  config.set("work-stealing.aggressive-poll-attempts", 10);
+  config.set("work-stealing.moderate-poll-attempts", 20);
+  config.set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds(50)});
+  config.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::microseconds(500)});
 }
 
 result<caf::actor> reach(caf::actor_system& sys, const host_port& at, std::chrono::milliseconds limit,

@@ -35,6 +35,7 @@ CAF_ADD_TYPE_ID(pipeworks, (pipeworks::host_reply))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::run_ended))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::join_msg))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::wire_msg))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::wire_peers))
 CAF_END_TYPE_ID_BLOCK(pipeworks)
 
 namespace pipeworks {

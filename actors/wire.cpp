@@ -16,6 +16,7 @@ namespace {
 constexpr std::uint64_t nonce_shift = 40;
 constexpr std::uint64_t nonce_mask = std::uint64_t{0xFFFF} << nonce_shift;
 constexpr std::uint64_t seq_mask = (std::uint64_t{1} << nonce_shift) - 1;
+constexpr std::size_t max_waiting_messages = 1 << 16;  // per receiving actor
 
 // The transports in UCX's description of an endpoint ("posix/memory", "tcp/eth0"), its lanes in
 // order, each once.
@@ -166,7 +167,11 @@ void wire_link::accept(caf::local_actor* self, wire_msg w) {
     }
     in = slot;
   }
-  // Every tensor is allocated from its ticket only after the ticket has been checked.
+  // Every ticket is checked, and the bytes it claims reserved, before anything is allocated.
+  const std::size_t from = static_cast<std::size_t>(w.tag >> 56);  // the sender's process
+  ucx_transport* via = from < peers_.nodes.size() && peers_.complete() && static_cast<int>(from) != process_
+                           ? transport_for(from)
+                           : nullptr;
   for (const wire_ticket& t : w.tickets) {
     std::uint64_t bytes = t.type <= static_cast<std::uint8_t>(dtype::i32)
                               ? dtype_size(static_cast<dtype>(t.type))
@@ -181,34 +186,39 @@ void wire_link::accept(caf::local_actor* self, wire_msg w) {
                  " bytes)";
       break;
     }
-    auto made = tensor_payload::allocate(static_cast<dtype>(t.type), t.shape);
-    if (!made) {
-      e->error = made.message();
-      break;
-    }
-    e->payloads.push_back(std::move(*made));
   }
-  e->msg = std::move(w);
-  // The sender's process is in the tag's top byte; its scope says which worker the tensors reach.
-  const std::size_t from = static_cast<std::size_t>(e->msg.tag >> 56);
-  ucx_transport* via = from < peers_.nodes.size() && peers_.complete() && static_cast<int>(from) != process_
-                           ? transport_for(from)
-                           : nullptr;
-  if (e->error.empty() && !e->payloads.empty() && via == nullptr)
+  if (e->error.empty() && !w.tickets.empty() && via == nullptr)
     e->error = "a message with tensors beside it from process " + std::to_string(from) +
                ", which this run has no UCX peer for";
-  const bool fetch = e->error.empty() && !e->payloads.empty();
-  e->left = fetch ? e->payloads.size() : 0;
+  e->msg = std::move(w);
+  const bool fetch = e->error.empty() && !e->msg.tickets.empty();
+  e->left = fetch ? e->msg.tickets.size() : 0;
+  if (fetch) e->payloads.resize(e->msg.tickets.size());
   {
     std::lock_guard<std::mutex> lock(in->mu);
+    // A peer that announces tensors it never sends stalls this inbox; it cannot grow it forever.
+    if (in->queue.size() >= max_waiting_messages) {
+      e->error = "more than " + std::to_string(max_waiting_messages) +
+                 " messages wait for their tensors: a peer announces tensors it does not send";
+      e->left = 0;
+    }
     in->queue.push_back(e);
   }
-  if (!fetch) return deliver_ready(in);
+  if (!fetch || e->left == 0) return deliver_ready(in);
   std::weak_ptr<wire_link> me = weak_from_this();
-  for (std::size_t i = 0; i < e->payloads.size(); ++i) {
-    auto bytes = e->payloads[i].writable_bytes();
+  for (std::size_t i = 0; i < e->msg.tickets.size(); ++i) {
+    const wire_ticket& t = e->msg.tickets[i];
     const std::uint64_t tag = (e->msg.tag & ~seq_mask) | ((e->msg.tag + i) & seq_mask);
-    via->receive(tag, bytes.data(), bytes.size(), e, [me, in, e](const std::string& err) {
+    const std::size_t n = static_cast<std::size_t>(numel(t.shape)) * dtype_size(static_cast<dtype>(t.type));
+    // Allocated on the progress thread once the tensor has come, at the length checked there.
+    auto into = [e, i](std::size_t) -> void* {
+      const wire_ticket& t = e->msg.tickets[i];
+      auto made = tensor_payload::allocate(static_cast<dtype>(t.type), t.shape);
+      if (!made) return nullptr;
+      e->payloads[i] = std::move(*made);
+      return e->payloads[i].writable_bytes().data();
+    };
+    via->receive(tag, n, std::move(into), [me, in, e](const std::string& err) {
       if (auto link = me.lock()) link->complete(in, e, err);
     });
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step time of a 2-stage gpt-small 1F1B run with each stage in a worker process of its own (a
-# driver and 2 workers on 127.0.0.1, tensors over CAF's TCP connections) against the same run in
-# one process, alternating, REPEATS times each; prints the medians and their ratio.
+# driver and 2 workers on 127.0.0.1; tensors over UCX, then inside CAF's messages) against the same
+# run in one process, alternating, REPEATS times each; prints the medians and their ratios.
 # Usage: bench/multiprocess_step.sh   (REPEATS=5 STEPS=12 PIPEWORKS_BIN_DIR=build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,14 +37,16 @@ start_worker() {  # $1: name; prints the address
 }
 w1=$(start_worker w1); w2=$(start_worker w2)
 
-local_times=() remote_times=()
+local_times=() remote_times=() caf_times=()
 for _ in $(seq 1 "$repeats"); do
   local_times+=("$(run)")
-  remote_times+=("$(run --workers "$w1,$w2")")
+  remote_times+=("$(run --workers "$w1,$w2" --transport ucx)")
+  caf_times+=("$(run --workers "$w1,$w2" --transport caf)")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-l=$(median "${local_times[@]}"); r=$(median "${remote_times[@]}")
+l=$(median "${local_times[@]}"); r=$(median "${remote_times[@]}"); c=$(median "${caf_times[@]}")
 echo "gpt-small, 1F1B, p = 2, m = 4, batch 16; seconds per step, median of $repeats (steps 3..$steps)"
 printf "%-44s %10s %8s\n" "run" "s/step" "ratio"
 printf "%-44s %10.4f %8.3f\n" "one process (baseline)" "$l" 1
-printf "%-44s %10.4f %8.3f\n" "driver + 2 workers on 127.0.0.1 (CAF/TCP)" "$r" "$(echo "$r / $l" | bc -l)"
+printf "%-44s %10.4f %8.3f\n" "driver + 2 workers, --transport ucx" "$r" "$(echo "$r / $l" | bc -l)"
+printf "%-44s %10.4f %8.3f\n" "driver + 2 workers, --transport caf" "$c" "$(echo "$c / $l" | bc -l)"

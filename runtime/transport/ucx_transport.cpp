@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <list>
 #include <set>
 #include <thread>
 #endif
@@ -139,53 +140,24 @@ class ucp_transport final : public ucx_transport {
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       p.cb.send = [](void* request, ucs_status_t st, void* user) {
-        finish(static_cast<op*>(user), st == UCS_OK ? "" : "UCX send: " + status_text(st));
+        auto* me = static_cast<op*>(user);
+        --self_of(me)->sends_in_flight_;
+        finish(me, st == UCS_OK ? "" : "UCX send: " + status_text(st));
         ucp_request_free(request);
       };
       p.user_data = o;
+      o->owner = this;
+      ++sends_in_flight_;
       void* r = ucp_tag_send_nbx(ep, data, n, tag, &p);
+      if (r == nullptr || UCS_PTR_IS_ERR(r)) --sends_in_flight_;
       if (r == nullptr) return finish(o, "");
       if (UCS_PTR_IS_ERR(r)) return finish(o, "UCX send: " + status_text(UCS_PTR_STATUS(r)));
     });
   }
 
-  void receive(std::uint64_t tag, void* data, std::size_t n, std::shared_ptr<void> hold,
-               done_fn done) override {
-    post([this, tag, data, n, hold = std::move(hold), done = std::move(done)]() mutable {
-      auto* o = new op{std::move(hold), std::move(done), tag, nullptr};
-      ucp_request_param_t p{};
-      p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-      p.cb.recv = [](void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
-        auto* me = static_cast<op*>(user);
-        std::string why;
-        if (st == UCS_ERR_CANCELED) why = "the receive was cancelled: the run ended";
-        else if (st != UCS_OK) why = "UCX receive: " + status_text(st);
-        else if (info->length != me->request_length)
-          why = "UCX receive: " + std::to_string(info->length) + " bytes came, not " +
-                std::to_string(me->request_length);
-        self_of(me)->pending_.erase(me);
-        if (me->done) me->done(why);
-        me->done = nullptr;
-        me->completed = true;
-        ucp_request_free(request);
-        if (!me->posting) delete me;  // else the poster deletes it when the call returns
-      };
-      p.user_data = o;
-      o->request_length = n;
-      o->owner = this;
-      o->posting = true;
-      // Completion always through the callback, which sees the length that came (1.13.1 leaves
-      // recv_info unset on some immediate completions). It may run inside the call.
-      p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-      void* r = ucp_tag_recv_nbx(worker_, data, n, tag, ~std::uint64_t{0}, &p);
-      o->posting = false;
-      if (UCS_PTR_IS_ERR(r)) return finish(o, "UCX receive: " + status_text(UCS_PTR_STATUS(r)));
-      if (o->completed) {
-        delete o;
-        return;
-      }
-      o->request = r;
-      pending_.insert(o);
+  void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done) override {
+    post([this, tag, n, into = std::move(into), done = std::move(done)]() mutable {
+      wanted_.push_back(wanted{tag, n, std::move(into), std::move(done)});
     });
   }
 
@@ -199,6 +171,16 @@ class ucp_transport final : public ucx_transport {
       };
       for (op* o : matching()) ucp_request_cancel(worker_, o->request);
       for (int i = 0; i < 1000 && !matching().empty(); ++i) ucp_worker_progress(worker_);
+      std::vector<wanted> dropped;
+      for (auto w = wanted_.begin(); w != wanted_.end();) {
+        if ((w->tag & mask) == value) {
+          dropped.push_back(std::move(*w));
+          w = wanted_.erase(w);
+        } else {
+          ++w;
+        }
+      }
+      for (wanted& w : dropped) w.done("the receive was cancelled: the run ended");
     };
     if (std::this_thread::get_id() == thread_.get_id()) return cancel();
     auto done = std::make_shared<std::promise<void>>();
@@ -222,6 +204,80 @@ class ucp_transport final : public ucx_transport {
   static void finish(op* o, const std::string& why) {
     if (o->done) o->done(why);
     delete o;
+  }
+
+  // A receive whose message has not been seen yet: nothing is allocated until it is.
+  struct wanted {
+    std::uint64_t tag;
+    std::size_t n;
+    alloc_fn into;
+    done_fn done;
+  };
+
+  // Starts the receive of every wanted message that has arrived (or announced itself, for a
+  // rendezvous): its length checked, then its buffer allocated. Returns whether any started.
+  bool probe_wanted() {
+    bool started = false;
+    for (auto w = wanted_.begin(); w != wanted_.end();) {
+      ucp_tag_recv_info_t info{};
+      ucp_tag_message_h msg = ucp_tag_probe_nb(worker_, w->tag, ~std::uint64_t{0}, 1, &info);
+      if (msg == nullptr) {
+        ++w;
+        continue;
+      }
+      wanted got = std::move(*w);
+      w = wanted_.erase(w);
+      started = true;
+      void* into = info.length == got.n ? got.into(got.n) : nullptr;
+      std::string refused;
+      if (info.length != got.n)
+        refused = "UCX receive: " + std::to_string(info.length) + " bytes came, not " + std::to_string(got.n);
+      else if (into == nullptr)
+        refused = "UCX receive: no buffer for " + std::to_string(got.n) + " bytes";
+      static char drain;  // a refused message is received into nothing and so released
+      start_receive(msg, refused.empty() ? into : &drain, refused.empty() ? got.n : 0, got.tag,
+                    [done = std::move(got.done), refused](const std::string& e) {
+                      done(refused.empty() ? e : refused);
+                    });
+    }
+    return started;
+  }
+
+  void start_receive(ucp_tag_message_h msg, void* data, std::size_t n, std::uint64_t tag, done_fn done) {
+    auto* o = new op{nullptr, std::move(done), tag, nullptr};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.recv = [](void* request, ucs_status_t st, const ucp_tag_recv_info_t* info, void* user) {
+      auto* me = static_cast<op*>(user);
+      std::string why;
+      if (st == UCS_ERR_CANCELED) why = "the receive was cancelled: the run ended";
+      else if (st != UCS_OK) why = "UCX receive: " + status_text(st);
+      else if (info->length != me->request_length)
+        why = "UCX receive: " + std::to_string(info->length) + " bytes came, not " +
+              std::to_string(me->request_length);
+      self_of(me)->pending_.erase(me);
+      if (me->done) me->done(why);
+      me->done = nullptr;
+      me->completed = true;
+      ucp_request_free(request);
+      if (!me->posting) delete me;  // else the poster deletes it when the call returns
+    };
+    p.user_data = o;
+    o->request_length = n;
+    o->owner = this;
+    o->posting = true;
+    // Completion always through the callback, which sees the length that came. It may run
+    // inside the call.
+    p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    void* r = ucp_tag_msg_recv_nbx(worker_, data, n, msg, &p);
+    o->posting = false;
+    if (UCS_PTR_IS_ERR(r)) return finish(o, "UCX receive: " + status_text(UCS_PTR_STATUS(r)));
+    if (o->completed) {
+      delete o;
+      return;
+    }
+    o->request = r;
+    pending_.insert(o);
   }
 
   void post(std::function<void()> cmd) {
@@ -272,6 +328,7 @@ class ucp_transport final : public ucx_transport {
       for (auto& c : todo) c();
       while (ucp_worker_progress(worker_) != 0) {
       }
+      if (probe_wanted()) continue;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) break;
@@ -283,6 +340,8 @@ class ucp_transport final : public ucx_transport {
       ::poll(&pfd, 1, 1000);
     }
     // Whatever is still posted ends with an error: the transport goes away.
+    for (wanted& w : wanted_) w.done("the receive was cancelled: the transport closed");
+    wanted_.clear();
     for (op* o : std::vector<op*>(pending_.begin(), pending_.end())) ucp_request_cancel(worker_, o->request);
     for (int i = 0; i < 100 && !pending_.empty(); ++i) ucp_worker_progress(worker_);
   }
@@ -297,7 +356,9 @@ class ucp_transport final : public ucx_transport {
   std::vector<std::function<void()>> commands_;
   bool stop_ = false;
   std::map<std::string, ucp_ep_h> eps_;  // by address bytes  // the progress thread's
-  std::set<op*> pending_;                // posted receives, the progress thread's
+  std::set<op*> pending_;                // receives under way, the progress thread's
+  int sends_in_flight_ = 0;              // the same
+  std::list<wanted> wanted_;             // receives whose message has not come, the same
   mutable std::mutex lanes_mu_;
   std::map<std::string, std::string> lanes_;
 };

@@ -47,9 +47,12 @@ class ucx_transport {
   // `hold` keeps the bytes alive until `done` has run.
   virtual void send(const ucx_address& peer, std::uint64_t tag, const void* data, std::size_t n,
                     std::shared_ptr<const void> hold, done_fn done) = 0;
-  // Receives exactly n bytes sent with `tag` into `data`, kept alive by `hold`.
-  virtual void receive(std::uint64_t tag, void* data, std::size_t n, std::shared_ptr<void> hold,
-                       done_fn done) = 0;
+  // Where to put the n bytes of a message that has come (called on the progress thread); null
+  // refuses it. The memory must stay valid until `done` has run.
+  using alloc_fn = std::function<void*(std::size_t n)>;
+  // Receives exactly n bytes sent with `tag`. Nothing is allocated before the message (or its
+  // rendezvous) has arrived and its length is n; another length fails with an error.
+  virtual void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done) = 0;
   // Cancels every posted receive whose tag has `value` in the bits of `mask` (a run that ended
   // leaves no receive waiting for a peer that is gone); their `done` get an error. Returns once
   // they have run.
