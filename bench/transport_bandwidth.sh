@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Activation transfer bandwidth between two processes through pipeworks' transport (bench_transport:
+# CAF control messages, tensors over UCX, measured at the receiver) against ucx_perftest tag_bw at
+# the same sizes, in the same UCX mode (peer error handling): over shared memory on this host, and
+# over TCP between two network namespaces (root only; skipped otherwise). Prints one table.
+# Usage: bench/transport_bandwidth.sh   (COUNT=300 PIPEWORKS_BIN_DIR=build/bin)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bench="$(realpath "${PIPEWORKS_BIN_DIR:-build/bin}")/bench_transport"
+count="${COUNT:-300}"
+sizes=(65536 1048576 16777216)
+command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: scripts/install-deps.sh installs ucx-utils" >&2; exit 1; }
+work="$(mktemp -d)"
+ns_a="pwbw$$a" ns_b="pwbw$$b" br="pwbw$$br"
+cleanup() {
+  pkill -P $$ 2>/dev/null || true
+  ip link del "$br" 2>/dev/null || true
+  ip link del "${br}a" 2>/dev/null || true
+  ip link del "${br}b" 2>/dev/null || true
+  ip netns del "$ns_a" 2>/dev/null || true
+  ip netns del "$ns_b" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export UCX_POSIX_ERROR_HANDLING=y  # what pipeworks' transport sets: shared memory with peer errors
+
+n_for() { if [ "$1" -ge 16777216 ]; then echo $((count / 5)); else echo "$count"; fi; }
+
+# ucx_perftest tag_bw (MB/s): $1 = launcher of the server ("" or "ip netns exec NS"), $2 = the
+# client's launcher, $3 = the server's address, $4 = size; UCX_TLS from the environment.
+perftest() {
+  local port=$((20000 + RANDOM % 20000))
+  $1 ucx_perftest -p "$port" -t tag_bw -e -s "$4" -n "$(n_for "$4")" > /dev/null 2>&1 &
+  sleep 0.5
+  $2 ucx_perftest "$3" -p "$port" -t tag_bw -e -s "$4" -n "$(n_for "$4")" 2>/dev/null \
+    | awk '/Final:/ {print $6}'
+  wait
+}
+
+# bench_transport (MB/s at the receiver): $1 = receiver's launcher, $2 = sender's, $3 = listen
+# address, $4 = size.
+pipeworks_bw() {
+  local fifo="$work/in.$RANDOM"
+  mkfifo "$fifo"
+  sleep 600 > "$fifo" &
+  local keep=$!
+  $1 "$bench" receive --listen "$3:0" < "$fifo" > "$work/recv.out" 2>&1 &
+  local at=""
+  for _ in $(seq 1 100); do at=$(awk '/listening on/ {print $3}' "$work/recv.out"); [ -n "$at" ] && break; sleep 0.05; done
+  $2 "$bench" send --to "$at" --bytes "$4" --count "$(n_for "$4")" 2>/dev/null | tail -1
+  kill "$keep" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+
+rows=()
+row() {  # path, size, perftest, pipeworks
+  rows+=("$(printf "%-34s %9s %14.0f %14.0f %7.2f" "$1" "$2" "$3" "$4" "$(echo "$4 / $3" | bc -l)")")
+}
+human() { case $1 in 65536) echo 64KiB ;; 1048576) echo 1MiB ;; 16777216) echo 16MiB ;; *) echo "$1" ;; esac; }
+
+for s in "${sizes[@]}"; do
+  row "shared memory, one host" "$(human "$s")" "$(perftest "" "" 127.0.0.1 "$s")" \
+      "$(pipeworks_bw "" "" 127.0.0.1 "$s")"
+done
+
+netns=no
+if ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b" 2>/dev/null &&
+   ip link add "$br" type bridge 2>/dev/null; then
+  octet=$((100 + $$ % 150))
+  ip addr add "10.$octet.9.1/24" dev "$br" && ip link set "$br" up
+  for k in a b; do
+    ns="pwbw$$$k"; ip link add "${br}$k" type veth peer name "${br}${k}p"
+    ip link set "${br}${k}p" netns "$ns"; ip link set "${br}$k" master "$br"; ip link set "${br}$k" up
+    addr="10.$octet.9.$([ $k = a ] && echo 2 || echo 3)"
+    ip netns exec "$ns" ip addr add "$addr/24" dev "${br}${k}p"
+    ip netns exec "$ns" ip link set "${br}${k}p" up; ip netns exec "$ns" ip link set lo up
+  done
+  netns=yes
+  for s in "${sizes[@]}"; do
+    row "TCP, two network namespaces" "$(human "$s")" \
+        "$(UCX_TLS=tcp perftest "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")" \
+        "$(pipeworks_bw "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")"
+  done
+fi
+
+echo "Activation transfer bandwidth, MB/s (ucx_perftest tag_bw -e at the sender; pipeworks at the receiver)"
+printf "%-34s %9s %14s %14s %7s\n" "path" "tensor" "ucx_perftest" "pipeworks" "ratio"
+printf "%s\n" "${rows[@]}"
+[ "$netns" = yes ] || echo "(TCP across namespaces skipped: ip netns add needs root)"
