@@ -218,9 +218,12 @@ void wire_link::accept(caf::local_actor* self, wire_msg w) {
       e->payloads[i] = std::move(*made);
       return e->payloads[i].writable_bytes().data();
     };
+    // A tensor is sent before its message, so it has begun to arrive by the time the message
+    // has; one that has not within the grace is taken for lost (a peer announcing tensors it
+    // never sends cannot stall this inbox).
     via->receive(tag, n, std::move(into), [me, in, e](const std::string& err) {
       if (auto link = me.lock()) link->complete(in, e, err);
-    });
+    }, grace_);
   }
 }
 

@@ -29,7 +29,7 @@ using ack_atom = caf::atom_constant<caf::atom("ack")>;
 struct options {
   std::string listen = "127.0.0.1:0", to;
   std::int64_t bytes = 1 << 20;
-  int count = 200, warmup = 20, window = 4;
+  int count = 200, warmup = 50, window = 32;
   std::string transport = "ucx";
 };
 

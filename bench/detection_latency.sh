@@ -9,7 +9,8 @@ bin="${PIPEWORKS_BIN_DIR:-build/bin}/pipeworks"
 trials="${1:-20}"
 heartbeat=100 timeout=1000
 work="$(mktemp -d)"
-trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+# Workers start inside $(...), so they are not this shell's children: their pids are kept.
+trap 'pkill -P $$ 2>/dev/null || true; [ -f "$work/pids" ] && kill $(cat "$work/pids") 2>/dev/null; rm -rf "$work"' EXIT
 head -c 60000 /usr/share/games/fortunes/fortunes > "$work/text.txt" 2>/dev/null ||
   cat /usr/share/games/fortunes/* | head -c 60000 > "$work/text.txt"
 
@@ -18,6 +19,7 @@ now() { date +%s.%N; }
 start_worker() {  # $1: output file; prints the address
   "$bin" worker --listen 127.0.0.1:0 --heartbeat-ms $heartbeat --peer-timeout-ms $timeout \
     > "$1" 2>/dev/null &
+  echo $! >> "$work/pids"
   echo $! > "$1.pid"
   for _ in $(seq 1 500); do grep -q "listening on" "$1" 2>/dev/null && break; sleep 0.01; done
   awk '/listening on/ {print $NF}' "$1"

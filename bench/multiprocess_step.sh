@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 bin="${PIPEWORKS_BIN_DIR:-build/bin}/pipeworks"
 repeats="${REPEATS:-5}" steps="${STEPS:-12}"
 work="$(mktemp -d)"
-trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+# Workers start inside $(...), so they are not this shell's children: their pids are kept.
+trap 'pkill -P $$ 2>/dev/null || true; [ -f "$work/pids" ] && kill $(cat "$work/pids") 2>/dev/null; rm -rf "$work"' EXIT
 
 # Seconds per step after the first two (warm-up), from a --json run's step lines.
 per_step() {
@@ -32,6 +33,7 @@ run() {  # $@: extra flags; prints seconds per step
 
 start_worker() {  # $1: name; prints the address
   "$bin" worker --listen 127.0.0.1:0 > "$work/$1.out" 2>/dev/null &
+  echo $! >> "$work/pids"
   for _ in $(seq 1 500); do grep -q "listening on" "$work/$1.out" 2>/dev/null && break; sleep 0.01; done
   awk '/listening on/ {print $NF}' "$work/$1.out"
 }

@@ -155,9 +155,11 @@ class ucp_transport final : public ucx_transport {
     });
   }
 
-  void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done) override {
-    post([this, tag, n, into = std::move(into), done = std::move(done)]() mutable {
-      wanted_.push_back(wanted{tag, n, std::move(into), std::move(done)});
+  void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done,
+               std::chrono::milliseconds patience) override {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    post([this, tag, n, into = std::move(into), done = std::move(done), deadline]() mutable {
+      wanted_.push_back(wanted{tag, n, std::move(into), std::move(done), deadline});
     });
   }
 
@@ -212,7 +214,27 @@ class ucp_transport final : public ucx_transport {
     std::size_t n;
     alloc_fn into;
     done_fn done;
+    std::chrono::steady_clock::time_point deadline;
   };
+
+  // Fails the wanted messages whose time is up; returns the milliseconds until the next is due
+  // (at most 1000).
+  int expire_wanted() {
+    const auto now = std::chrono::steady_clock::now();
+    auto next = now + std::chrono::seconds(1);
+    std::vector<wanted> late;
+    for (auto w = wanted_.begin(); w != wanted_.end();) {
+      if (w->deadline <= now) {
+        late.push_back(std::move(*w));
+        w = wanted_.erase(w);
+      } else {
+        next = std::min(next, w->deadline);
+        ++w;
+      }
+    }
+    for (wanted& w : late) w.done("no message with its tag arrived in time (UCX)");
+    return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()) + 1;
+  }
 
   // Starts the receive of every wanted message that has arrived (or announced itself, for a
   // rendezvous): its length checked, then its buffer allocated. Returns whether any started.
@@ -334,10 +356,11 @@ class ucp_transport final : public ucx_transport {
         if (stop_) break;
         if (!commands_.empty()) continue;
       }
+      const int wait_ms = expire_wanted();
       const ucs_status_t armed = ucp_worker_arm(worker_);
       if (armed == UCS_ERR_BUSY) continue;
       pollfd pfd{efd_, POLLIN, 0};
-      ::poll(&pfd, 1, 1000);
+      ::poll(&pfd, 1, wait_ms);
     }
     // Whatever is still posted ends with an error: the transport goes away.
     for (wanted& w : wanted_) w.done("the receive was cancelled: the transport closed");

@@ -2,6 +2,7 @@
 // thread that owns them, woken by the worker's event fd; tagged sends and receives are posted to
 // it from any thread, and their completions run on it.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -51,8 +52,10 @@ class ucx_transport {
   // refuses it. The memory must stay valid until `done` has run.
   using alloc_fn = std::function<void*(std::size_t n)>;
   // Receives exactly n bytes sent with `tag`. Nothing is allocated before the message (or its
-  // rendezvous) has arrived and its length is n; another length fails with an error.
-  virtual void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done) = 0;
+  // rendezvous) has arrived and its length is n; another length fails with an error, and so does
+  // a message that has not begun to arrive within `patience`.
+  virtual void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done,
+                       std::chrono::milliseconds patience) = 0;
   // Cancels every posted receive whose tag has `value` in the bits of `mask` (a run that ended
   // leaves no receive waiting for a peer that is gone); their `done` get an error. Returns once
   // they have run.

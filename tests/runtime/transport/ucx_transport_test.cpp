@@ -54,7 +54,7 @@ TEST_CASE("a UCX payload arrives bit for bit whether the receive or the send is 
       auto r_f = r_done.get_future();
       auto post_receive = [&] {
         b->receive(tag, n, [got](std::size_t) -> void* { return got->data(); },
-                   [&](const std::string& e) { r_done.set_value(e); });
+                   [&](const std::string& e) { r_done.set_value(e); }, std::chrono::seconds(20));
       };
       if (receive_first) post_receive();
       a->send(b->address(), tag, sent->data(), n, sent, [&](const std::string& e) { s_done.set_value(e); });
@@ -85,7 +85,7 @@ TEST_CASE("a UCX receive of the wrong length fails and a cancelled one reports t
     b->receive(7, got->size(), [got, &allocated](std::size_t) -> void* {
       allocated = true;
       return got->data();
-    }, [&](const std::string& e) { r_done.set_value(e); });
+    }, [&](const std::string& e) { r_done.set_value(e); }, std::chrono::seconds(20));
     a->send(b->address(), 7, sent->data(), sent->size(), sent, [&](const std::string& e) { s_done.set_value(e); });
     CHECK(wait(r_f).find("4096 bytes came, not 1024") != std::string::npos);
     CHECK_FALSE(allocated);
@@ -96,8 +96,23 @@ TEST_CASE("a UCX receive of the wrong length fails and a cancelled one reports t
     std::promise<std::string> r_done;
     auto r_f = r_done.get_future();
     b->receive(0xAB00000000000001ull, got->size(), [got](std::size_t) -> void* { return got->data(); },
-               [&](const std::string& e) { r_done.set_value(e); });
+               [&](const std::string& e) { r_done.set_value(e); }, std::chrono::seconds(20));
     b->cancel_receives(0xFF00000000000000ull, 0xAB00000000000000ull);
     CHECK(wait(r_f).find("cancelled") != std::string::npos);
+  }
+  {
+    // A message that never comes: the receive fails once its patience is spent, having allocated
+    // nothing.
+    bool allocated = false;
+    std::promise<std::string> r_done;
+    auto r_f = r_done.get_future();
+    const auto start = std::chrono::steady_clock::now();
+    b->receive(0x42, 64, [&allocated](std::size_t) -> void* {
+      allocated = true;
+      return nullptr;
+    }, [&](const std::string& e) { r_done.set_value(e); }, std::chrono::milliseconds(100));
+    CHECK(wait(r_f).find("arrived in time") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(100));
+    CHECK_FALSE(allocated);
   }
 }

@@ -1,0 +1,184 @@
+// Hostile input to the wire's decoder: 100,000 random, truncated and oversized wire messages (CAF
+// bytes, tickets, tags) go to a receiving actor's wire link. None may crash it, none may make it
+// allocate what a ticket claims before a tensor comes, and its memory stays flat.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "actors/type_ids.hpp"
+#include "actors/wire.hpp"
+
+using namespace pipeworks;
+
+namespace {
+
+using ping_atom = caf::atom_constant<caf::atom("ping")>;
+
+std::size_t resident_bytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<std::size_t>(resident) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A real message from process 1 whose one tensor travels beside it, as its sender would write it.
+wire_msg real_message(caf::actor_system& sys, std::uint64_t tag) {
+  activation_msg m;
+  m.microbatch = 3;
+  m.data = *tensor_payload::allocate(dtype::f32, {4, 8});
+  transport::wire_outbox out;
+  wire_msg w;
+  caf::binary_serializer sink(sys, w.bytes);
+  transport::outbox = &out;
+  caf::message msg = caf::make_message(std::move(m));
+  auto err = sink(msg);
+  transport::outbox = nullptr;
+  REQUIRE_FALSE(err);
+  w.tag = tag;
+  w.tickets.push_back(wire_ticket{static_cast<std::uint8_t>(dtype::f32), {4, 8}});
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("hostile wire messages never crash a receiver and leave its memory flat", "[wire]") {
+  if (!ucx_transport::available()) {
+    WARN("skipped: this build has no UCX");
+    return;
+  }
+  caf::actor_system_config cfg;
+  add_message_types(cfg);
+  caf::actor_system sys{cfg};
+  auto eps = process_endpoints();
+  REQUIRE(eps);
+  // Process 1 is a peer that never sends a tensor: every one announced is awaited in vain.
+  wire_peers peers;
+  peers.nodes = {sys.node(), caf::node_id{}};
+  peers.scopes = {eps->scope, eps->scope};
+  peers.local_addresses = {eps->local->address(), eps->local->address()};
+  peers.network_addresses = {eps->network->address(), eps->network->address()};
+  peers.nonce = 0x5eed;
+  auto link = std::make_shared<wire_link>(sys, *eps, 0, peers, std::uint64_t{1} << 20,
+                                          std::chrono::milliseconds(20));
+  // The driver hears of every message refused; count the kinds.
+  auto refused = std::make_shared<std::atomic<int>>(0), too_large = std::make_shared<std::atomic<int>>(0),
+       never_came = std::make_shared<std::atomic<int>>(0), unreadable = std::make_shared<std::atomic<int>>(0);
+  auto driver = sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {
+        [=](const stage_failure& f) {
+          ++*refused;
+          if (f.message.find("larger than this run allows") != std::string::npos) ++*too_large;
+          if (f.message.find("arrived in time") != std::string::npos) ++*never_came;
+          if (f.message.find("could not be read") != std::string::npos ||
+              f.message.find("did not use all") != std::string::npos)
+            ++*unreadable;
+        },
+        [=](ping_atom) { return ping_atom::value; },
+    };
+  });
+  link->set_driver(driver);
+  auto delivered = std::make_shared<std::atomic<int>>(0);
+  auto rx = sys.spawn([link, delivered](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {
+        [=](wire_msg& w) { link->accept(self, std::move(w)); },
+        [=](activation_msg& m) {
+          if (!m.data.empty()) ++*delivered;  // a flipped bit may leave a valid, tensorless message
+        },
+        [=](ping_atom) { return ping_atom::value; },
+    };
+  });
+  caf::scoped_actor me{sys};
+  auto sync = [&] {
+    me->request(rx, std::chrono::seconds(30), ping_atom::value).receive([](ping_atom) {}, [](caf::error&) {
+      FAIL("the receiver stopped answering");
+    });
+  };
+
+  std::mt19937_64 rng(20261126);
+  auto byte = [&] { return static_cast<char>(rng() & 0xFF); };
+  const wire_msg good = real_message(sys, (std::uint64_t{1} << 56) | (std::uint64_t{0x5eed} << 40));
+  const int inputs = 100000;
+  std::size_t rss_warm = 0;
+  int decoded = 0;
+  for (int i = 0; i < inputs; ++i) {
+    if (i == inputs / 5) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the awaited tensors expire
+      sync();
+      rss_warm = resident_bytes();
+    }
+    wire_msg w;
+    switch (i % 4) {
+      case 0: {  // a wire message's bytes, as CAF would hand them over, truncated or flipped
+        wire_msg sent = good;
+        sent.tag = rng();
+        std::vector<char> raw;
+        caf::binary_serializer sink(sys, raw);
+        REQUIRE_FALSE(sink(sent));
+        if (rng() % 2) raw.resize(rng() % raw.size());
+        for (int f = static_cast<int>(rng() % 3); f > 0 && !raw.empty(); --f)
+          raw[rng() % raw.size()] ^= static_cast<char>(1 << (rng() % 8));
+        caf::binary_deserializer source(sys, raw);
+        if (source(w)) continue;
+        ++decoded;
+        break;
+      }
+      case 1: {  // tickets of any type and shape (negative, huge, many dimensions), random bytes
+        w.tag = rng();
+        const int tickets = static_cast<int>(rng() % 4);
+        for (int t = 0; t < tickets; ++t) {
+          wire_ticket k{static_cast<std::uint8_t>(rng() % 6), {}};
+          const int dims = static_cast<int>(rng() % 20);
+          for (int d = 0; d < dims; ++d)
+            k.shape.push_back(static_cast<std::int64_t>(rng() >> (rng() % 64)) * (rng() % 7 == 0 ? -1 : 1));
+          w.tickets.push_back(k);
+        }
+        w.bytes.resize(rng() % 64);
+        for (char& c : w.bytes) c = byte();
+        break;
+      }
+      case 2: {  // a real message, truncated or with flipped bits, its tensor never sent
+        w = good;
+        w.tag = (good.tag & ~((std::uint64_t{1} << 40) - 1)) | (static_cast<std::uint64_t>(i) << 4);
+        if (rng() % 2) w.bytes.resize(rng() % w.bytes.size());
+        for (int f = static_cast<int>(rng() % 4); f > 0 && !w.bytes.empty(); --f)
+          w.bytes[rng() % w.bytes.size()] ^= static_cast<char>(1 << (rng() % 8));
+        if (rng() % 2) w.tickets.clear();  // then the mangled bytes are read at once
+        break;
+      }
+      default: {  // a real message whose ticket claims another shape, or far more than allowed
+        w = good;
+        w.tag = (good.tag & ~((std::uint64_t{1} << 40) - 1)) | (static_cast<std::uint64_t>(i) << 4);
+        w.tickets[0].shape = rng() % 2 ? shape_t{1 << 20, 1 << 20} : shape_t{8, 4};
+        break;
+      }
+    }
+    caf::anon_send(rx, std::move(w));
+    if (i % 1000 == 999) sync();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  sync();
+  const std::size_t rss_end = resident_bytes();
+  INFO("resident after a fifth: " << rss_warm << " bytes, at the end: " << rss_end);
+  me->request(driver, std::chrono::seconds(30), ping_atom::value).receive([](ping_atom) {}, [](caf::error&) {});
+  INFO(*refused << " refused, " << *too_large << " too large, " << *never_came << " never came, "
+                << *unreadable << " unreadable");
+  CHECK(decoded > 0);        // some mangled bytes did decode, and went on to the link
+  CHECK(*too_large > 0);     // refused from the ticket alone, before any allocation
+  CHECK(*never_came > 0);    // awaited in vain, then given up
+  CHECK(*unreadable > 0);    // mangled bytes refused by the reader, not crashed on
+  CHECK(*refused > inputs / 2);
+  CHECK(*delivered == 0);    // no message with a tensor that never came was delivered
+  CHECK(rss_end < rss_warm + (std::size_t{16} << 20));  // flat: within 16 MiB over 80,000 more
+  caf::anon_send_exit(rx, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(driver, caf::exit_reason::user_shutdown);
+}
