@@ -119,7 +119,15 @@ class driver_state {
                                  std::to_string(p.train.microbatches) + " (measured)");
       watch(tracer_, {who_kind::tracer, 0});
     }
-    const rank_wiring peers{ranks_, reducers_, caf::actor_cast<caf::actor>(self_), tracer_};
+    // Across processes (w > 1) one all-reduce share per replica and stage: wired before the ranks.
+    const int stride = static_cast<int>(reducers_.size()) > V ? V : 0;
+    if (stride > 0)
+      for (int s = 0; s < V; ++s) {
+        shard_wiring sw;
+        for (int r = 0; r < p.replicas; ++r) sw.shards.push_back(reducers_.at(static_cast<std::size_t>(r * V + s)));
+        for (const auto& shard : sw.shards) self_->send(shard, sw);
+      }
+    const rank_wiring peers{ranks_, reducers_, caf::actor_cast<caf::actor>(self_), tracer_, stride};
     for (const auto& r : ranks_) self_->send(r, peers);
     if (spec_->callbacks.stop_requested)
       self_->delayed_send(self_, spec_->poll_interval, poll_atom::value);

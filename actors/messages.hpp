@@ -17,9 +17,18 @@ namespace pipeworks {
 // Driver → rank: who is who. Sent once; it also starts the rank.
 struct rank_wiring {
   std::vector<caf::actor> ranks;     // by rank = replica * p + device
-  std::vector<caf::actor> reducers;  // by virtual stage; invalid handles when w = 1
+  // By virtual stage; invalid handles when w = 1. With `shard_stride` > 0 (an all-reduce across
+  // processes) one share per replica and stage: replica r's of stage s at r * shard_stride + s.
+  std::vector<caf::actor> reducers;
   caf::actor driver;
   caf::actor tracer;                 // invalid when no trace is recorded
+  int shard_stride = 0;
+};
+
+// Driver → each all-reduce share of a stage (runs across processes with w > 1): the shares of
+// that stage, by replica. Sent once, before the ranks are wired.
+struct shard_wiring {
+  std::vector<caf::actor> shards;
 };
 
 // Rank or reducer → driver: it failed; `message` names the stage, replica, action and cause.
@@ -80,7 +89,13 @@ struct run_outcome {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rank_wiring& x) {
-  return f(caf::meta::type_name("pipeworks.rank_wiring"), x.ranks, x.reducers, x.driver, x.tracer);
+  return f(caf::meta::type_name("pipeworks.rank_wiring"), x.ranks, x.reducers, x.driver, x.tracer,
+           x.shard_stride);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_wiring& x) {
+  return f(caf::meta::type_name("pipeworks.shard_wiring"), x.shards);
 }
 
 template <class Inspector>

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "actors/reducer_actor.hpp"
+#include "actors/shard_actor.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "ops/model/param_split.hpp"
@@ -89,6 +90,10 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     if (spec.resume)
       q.resume_dir = std::filesystem::absolute(step_dir(plan.checkpoint.dir, spec.resume->step)).string();
   }
+  // Across processes with w > 1 the gradient sum is an all-reduce between the replicas: one share
+  // per replica and stage, in its rank's process; else one reducer per stage, here.
+  const bool sharded = workers > 0 && plan.replicas > 1;
+  wiring.reducers.resize(static_cast<std::size_t>(sharded ? plan.replicas * V : V));
   for (int r = 0; r < programs.ranks(); ++r) {
     const int device = r % plan.stages;
     const int process = plan.ranks.empty() ? 0 : plan.ranks[static_cast<std::size_t>(r)].process;
@@ -119,12 +124,18 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     }
     // With workers every actor of the run is pooled (see spawn_driver in actors/driver.cpp).
     wiring.ranks[static_cast<std::size_t>(r)] = spawn_stage<T>(sys, plan.detached && workers == 0, std::move(st));
+    if (sharded) {
+      const int replica = r / plan.stages;
+      for (int s = 0; s < V; ++s)
+        if (programs.device_of[static_cast<std::size_t>(s)] == device)
+          wiring.reducers[static_cast<std::size_t>(replica * V + s)] =
+              spawn_shard(sys, s, replica, plan.replicas, spec.driver, spec.link);
+    }
   }
   for (int k = 1; k <= workers; ++k)
     if (!requests[static_cast<std::size_t>(k - 1)].ranks.empty())
       out.requests.emplace_back(k, std::move(requests[static_cast<std::size_t>(k - 1)]));
-  wiring.reducers.resize(static_cast<std::size_t>(V));
-  if (plan.replicas > 1)
+  if (plan.replicas > 1 && !sharded)
     for (int s = 0; s < V; ++s)
       wiring.reducers[static_cast<std::size_t>(s)] =
           spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, spec.driver, spec.link);
@@ -169,6 +180,16 @@ void ask_workers(caf::event_based_actor* self, std::shared_ptr<partition_spec<T>
                             " ranks, not the " + std::to_string(ranks.size()) + " it was given");
               for (std::size_t i = 0; i < ranks.size(); ++i)
                 g->wiring.ranks[static_cast<std::size_t>(ranks[i])] = std::move(reply.ranks[i]);
+              if (reply.shards.size() != reply.shard_slots.size())
+                return fail(who + " named " + std::to_string(reply.shard_slots.size()) +
+                            " slots for " + std::to_string(reply.shards.size()) + " all-reduce shares");
+              for (std::size_t i = 0; i < reply.shards.size(); ++i) {
+                const int slot = reply.shard_slots[i];
+                if (slot < 0 || static_cast<std::size_t>(slot) >= g->wiring.reducers.size())
+                  return fail(who + " started an all-reduce share for slot " + std::to_string(slot) +
+                              ", which the plan does not have");
+                g->wiring.reducers[static_cast<std::size_t>(slot)] = std::move(reply.shards[i]);
+              }
               if (--g->left > 0) return;
               g->done = true;
               rp.deliver(std::move(g->wiring));

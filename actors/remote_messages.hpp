@@ -16,7 +16,7 @@
 namespace pipeworks {
 
 // Bumped whenever a message between processes changes.
-inline constexpr std::uint32_t remote_protocol_version = 2;
+inline constexpr std::uint32_t remote_protocol_version = 3;
 
 // Driver → worker, then worker → driver: the first exchange on a connection.
 struct hello_msg {
@@ -61,6 +61,9 @@ struct host_request {
 struct host_reply {
   std::string plan;
   std::vector<caf::actor> ranks;
+  // With w > 1: the all-reduce shares it started for its ranks, at these rank_wiring slots.
+  std::vector<caf::actor> shards;
+  std::vector<int> shard_slots;
 };
 
 // Driver → worker: the run is over (ok, or why not); the worker's ranks have been stopped.
@@ -124,7 +127,7 @@ typename Inspector::result_type inspect(Inspector& f, host_request& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, host_reply& x) {
-  return f(caf::meta::type_name("pipeworks.host_reply"), x.plan, x.ranks);
+  return f(caf::meta::type_name("pipeworks.host_reply"), x.plan, x.ranks, x.shards, x.shard_slots);
 }
 
 template <class Inspector>

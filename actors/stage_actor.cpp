@@ -190,9 +190,14 @@ class stage_state {
       case endpoint_kind::rank:
         if (i < peers_.ranks.size()) to = &peers_.ranks[i];
         break;
-      case endpoint_kind::reducer:
-        if (i < peers_.reducers.size()) to = &peers_.reducers[i];
+      case endpoint_kind::reducer: {
+        // Across processes each replica has its own share of each stage's all-reduce.
+        const std::size_t k = peers_.shard_stride > 0
+                                  ? static_cast<std::size_t>(replica_ * peers_.shard_stride) + i
+                                  : i;
+        if (k < peers_.reducers.size()) to = &peers_.reducers[k];
         break;
+      }
       case endpoint_kind::driver:
         to = &peers_.driver;
         break;

@@ -36,6 +36,9 @@ CAF_ADD_TYPE_ID(pipeworks, (pipeworks::run_ended))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::join_msg))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::wire_msg))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::wire_peers))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::reduce_chunk))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::gather_chunk))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::shard_wiring))
 CAF_END_TYPE_ID_BLOCK(pipeworks)
 
 namespace pipeworks {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/shard_actor.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/exec/rank_setup.hpp"
@@ -24,6 +25,7 @@ caf::error refuse(const std::string& field, const std::string& why) {
 // What the worker keeps of the run it hosts.
 struct hosted_run {
   caf::actor driver;
+  std::vector<caf::actor> shards;   // the all-reduce shares of its ranks (w > 1)
   std::shared_ptr<wire_link> link;  // when tensors go over UCX
   std::vector<caf::actor> ranks;  // each holds the model it runs (stage_spec::keep)
 };
@@ -92,8 +94,20 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
     }
     // Pooled, whatever the plan says: CAF 0.17.6 can leave a detached actor that a remote node
     // referenced undestroyed, and the process then never ends (actors/driver.cpp).
+    const int device = st->setup.device;
     reply.ranks.push_back(spawn_stage<T>(sys, false, std::move(st)));
+    // With w > 1 the rank's share of each of its stages' all-reduce lives here beside it.
+    const run_plan& p = run->plan;
+    if (p.replicas > 1) {
+      const int V = p.virtual_stages(), replica = r / p.stages;
+      for (int s = 0; s < V; ++s)
+        if (run->programs->device_of[static_cast<std::size_t>(s)] == device) {
+          reply.shards.push_back(spawn_shard(sys, s, replica, p.replicas, q.driver, link));
+          reply.shard_slots.push_back(replica * V + s);
+        }
+    }
   }
+  out.shards = reply.shards;
   out.ranks = reply.ranks;
   out.link = link;
   return reply;
@@ -166,6 +180,7 @@ class worker_state {
     if (!run_.driver) return;
     self_->demonitor(run_.driver);
     for (auto& r : run_.ranks) self_->send_exit(r, caf::exit_reason::user_shutdown);
+    for (auto& r : run_.shards) self_->send_exit(r, caf::exit_reason::user_shutdown);
     const std::string sent = run_.link ? "; sent " + run_.link->sent_text() : "";
     run_ = hosted_run{};
     log((ok ? "the run ended" : "the run failed: " + why) + sent);

@@ -16,6 +16,7 @@
 #include "ops/model/param_set.hpp"
 #include "ops/tensor_payload.hpp"
 #include "ops/train/trainer.hpp"
+#include "runtime/exec/chunk_reducer.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/messages.hpp"
 #include "runtime/timeline.hpp"
@@ -303,6 +304,16 @@ typename Inspector::result_type inspect(Inspector& f, reduce_result& x) {
     if (auto err = f(caf::meta::type_name("pipeworks.reduce_result"), x.stage, x.step)) return err;
     return transport::inspect_params(f, x.sum);
   }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reduce_chunk& x) {
+  return f(caf::meta::type_name("pipeworks.reduce_chunk"), x.stage, x.step, x.replica, x.chunk, x.data);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gather_chunk& x) {
+  return f(caf::meta::type_name("pipeworks.gather_chunk"), x.stage, x.step, x.chunk, x.data);
 }
 
 template <class Inspector>

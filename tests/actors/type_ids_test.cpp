@@ -96,7 +96,7 @@ TEST_CASE("every message type has a CAF type ID and none is an unsafe message ty
   STATIC_REQUIRE(caf::type_id<timeline>::value > caf::type_id<activation_msg>::value);
   STATIC_REQUIRE_FALSE(caf::allowed_unsafe_message_type<activation_msg>::value);
   STATIC_REQUIRE_FALSE(caf::allowed_unsafe_message_type<run_outcome>::value);
-  STATIC_REQUIRE(caf::id_block::pipeworks::end - caf::id_block::pipeworks::begin == 27);
+  STATIC_REQUIRE(caf::id_block::pipeworks::end - caf::id_block::pipeworks::begin == 30);
 }
 
 TEST_CASE("activations and gradients cross CAF serialisation bit for bit", "[actors]") {

@@ -71,6 +71,8 @@ TEST_CASE("a driver and two workers reach the in-process weights for every sched
   // w = 2: ranks 0,1 (replica 0) on worker 1, ranks 2,3 (replica 1) on worker 2.
   cases.push_back({"1f1b", {"--replicas", "2"}});
   cases.push_back({"2bw", {"--replicas", "2"}});
+  // w = 4: replicas 0, 1 on worker 1 and 2, 3 on worker 2; the all-reduce crosses processes.
+  cases.push_back({"2bw", {"--replicas", "4"}});
   // The same with the tensors inside CAF's messages.
   cases.push_back({"1f1b", {"--transport", "caf"}});
   cases.push_back({"2bw", {"--replicas", "2", "--transport", "caf"}});

@@ -1,0 +1,17 @@
+// The all-reduce share of one replica of one replicated stage, in its rank's process (runs across
+// processes with w > 1): a CAF shell around chunk_reducer. Pieces and sums go to the other
+// replicas' shares over the wire (UCX); the whole sum goes to the local rank.
+#pragma once
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "actors/wire.hpp"
+
+namespace pipeworks {
+
+// Waits for its shard_wiring; a failure goes to `driver` as a stage_failure.
+caf::actor spawn_shard(caf::actor_system& sys, int stage, int replica, int replicas,
+                       caf::actor driver, std::shared_ptr<wire_link> link);
+
+}  // namespace pipeworks

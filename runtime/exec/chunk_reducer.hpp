@@ -1,0 +1,73 @@
+// chunk_reducer: one replica's share of an all-reduce across processes (reduce-scatter, then
+// all-gather). Replica r owns chunk r of the flat gradient: it sums the w replicas' pieces of it
+// in replica order 0 + 1 + ... (as gradient_reducer does, so the sums are bit-identical) and sends
+// the sum to the others; each replica sends (w - 1)/w of its gradient per phase.
+#pragma once
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/result.hpp"
+#include "ops/model/param_set.hpp"
+#include "ops/tensor_payload.hpp"
+#include "runtime/exec/messages.hpp"
+
+namespace pipeworks {
+
+// Replica `replica` → the owner of `chunk`: its piece of that chunk, for `step` (reduce-scatter).
+struct reduce_chunk {
+  int stage = 0;
+  int step = 0;
+  int replica = 0;
+  int chunk = 0;
+  tensor_payload data;
+};
+
+// The owner of `chunk` → every other replica: the chunk's sum (all-gather).
+struct gather_chunk {
+  int stage = 0;
+  int step = 0;
+  int chunk = 0;
+  tensor_payload data;
+};
+
+// The elements [first, last) of chunk c of n elements split w ways.
+std::pair<std::int64_t, std::int64_t> chunk_range(std::int64_t n, int w, int c);
+
+class chunk_reducer {
+ public:
+  chunk_reducer(int stage, int replica, int replicas);
+
+  // What to send after an input: pieces to owners and sums to replicas (by replica), and the whole
+  // sum for the local rank once every chunk is in.
+  struct outputs {
+    std::vector<std::pair<int, reduce_chunk>> pieces;
+    std::vector<std::pair<int, gather_chunk>> sums;
+    std::optional<reduce_result> result;
+  };
+
+  // The local rank's gradient of a step.
+  result<outputs> add_local(reduce_request request);
+  // Another replica's piece of this replica's chunk.
+  result<outputs> add_piece(reduce_chunk piece);
+  // Another replica's summed chunk.
+  result<outputs> add_sum(gather_chunk sum);
+
+  int pending_steps() const { return static_cast<int>(steps_.size()); }
+
+ private:
+  struct step_state {
+    std::shared_ptr<const param_set> local;     // this replica's gradient (its layout)
+    std::vector<std::optional<tensor_payload>> pieces;  // of my chunk, by replica
+    std::vector<std::optional<tensor_payload>> sums;    // by chunk
+    bool summed = false;
+  };
+  std::string who(int step) const;
+  result<outputs> advance(int step, outputs out);
+
+  int stage_, replica_, replicas_;
+  std::map<int, step_state> steps_;
+};
+
+}  // namespace pipeworks
