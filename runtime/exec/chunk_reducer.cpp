@@ -136,8 +136,9 @@ result<chunk_reducer::outputs> chunk_reducer::advance(int step, outputs out) {
   // All-gather done: the whole sum in the local gradient's layout.
   for (const auto& s : st.sums)
     if (!s) return out;
-  auto whole = std::make_shared<param_set>(st.local->clone());
-  std::byte* into = reinterpret_cast<std::byte*>(whole->arena().bytes());
+  // The local gradient's layout over a new arena that the chunks fill: no copy of its values.
+  tensor arena = tensor::uninitialized(st.local->arena().shape(), t);
+  std::byte* into = arena.bytes();
   const std::size_t elem = dtype_size(t);
   for (int c = 0; c < replicas_; ++c) {
     const tensor_payload& s = *st.sums[static_cast<std::size_t>(c)];
@@ -145,7 +146,10 @@ result<chunk_reducer::outputs> chunk_reducer::advance(int step, outputs out) {
     std::memcpy(into + chunk_range(n, replicas_, c).first * static_cast<std::int64_t>(elem),
                 s.bytes().data(), s.nbytes());
   }
-  out.result = reduce_result{stage_, step, std::move(whole)};
+  auto whole = param_set::from_parts(st.local->entries(), st.local->block_offsets(),
+                                     st.local->first_block(), std::move(arena));
+  if (!whole) return make_error(who(step) + ": " + whole.message());
+  out.result = reduce_result{stage_, step, std::make_shared<const param_set>(std::move(*whole))};
   steps_.erase(step);
   return out;
 }
