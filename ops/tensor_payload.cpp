@@ -21,6 +21,16 @@ tensor tensor_payload::take() {
   return t;
 }
 
+tensor_payload tensor_payload::view(std::shared_ptr<const void> owner, const std::byte* data,
+                                    dtype type, shape_t shape) {
+  tensor_payload p;
+  p.type_ = type;
+  p.shape_ = std::move(shape);
+  p.data_ = std::shared_ptr<std::byte>(std::const_pointer_cast<void>(std::move(owner)),
+                                       const_cast<std::byte*>(data));
+  return p;
+}
+
 tensor tensor_payload::copy() const {
   if (empty()) return {};
   tensor t = tensor::uninitialized(shape_, type_);  // every byte is copied over

@@ -34,6 +34,10 @@ class tensor_payload {
   // through writable_bytes() before the payload is shared. An error for a negative dimension or more
   // than 2^40 bytes.
   static result<tensor_payload> allocate(dtype type, shape_t shape);
+  // A read-only view of (type, shape) values at `data`, which `owner` keeps alive: no copy. Never
+  // write through it; take() copies it unless the view is the last thing holding `owner`.
+  static tensor_payload view(std::shared_ptr<const void> owner, const std::byte* data, dtype type,
+                             shape_t shape);
   std::span<std::byte> writable_bytes();
 
  private:

@@ -57,16 +57,15 @@ result<chunk_reducer::outputs> chunk_reducer::add_local(reduce_request request) 
   const std::byte* all = reinterpret_cast<const std::byte*>(st.local->arena().bytes());
   for (int c = 0; c < replicas_; ++c) {
     const auto [first, last] = chunk_range(n, replicas_, c);
-    auto piece = tensor_payload::allocate(t, {last - first});
-    if (!piece) return piece.err();
-    std::memcpy(piece->writable_bytes().data(), all + first * static_cast<std::int64_t>(elem),
-                static_cast<std::size_t>(last - first) * elem);
+    // A view into the gradient, which it keeps alive: the pieces are not copied.
+    tensor_payload piece = tensor_payload::view(st.local, all + first * static_cast<std::int64_t>(elem),
+                                                t, {last - first});
     if (c == replica_) {
       if (st.pieces[static_cast<std::size_t>(c)])
         return make_error(who(request.step) + ": its own piece arrived twice");
-      st.pieces[static_cast<std::size_t>(c)] = std::move(*piece);
+      st.pieces[static_cast<std::size_t>(c)] = std::move(piece);
     } else {
-      out.pieces.emplace_back(c, reduce_chunk{stage_, request.step, replica_, c, std::move(*piece)});
+      out.pieces.emplace_back(c, reduce_chunk{stage_, request.step, replica_, c, std::move(piece)});
     }
   }
   return advance(request.step, std::move(out));
