@@ -1,11 +1,12 @@
-// await_workers: a rendezvous actor published at the driver's address collects join_msgs and
-// hands the full list to the waiting driver thread.
+// await_workers: a rendezvous actor, reached at the driver's address through a frame guard,
+// collects join_msgs and hands the full list to the waiting driver thread.
 #include "actors/rendezvous.hpp"
 
 #include <caf/io/all.hpp>
 #include <optional>
 
 #include "actors/type_ids.hpp"
+#include "runtime/transport/frame_guard.hpp"
 
 namespace pipeworks {
 namespace {
@@ -49,10 +50,20 @@ result<std::vector<std::string>> await_workers(caf::actor_system& sys, const hos
                                                int world_size, std::chrono::milliseconds limit) {
   caf::scoped_actor self{sys};
   auto rv = sys.spawn(rendezvous_actor, world_size, caf::actor_cast<caf::actor>(self));
-  auto port = sys.middleman().publish(rv, at.port, at.host.c_str(), true);
+  // CAF on loopback, the network through a frame guard (as a worker's port; join messages are
+  // small, so frames over 1 MiB are refused).
+  auto port = sys.middleman().publish(rv, 0, "127.0.0.1", true);
   if (!port) {
     self->send_exit(rv, caf::exit_reason::user_shutdown);
-    return make_error("cannot listen for workers on " + to_string(at) + ": " + sys.render(port.error()));
+    return make_error("cannot listen for workers on 127.0.0.1: " + sys.render(port.error()));
+  }
+  frame_guard::limits lim;
+  lim.max_frame = 1u << 20;
+  lim.max_held = 64u << 20;
+  auto guard = frame_guard::start(at, *port, lim, nullptr);
+  if (!guard) {
+    self->send_exit(rv, caf::exit_reason::user_shutdown);
+    return make_error("cannot listen for workers on " + to_string(at) + ": " + guard.message());
   }
   std::optional<std::vector<std::string>> all;
   self->receive([&](done_atom, std::vector<std::string>& xs) { all = std::move(xs); },

@@ -21,6 +21,7 @@
 #include "cli/options.hpp"
 #include "cli/stop_signals.hpp"
 #include "ops/cpu_threads.hpp"
+#include "runtime/transport/frame_guard.hpp"
 #include "partition/cpu_count.hpp"
 
 namespace pipeworks::cli {
@@ -30,6 +31,7 @@ struct worker_options {
   std::string listen;  // default 127.0.0.1:0, or 0.0.0.0:0 when started by a launcher
   bool once = false;
   int heartbeat_ms = 250, peer_timeout_ms = 2000, connect_timeout_ms = 60000;
+  int max_frame_mb = 1024;  // the largest CAF frame the guard passes on
   launch_flags launch;
 };
 
@@ -99,6 +101,8 @@ int run_worker(const worker_options& o) {
     throw CLI::ValidationError("--heartbeat-ms", "must be in 10..60000");
   if (o.peer_timeout_ms < 2 * o.heartbeat_ms)
     throw CLI::ValidationError("--peer-timeout-ms", "must be at least twice --heartbeat-ms");
+  if (o.max_frame_mb < 1 || o.max_frame_mb > 4095)
+    throw CLI::ValidationError("--max-frame-mb", "must be in 1..4095");
   // OpenBLAS single-threaded, the kernels' parallelism in each rank's oneTBB arena, as in train.
   set_cpu_threads(0);
   caf::actor_system_config config;
@@ -125,12 +129,23 @@ int run_worker(const worker_options& o) {
     ends->cv.notify_all();
   };
   caf::actor worker = spawn_worker(sys, spec);
-  auto port = sys.middleman().publish(worker, at->port, at->host.c_str(), true);
-  if (!port) {
+  // CAF listens on loopback only; the network reaches it through the frame guard, which passes a
+  // frame on only once all of it has come and only if it is within --max-frame-mb.
+  auto inner = sys.middleman().publish(worker, 0, "127.0.0.1", true);
+  if (!inner) {
     caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
-    throw pipeworks_error("cannot listen on " + to_string(*at) + ": " + sys.render(port.error()) +
-                          "; choose another port, or 0 for any free one");
+    throw pipeworks_error("cannot listen on 127.0.0.1 for the frame guard: " + sys.render(inner.error()));
   }
+  frame_guard::limits lim;
+  lim.max_frame = static_cast<std::uint32_t>(static_cast<std::uint64_t>(o.max_frame_mb) << 20);
+  lim.max_held = std::uint64_t{2} * lim.max_frame;
+  auto guard = frame_guard::start(*at, *inner, lim, spec->log);
+  if (!guard) {
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+    throw pipeworks_error(guard.message() + "; choose another port, or 0 for any free one");
+  }
+  const std::uint16_t port_number = (*guard)->port();
+  const auto port = &port_number;
   std::printf("pipeworks worker listening on %s\n", to_string(host_port{at->host, *port}).c_str());
   std::fflush(stdout);
   if (place) {
@@ -195,6 +210,10 @@ const bool registered = register_command(
           ->capture_default_str();
       sub.add_option("--peer-timeout-ms", o->peer_timeout_ms,
                      "a peer silent this long is lost (its ranks here stop)")
+          ->capture_default_str();
+      sub.add_option("--max-frame-mb", o->max_frame_mb,
+                     "the largest message the worker accepts from the network, in MiB (the initial "
+                     "weights of its ranks travel in one; with --transport caf, each tensor too)")
           ->capture_default_str();
       return [o] { return run_worker(*o); };
     });

@@ -2,8 +2,9 @@
 # Sends truncated, random and oversized-header frames to a worker's port and reports whether the
 # worker survived and how much its memory grew (the issue asks: no crash, no growth).
 # Usage: scripts/hostile-frames.sh [FRAMES]   (PIPEWORKS_BIN_DIR: default build/bin)
-# Known today: CAF 0.17.6's BASP reads a header and then allocates the payload length it claims
-# (up to 4 GiB) before checking anything, so the "oversized" frames grow the worker by gigabytes.
+# CAF 0.17.6's BASP reads a header and then allocates the payload length it claims (up to 4 GiB);
+# the worker's frame guard (runtime/transport/frame_guard) refuses such headers before CAF sees
+# them. ctest's tests/cli/worker_frames_test.cpp does the same with 100,000 frames.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${PIPEWORKS_BIN_DIR:-build/bin}/pipeworks"

@@ -41,6 +41,8 @@ class background_cli {
     return false;
   }
   // Waits up to `limit` for the process to end; whether it did.
+  pid_t pid() const { return pid_; }
+
   bool wait_exit(std::chrono::milliseconds limit) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (!waited_ && std::chrono::steady_clock::now() < end) {
