@@ -60,12 +60,16 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
                 std::chrono::milliseconds(procs.timeout_ms));
   std::optional<run_outcome> outcome;
   std::string lost;
+  // The joined workers' connections to the rendezvous carry the run; the guard goes only after
+  // the actor system, which flushes what it still has for them (the end of the run) first.
+  std::unique_ptr<frame_guard> rendezvous_guard;
   {
     caf::actor_system sys{config};
     if (!procs.rendezvous.empty()) {  // the workers join and say where they listen
       auto at = parse_host_port(procs.rendezvous);
       if (!at) return at.err();
-      auto joined = await_workers(sys, *at, procs.world_size, std::chrono::milliseconds(procs.connect_ms));
+      auto joined = await_workers(sys, *at, procs.world_size, std::chrono::milliseconds(procs.connect_ms),
+                                  rendezvous_guard);
       if (!joined) return joined.err();
       procs.workers = std::move(*joined);
       procs.rendezvous.clear();

@@ -47,7 +47,8 @@ caf::behavior rendezvous_actor(caf::event_based_actor* self, int world, caf::act
 }  // namespace
 
 result<std::vector<std::string>> await_workers(caf::actor_system& sys, const host_port& at,
-                                               int world_size, std::chrono::milliseconds limit) {
+                                               int world_size, std::chrono::milliseconds limit,
+                                               std::unique_ptr<frame_guard>& kept) {
   caf::scoped_actor self{sys};
   auto rv = sys.spawn(rendezvous_actor, world_size, caf::actor_cast<caf::actor>(self));
   // CAF on loopback, the network through a frame guard (as a worker's port; join messages are
@@ -65,6 +66,7 @@ result<std::vector<std::string>> await_workers(caf::actor_system& sys, const hos
     self->send_exit(rv, caf::exit_reason::user_shutdown);
     return make_error("cannot listen for workers on " + to_string(at) + ": " + guard.message());
   }
+  kept = std::move(*guard);
   std::optional<std::vector<std::string>> all;
   self->receive([&](done_atom, std::vector<std::string>& xs) { all = std::move(xs); },
                 caf::after(limit) >> [] {});

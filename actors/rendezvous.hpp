@@ -4,18 +4,23 @@
 #pragma once
 #include <caf/all.hpp>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/host_port.hpp"
 #include "base/result.hpp"
+#include "runtime/transport/frame_guard.hpp"
 
 namespace pipeworks {
 
-// Listens at `at` until `world_size` workers have joined (within `limit`): their addresses by
-// rank. Errors name the ranks that did not join; a joining worker whose rank, world size or
-// protocol does not fit is refused, naming the field, and the others keep waiting.
+// Listens at `at` (through a frame guard) until `world_size` workers have joined (within
+// `limit`): their addresses by rank. Errors name the ranks that did not join; a joining worker
+// whose rank, world size or protocol does not fit is refused, naming the field, and the others
+// keep waiting. `guard` receives the frame guard: CAF goes on using the workers' connections to
+// it for the run, so it must live as long as the run.
 result<std::vector<std::string>> await_workers(caf::actor_system& sys, const host_port& at,
-                                               int world_size, std::chrono::milliseconds limit);
+                                               int world_size, std::chrono::milliseconds limit,
+                                               std::unique_ptr<frame_guard>& guard);
 
 }  // namespace pipeworks

@@ -112,6 +112,8 @@ int run_worker(const worker_options& o) {
   config.set("scheduler.max-threads", usable_cores() + 2);
   use_network(config, std::chrono::milliseconds(o.heartbeat_ms),
               std::chrono::milliseconds(o.peer_timeout_ms));
+  // The frame guard goes only after the actor system, which flushes what it still has to send.
+  std::unique_ptr<frame_guard> guard;
   caf::actor_system sys{config};
   auto ends = std::make_shared<run_ends>();
   auto spec = std::make_shared<worker_spec>();
@@ -139,12 +141,13 @@ int run_worker(const worker_options& o) {
   frame_guard::limits lim;
   lim.max_frame = static_cast<std::uint32_t>(static_cast<std::uint64_t>(o.max_frame_mb) << 20);
   lim.max_held = std::uint64_t{2} * lim.max_frame;
-  auto guard = frame_guard::start(*at, *inner, lim, spec->log);
-  if (!guard) {
+  auto started = frame_guard::start(*at, *inner, lim, spec->log);
+  if (!started) {
     caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
-    throw pipeworks_error(guard.message() + "; choose another port, or 0 for any free one");
+    throw pipeworks_error(started.message() + "; choose another port, or 0 for any free one");
   }
-  const std::uint16_t port_number = (*guard)->port();
+  guard = std::move(*started);
+  const std::uint16_t port_number = guard->port();
   const auto port = &port_number;
   std::printf("pipeworks worker listening on %s\n", to_string(host_port{at->host, *port}).c_str());
   std::fflush(stdout);
