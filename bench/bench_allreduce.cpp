@@ -30,6 +30,7 @@ using join_atom = caf::atom_constant<caf::atom("join")>;
 using setup_atom = caf::atom_constant<caf::atom("setup")>;
 using go_atom = caf::atom_constant<caf::atom("go")>;
 using time_atom = caf::atom_constant<caf::atom("time")>;
+using bye_atom = caf::atom_constant<caf::atom("bye")>;
 
 struct options {
   std::string listen = "127.0.0.1:0", to;
@@ -63,8 +64,7 @@ double run_reduces(caf::actor_system& sys, const caf::actor& shard, int replica,
     self->send(shard, reduce_request{0, replica, i, g});
     bool ok = false;
     self->receive([&](reduce_result& r) { ok = r.step == i && r.sum != nullptr; },
-                  [&](const stage_failure& f) { std::cerr << "bench_allreduce: " << f.message << "\n"; },
-                  caf::after(std::chrono::seconds(60)) >> [] { std::cerr << "bench_allreduce: timed out\n"; });
+                  [&](const stage_failure& f) { std::cerr << "bench_allreduce: " << f.message << "\n"; });
     if (!ok) return -1;
     if (i >= o.warmup) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
   }
@@ -118,6 +118,9 @@ int lead(const options& o) {
   double worst = t;
   for (std::size_t k = 0; k < members.size(); ++k)
     self->receive([&](time_atom, double m) { worst = std::max(worst, m); });
+  // Every share has its sums; the members may go (a member that left at once could take the
+  // last sum it sent with it, still in flight).
+  for (const auto& m : members) self->send(m, bye_atom::value);
   if (t <= 0 || worst <= 0) return 1;
   const double alg = static_cast<double>(o.bytes) / worst / 1e6;
   const double bus = alg * 2.0 * (o.world - 1) / o.world;
@@ -152,6 +155,7 @@ int join(const options& o) {
   self->receive([](go_atom) {});
   const double t = run_reduces(sys, shard, index, o);
   self->send(*leader, time_atom::value, t);
+  self->receive([](bye_atom) {});
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
   return t > 0 ? 0 : 1;
 }
