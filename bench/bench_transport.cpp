@@ -111,27 +111,27 @@ caf::behavior receiver(caf::stateful_actor<receiver_state>* self, wire_endpoints
   };
 }
 
-int run_receive(const options& o) {
-  caf::actor_system_config cfg;
+caf::actor_system_config& configure(caf::actor_system_config& cfg) {
   add_message_types(cfg);
   use_network(cfg, std::chrono::milliseconds(1000), std::chrono::milliseconds(60000));
-  caf::actor_system sys{cfg};
+  return cfg;
+}
+
+int fail(const std::string& why) {
+  std::cerr << "bench_transport: " << why << "\n";
+  return 1;
+}
+
+int run_receive(const options& o) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{configure(cfg)};
   auto eps = process_endpoints();
-  if (!eps) {
-    std::cerr << "bench_transport: " << eps.message() << "\n";
-    return 1;
-  }
+  if (!eps) return fail(eps.message());
   auto at = parse_host_port(o.listen, true);
-  if (!at) {
-    std::cerr << "bench_transport: " << at.message() << "\n";
-    return 1;
-  }
+  if (!at) return fail(at.message());
   auto me = sys.spawn(receiver, *eps, o.transport == "ucx");
   auto port = sys.middleman().publish(me, at->port, at->host.c_str(), true);
-  if (!port) {
-    std::cerr << "bench_transport: cannot listen on " << o.listen << "\n";
-    return 1;
-  }
+  if (!port) return fail("cannot listen on " + o.listen);
   std::cout << "listening on " << at->host << ":" << *port << std::endl;
   std::string line;
   std::getline(std::cin, line);  // until stdin closes
@@ -141,24 +141,13 @@ int run_receive(const options& o) {
 
 int run_send(const options& o) {
   caf::actor_system_config cfg;
-  add_message_types(cfg);
-  use_network(cfg, std::chrono::milliseconds(1000), std::chrono::milliseconds(60000));
-  caf::actor_system sys{cfg};
+  caf::actor_system sys{configure(cfg)};
   auto eps = process_endpoints();
-  if (!eps) {
-    std::cerr << "bench_transport: " << eps.message() << "\n";
-    return 1;
-  }
+  if (!eps) return fail(eps.message());
   auto at = parse_host_port(o.to);
-  if (!at) {
-    std::cerr << "bench_transport: " << at.message() << "\n";
-    return 1;
-  }
+  if (!at) return fail(at.message());
   auto peer = reach(sys, *at, std::chrono::seconds(10), "the receiver");
-  if (!peer) {
-    std::cerr << "bench_transport: " << peer.message() << "\n";
-    return 1;
-  }
+  if (!peer) return fail(peer.message());
   const std::uint16_t nonce = static_cast<std::uint16_t>(std::random_device{}());
   double mbps = 0;
   std::string sent;

@@ -140,16 +140,11 @@ class ucp_transport final : public ucx_transport {
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       p.cb.send = [](void* request, ucs_status_t st, void* user) {
-        auto* me = static_cast<op*>(user);
-        --self_of(me)->sends_in_flight_;
-        finish(me, st == UCS_OK ? "" : "UCX send: " + status_text(st));
+        finish(static_cast<op*>(user), st == UCS_OK ? "" : "UCX send: " + status_text(st));
         ucp_request_free(request);
       };
       p.user_data = o;
-      o->owner = this;
-      ++sends_in_flight_;
       void* r = ucp_tag_send_nbx(ep, data, n, tag, &p);
-      if (r == nullptr || UCS_PTR_IS_ERR(r)) --sends_in_flight_;
       if (r == nullptr) return finish(o, "");
       if (UCS_PTR_IS_ERR(r)) return finish(o, "UCX send: " + status_text(UCS_PTR_STATUS(r)));
     });
@@ -380,7 +375,6 @@ class ucp_transport final : public ucx_transport {
   bool stop_ = false;
   std::map<std::string, ucp_ep_h> eps_;  // by address bytes  // the progress thread's
   std::set<op*> pending_;                // receives under way, the progress thread's
-  int sends_in_flight_ = 0;              // the same
   std::list<wanted> wanted_;             // receives whose message has not come, the same
   mutable std::mutex lanes_mu_;
   std::map<std::string, std::string> lanes_;
