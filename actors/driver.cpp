@@ -13,6 +13,7 @@
 
 #include "actors/tracer_actor.hpp"
 #include "actors/type_ids.hpp"
+#include "base/host_port.hpp"
 #include "runtime/checkpoint/background_writer.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
@@ -47,7 +48,9 @@ class driver_state {
         [this](const checkpoint_written& c) { guarded([&] { on_file(c); }); },
         [this](const stage_failure& f) { fail(f.message); },
         [this](poll_atom) { guarded([&] { poll(); }); },
-        [this](manifest_atom, std::int64_t n) { guarded([&] { on_manifest(n); }); },
+        [this](manifest_atom, std::int64_t n, checkpoints_kept& k) {
+          guarded([&] { on_manifest(n, std::move(k)); });
+        },
         [this](wire_msg& w) {
           if (spec_->link) spec_->link->accept(self_, std::move(w));
         },
@@ -159,7 +162,8 @@ class driver_state {
   void on_file(const checkpoint_written& c) {
     if (!core_) return;
     if (status s = core_->file_written(c.rank, c.step); !s) return fail(s.message());
-    files_[c.step].push_back(checkpoint_file{c.rank, c.file, c.bytes, c.sha256});
+    files_[c.step].push_back(checkpoint_file{c.rank, c.file, c.bytes, c.sha256,
+                                             c.dir.empty() ? std::string() : host_of(c.rank), c.dir});
     write_due_manifests();
   }
 
@@ -186,12 +190,28 @@ class driver_state {
           caf::anon_send(me, stage_failure{"removing old checkpoints: " + pr.message()});
           return;
         }
-        caf::anon_send(me, manifest_atom::value, m.step);
+        checkpoints_kept kept;
+        if (keep > 0)
+          if (auto steps = complete_steps(dir)) kept.steps = std::move(*steps);
+        caf::anon_send(me, manifest_atom::value, m.step, std::move(kept));
       });
     }
   }
 
-  void on_manifest(std::int64_t n) {
+  // The host of the worker that holds rank r, as the plan addresses it.
+  std::string host_of(int r) const {
+    const run_plan& p = run_.plan;
+    const int process = p.ranks.empty() ? 0 : p.ranks.at(static_cast<std::size_t>(r)).process;
+    if (process < 1 || process > static_cast<int>(p.processes.workers.size())) return "localhost";
+    const std::string& address = p.processes.workers[static_cast<std::size_t>(process - 1)];
+    auto at = parse_host_port(address);
+    return at ? at->host : address;
+  }
+
+  void on_manifest(std::int64_t n, checkpoints_kept kept) {
+    // Workers with checkpoint directories of their own prune them as the driver pruned its own.
+    if (!kept.steps.empty())
+      for (const auto& w : spec_->workers) self_->send(w, kept);
     checkpoints_left_.erase(n);
     if (spec_->callbacks.on_checkpoint)
       spec_->callbacks.on_checkpoint(n, step_dir(run_.plan.checkpoint.dir, n));
@@ -258,7 +278,10 @@ class driver_state {
     for (int s = 0; s < run_.plan.virtual_stages(); ++s)
       if (run_.programs->device_of[static_cast<std::size_t>(s)] == device) mine.push_back(s);
     std::string out = mine.size() == 1 ? "stage " : "stages ";
-    for (std::size_t k = 0; k < mine.size(); ++k) out += (k ? "," : "") + std::to_string(mine[k]);
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      if (k) out += ',';
+      out += std::to_string(mine[k]);
+    }
     return out;
   }
 

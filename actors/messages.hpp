@@ -59,6 +59,14 @@ struct checkpoint_written {
   std::string file;  // the name in the step directory
   std::uint64_t bytes = 0;
   std::string sha256;
+  std::string dir;  // absolute, when its process has a checkpoint directory of its own; else ""
+};
+
+// Driver → each worker, after a checkpoint is complete and the old ones pruned: the complete
+// checkpoints kept. A worker with a checkpoint directory of its own removes the step directories
+// of this run older than the newest of them that are not among them.
+struct checkpoints_kept {
+  std::vector<std::int64_t> steps;  // ascending
 };
 
 // Partition actor → driver: the resolved plan (JSON), what the planner said, and the actors it
@@ -146,7 +154,12 @@ typename Inspector::result_type inspect(Inspector& f, trace_done& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_written& x) {
   return f(caf::meta::type_name("pipeworks.checkpoint_written"), x.rank, x.step, x.file, x.bytes,
-           x.sha256);
+           x.sha256, x.dir);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoints_kept& x) {
+  return f(caf::meta::type_name("pipeworks.checkpoints_kept"), x.steps);
 }
 
 template <class Inspector>

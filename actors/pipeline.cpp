@@ -211,6 +211,10 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
     if (!merged) return make_error(step_dir(plan.checkpoint.dir, plan.data.position) + ": " + merged.message());
     plan = std::move(*merged);
   }
+  // Workers with checkpoint directories of their own keep this run's files apart from other runs'.
+  if ((!plan.processes.workers.empty() || !plan.processes.rendezvous.empty()) &&
+      plan.checkpoint.every > 0 && plan.checkpoint.run.empty())
+    plan.checkpoint.run = new_run_name();
   try {
     if (!plan.schedule) return train_single(m, initial, plan, data, callbacks, *resume);
     return train_actors(m, initial, plan, data, callbacks, hooks, std::move(*resume));

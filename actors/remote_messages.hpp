@@ -16,7 +16,7 @@
 namespace pipeworks {
 
 // Bumped whenever a message between processes changes.
-inline constexpr std::uint32_t remote_protocol_version = 3;
+inline constexpr std::uint32_t remote_protocol_version = 4;
 
 // Driver → worker, then worker → driver: the first exchange on a connection.
 struct hello_msg {
@@ -85,7 +85,8 @@ typename Inspector::result_type inspect(Inspector& f, join_msg& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_file& x) {
-  return f(caf::meta::type_name("pipeworks.checkpoint_file"), x.rank, x.path, x.bytes, x.sha256);
+  return f(caf::meta::type_name("pipeworks.checkpoint_file"), x.rank, x.path, x.bytes, x.sha256,
+           x.host, x.dir);
 }
 
 template <class Inspector>

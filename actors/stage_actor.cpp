@@ -38,6 +38,7 @@ class stage_state {
     rank_ = spec->setup.replica * spec->setup.plan->params.stages + spec->setup.device;
     record_trace_ = spec->setup.record_trace;
     checkpoint_dir_ = spec->checkpoint_dir;
+    own_checkpoint_dir_ = spec->own_checkpoint_dir;
     identity_ = spec->identity;
     try {
       arena_ = std::make_unique<tbb::task_arena>(spec->threads);
@@ -131,7 +132,8 @@ class stage_state {
     caf::actor driver = driver_;
     const int rank = rank_;
     const metadata_map identity = identity_;
-    writer_->post([state, dir, file, driver, rank, identity] {
+    const std::string where = own_checkpoint_dir_ ? dir : std::string();
+    writer_->post([state, dir, file, driver, rank, identity, where] {
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
       auto written = write_rank_file((std::filesystem::path(dir) / file).string(), *state, identity);
@@ -143,7 +145,7 @@ class stage_state {
         return;
       }
       caf::anon_send(driver,
-                     checkpoint_written{rank, state->step, file, written->bytes, written->sha256});
+                     checkpoint_written{rank, state->step, file, written->bytes, written->sha256, where});
     });
   }
 
@@ -237,6 +239,7 @@ class stage_state {
   caf::actor driver_;
   std::vector<timeline_event> pending_;
   std::string setup_error_, checkpoint_dir_;
+  bool own_checkpoint_dir_ = false;
   metadata_map identity_;
   int rank_ = 0, replica_ = 0;
   bool record_trace_ = false, wired_ = false, stopped_ = false, finished_ = false;

@@ -28,6 +28,7 @@ struct stage_spec {
   std::string resume_dir;
   checkpoint_file resume;
   std::string checkpoint_dir;        // where its checkpoint files go (DIR/step-N/rank-R...)
+  bool own_checkpoint_dir = false;   // checkpoint_dir is its worker's own: the driver hears where
   metadata_map identity;             // written into each checkpoint file (model, schedule)
   int threads = 1;                   // oneTBB threads of this rank's kernels
   std::shared_ptr<rank_board> board;

@@ -39,6 +39,7 @@ CAF_ADD_TYPE_ID(pipeworks, (pipeworks::wire_peers))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::reduce_chunk))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::gather_chunk))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::shard_wiring))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::checkpoints_kept))
 CAF_END_TYPE_ID_BLOCK(pipeworks)
 
 namespace pipeworks {

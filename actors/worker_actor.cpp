@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
 #include "actors/shard_actor.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/exec/rank_setup.hpp"
 
 namespace pipeworks {
@@ -28,10 +30,12 @@ struct hosted_run {
   std::vector<caf::actor> shards;   // the all-reduce shares of its ranks (w > 1)
   std::shared_ptr<wire_link> link;  // when tensors go over UCX
   std::vector<caf::actor> ranks;  // each holds the model it runs (stage_spec::keep)
+  std::string checkpoint_dir;     // this run's part of the worker's own checkpoint directory
 };
 
 template <class T>
-caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run& out) {
+caf::result<host_reply> host(caf::actor_system& sys, host_request& q, const std::string& own_dir,
+                             hosted_run& out) {
   auto plan = parse_run_plan(q.plan, "the driver's plan");
   if (!plan) return refuse("plan:", plan.message());
   auto net = std::make_shared<const model<T>>(build_model<T>(plan->model));
@@ -46,6 +50,23 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
   const bool resuming = !q.resume_dir.empty();
   if (resuming ? q.resume.size() != q.ranks.size() : q.initial.size() != q.ranks.size())
     return refuse(resuming ? "resume" : "initial", "does not give one entry per hosted rank");
+  // With a checkpoint directory of its own, the ranks write there (local to this host), under the
+  // run's name so that no other run's files are touched.
+  std::string checkpoint_dir;
+  if (!own_dir.empty() && run->plan.checkpoint.every > 0) {
+    const std::string& name = run->plan.checkpoint.run;
+    if (name.empty())
+      return refuse("plan:", "checkpoint.run is missing: the driver gives a run with workers a "
+                             "name for their own checkpoint directories; run the same pipeworks "
+                             "version on every host");
+    checkpoint_dir = (std::filesystem::path(own_dir) / ("run-" + name)).string();
+    std::error_code ec;
+    std::filesystem::create_directories(checkpoint_dir, ec);
+    if (ec)
+      return refuse("checkpoint directory", "cannot be made: " + checkpoint_dir + ": " +
+                                                ec.message() + " (the worker's --checkpoint-dir)");
+  }
+  out.checkpoint_dir = checkpoint_dir;
   std::shared_ptr<wire_link> link;
   if (q.transport == "ucx") {
     auto eps = process_endpoints();
@@ -76,6 +97,10 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, hosted_run
                                  q.driver);
     st->keep = net;
     st->link = link;
+    if (!checkpoint_dir.empty()) {
+      st->checkpoint_dir = checkpoint_dir;
+      st->own_checkpoint_dir = true;
+    }
     if (resuming) {
       st->resume_dir = q.resume_dir;
       st->resume = q.resume[i];
@@ -143,6 +168,13 @@ class worker_state {
           return reply;
         },
         [this](host_request& q) -> caf::result<host_reply> { return start(q); },
+        [this](const checkpoints_kept& k) {
+          if (!run_.driver || self_->current_sender() != run_.driver.address() ||
+              run_.checkpoint_dir.empty())
+            return;
+          if (status s = prune_kept_steps(run_.checkpoint_dir, k.steps); !s)
+            log("removing old checkpoint files: " + s.message());
+        },
         [this](const run_ended& e) {
           if (run_.driver && self_->current_sender() == run_.driver.address()) end_run(e.ok, e.error);
         },
@@ -161,8 +193,8 @@ class worker_state {
     next.driver = q.driver;
     caf::result<host_reply> r = caf::error{};
     try {
-      if (q.dtype == "float32") r = host<float>(self_->system(), q, next);
-      else if (q.dtype == "float64") r = host<double>(self_->system(), q, next);
+      if (q.dtype == "float32") r = host<float>(self_->system(), q, spec_->checkpoint_dir, next);
+      else if (q.dtype == "float64") r = host<double>(self_->system(), q, spec_->checkpoint_dir, next);
       else return refuse("dtype", "is \"" + q.dtype + "\"; known: float32, float64");
     } catch (const std::exception& e) {
       return refuse("plan:", "building its model failed: " + exception_text(e));
@@ -172,6 +204,7 @@ class worker_state {
     self_->monitor(run_.driver);
     log(run_.link ? "hosting ranks of a run for its driver (tensors over UCX)"
                   : "hosting ranks of a run for its driver (tensors inside CAF messages)");
+    if (!run_.checkpoint_dir.empty()) log("its ranks write their checkpoint files into " + run_.checkpoint_dir);
     if (spec_->on_run_start) spec_->on_run_start();
     return r;
   }

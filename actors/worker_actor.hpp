@@ -11,6 +11,9 @@ namespace pipeworks {
 
 struct worker_spec {
   std::function<void(const std::string&)> log;  // one line for people (stderr in the CLI)
+  // Absolute: the worker's own checkpoint directory (local to its host), where its ranks write
+  // their files; "" to write them into the driver's (which must then be shared).
+  std::string checkpoint_dir;
   // It has started hosting a run's ranks.
   std::function<void()> on_run_start;
   // The run it hosted ended: ok, or why not (the driver's error, or the driver was lost).

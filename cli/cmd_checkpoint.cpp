@@ -87,7 +87,7 @@ std::string plan_summary(const json& plan) {
 file_report inspect_file(const checkpoint_file& f, const std::string& step_path) {
   file_report r{f, {}, {}, {}};
   if (auto s = verify_file(f, step_path); !s) r.error = s.message();
-  auto st = read_safetensors(step_path + "/" + f.path);
+  auto st = read_safetensors(file_dir(f, step_path) + "/" + f.path);
   if (st) r.groups = group_tensors(*st);
   else r.tensors_error = st.message();
   return r;
@@ -102,6 +102,10 @@ json report_json(const std::string& step_path, const checkpoint_manifest& m,
       groups.push_back({{"group", g.name}, {"count", g.count}, {"bytes", g.bytes}});
     json jf = {{"rank", r.file.rank},   {"path", r.file.path},   {"bytes", r.file.bytes},
                {"sha256", r.file.sha256}, {"verified", r.error.empty()}, {"tensors", groups}};
+    if (!r.file.dir.empty()) {
+      jf["host"] = r.file.host;
+      jf["dir"] = r.file.dir;
+    }
     if (!r.error.empty()) jf["error"] = r.error;
     if (!r.tensors_error.empty()) jf["tensors_error"] = r.tensors_error;
     out_files.push_back(std::move(jf));
@@ -123,7 +127,8 @@ void print_report(const std::string& step_path, const checkpoint_manifest& m,
   std::printf("plan: %s\n", plan.empty() ? "(no model or schedule recorded)" : plan.c_str());
   if (m.metrics.is_object() && !m.metrics.empty()) std::printf("metrics: %s\n", m.metrics.dump().c_str());
   for (const file_report& r : files) {
-    std::printf("rank %d: %s, %llu bytes, %s\n", r.file.rank, r.file.path.c_str(),
+    const std::string where = r.file.dir.empty() ? "" : " (in " + r.file.dir + " on " + r.file.host + ")";
+    std::printf("rank %d: %s%s, %llu bytes, %s\n", r.file.rank, r.file.path.c_str(), where.c_str(),
                 static_cast<unsigned long long>(r.file.bytes),
                 r.error.empty() ? "sha256 OK" : ("FAILED: " + r.error).c_str());
     for (const tensor_group& g : r.groups)

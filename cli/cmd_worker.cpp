@@ -5,6 +5,7 @@
 // rendezvous with its rank and address, serves that one run and exits.
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <cstdlib>
@@ -32,6 +33,7 @@ struct worker_options {
   bool once = false;
   int heartbeat_ms = 250, peer_timeout_ms = 2000, connect_timeout_ms = 60000;
   int max_frame_mb = 1024;  // the largest CAF frame the guard passes on
+  std::string checkpoint_dir;  // its ranks' checkpoint files go here ("": the driver's directory)
   launch_flags launch;
 };
 
@@ -103,6 +105,15 @@ int run_worker(const worker_options& o) {
     throw CLI::ValidationError("--peer-timeout-ms", "must be at least twice --heartbeat-ms");
   if (o.max_frame_mb < 1 || o.max_frame_mb > 4095)
     throw CLI::ValidationError("--max-frame-mb", "must be in 1..4095");
+  std::string own_dir;
+  if (!o.checkpoint_dir.empty()) {
+    std::error_code ec;
+    own_dir = std::filesystem::absolute(o.checkpoint_dir).lexically_normal().string();
+    std::filesystem::create_directories(own_dir, ec);
+    if (ec || !std::filesystem::is_directory(own_dir))
+      throw CLI::ValidationError("--checkpoint-dir", own_dir + " cannot be made a directory" +
+                                                         (ec ? ": " + ec.message() : std::string()));
+  }
   // OpenBLAS single-threaded, the kernels' parallelism in each rank's oneTBB arena, as in train.
   set_cpu_threads(0);
   caf::actor_system_config config;
@@ -118,6 +129,7 @@ int run_worker(const worker_options& o) {
   auto ends = std::make_shared<run_ends>();
   auto spec = std::make_shared<worker_spec>();
   spec->log = [](const std::string& line) { std::fprintf(stderr, "pipeworks worker: %s\n", line.c_str()); };
+  spec->checkpoint_dir = own_dir;
   const bool once = o.once || place.has_value();  // a launcher's worker serves its one run
   spec->on_run_start = [ends] {
     std::lock_guard lock(ends->mu);
@@ -218,6 +230,11 @@ const bool registered = register_command(
                      "the largest message the worker accepts from the network, in MiB (the initial "
                      "weights of its ranks travel in one; with --transport caf, each tensor too)")
           ->capture_default_str();
+      sub.add_option("--checkpoint-dir", o->checkpoint_dir,
+                     "write the checkpoint files of the ranks hosted here into DIR/run-NAME/ on "
+                     "this host (a local disk; the driver's manifest names this host and "
+                     "directory); default: into the driver's --checkpoint-dir, which must then be "
+                     "the same directory on every host");
       return [o] { return run_worker(*o); };
     });
 

@@ -24,7 +24,9 @@ param_set load_init_weights(const std::string& path, const model<float>& net) {
   if (status s = verify_files(*m, dir); !s) throw pipeworks_error("--init: " + s.message());
   std::vector<bool> found(whole.entries().size(), false);
   for (const checkpoint_file& f : m->files) {
-    auto file = read_safetensors((std::filesystem::path(dir) / f.path).string());
+    if (!f.dir.empty() && !std::filesystem::exists(f.dir))  // another host's: say which
+      throw pipeworks_error("--init: " + verify_file(f, dir).message());
+    auto file = read_safetensors((std::filesystem::path(file_dir(f, dir)) / f.path).string());
     if (!file) throw pipeworks_error("--init: " + file.message());
     std::vector<load_target<float>> targets;
     for (std::size_t i = 0; i < whole.entries().size(); ++i) {

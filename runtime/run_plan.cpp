@@ -166,6 +166,9 @@ std::optional<plan_issue> check_runtime(const run_plan& p) {
   if (c.every == 0 && !c.dir.empty())
     return issue("checkpoint.every", "is 0, so nothing would be written to {checkpoint.dir} " + c.dir +
                                          "; say how often to save");
+  if (!c.run.empty() && (c.run.size() != 16 || c.run.find_first_not_of("0123456789abcdef") != std::string::npos))
+    return issue("checkpoint.run", "must be 16 lowercase hexadecimal digits (or absent), not \"" +
+                                       c.run.substr(0, 40) + "\"");
   return std::nullopt;
 }
 
@@ -356,6 +359,7 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
   out.checkpoint.every = given.checkpoint.every;
   out.checkpoint.keep = given.checkpoint.keep;
   if (!given.checkpoint.dir.empty()) out.checkpoint.dir = given.checkpoint.dir;  // may have moved
+  if (out.checkpoint.run.empty()) out.checkpoint.run = given.checkpoint.run;
   out.ranks = want.ranks.empty() ? saved.ranks : want.ranks;
   // The files are per rank, so the ranks may move: the given processes, and a placement of its
   // own unless the given plan placed them.

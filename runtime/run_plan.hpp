@@ -48,6 +48,9 @@ struct checkpoint_spec {
   std::int64_t every = 0;  // steps between checkpoints; 0: none
   std::string dir;         // where they go (DIR/step-NNNNNNNN/)
   int keep = 0;            // complete checkpoints to keep; 0: all
+  // The run's name in workers' own checkpoint directories (WORKER_DIR/run-<run>/step-N/): 16 hex
+  // digits, given when a run with workers starts and kept by its resumed runs; "" otherwise.
+  std::string run;
   bool operator==(const checkpoint_spec&) const = default;
 };
 

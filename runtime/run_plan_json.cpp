@@ -188,6 +188,7 @@ std::string to_json_text(const run_plan& p) {
         {"world_size", p.processes.world_size},
         {"transport", p.processes.transport}}},
   };
+  if (!p.checkpoint.run.empty()) j["checkpoint"]["run"] = p.checkpoint.run;
   return j.dump(2) + "\n";
 }
 
@@ -332,10 +333,13 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   {
     const reader r = top.sub("checkpoint");
-    PW_TRY(r.keys({"every", "dir", "keep"}));
+    // "run" is there only for runs with workers.
+    if (r.has("run")) PW_TRY(r.keys({"every", "dir", "keep", "run"}));
+    else PW_TRY(r.keys({"every", "dir", "keep"}));
     PW_TRY(r.whole("every", p.checkpoint.every, 0, big));
     PW_TRY(r.text("dir", p.checkpoint.dir));
     PW_TRY(r.whole("keep", p.checkpoint.keep, 0, int_max));
+    if (r.has("run")) PW_TRY(r.text("run", p.checkpoint.run));
   }
   if (!j.at("auto_partition").is_null()) {
     const reader r = top.sub("auto_partition");

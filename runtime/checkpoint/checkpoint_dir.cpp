@@ -174,6 +174,10 @@ status write_manifest(const std::string& dir, const checkpoint_manifest& m) {
   // Never write a manifest that could not be read back.
   if (auto back = parse_manifest(text, path); !back)
     return make_error("refusing to write an invalid manifest: " + back.message());
+  // Its step directory exists once a rank file is in it; not when every file is in a worker's own.
+  std::error_code ec;
+  if (fs::create_directories(step_dir(dir, m.step), ec); ec)
+    return make_error("cannot make " + step_dir(dir, m.step) + ": " + ec.message());
   const std::span<const std::byte> part = std::as_bytes(std::span(text.data(), text.size()));
   auto written = write_file_atomic(path, std::span(&part, 1));
   if (!written) return written.err();
@@ -236,6 +240,22 @@ status prune_checkpoints(const std::string& dir, int keep) {
     if (auto s = remove_step_dir((fs::path(dir) / e->name).string()); !s) return s;
   if (doomed.empty()) return {};
   return fsync_directory(dir);
+}
+
+status prune_kept_steps(const std::string& dir, const std::vector<std::int64_t>& kept) {
+  if (kept.empty() || !exists_no_follow(dir)) return {};
+  auto dirs = step_dirs(dir);
+  if (!dirs) return dirs.err();
+  const std::int64_t newest = *std::max_element(kept.begin(), kept.end());
+  bool removed = false;
+  for (const step_entry& e : *dirs) {
+    if (e.step >= newest || std::find(kept.begin(), kept.end(), e.step) != kept.end()) continue;
+    const std::string path = (fs::path(dir) / e.name).string();
+    // Two workers of one host may share the directory and both remove it: gone is done.
+    if (auto s = remove_step_dir(path); !s && exists_no_follow(path)) return s;
+    removed = true;
+  }
+  return removed ? fsync_directory(dir) : status{};
 }
 
 }  // namespace pipeworks

@@ -25,8 +25,8 @@ result<std::int64_t> latest_complete(const std::string& dir);
 // Reads and parses step_dir(dir, step)/manifest.json; an error when it is absent, does not parse
 // or records another step.
 result<checkpoint_manifest> read_manifest(const std::string& dir, std::int64_t step);
-// Writes step_dir(dir, m.step)/manifest.json atomically, marking the checkpoint complete. The
-// rank files must be in place first. Refuses a manifest that parse_manifest would refuse.
+// Writes step_dir(dir, m.step)/manifest.json atomically (making the step directory when every
+// file is elsewhere), marking the checkpoint complete. The rank files must be in place first. Refuses a manifest that parse_manifest would refuse.
 status write_manifest(const std::string& dir, const checkpoint_manifest& m);
 
 // Creates dir and its parents. Unless resuming, refuses a dir that already holds a step
@@ -40,5 +40,9 @@ status prepare_step_dir(const std::string& dir, std::int64_t step);
 // step-NNNNNNNN directories, and never the newest complete checkpoint. A checkpoint's manifest
 // goes first, so a crash midway never leaves one that looks complete but lacks files.
 status prune_checkpoints(const std::string& dir, int keep);
+// A worker's own checkpoint directory of a run, after the driver pruned its own: removes the step
+// directories older than the newest of `kept` (the complete checkpoints the driver keeps) that are
+// not among them. Nothing when kept is empty; a missing dir is no error.
+status prune_kept_steps(const std::string& dir, const std::vector<std::int64_t>& kept);
 
 }  // namespace pipeworks

@@ -85,7 +85,7 @@ bool is_plain_name(const std::string& p) {
 result<checkpoint_file> parse_file(const json& j, const std::string& prefix, std::size_t i) {
   const std::string where = "files[" + std::to_string(i) + "]";
   if (!j.is_object()) return make_error(prefix + where + " must be a JSON object, not " + shown(j));
-  PW_TRY(only_keys(j, prefix, where, {"rank", "path", "bytes", "sha256"}));
+  PW_TRY(only_keys(j, prefix, where, {"rank", "path", "bytes", "sha256", "host", "dir"}));
   const object_reader r{j, prefix, where};
   checkpoint_file f;
   auto rank = r.count("rank", max_rank);
@@ -107,6 +107,20 @@ result<checkpoint_file> parse_file(const json& j, const std::string& prefix, std
                       shown(json(*digest)));
   for (char& c : *digest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   f.sha256 = std::move(*digest);
+  if (j.contains("host") || j.contains("dir")) {  // a file in a directory local to a host
+    auto host = r.string("host");
+    if (!host) return host.err();
+    auto dir = r.string("dir");
+    if (!dir) return dir.err();
+    if (host->empty() || host->find('\0') != std::string::npos)
+      return make_error(prefix + where + ".host must name the host that holds the file, not " +
+                        shown(json(*host)));
+    if (dir->empty() || dir->front() != '/' || dir->find('\0') != std::string::npos)
+      return make_error(prefix + where + ".dir must be an absolute directory on " + *host +
+                        ", not " + shown(json(*dir)));
+    f.host = std::move(*host);
+    f.dir = std::move(*dir);
+  }
   return f;
 }
 
@@ -121,7 +135,7 @@ status check_ranks(const std::vector<checkpoint_file>& files, const std::string&
       return make_error(prefix + at + ".rank " + std::to_string(files[i].rank) +
                         " appears twice (also files[" + std::to_string(it->second) +
                         "].rank); each rank has exactly one file");
-    if (auto [it, fresh] = by_path.emplace(files[i].path, i); !fresh)
+    if (auto [it, fresh] = by_path.emplace(files[i].dir + "/" + files[i].path, i); !fresh)
       return make_error(prefix + at + ".path \"" + files[i].path + "\" is also files[" +
                         std::to_string(it->second) + "].path; each rank has a file of its own");
   }
@@ -142,8 +156,13 @@ status check_ranks(const std::vector<checkpoint_file>& files, const std::string&
 
 std::string to_json(const checkpoint_manifest& m) {
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
-  for (const checkpoint_file& f : m.files)
+  for (const checkpoint_file& f : m.files) {
     files.push_back({{"rank", f.rank}, {"path", f.path}, {"bytes", f.bytes}, {"sha256", f.sha256}});
+    if (!f.dir.empty()) {
+      files.back()["host"] = f.host;
+      files.back()["dir"] = f.dir;
+    }
+  }
   auto opaque = [](const json& j) {
     return j.is_null() ? nlohmann::ordered_json::object() : nlohmann::ordered_json(j);
   };
@@ -207,12 +226,21 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
   return m;
 }
 
+std::string file_dir(const checkpoint_file& file, const std::string& step_dir) {
+  return file.dir.empty() ? step_dir : file.dir;
+}
+
 status verify_file(const checkpoint_file& file, const std::string& step_dir) {
-  const std::string path = (std::filesystem::path(step_dir) / file.path).string();
+  const std::string path = (std::filesystem::path(file_dir(file, step_dir)) / file.path).string();
   const std::string rank = "rank " + std::to_string(file.rank);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int e = errno;
+    if (e == ENOENT && !file.dir.empty())
+      return make_error(path + " (" + rank + "'s file) is not on this machine: a worker on host " +
+                        file.host + " wrote it into its own checkpoint directory. Place rank " +
+                        std::to_string(file.rank) + " on a worker of that host (give it that " +
+                        "worker's --checkpoint-dir), or copy the file to this path here");
     if (e == ENOENT)
       return make_error(path + " is missing (" + rank + "'s file in the manifest): the checkpoint "
                         "is incomplete or the file was removed after it was written");
@@ -239,8 +267,11 @@ status verify_files(const checkpoint_manifest& m, const std::string& step_dir) {
   for (const auto& f : m.files) order.push_back(&f);
   std::sort(order.begin(), order.end(),
             [](const checkpoint_file* a, const checkpoint_file* b) { return a->rank < b->rank; });
-  for (const checkpoint_file* f : order)
+  for (const checkpoint_file* f : order) {
+    std::error_code ec;
+    if (!f->dir.empty() && !std::filesystem::exists(f->dir, ec)) continue;  // another host's
     if (auto s = verify_file(*f, step_dir); !s) return s;
+  }
   return {};
 }
 

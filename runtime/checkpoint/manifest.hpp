@@ -15,9 +15,14 @@ namespace pipeworks {
 // One rank's state file.
 struct checkpoint_file {
   int rank = 0;
-  std::string path;  // a file name in the step directory ("rank-0.safetensors")
+  std::string path;  // a file name in its directory ("rank-0.safetensors")
   std::uint64_t bytes = 0;
   std::string sha256;  // 64 lowercase hex digits
+  // Where a worker with a checkpoint directory of its own (local to its host) wrote it: that
+  // host, as the driver addressed the worker, and the absolute directory there. Both "" when the
+  // file is in the manifest's step directory.
+  std::string host;
+  std::string dir;
 };
 
 struct checkpoint_manifest {
@@ -35,7 +40,7 @@ inline constexpr int checkpoint_format_version = 1;
 
 // The manifest as pretty-printed JSON, fields in a fixed order:
 // {"format", "version", "step", "data_position", "plan", "rng", "metrics", "files": [{"rank",
-// "path", "bytes", "sha256"}, ...]}.
+// "path", "bytes", "sha256"[, "host", "dir"]}, ...]}.
 std::string to_json(const checkpoint_manifest& m);
 
 // Refuses unknown and missing fields, wrong types, another format or version, duplicate or
@@ -44,10 +49,16 @@ std::string to_json(const checkpoint_manifest& m);
 // (the file) and names the field: "<source>: files[2].sha256 must be 64 hexadecimal digits".
 result<checkpoint_manifest> parse_manifest(std::string_view text, const std::string& source);
 
-// Checks that step_dir/<file.path> is a regular file of the recorded size and sha256; the error
-// names the file and the field that differs.
+// The directory that holds the file: its own (on file.host) or else the manifest's step_dir.
+std::string file_dir(const checkpoint_file& file, const std::string& step_dir);
+
+// Checks that file_dir(file, step_dir)/<file.path> is a regular file of the recorded size and
+// sha256; the error names the file and the field that differs (and, for a file missing from a
+// directory local to another host, that host and what to do).
 status verify_file(const checkpoint_file& file, const std::string& step_dir);
-// verify_file for every file, in rank order; the first failure.
+// verify_file for every file in rank order, but a file in a directory local to a host (one with
+// a host and dir) that is not on this machine is left to the process that reads it, which checks
+// it then; the first failure.
 status verify_files(const checkpoint_manifest& m, const std::string& step_dir);
 
 }  // namespace pipeworks

@@ -440,9 +440,12 @@ template <class T>
 result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
                                         const model<T>& m, const std::vector<int>& boundaries,
                                         const metadata_map& identity) {
-  const std::string path = (std::filesystem::path(dir) / file.path).string();
+  const std::string path = (std::filesystem::path(file_dir(file, dir)) / file.path).string();
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read the checkpoint file " + path);
+  if (!in) {
+    if (!file.dir.empty()) return make_error(verify_file(file, dir).message());  // names its host
+    return make_error("cannot read the checkpoint file " + path);
+  }
   std::vector<std::byte> buffer(file.bytes + 1);
   in.read(reinterpret_cast<char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
   const auto got = static_cast<std::uint64_t>(in.gcount());

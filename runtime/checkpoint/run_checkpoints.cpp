@@ -2,6 +2,8 @@
 #include "runtime/checkpoint/run_checkpoints.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <random>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,14 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
     if (std::filesystem::exists(step_dir(c.dir, n)))
       if (status s = prepare_step_dir(c.dir, n); !s) return make_error(s.message());
   return std::optional<resume_point>{std::move(r)};
+}
+
+std::string new_run_name() {
+  std::random_device rd;
+  const std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
+  return text;
 }
 
 checkpoint_manifest manifest_of(const run_plan& plan, std::int64_t step, std::int64_t samples,

@@ -22,6 +22,9 @@ struct resume_point {
 // Nothing when the run starts afresh (plan.data.position == 0).
 result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan);
 
+// A fresh checkpoint_spec::run: 16 random hex digits.
+std::string new_run_name();
+
 // The manifest after `step`: the plan at that position, the RNG states, samples and time so far,
 // and the files (one per rank, in rank order).
 checkpoint_manifest manifest_of(const run_plan& plan, std::int64_t step, std::int64_t samples,

@@ -100,7 +100,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
       if (!written) return make_error("writing the checkpoint of step " + std::to_string(n) + ": " + written.message());
       if (status w = write_manifest(plan.checkpoint.dir,
                                     manifest_of(plan, n, samples, since(t0),
-                                                {checkpoint_file{0, file, written->bytes, written->sha256}}));
+                                                {checkpoint_file{0, file, written->bytes, written->sha256, {}, {}}}));
           !w)
         return make_error(w.message());
       if (status pr = prune_checkpoints(plan.checkpoint.dir, plan.checkpoint.keep); !pr)

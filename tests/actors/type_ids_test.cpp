@@ -96,7 +96,7 @@ TEST_CASE("every message type has a CAF type ID and none is an unsafe message ty
   STATIC_REQUIRE(caf::type_id<timeline>::value > caf::type_id<activation_msg>::value);
   STATIC_REQUIRE_FALSE(caf::allowed_unsafe_message_type<activation_msg>::value);
   STATIC_REQUIRE_FALSE(caf::allowed_unsafe_message_type<run_outcome>::value);
-  STATIC_REQUIRE(caf::id_block::pipeworks::end - caf::id_block::pipeworks::begin == 30);
+  STATIC_REQUIRE(caf::id_block::pipeworks::end - caf::id_block::pipeworks::begin == 31);
 }
 
 TEST_CASE("activations and gradients cross CAF serialisation bit for bit", "[actors]") {
@@ -173,8 +173,11 @@ TEST_CASE("the actor layer's messages cross CAF serialisation unchanged", "[acto
         "stage 1, replica 0: boom");
   CHECK(round_trip_message(*f.sys, trace_done{3}).rank == 3);
   const checkpoint_written cw =
-      round_trip_message(*f.sys, checkpoint_written{2, 40, "rank-2.safetensors", 12345, std::string(64, 'a')});
+      round_trip_message(*f.sys, checkpoint_written{2, 40, "rank-2.safetensors", 12345,
+                                                    std::string(64, 'a'), "/scratch/run-1/step-40"});
   CHECK((cw.rank == 2 && cw.step == 40 && cw.bytes == 12345 && cw.file == "rank-2.safetensors"));
+  CHECK(cw.dir == "/scratch/run-1/step-40");
+  CHECK(round_trip_message(*f.sys, checkpoints_kept{{20, 40}}).steps == std::vector<std::int64_t>{20, 40});
   rank_done d;
   d.rank = 1;
   d.finished = false;

@@ -138,3 +138,26 @@ TEST_CASE("a resumed run takes the given processes and places its ranks anew") {
   place_ranks(*out);
   CHECK(ranks_in_process(*out, 1) == std::vector<int>{0, 1});
 }
+
+TEST_CASE("a run's name for workers' checkpoint directories round trips is checked and is kept on resume") {
+  run_plan p = two_stage_plan();
+  p.checkpoint = {2, "/ckpt", 1, "0123456789abcdef"};
+  auto back = parse_run_plan(to_json_text(p), "plan.json");
+  REQUIRE(back.ok());
+  CHECK(back->checkpoint == p.checkpoint);
+  // Absent from plans without one.
+  CHECK_FALSE(nlohmann::json::parse(to_json_text(two_stage_plan()))["checkpoint"].contains("run"));
+  // It names a directory: nothing but 16 hex digits.
+  for (const char* bad : {"../../etc", "0123456789ABCDEF", "0123", "0123456789abcdef0"}) {
+    p.checkpoint.run = bad;
+    CHECK(field_of(p) == "checkpoint.run");
+  }
+  run_plan saved = two_stage_plan();
+  saved.checkpoint = {2, "/ckpt", 1, "00000000000000aa"};
+  run_plan given = two_stage_plan();
+  given.checkpoint = {2, "/moved", 1, ""};
+  auto out = resume_plan(saved, given);
+  REQUIRE(out.ok());
+  CHECK(out->checkpoint.run == "00000000000000aa");
+  CHECK(out->checkpoint.dir == "/moved");
+}

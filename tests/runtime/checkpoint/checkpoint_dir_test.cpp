@@ -220,3 +220,27 @@ TEST_CASE("prune_checkpoints leaves incomplete checkpoints alone when none is co
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.message(), Catch::Contains((d.path / "nope").string()));
 }
+
+TEST_CASE("prune_kept_steps removes a worker's step directories that the driver no longer keeps",
+          "[runtime][checkpoint]") {
+  temp_dir d;
+  for (std::int64_t step : {10, 20, 25, 30, 40}) fs::create_directories(step_dir(d.str(), step));
+  fs::create_directories(d.path / "notes");
+  REQUIRE(prune_kept_steps(d.str(), {}).ok());  // the driver keeps all: nothing goes
+  CHECK(names_in(d.path).size() == 6);
+  // The driver keeps 20 and 30: older and between go, 40 (being written) stays.
+  REQUIRE(prune_kept_steps(d.str(), {20, 30}).ok());
+  CHECK(names_in(d.path) ==
+        std::vector<std::string>{"notes", "step-00000020", "step-00000030", "step-00000040"});
+  REQUIRE(prune_kept_steps((d.path / "absent").string(), {20}).ok());
+}
+
+TEST_CASE("write_manifest makes the step directory when every file is elsewhere", "[runtime][checkpoint]") {
+  temp_dir d;
+  checkpoint_manifest m;
+  m.step = 30;
+  m.files = {{0, "rank-0.safetensors", 10, std::string(64, 'a'), "10.0.0.2", "/scratch/run-1/step-00000030"}};
+  REQUIRE(write_manifest(d.str(), m).ok());
+  CHECK(read_manifest(d.str(), 30).value().files.at(0).host == "10.0.0.2");
+  CHECK(complete_steps(d.str()).value() == std::vector<std::int64_t>{30});
+}

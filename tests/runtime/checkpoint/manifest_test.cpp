@@ -195,3 +195,66 @@ TEST_CASE("verify_files catches a flipped byte a truncated file and a missing fi
     CHECK_THAT(s.message(), Catch::Contains("rank-1.safetensors (rank 1) is not a regular file"));
   }
 }
+
+TEST_CASE("a file in a directory local to a host keeps its host and directory", "[runtime][checkpoint]") {
+  checkpoint_manifest m = sample();
+  m.files[1].host = "10.0.0.3";
+  m.files[1].dir = "/scratch/own/run-0123456789abcdef/step-00000010";
+  auto back = parse_manifest(to_json(m), "manifest.json");
+  REQUIRE(back.ok());
+  CHECK(back->files[1].host == "10.0.0.3");
+  CHECK(back->files[1].dir == m.files[1].dir);
+  CHECK(back->files[0].dir.empty());
+  CHECK(file_dir(back->files[1], "DIR") == m.files[1].dir);
+  CHECK(file_dir(back->files[0], "DIR") == "DIR");
+  CHECK(to_json(*back) == to_json(m));
+
+  auto refused = [&](const std::function<void(json&)>& edit) {
+    auto r = parse_edited([&](json& j) {
+      j["files"][1]["host"] = "10.0.0.3";
+      j["files"][1]["dir"] = "/scratch/own";
+      edit(j);
+    });
+    REQUIRE_FALSE(r.ok());
+    return r.message();
+  };
+  CHECK_THAT(refused([](json& j) { j["files"][1]["dir"] = "relative/dir"; }),
+             Catch::Contains("files[1].dir must be an absolute directory on 10.0.0.3"));
+  CHECK_THAT(refused([](json& j) { j["files"][1]["host"] = ""; }),
+             Catch::Contains("files[1].host must name the host that holds the file"));
+  CHECK_THAT(refused([](json& j) { j["files"][1].erase("host"); }),
+             Catch::Contains("missing field \"files[1].host\""));
+  CHECK_THAT(refused([](json& j) { j["files"][1]["dir"] = 7; }),
+             Catch::Contains("files[1].dir must be a string"));
+}
+
+TEST_CASE("verify_files leaves another host's files to their reader and names the host when read",
+          "[runtime][checkpoint]") {
+  const test::scratch_dir scratch;
+  const fs::path& dir = scratch.path();
+  checkpoint_manifest m = sample();
+  m.files.clear();
+  fs::create_directories(dir / "own");
+  for (int r = 0; r < 2; ++r) {
+    const std::string name = "rank-" + std::to_string(r) + ".safetensors";
+    const fs::path at = r == 0 ? dir : dir / "own";
+    std::ofstream(at / name, std::ios::binary) << std::string(500, 'q');
+    m.files.push_back({r, name, 500, sha256_file((at / name).string()).value(), "", ""});
+  }
+  m.files[1].host = "10.0.0.3";
+  m.files[1].dir = (dir / "own").string();
+  REQUIRE(verify_files(m, dir.string()).ok());
+
+  // Present here: checked like any other.
+  std::ofstream(dir / "own" / "rank-1.safetensors", std::ios::binary) << std::string(500, 'r');
+  CHECK_THAT(verify_files(m, dir.string()).message(), Catch::Contains("sha256 is"));
+
+  // Its directory is not on this machine: left to the process that reads it, which names the host.
+  m.files[1].dir = (dir / "elsewhere").string();
+  CHECK(verify_files(m, dir.string()).ok());
+  const status s = verify_file(m.files[1], dir.string());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.message(), Catch::Contains("rank-1.safetensors (rank 1's file) is not on this machine") &&
+                              Catch::Contains("a worker on host 10.0.0.3 wrote it") &&
+                              Catch::Contains("Place rank 1 on a worker of that host"));
+}
