@@ -1,11 +1,10 @@
-// The stage actor's state and behavior: deliver each message to the executor, run it inside the
-// rank's oneTBB arena, route what it sends, write its checkpoint snapshots in the background,
+// The stage actor's state and behavior: deliver each message to the executor, run it (inside the
+// executor's device context), route what it sends, write its checkpoint snapshots in the background,
 // flush the trace in batches, and report a failure to the driver. A rank whose fault injection
 // kills it quits without a word.
 #include "actors/stage_actor.hpp"
 #include "base/exception_text.hpp"
 
-#include <tbb/task_arena.h>
 
 #include <exception>
 #include <filesystem>
@@ -41,7 +40,7 @@ class stage_state {
     own_checkpoint_dir_ = spec->own_checkpoint_dir;
     identity_ = spec->identity;
     try {
-      arena_ = std::make_unique<tbb::task_arena>(spec->threads);
+      spec->setup.threads = spec->threads;
       auto sink = [this](outgoing out) { route(std::move(out)); };
       if (!spec->resume.path.empty()) {
         auto state = load_rank_checkpoint(spec->resume_dir, spec->resume, *spec->net,
@@ -107,7 +106,7 @@ class stage_state {
     if (stopped_ || finished_ || !wired_) return;
     result<bool> r = false;
     try {
-      arena_->execute([&] { r = exec_->run(); });
+      r = exec_->run();  // inside the rank's device context
     } catch (const std::exception& e) {
       r = make_error(describe() + " at " + at_text() + ": " + exception_text(e));
     }
@@ -231,7 +230,6 @@ class stage_state {
   caf::event_based_actor* self_;
   std::shared_ptr<const void> keep_;  // first: what the executor's model lives in outlives it
   std::shared_ptr<wire_link> link_;
-  std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<stage_executor<T>> exec_;
   std::unique_ptr<background_writer> writer_;  // joined before the executor goes
   std::shared_ptr<rank_board> board_;

@@ -1,6 +1,6 @@
 // The stage actor: one rank (a device of one replica) as a CAF actor around a stage_executor.
-// Each message is delivered to the executor, which then runs inside the rank's oneTBB arena;
-// the rank writes its own checkpoint files on a thread of its own.
+// Each message is delivered to the executor, which then runs in its device context (on the CPU
+// the rank's oneTBB arena); the rank writes its own checkpoint files on a thread of its own.
 #pragma once
 #include <caf/all.hpp>
 #include <chrono>

@@ -1,13 +1,13 @@
 # Detects the optional CUDA toolkit, cuBLAS, NCCL and UCX, and prints one ✓/✗ line for each.
 # Sets PIPEWORKS_HAVE_CUDA, PIPEWORKS_HAVE_CUBLAS, PIPEWORKS_HAVE_NCCL and PIPEWORKS_HAVE_UCX.
-option(PIPEWORKS_ENABLE_CUDA "Use CUDA, cuBLAS and NCCL when the toolkit is found" ON)
+option(PIPEWORKS_CUDA "Use CUDA, cuBLAS and NCCL when the toolkit is found" ON)
 
 set(PIPEWORKS_HAVE_CUDA OFF)
 set(PIPEWORKS_HAVE_CUBLAS OFF)
 set(PIPEWORKS_HAVE_NCCL OFF)
 set(PIPEWORKS_HAVE_UCX OFF)
 
-if(PIPEWORKS_ENABLE_CUDA)
+if(PIPEWORKS_CUDA)
   # nvcc may sit under /usr/local/cuda without being on PATH.
   if(NOT CMAKE_CUDA_COMPILER)
     find_program(_pw_nvcc nvcc HINTS ENV CUDA_HOME PATH_SUFFIXES bin
@@ -53,7 +53,7 @@ endfunction()
 if(PIPEWORKS_HAVE_CUDA)
   pipeworks_status("CUDA" ON "${CUDAToolkit_VERSION} at ${_pw_cuda_root}")
 else()
-  pipeworks_status("CUDA" OFF "CPU and simulated devices only")
+  pipeworks_status("CUDA" OFF "CPU and simulated devices only (-DPIPEWORKS_CUDA=${PIPEWORKS_CUDA})")
 endif()
 if(PIPEWORKS_HAVE_CUBLAS)
   pipeworks_status("cuBLAS" ON "")

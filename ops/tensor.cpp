@@ -30,10 +30,6 @@ std::string_view dtype_name(dtype dt) {
   return "?";
 }
 
-std::string device::to_string() const {
-  return kind == device_kind::cpu ? "cpu" : "cuda:" + std::to_string(index);
-}
-
 std::int64_t numel(const shape_t& shape) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/device/device.hpp"
+
 namespace pipeworks {
 
 enum class dtype : std::uint8_t { f32, f64, i32 };
@@ -21,16 +23,6 @@ template <class T> constexpr dtype dtype_of();
 template <> constexpr dtype dtype_of<float>() { return dtype::f32; }
 template <> constexpr dtype dtype_of<double>() { return dtype::f64; }
 template <> constexpr dtype dtype_of<std::int32_t>() { return dtype::i32; }
-
-enum class device_kind : std::uint8_t { cpu, cuda };
-
-struct device {
-  device_kind kind = device_kind::cpu;
-  int index = 0;
-  static device cpu() { return {}; }
-  std::string to_string() const;
-  bool operator==(const device&) const = default;
-};
 
 using shape_t = std::vector<std::int64_t>;
 std::int64_t numel(const shape_t& shape);

@@ -16,7 +16,8 @@ namespace pipeworks {
 
 template <class T>
 stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
-    : model_(mdl), setup(std::move(su)), send(std::move(out)), plan(*setup.plan),
+    : model_(mdl), setup(std::move(su)), send(std::move(out)),
+      context(device_context::cpu(setup.threads)), plan(*setup.plan),
       prog(plan.programs.at(plan.rank_of(setup.replica, setup.device))),
       timer(setup.speed, setup.clock, setup.record_trace, setup.cpu_clock, setup.sleep),
       trace(setup.record_trace, plan.rank_of(setup.replica, setup.device), setup.replica,
@@ -618,7 +619,14 @@ void stage_executor<T>::deliver(message msg) {
 
 template <class T>
 result<bool> stage_executor<T>::run() {
-  return impl_->run();
+  result<bool> r = false;
+  impl_->context.run([&] { r = impl_->run(); });
+  return r;
+}
+
+template <class T>
+const device_context& stage_executor<T>::context() const {
+  return impl_->context;
 }
 
 template <class T>

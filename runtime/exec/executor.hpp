@@ -22,6 +22,7 @@
 #include "ops/train/stage_optimizer.hpp"
 #include "ops/train/trainer_config.hpp"
 #include "runtime/checkpoint/rank_state.hpp"
+#include "runtime/exec/device_context.hpp"
 #include "runtime/exec/fault.hpp"
 #include "runtime/exec/messages.hpp"
 #include "runtime/schedule.hpp"
@@ -63,6 +64,9 @@ struct executor_setup {
   // How a throttled rank sleeps, in seconds (tests inject one that advances a fake clock);
   // empty: std::this_thread::sleep_for.
   std::function<void(double)> sleep;
+  // The oneTBB threads of the rank's device context (its kernels run inside that arena); 0: the
+  // caller's own threads.
+  int threads = 0;
 };
 
 // What one virtual stage of this rank went through.
@@ -116,6 +120,7 @@ class stage_executor {
 
   bool finished() const;
   bool kill_requested() const;
+  const device_context& context() const;
   // The action the rank is at and what it waits for, for people ("1RECV_F3: waiting for ...").
   std::string waiting_for() const;
   std::optional<action> current() const;

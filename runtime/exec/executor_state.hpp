@@ -74,6 +74,7 @@ struct stage_executor<T>::impl {
   const model<T>& model_;
   executor_setup setup;
   sink send;
+  device_context context;  // where the kernels run: run() enters it
   const schedule& plan;
   const program& prog;
   int p, S, m, w, rank;

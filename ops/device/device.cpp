@@ -1,0 +1,27 @@
+// parse_device and device::to_string.
+#include "ops/device/device.hpp"
+
+#include <charconv>
+
+namespace pipeworks {
+
+result<device> parse_device(std::string_view text) {
+  if (text == "cpu") return device{device_kind::cpu, 0};
+  if (text == "cuda") return device{device_kind::cuda, 0};
+  constexpr std::string_view prefix = "cuda:";
+  if (text.substr(0, prefix.size()) == prefix && text.size() > prefix.size() && text.size() <= prefix.size() + 4) {
+    const std::string_view digits = text.substr(prefix.size());
+    int n = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec == std::errc{} && end == digits.data() + digits.size() && n >= 0)
+      return device{device_kind::cuda, n};
+  }
+  return make_error("device \"" + std::string(text.substr(0, 40)) +
+                    "\" is not one of cpu, cuda, cuda:N (N: a GPU's number, from 0)");
+}
+
+std::string device::to_string() const {
+  return kind == device_kind::cpu ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+}  // namespace pipeworks

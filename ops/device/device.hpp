@@ -1,0 +1,35 @@
+// Devices by name ("cpu", "cuda", "cuda:N") and the GPUs this process can see. The CUDA side of
+// the census lives in ops/cuda/ (compiled when the toolkit exists); without it there are none.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/result.hpp"
+
+namespace pipeworks {
+
+enum class device_kind : std::uint8_t { cpu, cuda };
+
+struct device {
+  device_kind kind = device_kind::cpu;
+  int index = 0;  // the GPU's ordinal (cuda:N); 0 for the CPU
+  static device cpu() { return {}; }
+  std::string to_string() const;  // "cpu", "cuda:0"
+  bool operator==(const device&) const = default;
+};
+
+// "cpu", "cuda" (GPU 0) or "cuda:N"; anything else is an error naming the text and the forms.
+result<device> parse_device(std::string_view text);
+
+// The GPUs CUDA reports. count is 0 with `why` saying so when there are none: a build without
+// the toolkit, no driver, or cudaGetDeviceCount's error (35, no driver, on machines without a
+// GPU: not 0 devices). Never throws.
+struct gpu_census {
+  int count = 0;
+  std::string why;  // "" when count > 0
+  std::string names;  // "NVIDIA H100 80GB HBM3 (sm_90)" per device, "; "-separated
+};
+gpu_census find_gpus();
+
+}  // namespace pipeworks
