@@ -24,6 +24,8 @@ void fail(cudaError_t e, const char* call, const char* file, int line) {
                         ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")" + hint);
 }
 
+void fail_message(const std::string& message) { throw pipeworks_error(message); }
+
 }  // namespace cuda
 
 gpu_census find_gpus() {

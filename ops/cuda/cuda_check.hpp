@@ -3,10 +3,14 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 
 namespace pipeworks::cuda {
 
 [[noreturn]] void fail(cudaError_t e, const char* call, const char* file, int line);
+// Throws a pipeworks_error with this message (for .cu files, which do not include base/).
+[[noreturn]] void fail_message(const std::string& message);
 
 }  // namespace pipeworks::cuda
 

@@ -1,0 +1,40 @@
+// device_context on the CPU: with threads it runs work inside a oneTBB arena of that many
+// threads; with none, on the caller's own threads.
+#include <catch2/catch.hpp>
+#include <tbb/task_arena.h>
+
+#include <thread>
+
+#include "runtime/exec/device_context.hpp"
+
+using namespace pipeworks;
+
+TEST_CASE("a CPU device context runs work in an arena of its threads", "[runtime][exec]") {
+  device_context two = device_context::cpu(2);
+  CHECK(two.where() == device::cpu());
+  CHECK(two.threads() == 2);
+  int seen = 0;
+  std::thread::id ran_on;
+  two.run([&] {
+    seen = tbb::this_task_arena::max_concurrency();
+    ran_on = std::this_thread::get_id();
+  });
+  CHECK(seen == 2);
+  CHECK(ran_on == std::this_thread::get_id());  // execute joins the arena from this thread
+
+  device_context one = device_context::cpu(1);
+  one.run([&] { seen = tbb::this_task_arena::max_concurrency(); });
+  CHECK(seen == 1);
+}
+
+TEST_CASE("a CPU device context without threads runs work on the caller's", "[runtime][exec]") {
+  device_context none = device_context::cpu(0);
+  CHECK(none.threads() == 0);
+  int outside = tbb::this_task_arena::max_concurrency(), inside = -1;
+  none.run([&] { inside = tbb::this_task_arena::max_concurrency(); });
+  CHECK(inside == outside);
+  device_context moved = std::move(none);
+  bool ran = false;
+  moved.run([&] { ran = true; });
+  CHECK(ran);
+}
