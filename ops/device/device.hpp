@@ -2,6 +2,7 @@
 // the census lives in ops/cuda/ (compiled when the toolkit exists); without it there are none.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -31,5 +32,12 @@ struct gpu_census {
   std::string names;  // "NVIDIA H100 80GB HBM3 (sm_90)" per device, "; "-separated
 };
 gpu_census find_gpus();
+
+// What a GPU rank's kernels need, owned by its device context: a stream of its own, a caching
+// allocator of the GPU's memory and a cuBLAS handle on that stream (ops/cuda/gpu_resources.hpp).
+class gpu_resources;
+// Opens GPU `index` for a rank. Throws pipeworks_error naming the GPU and why when it cannot be
+// had: no such GPU (saying how many there are), no GPU at all, or a build without CUDA.
+std::shared_ptr<gpu_resources> open_gpu(int index);
 
 }  // namespace pipeworks

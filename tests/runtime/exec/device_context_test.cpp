@@ -38,3 +38,18 @@ TEST_CASE("a CPU device context without threads runs work on the caller's", "[ru
   moved.run([&] { ran = true; });
   CHECK(ran);
 }
+
+TEST_CASE("a GPU device context is refused by name where the GPU cannot be had", "[runtime][exec]") {
+  const gpu_census gpus = find_gpus();
+  // A GPU number past the last one is always refused, naming it.
+  CHECK_THROWS_WITH(device_context::cuda(gpus.count + 3),
+                    Catch::Contains("cuda:" + std::to_string(gpus.count + 3)));
+  if (gpus.count == 0) {
+    CHECK_THROWS_WITH(device_context::cuda(0), Catch::Contains("cuda:0 cannot be used: " + gpus.why) &&
+                                                   Catch::Contains("--device cpu"));
+  } else {
+    device_context g = device_context::cuda(0);
+    CHECK(g.where() == parse_device("cuda:0").value());
+    CHECK(g.gpu() != nullptr);
+  }
+}

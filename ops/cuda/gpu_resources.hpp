@@ -1,0 +1,31 @@
+// A GPU rank's resources: the GPU's number, a non-blocking stream of its own, a caching allocator
+// of that GPU's memory and a cuBLAS handle on the stream. Made by open_gpu (ops/device/device.hpp)
+// and owned by the rank's device context.
+#pragma once
+#include "ops/cuda/linear_cuda.hpp"
+#include "ops/device/caching_allocator.hpp"
+#include "ops/device/device.hpp"
+
+namespace pipeworks {
+
+class gpu_resources {
+ public:
+  explicit gpu_resources(int index);
+  ~gpu_resources();
+  gpu_resources(const gpu_resources&) = delete;
+  gpu_resources& operator=(const gpu_resources&) = delete;
+
+  int index() const { return index_; }
+  void* stream() const { return stream_; }  // a cudaStream_t
+  caching_allocator& memory() { return *memory_; }
+  const cuda::blas_handle& blas() const { return *blas_; }
+  void synchronize() const;  // waits for the stream's work
+
+ private:
+  int index_;
+  void* stream_ = nullptr;
+  std::unique_ptr<caching_allocator> memory_;
+  std::unique_ptr<cuda::blas_handle> blas_;
+};
+
+}  // namespace pipeworks
