@@ -39,9 +39,8 @@ struct block_forward {
 };
 
 // What a block's backward_input leaves for its backward_weight (the zero-bubble split: I now,
-// W later). Only the block that made it reads it. A block that overrides the split keeps the
-// operands of its deferred weight-gradient products, e.g. each linear's input and output
-// gradient; the default split keeps one tensor, the block's whole weight gradient.
+// W later). Only the block that made it reads it: the operands of its deferred weight-gradient
+// products, e.g. each linear's input and output gradient.
 struct deferred_grads {
   std::vector<tensor> saved;
   std::int64_t bytes() const {
@@ -62,29 +61,21 @@ class block {
   virtual void init(std::span<T> w, std::uint64_t seed) const = 0;
   // w: this block's slice of a param_set. Takes the input over; may keep it in the stash.
   virtual block_forward forward(const T* w, tensor input, const microbatch_ctx& ctx) const = 0;
-  // Adds this microbatch's gradients into dw (this block's slice of a gradient param_set) and
-  // returns the gradient of the input (an empty tensor for a first block). For a loss block
-  // dout is (1): the factor on the loss (1/m under accumulation over m microbatches).
-  virtual tensor backward(const T* w, T* dw, stash saved, tensor dout,
-                          const microbatch_ctx& ctx) const = 0;
-  // The backward split in two halves whose sum is backward. backward_input returns the gradient
-  // of the input (as backward does) and moves into `later` what backward_weight needs; it takes
-  // the stash over. backward_weight adds this microbatch's weight gradients into dw (+=), with
-  // w the same weight version. The defaults run the whole backward into a scratch gradient in
-  // backward_input and add it in backward_weight: correct for every block, deferring nothing.
+  // A block's backward is two halves, so that a block (a CUDA one too) is written once and the
+  // zero-bubble schedules can run them apart. backward_input returns the gradient of the input
+  // (an empty tensor for a first block) and moves into `later` what backward_weight needs; it
+  // takes the stash over. For a loss block dout is (1): the factor on the loss (1/m under
+  // accumulation over m microbatches). backward_weight adds this microbatch's weight gradients
+  // into dw (+=; this block's slice of a gradient param_set), with w the same weight version.
   virtual tensor backward_input(const T* w, stash saved, tensor dout, const microbatch_ctx& ctx,
-                                deferred_grads& later) const {
-    std::int64_t n = 0;
-    for (const auto& s : params()) n += numel(s.shape);
-    tensor dw({n}, dtype_of<T>());
-    tensor din = backward(w, dw.data<T>(), std::move(saved), std::move(dout), ctx);
-    later.saved.push_back(std::move(dw));
+                                deferred_grads& later) const = 0;
+  virtual void backward_weight(const T* w, T* dw, deferred_grads later) const = 0;
+  // The whole backward: the two halves one after the other.
+  tensor backward(const T* w, T* dw, stash saved, tensor dout, const microbatch_ctx& ctx) const {
+    deferred_grads later;
+    tensor din = backward_input(w, std::move(saved), std::move(dout), ctx, later);
+    backward_weight(w, dw, std::move(later));
     return din;
-  }
-  virtual void backward_weight(const T* /*w*/, T* dw, deferred_grads later) const {
-    const tensor& g = later.saved.at(0);
-    const T* gp = g.data<T>();
-    for (std::int64_t i = 0; i < g.numel(); ++i) dw[i] += gp[i];
   }
   // The sum of its layers' costs, per sample, at element size sizeof(T).
   virtual layer_cost cost() const = 0;

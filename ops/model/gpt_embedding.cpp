@@ -40,17 +40,6 @@ block_forward gpt_embedding_block<T>::forward(const T* w, tensor tokens,
   return r;
 }
 
-template <class T>
-tensor gpt_embedding_block<T>::backward(const T*, T* dw, stash s, tensor dout,
-                                        const microbatch_ctx&) const {
-  const tensor& tokens = s.saved.at(0);
-  const int B = static_cast<int>(tokens.dim(0)), Tn = static_cast<int>(tokens.dim(1));
-  const int C = cfg_.width;
-  embedding_backward(dw, dw + static_cast<std::int64_t>(cfg_.vocab) * C, dout.data<T>(),
-                     tokens.data<std::int32_t>(), B, Tn, C);
-  return {};
-}
-
 // Nothing to do now: the block has no input gradient. Deferred: tokens (B, T), dout (B, T, C).
 template <class T>
 tensor gpt_embedding_block<T>::backward_input(const T*, stash s, tensor dout,

@@ -45,27 +45,6 @@ block_forward gpt_head_block<T>::forward(const T* w, tensor x, const microbatch_
                                std::move(lnf), std::move(mean), std::move(rstd));
 }
 
-template <class T>
-tensor gpt_head_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
-                                   const microbatch_ctx& ctx) const {
-  const int C = cfg_.width, V = cfg_.vocab;
-  const tensor& x = s.saved.at(0);
-  const tensor& lnf = s.saved.at(1);
-  const tensor& mean = s.saved.at(2);
-  const tensor& rstd = s.saved.at(3);
-  tensor& probs = s.saved.at(4);
-  const std::int64_t B = x.dim(0), Tn = x.dim(1), N = B * Tn;
-  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
-  probs = tensor();
-  tensor dlnf({B, Tn, C}, dtype_of<T>());
-  linear_backward(dlnf.data<T>(), dw + 2 * C, static_cast<T*>(nullptr), dlogits.data<T>(),
-                  lnf.data<T>(), w + 2 * C, N, C, V, weight_layout::out_in);
-  tensor dx({B, Tn, C}, dtype_of<T>());
-  layernorm_backward(dx.data<T>(), dw, dw + C, dlnf.data<T>(), x.data<T>(), w, mean.data<T>(),
-                     rstd.data<T>(), N, C);
-  return dx;
-}
-
 // Deferred: lnf (B, T, C) and dlogits (B, T, V) for lm_head, then ln_f's gradients (2, C).
 template <class T>
 tensor gpt_head_block<T>::backward_input(const T* w, stash s, tensor dout,

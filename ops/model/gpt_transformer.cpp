@@ -147,48 +147,6 @@ block_forward gpt_transformer_block<T>::forward(const T* w, tensor x,
   return {std::move(out), stash{std::move(s)}};
 }
 
-template <class T>
-tensor gpt_transformer_block<T>::backward(const T* w, T* dw, stash st, tensor dout,
-                                          const microbatch_ctx&) const {
-  const int C = cfg_.width, NH = cfg_.heads;
-  std::vector<tensor>& s = st.saved;
-  if (static_cast<int>(s.size()) != s_count) throw pipeworks_error(name() + ": bad stash");
-  const int B = static_cast<int>(s[s_x].dim(0)), Tn = static_cast<int>(s[s_x].dim(1));
-  const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
-  auto make = [](shape_t sh) { return tensor(std::move(sh), dtype_of<T>()); };
-  auto W = [&](int k) { return w + off_[k]; };
-  auto dW = [&](int k) { return dw + off_[k]; };
-  auto d = [&](int i) { return s[i].template data<T>(); };
-
-  // dout is the gradient of the block's output and, through the residual, of res2.
-  T* dres2 = dout.data<T>();
-  tensor dfch_gelu = make({B, Tn, 4 * C});
-  linear_backward(dfch_gelu.data<T>(), dW(fcp_w), dW(fcp_b), dres2, d(s_fch_gelu), W(fcp_w), N,
-                  4 * C, C, in_out);
-  tensor dfch = make({B, Tn, 4 * C});
-  gelu_backward(dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C);
-  dfch_gelu = tensor();
-  tensor dln2 = make({B, Tn, C});
-  linear_backward(dln2.data<T>(), dW(fc_w), dW(fc_b), dfch.data<T>(), d(s_ln2), W(fc_w), N, C,
-                  4 * C, in_out);
-  dfch = tensor();
-  layernorm_backward(dres2, dW(ln2_w), dW(ln2_b), dln2.data<T>(), d(s_res2), W(ln2_w),
-                     d(s_ln2_mean), d(s_ln2_rstd), N, C);
-  tensor datty = make({B, Tn, C});
-  linear_backward(datty.data<T>(), dW(proj_w), dW(proj_b), dres2, d(s_atty), W(proj_w), N, C, C,
-                  in_out);
-  tensor dqkv = make({B, Tn, 3 * C});
-  attention_backward(dqkv.data<T>(), datty.data<T>(), d(s_qkv), d(s_att), B, Tn, C, NH);
-  tensor dln1 = std::move(datty);  // reuse: same shape, zeroed below
-  std::fill_n(dln1.data<T>(), N * C, T(0));
-  linear_backward(dln1.data<T>(), dW(attn_w), dW(attn_b), dqkv.data<T>(), d(s_ln1), W(attn_w), N, C,
-                  3 * C, in_out);
-  // dx = dres2 (the residual) + the gradient through ln_1.
-  layernorm_backward(dres2, dW(ln1_w), dW(ln1_b), dln1.data<T>(), d(s_x), W(ln1_w), d(s_ln1_mean),
-                     d(s_ln1_rstd), N, C);
-  return dout;
-}
-
 // The same products as backward, less every linear's dweight and dbias.
 template <class T>
 tensor gpt_transformer_block<T>::backward_input(const T* w, stash st, tensor dout,

@@ -85,20 +85,6 @@ block_forward linear_relu_block<T>::forward(const T* w, tensor x, const microbat
   return r;
 }
 
-template <class T>
-tensor linear_relu_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
-                                      const microbatch_ctx& ctx) const {
-  const std::int64_t B = ctx.batch;
-  const tensor& x = s.saved.at(0);
-  const tensor& h = s.saved.at(1);
-  tensor dh({B, out_}, dtype_of<T>());
-  relu_backward(dh.data<T>(), dout.data<T>(), h.data<T>(), B * out_);
-  tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
-  linear_backward(first_ ? nullptr : dx.data<T>(), dw, dw + static_cast<std::int64_t>(in_) * out_,
-                  dh.data<T>(), x.data<T>(), w, B, in_, out_, out_in);
-  return dx;
-}
-
 // Deferred: x (B, in) and dh (B, out).
 template <class T>
 tensor linear_relu_block<T>::backward_input(const T* w, stash s, tensor dout,
@@ -157,20 +143,6 @@ block_forward linear_loss_block<T>::forward(const T* w, tensor x, const microbat
   linear_forward(logits.data<T>(), x.data<T>(), w, w + static_cast<std::int64_t>(in_) * classes_, B,
                  in_, classes_, out_in);
   return cross_entropy_tail<T>(std::move(logits), ctx, name(), "labels", std::move(x));
-}
-
-template <class T>
-tensor linear_loss_block<T>::backward(const T* w, T* dw, stash s, tensor dout,
-                                      const microbatch_ctx& ctx) const {
-  const std::int64_t B = ctx.batch;
-  const tensor& x = s.saved.at(0);
-  const tensor& probs = s.saved.at(1);
-  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
-  tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
-  linear_backward(first_ ? nullptr : dx.data<T>(), dw,
-                  dw + static_cast<std::int64_t>(in_) * classes_, dlogits.data<T>(), x.data<T>(), w,
-                  B, in_, classes_, out_in);
-  return dx;
 }
 
 // Deferred: x (B, in) and dlogits (B, classes).

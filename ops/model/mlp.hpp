@@ -27,8 +27,6 @@ class linear_relu_block final : public block<T> {
   std::vector<param_spec> params() const override;
   void init(std::span<T> w, std::uint64_t seed) const override;
   block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
-  tensor backward(const T* w, T* dw, stash s, tensor dout,
-                  const microbatch_ctx& ctx) const override;
   tensor backward_input(const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
                         deferred_grads& later) const override;
   void backward_weight(const T* w, T* dw, deferred_grads later) const override;
@@ -49,8 +47,6 @@ class linear_loss_block final : public block<T> {
   std::vector<param_spec> params() const override;
   void init(std::span<T> w, std::uint64_t seed) const override;
   block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override;
-  tensor backward(const T* w, T* dw, stash s, tensor dout,
-                  const microbatch_ctx& ctx) const override;
   tensor backward_input(const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
                         deferred_grads& later) const override;
   void backward_weight(const T* w, T* dw, deferred_grads later) const override;

@@ -1,8 +1,8 @@
 // Tests for the split backward of the zero-bubble schedules: backward_input_blocks (I) then
-// backward_weight_blocks (W) gives the input gradient and the weight gradients of
-// backward_blocks (B), on a model cut into two stages, with W run at once or after another
-// microbatch's B into the same gradient buffer; for the blocks that split their backward and for
-// the default split of a block that does not.
+// backward_weight_blocks (W), run apart over a model cut into two stages, with W at once or after
+// another microbatch's B into the same gradient buffer, gives the input gradient and the weight
+// gradients of backward_blocks (B). (A block's backward is its two halves; central differences
+// check the gradients themselves, in each block's and layer's tests.)
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -13,38 +13,6 @@
 using namespace pipeworks;
 
 namespace {
-
-// Wraps a block and overrides neither backward_input nor backward_weight: the default split.
-template <class T>
-class unsplit_block final : public block<T> {
- public:
-  explicit unsplit_block(std::unique_ptr<const block<T>> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  std::vector<param_spec> params() const override { return inner_->params(); }
-  void init(std::span<T> w, std::uint64_t seed) const override { inner_->init(w, seed); }
-  block_forward forward(const T* w, tensor x, const microbatch_ctx& ctx) const override {
-    return inner_->forward(w, std::move(x), ctx);
-  }
-  tensor backward(const T* w, T* dw, stash s, tensor dout,
-                  const microbatch_ctx& ctx) const override {
-    return inner_->backward(w, dw, std::move(s), std::move(dout), ctx);
-  }
-  layer_cost cost() const override { return inner_->cost(); }
-  bool is_loss() const override { return inner_->is_loss(); }
-
- private:
-  std::unique_ptr<const block<T>> inner_;
-};
-
-template <class T>
-model<T> make_unsplit_gpt(const gpt_config& cfg) {
-  std::vector<std::unique_ptr<const block<T>>> blocks;
-  auto wrap = [&](auto b) { blocks.push_back(std::make_unique<unsplit_block<T>>(std::move(b))); };
-  wrap(std::make_unique<gpt_embedding_block<T>>(cfg));
-  for (int l = 0; l < cfg.layers; ++l) wrap(std::make_unique<gpt_transformer_block<T>>(cfg, l));
-  wrap(std::make_unique<gpt_head_block<T>>(cfg));
-  return model<T>("gpt-unsplit", std::move(blocks));
-}
 
 // max |a - b| / max |b|: the error normalised by the reference's scale.
 template <class T>
@@ -181,12 +149,6 @@ TEST_CASE("split backward of a 2-layer gpt at batch 2, T 8 matches backward_bloc
   const gpt_config cfg{.context = 16, .layers = 2, .heads = 2, .width = 32, .vocab = 256};
   SECTION("double") { check_gpt(make_gpt<double>(cfg), 2, 8, 1e-12); }
   SECTION("float") { check_gpt(make_gpt<float>(cfg), 2, 8, 1e-5); }
-}
-
-TEST_CASE("the default split of a block is its whole backward, added later", "[ops]") {
-  const gpt_config cfg{.context = 16, .layers = 2, .heads = 2, .width = 32, .vocab = 256};
-  SECTION("double") { check_gpt(make_unsplit_gpt<double>(cfg), 2, 8, 1e-12); }
-  SECTION("float") { check_gpt(make_unsplit_gpt<float>(cfg), 2, 8, 1e-5); }
 }
 
 TEST_CASE("the weight half checks that it got one deferred entry per block", "[ops]") {
