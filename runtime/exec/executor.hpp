@@ -22,7 +22,7 @@
 #include "ops/train/stage_optimizer.hpp"
 #include "ops/train/trainer_config.hpp"
 #include "runtime/checkpoint/rank_state.hpp"
-#include "runtime/exec/device_context.hpp"
+#include "ops/device/device_context.hpp"
 #include "runtime/exec/fault.hpp"
 #include "runtime/exec/messages.hpp"
 #include "runtime/schedule.hpp"

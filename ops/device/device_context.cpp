@@ -1,5 +1,5 @@
 // device_context: on the CPU a oneTBB arena, on a GPU the resources open_gpu gives.
-#include "runtime/exec/device_context.hpp"
+#include "ops/device/device_context.hpp"
 
 namespace pipeworks {
 

@@ -5,11 +5,11 @@
 
 #include <thread>
 
-#include "runtime/exec/device_context.hpp"
+#include "ops/device/device_context.hpp"
 
 using namespace pipeworks;
 
-TEST_CASE("a CPU device context runs work in an arena of its threads", "[runtime][exec]") {
+TEST_CASE("a CPU device context runs work in an arena of its threads", "[ops][device]") {
   device_context two = device_context::cpu(2);
   CHECK(two.where() == device::cpu());
   CHECK(two.threads() == 2);
@@ -27,7 +27,7 @@ TEST_CASE("a CPU device context runs work in an arena of its threads", "[runtime
   CHECK(seen == 1);
 }
 
-TEST_CASE("a CPU device context without threads runs work on the caller's", "[runtime][exec]") {
+TEST_CASE("a CPU device context without threads runs work on the caller's", "[ops][device]") {
   device_context none = device_context::cpu(0);
   CHECK(none.threads() == 0);
   int outside = tbb::this_task_arena::max_concurrency(), inside = -1;
@@ -39,7 +39,7 @@ TEST_CASE("a CPU device context without threads runs work on the caller's", "[ru
   CHECK(ran);
 }
 
-TEST_CASE("a GPU device context is refused by name where the GPU cannot be had", "[runtime][exec]") {
+TEST_CASE("a GPU device context is refused by name where the GPU cannot be had", "[ops][device]") {
   const gpu_census gpus = find_gpus();
   // A GPU number past the last one is always refused, naming it.
   CHECK_THROWS_WITH(device_context::cuda(gpus.count + 3),
