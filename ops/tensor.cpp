@@ -1,6 +1,9 @@
 // Storage, shape helpers and type checks for tensor.
 #include "ops/tensor.hpp"
 
+#include "ops/device/caching_allocator.hpp"
+#include "ops/device/device_memory.hpp"
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -124,8 +127,34 @@ tensor tensor::uninitialized(shape_t shape, dtype dt) {
   return t;
 }
 
+tensor tensor::on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_allocator> memory) {
+  if (dev.kind == device_kind::cpu) return tensor(std::move(shape), dt);
+  check_shape(shape);
+  if (!memory)
+    throw pipeworks_error("tensor: " + dev.to_string() + " storage needs that GPU's allocator");
+  tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dt;
+  t.device_ = dev;
+  const std::size_t n = t.nbytes();
+  auto* p = static_cast<std::byte*>(memory->allocate(n));
+  t.storage_ = std::shared_ptr<std::byte>(p, [memory](std::byte* q) { memory->deallocate(q); });
+  t.memory_ = std::move(memory);
+  zero_bytes(p, dev, n);
+  return t;
+}
+
+tensor tensor::copy_to(device dev, std::shared_ptr<caching_allocator> memory) const {
+  if (empty()) return {};
+  tensor t = dev.kind == device_kind::cpu ? uninitialized(shape_, dtype_)
+                                          : on(shape_, dtype_, dev, std::move(memory));
+  copy_bytes(t.bytes(), dev, bytes(), device_, nbytes());
+  return t;
+}
+
 tensor tensor::clone() const {
   if (empty()) return {};
+  if (device_.kind != device_kind::cpu) return copy_to(device_, memory_);
   tensor t = uninitialized(shape_, dtype_);  // every byte is copied over
   std::memcpy(t.bytes(), bytes(), nbytes());
   return t;

@@ -38,6 +38,7 @@ struct tensor_view {
 };
 
 class tensor_payload;
+class caching_allocator;
 
 // The owner of one buffer. Move-only: a tensor is handed over, never shared for writing (a
 // tensor_payload in transit may share it read-only, and gives it back with take()).
@@ -51,7 +52,14 @@ class tensor {
   tensor(const tensor&) = delete;
   tensor& operator=(const tensor&) = delete;
 
+  // A copy on the same device.
   tensor clone() const;
+  // A zeroed tensor on `dev`; a GPU's storage comes from `memory`, that GPU's caching allocator
+  // (the CPU's needs none). The only ways onto a device are this and copy_to.
+  static tensor on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_allocator> memory);
+  // A copy of this tensor on `dev` (explicit: a tensor never crosses devices otherwise); `memory`
+  // as for on().
+  tensor copy_to(device dev, std::shared_ptr<caching_allocator> memory = nullptr) const;
   // Storage of the given shape whose contents are left as they are (the caller fills every byte).
   static tensor uninitialized(shape_t shape, dtype dt = dtype::f32);
   // Same storage under a new shape with the same number of elements.
@@ -95,6 +103,7 @@ class tensor {
   dtype dtype_ = dtype::f32;
   device device_;
   std::shared_ptr<std::byte> storage_;
+  std::shared_ptr<caching_allocator> memory_;  // a GPU tensor's allocator (clone() uses it)
 };
 
 }  // namespace pipeworks

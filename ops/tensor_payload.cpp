@@ -6,7 +6,12 @@
 namespace pipeworks {
 
 tensor_payload::tensor_payload(tensor t)
-    : type_(t.dtype_), shape_(std::move(t.shape_)), device_(t.device_), data_(std::move(t.storage_)) {}
+    : type_(t.dtype_), shape_(std::move(t.shape_)), device_(t.device_), data_(std::move(t.storage_)) {
+  // Payloads are read as host memory (serialised, sent over UCX): a GPU tensor is copied first.
+  if (device_.kind != device_kind::cpu)
+    throw pipeworks_error("tensor: a " + device_.to_string() + " tensor travels between actors only "
+                          "after an explicit copy_to the CPU");
+}
 
 tensor tensor_payload::take() {
   if (empty()) return {};

@@ -3,7 +3,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <string>
+
+#include "ops/device/device_memory.hpp"
 
 #include "ops/cuda/cuda_check.hpp"
 
@@ -27,6 +30,40 @@ caching_allocator::raw_allocator device_memory(int device) {
           },
           "cuda:" + std::to_string(device)};
 }
+
+}  // namespace pipeworks::cuda
+
+namespace pipeworks {
+
+void copy_bytes(void* dst, const device& to, const void* src, const device& from, std::size_t n,
+                void* stream) {
+  if (n == 0) return;
+  if (to.kind == device_kind::cpu && from.kind == device_kind::cpu) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  // Unified addressing tells the direction from the pointers; the GPU's own device is made current.
+  PW_CUDA(cudaSetDevice(to.kind == device_kind::cuda ? to.index : from.index));
+  const auto s = static_cast<cudaStream_t>(stream);
+  PW_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s));
+  if (stream == nullptr) PW_CUDA(cudaStreamSynchronize(s));
+}
+
+void zero_bytes(void* p, const device& on, std::size_t n, void* stream) {
+  if (n == 0) return;
+  if (on.kind == device_kind::cpu) {
+    std::memset(p, 0, n);
+    return;
+  }
+  PW_CUDA(cudaSetDevice(on.index));
+  const auto s = static_cast<cudaStream_t>(stream);
+  PW_CUDA(cudaMemsetAsync(p, 0, n, s));
+  if (stream == nullptr) PW_CUDA(cudaStreamSynchronize(s));
+}
+
+}  // namespace pipeworks
+
+namespace pipeworks::cuda {
 
 pinned_buffer::pinned_buffer(std::size_t bytes) : n_(bytes) {
   PW_CUDA(cudaMallocHost(&p_, bytes == 0 ? 1 : bytes));

@@ -16,7 +16,7 @@ gpu_resources::gpu_resources(int index) : index_(index) {
   cudaStream_t s = nullptr;
   PW_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   stream_ = s;
-  memory_ = std::make_unique<caching_allocator>(cuda::device_memory(index));
+  memory_ = std::make_shared<caching_allocator>(cuda::device_memory(index));
   blas_ = std::make_unique<cuda::blas_handle>(stream_);
 }
 

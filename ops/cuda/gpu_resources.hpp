@@ -17,14 +17,15 @@ class gpu_resources {
 
   int index() const { return index_; }
   void* stream() const { return stream_; }  // a cudaStream_t
-  caching_allocator& memory() { return *memory_; }
+  // Shared: tensors made from it keep it alive.
+  const std::shared_ptr<caching_allocator>& memory() const { return memory_; }
   const cuda::blas_handle& blas() const { return *blas_; }
   void synchronize() const;  // waits for the stream's work
 
  private:
   int index_;
   void* stream_ = nullptr;
-  std::unique_ptr<caching_allocator> memory_;
+  std::shared_ptr<caching_allocator> memory_;
   std::unique_ptr<cuda::blas_handle> blas_;
 };
 

@@ -1,7 +1,10 @@
 // find_gpus and open_gpu in a build without the CUDA toolkit (or with -DPIPEWORKS_CUDA=OFF):
 // there are no GPUs.
+#include <cstring>
+
 #include "base/result.hpp"
 #include "ops/device/device.hpp"
+#include "ops/device/device_memory.hpp"
 
 namespace pipeworks {
 
@@ -12,6 +15,20 @@ const char* why_none = "this pipeworks was built without CUDA (no toolkit found,
 class gpu_resources {};
 
 gpu_census find_gpus() { return {0, why_none, ""}; }
+
+void copy_bytes(void* dst, const device& to, const void* src, const device& from, std::size_t n,
+                void*) {
+  for (const device& d : {to, from})
+    if (d.kind != device_kind::cpu)
+      throw pipeworks_error("a copy to or from " + d.to_string() + " cannot be made: " + why_none);
+  if (n > 0) std::memcpy(dst, src, n);
+}
+
+void zero_bytes(void* p, const device& on, std::size_t n, void*) {
+  if (on.kind != device_kind::cpu)
+    throw pipeworks_error(on.to_string() + " memory cannot be zeroed: " + why_none);
+  if (n > 0) std::memset(p, 0, n);
+}
 
 std::shared_ptr<gpu_resources> open_gpu(int index) {
   throw pipeworks_error("cuda:" + std::to_string(index) + " cannot be used: " + why_none +
