@@ -11,18 +11,7 @@ work="$(mktemp -d)"
 # Workers start inside $(...), so they are not this shell's children: their pids are kept.
 trap 'pkill -P $$ 2>/dev/null || true; [ -f "$work/pids" ] && kill $(cat "$work/pids") 2>/dev/null; rm -rf "$work"' EXIT
 
-# Seconds per step after the first two (warm-up), from a --json run's step lines.
-per_step() {
-  python3 -c '
-import json, sys
-t = {}
-for line in open(sys.argv[1]):
-    j = json.loads(line)
-    if "step" in j and "loss" in j and "final_loss" not in j:
-        t[j["step"]] = j["elapsed_s"]
-last = max(t)
-print((t[last] - t[2]) / (last - 2))' "$1"
-}
+per_step() { python3 bench/per_step.py "$1"; }  # seconds per step after the warm-up
 
 run() {  # $@: extra flags; prints seconds per step
   "$bin" train --model gpt-small --data /usr/share/games/fortunes --steps "$steps" --batch 16 \

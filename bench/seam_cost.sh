@@ -22,17 +22,7 @@ if [ -z "$base" ]; then
   base="$tree/build/bin/pipeworks"
 fi
 
-per_step() {  # seconds per step after the first two (warm-up), from a --json run's step lines
-  python3 -c '
-import json, sys
-t = {}
-for line in open(sys.argv[1]):
-    j = json.loads(line)
-    if "step" in j and "loss" in j and "final_loss" not in j:
-        t[j["step"]] = j["elapsed_s"]
-last = max(t)
-print((t[last] - t[2]) / (last - 2))' "$1"
-}
+per_step() { python3 bench/per_step.py "$1"; }  # seconds per step after the warm-up
 run() {  # $1: the binary; prints seconds per step
   "$1" train --model gpt-small --data /usr/share/games/fortunes --steps "$steps" --batch 8 \
     --microbatches 4 --schedule 2bw --stages 4 --sample 0 --eval-windows 4 --json \

@@ -7,6 +7,7 @@
 
 #include "ops/cuda/attention_cuda.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/warp_reduce.cuh"
 
 namespace pipeworks::cuda {
 namespace {
@@ -15,15 +16,6 @@ struct dims {
   int B, T, C, NH, hs;
   __host__ __device__ std::int64_t C3() const { return 3 * static_cast<std::int64_t>(C); }
 };
-
-__device__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // Offsets of head h's q (then k at +C, v at +2C) for batch b, row t.
 __device__ std::int64_t qkv_at(const dims& d, std::int64_t b, int h, int t) {

@@ -8,18 +8,10 @@
 
 #include "ops/cuda/cross_entropy_cuda.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/warp_reduce.cuh"
 
 namespace pipeworks::cuda {
 namespace {
-
-__device__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 __global__ void forward_kernel(float* probs, float* row_loss, const float* logits,
                                const std::int32_t* targets, std::int64_t N, int V) {

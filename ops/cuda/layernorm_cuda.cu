@@ -4,17 +4,13 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/warp_reduce.cuh"
 #include "ops/cuda/layernorm_cuda.hpp"
 
 namespace pipeworks::cuda {
 namespace {
 
 constexpr float eps = 1e-5f;  // ops/layers/layernorm.hpp's layernorm_eps
-
-__device__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 __global__ void forward_kernel(float* out, float* mean, float* rstd, const float* inp,
                                const float* w, const float* b, std::int64_t N, int C) {

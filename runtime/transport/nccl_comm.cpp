@@ -61,7 +61,7 @@ void nccl_comm::settle(int result, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + patience_;
   while (r == ncclInProgress && comm_ != nullptr) {
     if (std::chrono::steady_clock::now() > deadline) {
-      abort();
+      abort_communicator();
       throw pipeworks_error(std::string(what) + ": NCCL gave no answer within " +
                             std::to_string(patience_.count()) + " ms; the communicator was aborted");
     }
@@ -69,7 +69,7 @@ void nccl_comm::settle(int result, const char* what) {
     ncclCommGetAsyncError(as_comm(comm_), &r);
   }
   if (r != ncclSuccess) {
-    abort();
+    abort_communicator();
     throw pipeworks_error(std::string(what) + ": " + nccl_text(r));
   }
 }
@@ -103,12 +103,12 @@ void nccl_comm::wait(void* stream) {
     ncclResult_t r = ncclSuccess;
     ncclCommGetAsyncError(as_comm(comm_), &r);
     if (r != ncclSuccess && r != ncclInProgress) {
-      abort();
+      abort_communicator();
       throw pipeworks_error("NCCL failed (a peer lost?): " + nccl_text(r) +
                             "; the communicator was aborted");
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      abort();
+      abort_communicator();
       throw pipeworks_error("NCCL work of rank " + std::to_string(rank_) + " of " +
                             std::to_string(nranks_) + " did not finish within " +
                             std::to_string(patience_.count()) +
@@ -118,7 +118,7 @@ void nccl_comm::wait(void* stream) {
   }
 }
 
-void nccl_comm::abort() {
+void nccl_comm::abort_communicator() {
   if (comm_ == nullptr || aborted_) return;
   aborted_ = true;
   ncclCommAbort(as_comm(comm_));

@@ -35,7 +35,7 @@ class nccl_comm {
   // Until the stream's work is done; past `patience` the communicator is aborted and this throws.
   void wait(void* stream);
   // Ends the communicator at once, whatever is in flight (a peer was lost).
-  void abort();
+  void abort_communicator();
   bool aborted() const { return aborted_; }
 
  private:
