@@ -1,21 +1,18 @@
-// The AdamW kernel: one thread per element of the flat arena, coefficients computed once on the
-// host in double and rounded to float, as the CPU path does.
+// The AdamW kernel: one thread per element of the flat arena, with the CPU's coefficients
+// (ops/optim/adamw_coeffs.hpp).
 #include <cuda_runtime.h>
 
 #include <cmath>
 
 #include "ops/cuda/adamw_cuda.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/optim/adamw_coeffs.hpp"
 
 namespace pipeworks::cuda {
 namespace {
 
-struct adamw_coeffs {
-  float decay, b1, b2, one_b1, one_b2, step_size, bc2_sqrt, eps;
-};
-
 __global__ void adamw_kernel(float* out, const float* wp, const float* gp, float* mp, float* vp,
-                             std::size_t n, adamw_coeffs c) {
+                             std::size_t n, adamw_coeffs<float> c) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const float g = gp[i];
@@ -33,16 +30,7 @@ void adamw_update(float* w_out, const float* w, const float* g, float* m, float*
                   std::int64_t t, double lr, double beta1, double beta2, double eps,
                   double weight_decay, void* stream) {
   if (n == 0) return;
-  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(t));
-  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(t));
-  const adamw_coeffs c{static_cast<float>(1.0 - lr * weight_decay),
-                       static_cast<float>(beta1),
-                       static_cast<float>(beta2),
-                       static_cast<float>(1.0 - beta1),
-                       static_cast<float>(1.0 - beta2),
-                       static_cast<float>(lr / bc1),
-                       static_cast<float>(std::sqrt(bc2)),
-                       static_cast<float>(eps)};
+  const adamw_coeffs<float> c = adamw_coefficients<float>(t, lr, beta1, beta2, eps, weight_decay);
   constexpr unsigned threads = 256;
   const auto blocks = static_cast<unsigned>((n + threads - 1) / threads);
   adamw_kernel<<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(w_out, w, g, m, v, n, c);

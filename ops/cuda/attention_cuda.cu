@@ -48,13 +48,7 @@ __global__ void softmax_kernel(float* att, std::int64_t rows, int T) {
   if (r >= rows) return;
   const int n = static_cast<int>(r % T) + 1, lane = threadIdx.x;
   float* a = att + r * T;
-  float m = -INFINITY;
-  for (int j = lane; j < n; j += 32) m = fmaxf(m, a[j]);
-  m = warp_max(m);
-  float s = 0.f;
-  for (int j = lane; j < n; j += 32) s += expf(a[j] - m);
-  s = warp_sum(s);
-  for (int j = lane; j < n; j += 32) a[j] = expf(a[j] - m) / s;
+  warp_softmax(a, a, n, lane);
 }
 
 // out[b, t, h*hs + x] = sum_j<=t att[bh, t, j] v_j[x].

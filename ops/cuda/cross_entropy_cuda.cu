@@ -19,17 +19,10 @@ __global__ void forward_kernel(float* probs, float* row_loss, const float* logit
   if (row >= N) return;
   const int lane = threadIdx.x;
   const float* x = logits + row * V;
-  float m = -INFINITY;
-  for (int i = lane; i < V; i += 32) m = fmaxf(m, x[i]);
-  m = warp_max(m);
-  float s = 0.f;
-  for (int i = lane; i < V; i += 32) s += expf(x[i] - m);
-  s = warp_sum(s);
-  float* p = probs + row * V;
-  for (int i = lane; i < V; i += 32) p[i] = expf(x[i] - m) / s;
+  const float lse = warp_softmax(probs + row * V, x, V, lane);
   if (lane == 0) {
     const std::int32_t t = targets[row];
-    row_loss[row] = (t < 0 || t >= V) ? NAN : (m + logf(s)) - x[t];
+    row_loss[row] = (t < 0 || t >= V) ? NAN : lse - x[t];
   }
 }
 

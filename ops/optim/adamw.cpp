@@ -6,6 +6,7 @@
 #include <cmath>
 #include <experimental/simd>
 
+#include "ops/optim/adamw_coeffs.hpp"
 #include "ops/optim/optimizer.hpp"
 #include "ops/optim/parallel_for.hpp"
 
@@ -13,11 +14,6 @@ namespace pipeworks {
 namespace {
 
 namespace stdx = std::experimental;
-
-template <class T>
-struct adamw_coeffs {
-  T decay, b1, b2, one_b1, one_b2, step_size, bc2_sqrt, eps;
-};
 
 // One SIMD vector of elements.
 template <class V, class T>
@@ -69,16 +65,7 @@ template <class T>
 void adamw_update(std::span<T> w_out, std::span<const T> w, std::span<const T> g,
                   std::span<T> m, std::span<T> v, std::int64_t t, double lr, double beta1,
                   double beta2, double eps, double weight_decay) {
-  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(t));
-  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(t));
-  const adamw_coeffs<T> c{static_cast<T>(1.0 - lr * weight_decay),
-                          static_cast<T>(beta1),
-                          static_cast<T>(beta2),
-                          static_cast<T>(1.0 - beta1),
-                          static_cast<T>(1.0 - beta2),
-                          static_cast<T>(lr / bc1),
-                          static_cast<T>(std::sqrt(bc2)),
-                          static_cast<T>(eps)};
+  const adamw_coeffs<T> c = adamw_coefficients<T>(t, lr, beta1, beta2, eps, weight_decay);
   T* out = w_out.data();
   const T* wp = w.data();
   const T* gp = g.data();
