@@ -65,19 +65,22 @@ class spin_block final : public block<T> {
     return {{"spin." + std::to_string(index_) + ".weight", {1}}};
   }
   void init(std::span<T> w, std::uint64_t) const override { std::fill(w.begin(), w.end(), T(1)); }
-  block_forward forward(const T*, tensor, const microbatch_ctx&) const override {
+  block_forward forward(const device_context&, const T*, tensor,
+                        const microbatch_ctx&) const override {
     spin_for(fwd_us_, clock_);
     tensor out({1}, dtype_of<T>());
     if (loss_) out.template data<T>()[0] = T(1);
     return {std::move(out), {}};
   }
   // The whole backward's time in its input half; the weight half adds nothing.
-  tensor backward_input(const T*, stash, tensor, const microbatch_ctx&,
+  tensor backward_input(const device_context&, const T*, stash, tensor, const microbatch_ctx&,
                         deferred_grads&) const override {
     spin_for(bwd_us_, clock_);
     return first_ ? tensor() : tensor({1}, dtype_of<T>());
   }
-  void backward_weight(const T*, T* dw, deferred_grads) const override { dw[0] += T(0); }
+  void backward_weight(const device_context&, const T*, T* dw, deferred_grads) const override {
+    dw[0] += T(0);
+  }
   layer_cost cost() const override { return {sizeof(T), 0, sizeof(T), 1}; }
   bool is_loss() const override { return loss_; }
 

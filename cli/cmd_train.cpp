@@ -162,6 +162,7 @@ run_plan make_plan(train_options& o) {
                                              " (or change it in the plan)");
     auto p = load_run_plan(f.plan);
     if (!p) throw CLI::ValidationError("--plan", p.message());
+    apply_device_flags(o, *p);
     apply_process_flags(o, *p, false);
     return *p;
   }

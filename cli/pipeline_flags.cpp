@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cli/options.hpp"
+#include "ops/device/device.hpp"
 #include "partition/even_split.hpp"
 
 namespace pipeworks::cli {
@@ -22,6 +23,17 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
   sub.add_option("--chunks", f.chunks, "virtual stages per device v (interleaved, bfs)")
       ->check(positive_int)
       ->capture_default_str();
+  sub.add_option("--device", f.device,
+                 "where every rank runs: cpu, cuda (GPU 0) or cuda:N (a --plan file can place "
+                 "each rank on its own device, e.g. stage 0 on the CPU and the rest on a GPU)")
+      ->check([](const std::string& s) {
+        auto d = parse_device(s);
+        return d ? std::string() : d.message();
+      })
+      ->capture_default_str();
+  sub.add_flag("--tf32", f.tf32,
+               "GPU ranks' matrix products may use TF32 tensor cores (faster, about 1e-3 "
+               "relative error instead of fp32's 1e-6)");
   sub.add_option("--split", f.split,
                  "first block of each (virtual) stage, e.g. 0,3,6 (default: even FLOPs)");
   sub.add_option("--trace", f.trace, "write the run's Chrome trace (Perfetto) to this file");
@@ -145,6 +157,9 @@ void check_pipeline_flags(const pipeline_flags& f) {
   if (!f.init.empty() && !f.resume.empty())
     throw CLI::ValidationError("--init", "--resume continues from the checkpoint's weights: drop "
                                          "--init (use --init to start a new run from them)");
+  if (f.auto_partition && f.given.count("--device"))
+    throw CLI::ValidationError("--device", "--auto-partition places the ranks on the devices its "
+                                           "--cluster names: drop --device");
 }
 
 }  // namespace pipeworks::cli

@@ -19,6 +19,10 @@ struct pipeline_flags {
   int stages = 1, replicas = 1, chunks = 1, credits = 0;
   std::string split, trace, inject_fault, actors = "detached";
   bool compare_sim = false;
+  // Where every rank runs (cpu, cuda, cuda:N; a plan file can place each rank itself), and
+  // whether GPU ranks' GEMMs may use TF32.
+  std::string device = "cpu";
+  bool tf32 = false;
   // --auto-partition [--cluster C] [--planner pipedream|2bw] (cli/auto_partition.hpp).
   bool auto_partition = false;
   std::string cluster = "local-cpu", planner;

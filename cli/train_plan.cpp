@@ -41,6 +41,7 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"runtime.credits", "--credits"},
     {"runtime.threads_per_stage", "--threads"},
     {"runtime.actors", "--actors"},
+    {"runtime.tf32", "--tf32"},
     {"checkpoint.every", "--save-every"},
     {"checkpoint.dir", "--checkpoint-dir"},
     {"checkpoint.keep", "--keep"},
@@ -82,6 +83,15 @@ std::string flag_of(std::string_view field) {
 void check_plan_flags(const run_plan& plan, int blocks) {
   if (auto i = first_issue(plan, blocks))
     throw CLI::ValidationError(render(*i, [](std::string_view f) { return flag_of(f); }));
+}
+
+void apply_device_flags(const train_options& o, run_plan& p) {
+  const pipeline_flags& f = o.pipe;
+  if (f.given.count("--device")) {  // only when given: else the plan's own placements stay
+    if (static_cast<int>(p.ranks.size()) != p.rank_count()) p.ranks.assign(p.rank_count(), {});
+    for (rank_placement& r : p.ranks) r.device = f.device;
+  }
+  if (f.given.count("--tf32")) p.tf32 = f.tf32;
 }
 
 void apply_process_flags(const train_options& o, run_plan& p, bool all) {
@@ -175,6 +185,7 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
   if (has("--checkpoint-dir")) p.checkpoint.dir = f.checkpoint_dir;
   if (has("--keep")) p.checkpoint.keep = f.keep;
   if (has("--init")) p.init_from = f.init;
+  apply_device_flags(o, p);
   apply_process_flags(o, p, all);
   if (f.auto_partition) {
     auto_partition_spec a;

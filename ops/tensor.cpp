@@ -127,7 +127,8 @@ tensor tensor::uninitialized(shape_t shape, dtype dt) {
   return t;
 }
 
-tensor tensor::on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_allocator> memory) {
+tensor tensor::on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_allocator> memory,
+                  void* stream, bool zero) {
   if (dev.kind == device_kind::cpu) return tensor(std::move(shape), dt);
   check_shape(shape);
   if (!memory)
@@ -140,24 +141,43 @@ tensor tensor::on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_a
   auto* p = static_cast<std::byte*>(memory->allocate(n));
   t.storage_ = std::shared_ptr<std::byte>(p, [memory](std::byte* q) { memory->deallocate(q); });
   t.memory_ = std::move(memory);
-  zero_bytes(p, dev, n);
+  t.stream_ = stream;
+  if (zero) zero_bytes(p, dev, n, stream);
   return t;
 }
 
-tensor tensor::copy_to(device dev, std::shared_ptr<caching_allocator> memory) const {
+tensor tensor::copy_to(device dev, std::shared_ptr<caching_allocator> memory, void* stream) const {
   if (empty()) return {};
-  tensor t = dev.kind == device_kind::cpu ? uninitialized(shape_, dtype_)
-                                          : on(shape_, dtype_, dev, std::move(memory));
-  copy_bytes(t.bytes(), dev, bytes(), device_, nbytes());
+  void* s = stream ? stream : stream_;
+  const bool to_cpu = dev.kind == device_kind::cpu;
+  tensor t = to_cpu ? uninitialized(shape_, dtype_)
+                    : on(shape_, dtype_, dev, std::move(memory), s, false);
+  copy_bytes(t.bytes(), dev, bytes(), device_, nbytes(), s);
+  if (to_cpu && s) wait_stream(device_, s);
   return t;
 }
 
 tensor tensor::clone() const {
   if (empty()) return {};
-  if (device_.kind != device_kind::cpu) return copy_to(device_, memory_);
+  if (device_.kind != device_kind::cpu) return copy_to(device_, memory_, stream_);
   tensor t = uninitialized(shape_, dtype_);  // every byte is copied over
   std::memcpy(t.bytes(), bytes(), nbytes());
   return t;
+}
+
+tensor tensor::zeros_like() const {
+  if (device_.kind == device_kind::cpu) return tensor(shape_, dtype_);
+  return on(shape_, dtype_, device_, memory_, stream_, true);
+}
+
+tensor tensor::zeros_beside(shape_t shape, dtype dt) const {
+  if (device_.kind == device_kind::cpu) return tensor(std::move(shape), dt);
+  return on(std::move(shape), dt, device_, memory_, stream_, true);
+}
+
+tensor tensor::uninitialized_like() const {
+  if (device_.kind == device_kind::cpu) return uninitialized(shape_, dtype_);
+  return on(shape_, dtype_, device_, memory_, stream_, false);
 }
 
 void tensor::reshape(shape_t shape) {

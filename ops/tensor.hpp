@@ -54,12 +54,26 @@ class tensor {
 
   // A copy on the same device.
   tensor clone() const;
-  // A zeroed tensor on `dev`; a GPU's storage comes from `memory`, that GPU's caching allocator
-  // (the CPU's needs none). The only ways onto a device are this and copy_to.
-  static tensor on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_allocator> memory);
+  // A tensor on `dev`, zeroed unless `zero` is false (then the caller writes every byte); a GPU's
+  // storage comes from `memory`, that GPU's caching allocator (the CPU's needs none), and its use
+  // is ordered on `stream` (a cudaStream_t; null: the default stream): the zeroing, later copies
+  // and, through the allocator, the next owner of the memory. The only ways onto a device are
+  // this and copy_to.
+  static tensor on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_allocator> memory,
+                   void* stream = nullptr, bool zero = true);
   // A copy of this tensor on `dev` (explicit: a tensor never crosses devices otherwise); `memory`
-  // as for on().
-  tensor copy_to(device dev, std::shared_ptr<caching_allocator> memory = nullptr) const;
+  // as for on(). The copy is ordered on `stream` (null: this tensor's own); a copy to the CPU is
+  // complete when it returns.
+  tensor copy_to(device dev, std::shared_ptr<caching_allocator> memory = nullptr,
+                 void* stream = nullptr) const;
+  // A tensor of this one's shape and dtype on its device (its allocator and stream), zeroed or
+  // with every byte left for the caller to write.
+  tensor zeros_like() const;
+  tensor uninitialized_like() const;
+  // A zeroed tensor of another shape and dtype where this one is (its allocator and stream).
+  tensor zeros_beside(shape_t shape, dtype dt) const;
+  // The stream that orders a GPU tensor's use (null on the CPU).
+  void* stream() const { return stream_; }
   // Storage of the given shape whose contents are left as they are (the caller fills every byte).
   static tensor uninitialized(shape_t shape, dtype dt = dtype::f32);
   // Same storage under a new shape with the same number of elements.
@@ -104,6 +118,7 @@ class tensor {
   device device_;
   std::shared_ptr<std::byte> storage_;
   std::shared_ptr<caching_allocator> memory_;  // a GPU tensor's allocator (clone() uses it)
+  void* stream_ = nullptr;                     // and the stream that orders its use
 };
 
 }  // namespace pipeworks

@@ -48,14 +48,14 @@ result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
     tensor next;
     for (int rep = 0; rep <= options.repeats; ++rep) {
       auto t0 = std::chrono::steady_clock::now();
-      block_forward f = blk.forward(w, input.clone(), mb.ctx);
+      block_forward f = blk.forward(host_context(), w, input.clone(), mb.ctx);
       const double f_ms = ms_since(t0);
       std::int64_t saved = 0;
       for (const tensor& t : f.saved.saved) saved += static_cast<std::int64_t>(t.nbytes());
       tensor dout = blk.is_loss() ? scalar_tensor<T>(T(1)) : tensor(f.output.shape(), f.output.type());
       if (!blk.is_loss()) std::fill_n(dout.data<T>(), dout.numel(), T(1e-3));
       t0 = std::chrono::steady_clock::now();
-      blk.backward(w, dw, std::move(f.saved), std::move(dout), mb.ctx);
+      blk.backward(host_context(), w, dw, std::move(f.saved), std::move(dout), mb.ctx);
       const double b_ms = ms_since(t0);
       if (rep == 0) {  // the warm-up run: sizes, and the next block's input
         lp.saved_bytes = saved;

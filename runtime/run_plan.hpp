@@ -102,6 +102,7 @@ struct run_plan {
   bool detached = true;         // stage actors on threads of their own (else CAF's scheduler)
   checkpoint_spec checkpoint;
   std::int64_t weights_every = 0;  // ranks send their weights to the driver every k steps; 0: never
+  bool tf32 = false;  // GPU ranks' GEMMs may use TF32 tensor cores (about 1e-3 relative error)
   std::optional<auto_partition_spec> auto_partition;
   process_spec processes;
 

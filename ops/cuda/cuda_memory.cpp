@@ -61,6 +61,12 @@ void zero_bytes(void* p, const device& on, std::size_t n, void* stream) {
   if (stream == nullptr) PW_CUDA(cudaStreamSynchronize(s));
 }
 
+void wait_stream(const device& on, void* stream) {
+  if (on.kind == device_kind::cpu) return;
+  PW_CUDA(cudaSetDevice(on.index));
+  PW_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
 }  // namespace pipeworks
 
 namespace pipeworks::cuda {

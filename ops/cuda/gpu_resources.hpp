@@ -10,7 +10,8 @@ namespace pipeworks {
 
 class gpu_resources {
  public:
-  explicit gpu_resources(int index);
+  // tf32: the GEMMs may use TF32 tensor cores (about 1e-3 relative error) instead of strict fp32.
+  gpu_resources(int index, bool tf32);
   ~gpu_resources();
   gpu_resources(const gpu_resources&) = delete;
   gpu_resources& operator=(const gpu_resources&) = delete;

@@ -30,7 +30,12 @@ void zero_bytes(void* p, const device& on, std::size_t n, void*) {
   if (n > 0) std::memset(p, 0, n);
 }
 
-std::shared_ptr<gpu_resources> open_gpu(int index) {
+void wait_stream(const device& on, void*) {
+  if (on.kind != device_kind::cpu)
+    throw pipeworks_error(on.to_string() + " cannot be waited for: " + why_none);
+}
+
+std::shared_ptr<gpu_resources> open_gpu(int index, bool) {
   throw pipeworks_error("cuda:" + std::to_string(index) + " cannot be used: " + why_none +
                         "; run with --device cpu");
 }

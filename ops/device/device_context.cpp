@@ -1,6 +1,11 @@
 // device_context: on the CPU a oneTBB arena, on a GPU the resources open_gpu gives.
 #include "ops/device/device_context.hpp"
 
+#include "ops/device/device_memory.hpp"
+#ifdef PIPEWORKS_HAVE_CUDA
+#include "ops/cuda/gpu_resources.hpp"
+#endif
+
 namespace pipeworks {
 
 device_context device_context::cpu(int threads) {
@@ -11,11 +16,55 @@ device_context device_context::cpu(int threads) {
   return c;
 }
 
-device_context device_context::cuda(int index) {
+device_context device_context::cuda(int index, bool tf32) {
   device_context c;
   c.device_ = device{device_kind::cuda, index};
-  c.gpu_ = open_gpu(index);
+  c.gpu_ = open_gpu(index, tf32);
   return c;
+}
+
+void* device_context::stream() const {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_) return gpu_->stream();
+#endif
+  return nullptr;
+}
+
+tensor device_context::zeros(shape_t shape, dtype dt) const {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_) return tensor::on(std::move(shape), dt, device_, gpu_->memory(), gpu_->stream());
+#endif
+  return tensor(std::move(shape), dt);
+}
+
+tensor device_context::uninitialized(shape_t shape, dtype dt) const {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_)
+    return tensor::on(std::move(shape), dt, device_, gpu_->memory(), gpu_->stream(), false);
+#endif
+  return tensor::uninitialized(std::move(shape), dt);
+}
+
+tensor device_context::adopt(tensor t) const {
+  if (t.empty() || t.where() == device_) return t;
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_) return t.copy_to(device_, gpu_->memory(), gpu_->stream());
+#endif
+  return t.copy_to(device_);
+}
+
+tensor device_context::to_host(const tensor& t) const {
+  if (t.where().kind == device_kind::cpu) return t.clone();
+  return t.copy_to(device::cpu());  // ordered on t's own stream
+}
+
+void device_context::wait() const {
+  if (gpu_) wait_stream(device_, stream());
+}
+
+const device_context& host_context() {
+  static const device_context host = device_context::cpu(0);
+  return host;
 }
 
 device_context::device_context(device_context&&) noexcept = default;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ops/device/device.hpp"
+#include "ops/tensor.hpp"
 
 namespace pipeworks {
 
@@ -16,8 +17,8 @@ class device_context {
   // threads > 0: an arena of that many threads; 0: the caller's own threads (hand-driven tests
   // and local runs, which run every rank on one thread).
   static device_context cpu(int threads);
-  // GPU `index`: throws pipeworks_error naming it and why when it cannot be had (open_gpu).
-  static device_context cuda(int index);
+  // GPU `index` (tf32: its GEMMs may use TF32 tensor cores): throws pipeworks_error naming it and why when it cannot be had (open_gpu).
+  static device_context cuda(int index, bool tf32 = false);
   device_context(device_context&&) noexcept;
   device_context& operator=(device_context&&) noexcept;
   ~device_context();
@@ -25,6 +26,19 @@ class device_context {
   const pipeworks::device& where() const { return device_; }
   gpu_resources* gpu() const { return gpu_.get(); }  // null on the CPU
   int threads() const { return threads_; }
+  bool on_gpu() const { return gpu_ != nullptr; }
+
+  // Tensors on this device, ordered on its stream: zeroed, or with every byte left for the
+  // caller to write.
+  tensor zeros(shape_t shape, dtype dt) const;
+  tensor uninitialized(shape_t shape, dtype dt) const;
+  // t itself when it is on this device, else a copy here (the explicit crossing of devices).
+  tensor adopt(tensor t) const;
+  // A copy of t on the CPU, complete when it returns.
+  tensor to_host(const tensor& t) const;
+  // Returns once the work queued on this device is done (at once on the CPU).
+  void wait() const;
+  void* stream() const;  // a GPU's cudaStream_t, null on the CPU
 
   // Runs f with the device's threads: inside the arena on the CPU (f's results go out through
   // what it captures).
@@ -42,5 +56,9 @@ class device_context {
   std::unique_ptr<tbb::task_arena> arena_;
   std::shared_ptr<gpu_resources> gpu_;
 };
+
+// The CPU on the caller's own threads (device_context::cpu(0)): what code that runs blocks
+// outside a rank uses (evaluation, sampling, the profiler, tests).
+const device_context& host_context();
 
 }  // namespace pipeworks

@@ -14,5 +14,7 @@ void copy_bytes(void* dst, const device& to, const void* src, const device& from
                 void* stream = nullptr);
 // n zero bytes at p on `on`, as copy_bytes for the stream.
 void zero_bytes(void* p, const device& on, std::size_t n, void* stream = nullptr);
+// Returns once the work queued on `stream` (a cudaStream_t of GPU `on`) is done; nothing on the CPU.
+void wait_stream(const device& on, void* stream);
 
 }  // namespace pipeworks

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/device/device_context.hpp"
 #include "ops/layers/layer_cost.hpp"
 #include "ops/model/param_set.hpp"
 #include "ops/tensor.hpp"
@@ -59,22 +60,29 @@ class block {
   virtual std::vector<param_spec> params() const = 0;
   // Fills this block's slice w deterministically from seed (one stream per tensor name).
   virtual void init(std::span<T> w, std::uint64_t seed) const = 0;
+  // Every pass runs on `dev`, the rank's device context: w, the tensors and what the block makes
+  // are that device's (the block calls the ops of ops/device/device_ops.hpp and makes tensors
+  // with dev, never branching on the device itself). A loss block's loss and its dout are host
+  // tensors of shape (1).
   // w: this block's slice of a param_set. Takes the input over; may keep it in the stash.
-  virtual block_forward forward(const T* w, tensor input, const microbatch_ctx& ctx) const = 0;
+  virtual block_forward forward(const device_context& dev, const T* w, tensor input,
+                                const microbatch_ctx& ctx) const = 0;
   // A block's backward is two halves, so that a block (a CUDA one too) is written once and the
   // zero-bubble schedules can run them apart. backward_input returns the gradient of the input
   // (an empty tensor for a first block) and moves into `later` what backward_weight needs; it
   // takes the stash over. For a loss block dout is (1): the factor on the loss (1/m under
   // accumulation over m microbatches). backward_weight adds this microbatch's weight gradients
   // into dw (+=; this block's slice of a gradient param_set), with w the same weight version.
-  virtual tensor backward_input(const T* w, stash saved, tensor dout, const microbatch_ctx& ctx,
-                                deferred_grads& later) const = 0;
-  virtual void backward_weight(const T* w, T* dw, deferred_grads later) const = 0;
+  virtual tensor backward_input(const device_context& dev, const T* w, stash saved, tensor dout,
+                                const microbatch_ctx& ctx, deferred_grads& later) const = 0;
+  virtual void backward_weight(const device_context& dev, const T* w, T* dw,
+                               deferred_grads later) const = 0;
   // The whole backward: the two halves one after the other.
-  tensor backward(const T* w, T* dw, stash saved, tensor dout, const microbatch_ctx& ctx) const {
+  tensor backward(const device_context& dev, const T* w, T* dw, stash saved, tensor dout,
+                  const microbatch_ctx& ctx) const {
     deferred_grads later;
-    tensor din = backward_input(w, std::move(saved), std::move(dout), ctx, later);
-    backward_weight(w, dw, std::move(later));
+    tensor din = backward_input(dev, w, std::move(saved), std::move(dout), ctx, later);
+    backward_weight(dev, w, dw, std::move(later));
     return din;
   }
   // The sum of its layers' costs, per sample, at element size sizeof(T).

@@ -1,5 +1,6 @@
 // GPT head block: ln_f, the untied lm_head (V, C) without bias, and the cross-entropy loss.
 #include "ops/layers/cross_entropy.hpp"
+#include "ops/device/device_ops.hpp"
 #include "ops/layers/layernorm.hpp"
 #include "ops/layers/linear.hpp"
 #include "ops/model/gpt.hpp"
@@ -27,7 +28,8 @@ void gpt_head_block<T>::init(std::span<T> w, std::uint64_t seed) const {
 
 // saved: x (B, T, C), lnf (B, T, C), mean and rstd (B, T), probs (B, T, V).
 template <class T>
-block_forward gpt_head_block<T>::forward(const T* w, tensor x, const microbatch_ctx& ctx) const {
+block_forward gpt_head_block<T>::forward(const device_context& dev, const T* w, tensor x,
+                                         const microbatch_ctx& ctx) const {
   const int C = cfg_.width, V = cfg_.vocab;
   if (x.rank() != 3 || x.dim(0) != ctx.batch || x.dim(2) != C)
     throw pipeworks_error("gpt head: expected (" + std::to_string(ctx.batch) + ", T, " +
@@ -36,19 +38,23 @@ block_forward gpt_head_block<T>::forward(const T* w, tensor x, const microbatch_
   const T* lnw = w;
   const T* lnb = w + C;
   const T* wlm = w + 2 * C;
-  tensor lnf({B, Tn, C}, dtype_of<T>()), mean({B, Tn}, dtype_of<T>()), rstd({B, Tn}, dtype_of<T>());
-  layernorm_forward(lnf.data<T>(), mean.data<T>(), rstd.data<T>(), x.data<T>(), lnw, lnb, N, C);
-  tensor logits({B, Tn, V}, dtype_of<T>());
-  linear_forward(logits.data<T>(), lnf.data<T>(), wlm, static_cast<const T*>(nullptr), N, C, V,
-                 weight_layout::out_in);
-  return cross_entropy_tail<T>(std::move(logits), ctx, "gpt head", "targets", std::move(x),
+  const dtype dt = dtype_of<T>();
+  tensor lnf = dev.zeros({B, Tn, C}, dt), mean = dev.zeros({B, Tn}, dt),
+         rstd = dev.zeros({B, Tn}, dt);
+  layernorm_forward(dev, lnf.data<T>(), mean.data<T>(), rstd.data<T>(),
+                    std::as_const(x).data<T>(), lnw, lnb, N, C);
+  tensor logits = dev.zeros({B, Tn, V}, dt);
+  linear_forward(dev, logits.data<T>(), std::as_const(lnf).data<T>(), wlm,
+                 static_cast<const T*>(nullptr), N, C, V, weight_layout::out_in);
+  return cross_entropy_tail<T>(dev, std::move(logits), ctx, "gpt head", "targets", std::move(x),
                                std::move(lnf), std::move(mean), std::move(rstd));
 }
 
 // Deferred: lnf (B, T, C) and dlogits (B, T, V) for lm_head, then ln_f's gradients (2, C).
 template <class T>
-tensor gpt_head_block<T>::backward_input(const T* w, stash s, tensor dout,
-                                         const microbatch_ctx& ctx, deferred_grads& later) const {
+tensor gpt_head_block<T>::backward_input(const device_context& dev, const T* w, stash s,
+                                         tensor dout, const microbatch_ctx& ctx,
+                                         deferred_grads& later) const {
   const int C = cfg_.width, V = cfg_.vocab;
   const tensor& x = s.saved.at(0);
   tensor& lnf = s.saved.at(1);
@@ -56,14 +62,15 @@ tensor gpt_head_block<T>::backward_input(const T* w, stash s, tensor dout,
   const tensor& rstd = s.saved.at(3);
   tensor& probs = s.saved.at(4);
   const std::int64_t B = x.dim(0), Tn = x.dim(1), N = B * Tn;
-  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
+  tensor dlogits = cross_entropy_tail_backward<T>(dev, probs, dout, ctx);
   probs = tensor();
-  tensor dlnf({B, Tn, C}, dtype_of<T>());
-  linear_backward<T>(dlnf.data<T>(), nullptr, nullptr, dlogits.data<T>(), nullptr, w + 2 * C, N,
-                     C, V, weight_layout::out_in);
-  tensor dx({B, Tn, C}, dtype_of<T>());
-  tensor dln({2, C}, dtype_of<T>());
-  layernorm_backward(dx.data<T>(), dln.data<T>(), dln.data<T>() + C, dlnf.data<T>(),
+  const dtype dt = dtype_of<T>();
+  tensor dlnf = dev.zeros({B, Tn, C}, dt);
+  linear_backward<T>(dev, dlnf.data<T>(), nullptr, nullptr, dlogits.data<T>(), nullptr, w + 2 * C,
+                     N, C, V, weight_layout::out_in);
+  tensor dx = dev.zeros({B, Tn, C}, dt);
+  tensor dln = dev.zeros({2, C}, dt);
+  layernorm_backward(dev, dx.data<T>(), dln.data<T>(), dln.data<T>() + C, dlnf.data<T>(),
                      x.data<T>(), w, mean.data<T>(), rstd.data<T>(), N, C);
   later.saved.push_back(std::move(lnf));
   later.saved.push_back(std::move(dlogits));
@@ -73,14 +80,15 @@ tensor gpt_head_block<T>::backward_input(const T* w, stash s, tensor dout,
 
 // lm_head: dW (V, C) += dlogits^T lnf; ln_f: the gradients backward_input made.
 template <class T>
-void gpt_head_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+void gpt_head_block<T>::backward_weight(const device_context& dev, const T*, T* dw,
+                                        deferred_grads later) const {
   const int C = cfg_.width, V = cfg_.vocab;
   const tensor& lnf = later.saved.at(0);
   const tensor& dlogits = later.saved.at(1);
   const T* dln = later.saved.at(2).data<T>();
-  linear_backward<T>(nullptr, dw + 2 * C, nullptr, dlogits.data<T>(), lnf.data<T>(), nullptr,
+  linear_backward<T>(dev, nullptr, dw + 2 * C, nullptr, dlogits.data<T>(), lnf.data<T>(), nullptr,
                      lnf.numel() / C, C, V, weight_layout::out_in);
-  for (int i = 0; i < 2 * C; ++i) dw[i] += dln[i];
+  add_into(dev, dw, dln, 2 * C);
 }
 
 template <class T>

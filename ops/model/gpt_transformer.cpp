@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "ops/device/device_ops.hpp"
 #include "ops/layers/activation.hpp"
 #include "ops/layers/attention.hpp"
 #include "ops/layers/layernorm.hpp"
@@ -103,7 +104,7 @@ void gpt_transformer_block<T>::init(std::span<T> w, std::uint64_t seed) const {
 }
 
 template <class T>
-block_forward gpt_transformer_block<T>::forward(const T* w, tensor x,
+block_forward gpt_transformer_block<T>::forward(const device_context& dev, const T* w, tensor x,
                                                 const microbatch_ctx& ctx) const {
   const int C = cfg_.width, NH = cfg_.heads;
   if (x.rank() != 3 || x.dim(0) != ctx.batch || x.dim(1) > cfg_.context || x.dim(2) != C)
@@ -111,7 +112,7 @@ block_forward gpt_transformer_block<T>::forward(const T* w, tensor x,
                           std::to_string(C) + "), got " + shape_string(x.shape()));
   const int B = static_cast<int>(x.dim(0)), Tn = static_cast<int>(x.dim(1));
   const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
-  auto make = [](shape_t s) { return tensor(std::move(s), dtype_of<T>()); };
+  auto make = [&](shape_t sh) { return dev.zeros(std::move(sh), dtype_of<T>()); };
   auto W = [&](int k) { return w + off_[k]; };
   std::vector<tensor> s(s_count);
   s[s_ln1] = make({B, Tn, C});
@@ -131,17 +132,17 @@ block_forward gpt_transformer_block<T>::forward(const T* w, tensor x,
   const T* xp = x.data<T>();
   T* op = out.data<T>();
 
-  layernorm_forward(d(s_ln1), d(s_ln1_mean), d(s_ln1_rstd), xp, W(ln1_w), W(ln1_b), N, C);
-  linear_forward(d(s_qkv), d(s_ln1), W(attn_w), W(attn_b), N, C, 3 * C, in_out);
-  attention_forward(d(s_atty), d(s_att), d(s_qkv), B, Tn, C, NH);
-  linear_forward(op, d(s_atty), W(proj_w), W(proj_b), N, C, C, in_out);  // op: attn projection
+  layernorm_forward(dev, d(s_ln1), d(s_ln1_mean), d(s_ln1_rstd), xp, W(ln1_w), W(ln1_b), N, C);
+  linear_forward(dev, d(s_qkv), d(s_ln1), W(attn_w), W(attn_b), N, C, 3 * C, in_out);
+  attention_forward(dev, d(s_atty), d(s_att), d(s_qkv), B, Tn, C, NH);
+  linear_forward(dev, op, d(s_atty), W(proj_w), W(proj_b), N, C, C, in_out);  // attn projection
   T* res2 = d(s_res2);
-  for (std::int64_t i = 0; i < N * C; ++i) res2[i] = xp[i] + op[i];
-  layernorm_forward(d(s_ln2), d(s_ln2_mean), d(s_ln2_rstd), res2, W(ln2_w), W(ln2_b), N, C);
-  linear_forward(d(s_fch), d(s_ln2), W(fc_w), W(fc_b), N, C, 4 * C, in_out);
-  gelu_forward(d(s_fch_gelu), d(s_fch), N * 4 * C);
-  linear_forward(op, d(s_fch_gelu), W(fcp_w), W(fcp_b), N, 4 * C, C, in_out);
-  for (std::int64_t i = 0; i < N * C; ++i) op[i] += res2[i];
+  add(dev, res2, xp, static_cast<const T*>(op), N * C);
+  layernorm_forward(dev, d(s_ln2), d(s_ln2_mean), d(s_ln2_rstd), res2, W(ln2_w), W(ln2_b), N, C);
+  linear_forward(dev, d(s_fch), d(s_ln2), W(fc_w), W(fc_b), N, C, 4 * C, in_out);
+  gelu_forward(dev, d(s_fch_gelu), d(s_fch), N * 4 * C);
+  linear_forward(dev, op, d(s_fch_gelu), W(fcp_w), W(fcp_b), N, 4 * C, C, in_out);
+  add_into(dev, op, static_cast<const T*>(res2), N * C);
 
   s[s_x] = std::move(x);
   return {std::move(out), stash{std::move(s)}};
@@ -149,15 +150,15 @@ block_forward gpt_transformer_block<T>::forward(const T* w, tensor x,
 
 // The same products as backward, less every linear's dweight and dbias.
 template <class T>
-tensor gpt_transformer_block<T>::backward_input(const T* w, stash st, tensor dout,
-                                                const microbatch_ctx&,
+tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const T* w, stash st,
+                                                tensor dout, const microbatch_ctx&,
                                                 deferred_grads& later) const {
   const int C = cfg_.width, NH = cfg_.heads;
   std::vector<tensor>& s = st.saved;
   if (static_cast<int>(s.size()) != s_count) throw pipeworks_error(name() + ": bad stash");
   const int B = static_cast<int>(s[s_x].dim(0)), Tn = static_cast<int>(s[s_x].dim(1));
   const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
-  auto make = [](shape_t sh) { return tensor(std::move(sh), dtype_of<T>()); };
+  auto make = [&](shape_t sh) { return dev.zeros(std::move(sh), dtype_of<T>()); };
   auto W = [&](int k) { return w + off_[k]; };
   auto d = [&](int i) { return s[i].template data<T>(); };
   std::vector<tensor> l(l_count);
@@ -165,32 +166,32 @@ tensor gpt_transformer_block<T>::backward_input(const T* w, stash st, tensor dou
   T* dln = l[l_ln].data<T>();
 
   // dres2: the gradient of res2, from dout through the residual; dout itself is c_proj's.
-  tensor dres2_t = dout.clone();
+  tensor dres2_t = dout.clone();  // on dout's device and stream: this block's
   T* dres2 = dres2_t.data<T>();
   tensor dfch_gelu = make({B, Tn, 4 * C});
-  linear_backward<T>(dfch_gelu.data<T>(), nullptr, nullptr, dout.data<T>(), nullptr, W(fcp_w), N,
+  linear_backward<T>(dev, dfch_gelu.data<T>(), nullptr, nullptr, dout.data<T>(), nullptr, W(fcp_w), N,
                      4 * C, C, in_out);
   tensor dfch = make({B, Tn, 4 * C});
-  gelu_backward(dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C);
+  gelu_backward(dev, dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C);
   dfch_gelu = tensor();
   tensor dln2 = make({B, Tn, C});
-  linear_backward<T>(dln2.data<T>(), nullptr, nullptr, dfch.data<T>(), nullptr, W(fc_w), N, C,
+  linear_backward<T>(dev, dln2.data<T>(), nullptr, nullptr, dfch.data<T>(), nullptr, W(fc_w), N, C,
                      4 * C, in_out);
-  layernorm_backward(dres2, dln + 2 * C, dln + 3 * C, dln2.data<T>(), d(s_res2), W(ln2_w),
+  layernorm_backward(dev, dres2, dln + 2 * C, dln + 3 * C, dln2.data<T>(), d(s_res2), W(ln2_w),
                      d(s_ln2_mean), d(s_ln2_rstd), N, C);
   dln2 = tensor();
   // dres2 is attn.c_proj's dout; dx goes on from a copy of it.
   tensor dx = dres2_t.clone();
   tensor datty = make({B, Tn, C});
-  linear_backward<T>(datty.data<T>(), nullptr, nullptr, dres2, nullptr, W(proj_w), N, C, C, in_out);
+  linear_backward<T>(dev, datty.data<T>(), nullptr, nullptr, dres2, nullptr, W(proj_w), N, C, C, in_out);
   tensor dqkv = make({B, Tn, 3 * C});
-  attention_backward(dqkv.data<T>(), datty.data<T>(), d(s_qkv), d(s_att), B, Tn, C, NH);
-  tensor dln1 = std::move(datty);  // reuse: same shape, zeroed below
-  std::fill_n(dln1.data<T>(), N * C, T(0));
-  linear_backward<T>(dln1.data<T>(), nullptr, nullptr, dqkv.data<T>(), nullptr, W(attn_w), N, C,
+  attention_backward(dev, dqkv.data<T>(), datty.data<T>(), d(s_qkv), d(s_att), B, Tn, C, NH);
+  tensor dln1 = std::move(datty);  // reuse: same shape, zeroed here
+  zero(dln1);
+  linear_backward<T>(dev, dln1.data<T>(), nullptr, nullptr, dqkv.data<T>(), nullptr, W(attn_w), N, C,
                      3 * C, in_out);
   // dx = dres2 (the residual) + the gradient through ln_1.
-  layernorm_backward(dx.data<T>(), dln, dln + C, dln1.data<T>(), d(s_x), W(ln1_w), d(s_ln1_mean),
+  layernorm_backward(dev, dx.data<T>(), dln, dln + C, dln1.data<T>(), d(s_x), W(ln1_w), d(s_ln1_mean),
                      d(s_ln1_rstd), N, C);
 
   l[l_fcp_in] = std::move(s[s_fch_gelu]);
@@ -207,28 +208,27 @@ tensor gpt_transformer_block<T>::backward_input(const T* w, stash st, tensor dou
 
 // dW += inp^T dout and db += column sums of dout for the four linears; plus the layernorms'.
 template <class T>
-void gpt_transformer_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+void gpt_transformer_block<T>::backward_weight(const device_context& dev, const T*, T* dw,
+                                               deferred_grads later) const {
   const int C = cfg_.width;
   std::vector<tensor>& l = later.saved;
   if (static_cast<int>(l.size()) != l_count) throw pipeworks_error(name() + ": bad deferred");
   const std::int64_t N = l[l_fc_in].numel() / C;
   auto dW = [&](int k) { return dw + off_[k]; };
   auto L = [&](int i) { return std::as_const(l[i]).template data<T>(); };
-  linear_backward<T>(nullptr, dW(fcp_w), dW(fcp_b), L(l_fcp_dout), L(l_fcp_in), nullptr, N, 4 * C,
+  linear_backward<T>(dev, nullptr, dW(fcp_w), dW(fcp_b), L(l_fcp_dout), L(l_fcp_in), nullptr, N, 4 * C,
                      C, in_out);
-  linear_backward<T>(nullptr, dW(fc_w), dW(fc_b), L(l_fc_dout), L(l_fc_in), nullptr, N, C, 4 * C,
+  linear_backward<T>(dev, nullptr, dW(fc_w), dW(fc_b), L(l_fc_dout), L(l_fc_in), nullptr, N, C, 4 * C,
                      in_out);
-  linear_backward<T>(nullptr, dW(proj_w), dW(proj_b), L(l_proj_dout), L(l_proj_in), nullptr, N, C,
+  linear_backward<T>(dev, nullptr, dW(proj_w), dW(proj_b), L(l_proj_dout), L(l_proj_in), nullptr, N, C,
                      C, in_out);
-  linear_backward<T>(nullptr, dW(attn_w), dW(attn_b), L(l_attn_dout), L(l_attn_in), nullptr, N, C,
+  linear_backward<T>(dev, nullptr, dW(attn_w), dW(attn_b), L(l_attn_dout), L(l_attn_in), nullptr, N, C,
                      3 * C, in_out);
   const T* dln = L(l_ln);
-  for (int i = 0; i < C; ++i) {
-    dW(ln1_w)[i] += dln[i];
-    dW(ln1_b)[i] += dln[C + i];
-    dW(ln2_w)[i] += dln[2 * C + i];
-    dW(ln2_b)[i] += dln[3 * C + i];
-  }
+  add_into(dev, dW(ln1_w), dln, C);
+  add_into(dev, dW(ln1_b), dln + C, C);
+  add_into(dev, dW(ln2_w), dln + 2 * C, C);
+  add_into(dev, dW(ln2_b), dln + 3 * C, C);
 }
 
 template <class T>

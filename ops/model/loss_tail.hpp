@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "ops/device/device_ops.hpp"
 #include "ops/layers/cross_entropy.hpp"
 #include "ops/model/block.hpp"
 #include "ops/model/model.hpp"
@@ -23,17 +24,18 @@ inline std::int64_t loss_positions(const tensor& logits) {
 // the loss (1), and the stash holds `saved` in order, then probs (shape of logits) last. A wrong
 // target count throws "who: expected N targets_noun, got M".
 template <class T, class... Saved>
-block_forward cross_entropy_tail(tensor logits, const microbatch_ctx& ctx, const std::string& who,
-                                 const std::string& targets_noun, Saved... saved) {
+block_forward cross_entropy_tail(const device_context& dev, tensor logits, const microbatch_ctx& ctx,
+                                 const std::string& who, const std::string& targets_noun,
+                                 Saved... saved) {
   if (!ctx.targets) return {std::move(logits), {}};
   const int V = static_cast<int>(logits.dim(logits.rank() - 1));
   const std::int64_t N = loss_positions(logits);
   if (ctx.targets->numel() != N)
     throw pipeworks_error(who + ": expected " + std::to_string(N) + " " + targets_noun + ", got " +
                           std::to_string(ctx.targets->numel()));
-  tensor probs(logits.shape(), dtype_of<T>());
-  T loss = cross_entropy_forward(probs.data<T>(), logits.data<T>(),
-                                 ctx.targets->data<std::int32_t>(), N, V);
+  tensor probs = dev.zeros(logits.shape(), dtype_of<T>());
+  T loss = cross_entropy_forward(dev, probs.data<T>(), std::as_const(logits).data<T>(),
+                                 *ctx.targets, N, V);
   block_forward r{scalar_tensor<T>(loss), {}};
   (r.saved.saved.push_back(std::move(saved)), ...);
   r.saved.saved.push_back(std::move(probs));
@@ -42,11 +44,11 @@ block_forward cross_entropy_tail(tensor logits, const microbatch_ctx& ctx, const
 
 // dlogits (shape of probs) for the loss times dout (1), from the probs cross_entropy_tail saved.
 template <class T>
-tensor cross_entropy_tail_backward(const tensor& probs, const tensor& dout,
-                                   const microbatch_ctx& ctx) {
+tensor cross_entropy_tail_backward(const device_context& dev, const tensor& probs,
+                                   const tensor& dout, const microbatch_ctx& ctx) {
   const int V = static_cast<int>(probs.dim(probs.rank() - 1));
-  tensor dlogits(probs.shape(), dtype_of<T>());
-  cross_entropy_backward(dlogits.data<T>(), probs.data<T>(), ctx.targets->data<std::int32_t>(),
+  tensor dlogits = dev.zeros(probs.shape(), dtype_of<T>());
+  cross_entropy_backward(dev, dlogits.data<T>(), probs.data<T>(), *ctx.targets,
                          loss_value<T>(dout), loss_positions(probs), V);
   return dlogits;
 }

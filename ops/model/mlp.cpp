@@ -70,15 +70,16 @@ void linear_relu_block<T>::init(std::span<T> w, std::uint64_t seed) const {
 
 // saved: x (B, in), h (B, out) the pre-activation.
 template <class T>
-block_forward linear_relu_block<T>::forward(const T* w, tensor x, const microbatch_ctx& ctx) const {
+block_forward linear_relu_block<T>::forward(const device_context& dev, const T* w, tensor x,
+                                           const microbatch_ctx& ctx) const {
   const std::int64_t B = ctx.batch;
   check_input(x, B, in_, name());
   const T* W = w;
   const T* bias = w + static_cast<std::int64_t>(in_) * out_;
-  tensor h({B, out_}, dtype_of<T>());
-  tensor y({B, out_}, dtype_of<T>());
-  linear_forward(h.data<T>(), x.data<T>(), W, bias, B, in_, out_, out_in);
-  relu_forward(y.data<T>(), h.data<T>(), B * out_);
+  tensor h = dev.zeros({B, out_}, dtype_of<T>());
+  tensor y = dev.zeros({B, out_}, dtype_of<T>());
+  linear_forward(dev, h.data<T>(), std::as_const(x).data<T>(), W, bias, B, in_, out_, out_in);
+  relu_forward(dev, y.data<T>(), std::as_const(h).data<T>(), B * out_);
   block_forward r{std::move(y), {}};
   r.saved.saved.push_back(std::move(x));
   r.saved.saved.push_back(std::move(h));
@@ -87,16 +88,16 @@ block_forward linear_relu_block<T>::forward(const T* w, tensor x, const microbat
 
 // Deferred: x (B, in) and dh (B, out).
 template <class T>
-tensor linear_relu_block<T>::backward_input(const T* w, stash s, tensor dout,
-                                            const microbatch_ctx& ctx,
+tensor linear_relu_block<T>::backward_input(const device_context& dev, const T* w, stash s,
+                                            tensor dout, const microbatch_ctx& ctx,
                                             deferred_grads& later) const {
   const std::int64_t B = ctx.batch;
   const tensor& h = s.saved.at(1);
-  tensor dh({B, out_}, dtype_of<T>());
-  relu_backward(dh.data<T>(), dout.data<T>(), h.data<T>(), B * out_);
-  tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
+  tensor dh = dev.zeros({B, out_}, dtype_of<T>());
+  relu_backward(dev, dh.data<T>(), std::as_const(dout).data<T>(), h.data<T>(), B * out_);
+  tensor dx = first_ ? tensor() : dev.zeros({B, in_}, dtype_of<T>());
   if (!first_)
-    linear_backward<T>(dx.data<T>(), nullptr, nullptr, dh.data<T>(), nullptr, w, B, in_, out_,
+    linear_backward<T>(dev, dx.data<T>(), nullptr, nullptr, dh.data<T>(), nullptr, w, B, in_, out_,
                        out_in);
   later.saved.push_back(std::move(s.saved.at(0)));
   later.saved.push_back(std::move(dh));
@@ -104,10 +105,11 @@ tensor linear_relu_block<T>::backward_input(const T* w, stash s, tensor dout,
 }
 
 template <class T>
-void linear_relu_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+void linear_relu_block<T>::backward_weight(const device_context& dev, const T*, T* dw,
+                                           deferred_grads later) const {
   const tensor& x = later.saved.at(0);
   const tensor& dh = later.saved.at(1);
-  linear_backward<T>(nullptr, dw, dw + static_cast<std::int64_t>(in_) * out_, dh.data<T>(),
+  linear_backward<T>(dev, nullptr, dw, dw + static_cast<std::int64_t>(in_) * out_, dh.data<T>(),
                      x.data<T>(), nullptr, dh.dim(0), in_, out_, out_in);
 }
 
@@ -136,26 +138,27 @@ void linear_loss_block<T>::init(std::span<T> w, std::uint64_t seed) const {
 
 // saved: x (B, in), probs (B, classes).
 template <class T>
-block_forward linear_loss_block<T>::forward(const T* w, tensor x, const microbatch_ctx& ctx) const {
+block_forward linear_loss_block<T>::forward(const device_context& dev, const T* w, tensor x,
+                                           const microbatch_ctx& ctx) const {
   const std::int64_t B = ctx.batch;
   check_input(x, B, in_, name());
-  tensor logits({B, classes_}, dtype_of<T>());
-  linear_forward(logits.data<T>(), x.data<T>(), w, w + static_cast<std::int64_t>(in_) * classes_, B,
-                 in_, classes_, out_in);
-  return cross_entropy_tail<T>(std::move(logits), ctx, name(), "labels", std::move(x));
+  tensor logits = dev.zeros({B, classes_}, dtype_of<T>());
+  linear_forward(dev, logits.data<T>(), std::as_const(x).data<T>(), w,
+                 w + static_cast<std::int64_t>(in_) * classes_, B, in_, classes_, out_in);
+  return cross_entropy_tail<T>(dev, std::move(logits), ctx, name(), "labels", std::move(x));
 }
 
 // Deferred: x (B, in) and dlogits (B, classes).
 template <class T>
-tensor linear_loss_block<T>::backward_input(const T* w, stash s, tensor dout,
-                                            const microbatch_ctx& ctx,
+tensor linear_loss_block<T>::backward_input(const device_context& dev, const T* w, stash s,
+                                            tensor dout, const microbatch_ctx& ctx,
                                             deferred_grads& later) const {
   const std::int64_t B = ctx.batch;
   const tensor& probs = s.saved.at(1);
-  tensor dlogits = cross_entropy_tail_backward<T>(probs, dout, ctx);
-  tensor dx = first_ ? tensor() : tensor({B, in_}, dtype_of<T>());
+  tensor dlogits = cross_entropy_tail_backward<T>(dev, probs, dout, ctx);
+  tensor dx = first_ ? tensor() : dev.zeros({B, in_}, dtype_of<T>());
   if (!first_)
-    linear_backward<T>(dx.data<T>(), nullptr, nullptr, dlogits.data<T>(), nullptr, w, B, in_,
+    linear_backward<T>(dev, dx.data<T>(), nullptr, nullptr, dlogits.data<T>(), nullptr, w, B, in_,
                        classes_, out_in);
   later.saved.push_back(std::move(s.saved.at(0)));
   later.saved.push_back(std::move(dlogits));
@@ -163,10 +166,11 @@ tensor linear_loss_block<T>::backward_input(const T* w, stash s, tensor dout,
 }
 
 template <class T>
-void linear_loss_block<T>::backward_weight(const T*, T* dw, deferred_grads later) const {
+void linear_loss_block<T>::backward_weight(const device_context& dev, const T*, T* dw,
+                                           deferred_grads later) const {
   const tensor& x = later.saved.at(0);
   const tensor& dlogits = later.saved.at(1);
-  linear_backward<T>(nullptr, dw, dw + static_cast<std::int64_t>(in_) * classes_,
+  linear_backward<T>(dev, nullptr, dw, dw + static_cast<std::int64_t>(in_) * classes_,
                      dlogits.data<T>(), x.data<T>(), nullptr, dlogits.dim(0), in_, classes_,
                      out_in);
 }

@@ -43,12 +43,13 @@ std::int64_t model<T>::param_count() const {
 }
 
 template <class T>
-stage_forward forward_blocks(const model<T>& m, const param_set& p, tensor input,
-                             const microbatch_ctx& ctx) {
+stage_forward forward_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                             tensor input, const microbatch_ctx& ctx) {
+  input = dev.adopt(std::move(input));
   stage_forward r;
   r.saved.reserve(static_cast<std::size_t>(p.block_count()));
   for (int b = p.first_block(); b < p.end_block(); ++b) {
-    block_forward f = m.at(b).forward(p.block_data<T>(b), std::move(input), ctx);
+    block_forward f = m.at(b).forward(dev, p.block_data<T>(b), std::move(input), ctx);
     input = std::move(f.output);
     r.saved.push_back(std::move(f.saved));
   }
@@ -56,23 +57,34 @@ stage_forward forward_blocks(const model<T>& m, const param_set& p, tensor input
   return r;
 }
 
+// The gradient coming into a stage, on its device (a loss block's dout stays a host scalar).
 template <class T>
-tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
-                       std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx) {
+tensor adopt_dout(const device_context& dev, const model<T>& m, const param_set& p, tensor dout) {
+  if (p.block_count() > 0 && m.at(p.end_block() - 1).is_loss()) return dout;
+  return dev.adopt(std::move(dout));
+}
+
+template <class T>
+tensor backward_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                       param_set& g, std::vector<stash> saved, tensor dout,
+                       const microbatch_ctx& ctx) {
+  dout = adopt_dout(dev, m, p, std::move(dout));
   if (static_cast<int>(saved.size()) != p.block_count())
     throw pipeworks_error("backward_blocks: the stash has " + std::to_string(saved.size()) +
                           " blocks, the stage " + std::to_string(p.block_count()));
   for (int b = p.end_block() - 1; b >= p.first_block(); --b) {
     std::size_t i = static_cast<std::size_t>(b - p.first_block());
-    dout = m.at(b).backward(p.block_data<T>(b), g.block_data<T>(b), std::move(saved[i]),
+    dout = m.at(b).backward(dev, p.block_data<T>(b), g.block_data<T>(b), std::move(saved[i]),
                             std::move(dout), ctx);
   }
   return dout;
 }
 
 template <class T>
-tensor backward_input_blocks(const model<T>& m, const param_set& p, std::vector<stash> saved,
-                             tensor dout, const microbatch_ctx& ctx, stage_deferred& later) {
+tensor backward_input_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                             std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx,
+                             stage_deferred& later) {
+  dout = adopt_dout(dev, m, p, std::move(dout));
   if (static_cast<int>(saved.size()) != p.block_count())
     throw pipeworks_error("backward_input_blocks: the stash has " + std::to_string(saved.size()) +
                           " blocks, the stage " + std::to_string(p.block_count()));
@@ -80,21 +92,22 @@ tensor backward_input_blocks(const model<T>& m, const param_set& p, std::vector<
   later.blocks.resize(saved.size());
   for (int b = p.end_block() - 1; b >= p.first_block(); --b) {
     std::size_t i = static_cast<std::size_t>(b - p.first_block());
-    dout = m.at(b).backward_input(p.block_data<T>(b), std::move(saved[i]), std::move(dout), ctx,
-                                  later.blocks[i]);
+    dout = m.at(b).backward_input(dev, p.block_data<T>(b), std::move(saved[i]), std::move(dout),
+                                  ctx, later.blocks[i]);
   }
   return dout;
 }
 
 template <class T>
-void backward_weight_blocks(const model<T>& m, const param_set& p, param_set& g,
-                            stage_deferred later) {
+void backward_weight_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                            param_set& g, stage_deferred later) {
   if (static_cast<int>(later.blocks.size()) != p.block_count())
     throw pipeworks_error("backward_weight_blocks: " + std::to_string(later.blocks.size()) +
                           " deferred blocks, the stage has " + std::to_string(p.block_count()));
   for (int b = p.end_block() - 1; b >= p.first_block(); --b) {
     std::size_t i = static_cast<std::size_t>(b - p.first_block());
-    m.at(b).backward_weight(p.block_data<T>(b), g.block_data<T>(b), std::move(later.blocks[i]));
+    m.at(b).backward_weight(dev, p.block_data<T>(b), g.block_data<T>(b),
+                            std::move(later.blocks[i]));
   }
 }
 
@@ -112,15 +125,17 @@ tensor scalar_tensor(T v) {
 
 #define PIPEWORKS_INSTANTIATE(T)                                                         \
   template class model<T>;                                                               \
-  template stage_forward forward_blocks<T>(const model<T>&, const param_set&, tensor,    \
+  template stage_forward forward_blocks<T>(const device_context&, const model<T>&,       \
+                                           const param_set&, tensor,                     \
                                            const microbatch_ctx&);                       \
-  template tensor backward_blocks<T>(const model<T>&, const param_set&, param_set&,      \
-                                     std::vector<stash>, tensor, const microbatch_ctx&); \
-  template tensor backward_input_blocks<T>(const model<T>&, const param_set&,            \
-                                           std::vector<stash>, tensor,                   \
+  template tensor backward_blocks<T>(const device_context&, const model<T>&,             \
+                                     const param_set&, param_set&, std::vector<stash>,   \
+                                     tensor, const microbatch_ctx&);                     \
+  template tensor backward_input_blocks<T>(const device_context&, const model<T>&,       \
+                                           const param_set&, std::vector<stash>, tensor, \
                                            const microbatch_ctx&, stage_deferred&);      \
-  template void backward_weight_blocks<T>(const model<T>&, const param_set&, param_set&, \
-                                          stage_deferred);                               \
+  template void backward_weight_blocks<T>(const device_context&, const model<T>&,        \
+                                          const param_set&, param_set&, stage_deferred); \
   template T loss_value<T>(const tensor&);                                               \
   template tensor scalar_tensor<T>(T);
 PIPEWORKS_INSTANTIATE(float)

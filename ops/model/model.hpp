@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/model/block.hpp"
@@ -47,16 +48,31 @@ struct stage_stash {
   microbatch_ctx ctx;
 };
 
+// Each runner below runs on `dev`, the stage's device context: p and g are on its device, and
+// the stage's input (and dout, unless the stage ends with the loss) is copied there when it comes
+// from another device. Without `dev`: on the CPU, on the caller's thread (host_context()).
+
 // Runs blocks [p.first_block(), p.end_block()) forward on input.
 template <class T>
+stage_forward forward_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                             tensor input, const microbatch_ctx& ctx);
+template <class T>
 stage_forward forward_blocks(const model<T>& m, const param_set& p, tensor input,
-                             const microbatch_ctx& ctx);
+                             const microbatch_ctx& ctx) {
+  return forward_blocks(host_context(), m, p, std::move(input), ctx);
+}
 
 // Runs the same blocks backward in reverse order, adding into g (same layout as p). Returns the
 // gradient of the stage's input (empty when the stage starts at a first block).
 template <class T>
+tensor backward_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                       param_set& g, std::vector<stash> saved, tensor dout,
+                       const microbatch_ctx& ctx);
+template <class T>
 tensor backward_blocks(const model<T>& m, const param_set& p, param_set& g,
-                       std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx);
+                       std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx) {
+  return backward_blocks(host_context(), m, p, g, std::move(saved), std::move(dout), ctx);
+}
 
 // What a stage keeps from I(k) to W(k) under a split backward: one deferred_grads per block of
 // the stage, in block order.
@@ -73,15 +89,27 @@ struct stage_deferred {
 // block's backward_input; returns the gradient of the stage's input and fills `later` (its
 // previous contents are replaced). Touches no gradient buffer.
 template <class T>
+tensor backward_input_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                             std::vector<stash> saved, tensor dout, const microbatch_ctx& ctx,
+                             stage_deferred& later);
+template <class T>
 tensor backward_input_blocks(const model<T>& m, const param_set& p, std::vector<stash> saved,
-                             tensor dout, const microbatch_ctx& ctx, stage_deferred& later);
+                             tensor dout, const microbatch_ctx& ctx, stage_deferred& later) {
+  return backward_input_blocks(host_context(), m, p, std::move(saved), std::move(dout), ctx,
+                               later);
+}
 
 // The weight-gradient half (W): adds what backward_blocks would have added into g (same layout
 // as p), from what backward_input_blocks left. Pass as p the weight version I used (the blocks
 // of mlp and gpt read no weights in W, but a block's backward_weight may).
 template <class T>
+void backward_weight_blocks(const device_context& dev, const model<T>& m, const param_set& p,
+                            param_set& g, stage_deferred later);
+template <class T>
 void backward_weight_blocks(const model<T>& m, const param_set& p, param_set& g,
-                            stage_deferred later);
+                            stage_deferred later) {
+  backward_weight_blocks(host_context(), m, p, g, std::move(later));
+}
 
 // The value of a loss block's output (shape (1)).
 template <class T>

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/result.hpp"
+#include "ops/device/device_context.hpp"
 
 namespace pipeworks {
 
@@ -67,10 +68,15 @@ param_set param_set::clone() const {
   return p;
 }
 
-param_set param_set::zeros_like() const { return with_arena(tensor(data_.shape(), data_.type())); }
+param_set param_set::zeros_like() const { return with_arena(data_.zeros_like()); }
 
-param_set param_set::uninitialized_like() const {
-  return with_arena(tensor::uninitialized(data_.shape(), data_.type()));
+param_set param_set::uninitialized_like() const { return with_arena(data_.uninitialized_like()); }
+
+param_set param_set::on(const device_context& d) const { return with_arena(d.adopt(data_.clone())); }
+
+param_snapshot on_host(const param_snapshot& p) {
+  if (!p || p->where().kind == device_kind::cpu) return p;
+  return std::make_shared<const param_set>(p->on(host_context()));
 }
 
 param_set param_set::with_arena(tensor data) const {

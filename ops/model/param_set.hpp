@@ -14,6 +14,8 @@
 
 namespace pipeworks {
 
+class device_context;
+
 struct param_spec {
   std::string name;  // e.g. "transformer.h.0.attn.c_attn.weight"
   shape_t shape;
@@ -45,6 +47,9 @@ class param_set {
   param_set clone() const;       // a deep copy: the way to make a new version
   param_set zeros_like() const;  // the same layout, all zeros (a gradient buffer)
   param_set uninitialized_like() const;  // the same layout, values unset: write every one
+  // A copy on d's device (the explicit crossing of devices; a GPU's arena is ordered on its stream).
+  param_set on(const device_context& d) const;
+  device where() const { return data_.where(); }
 
   int first_block() const { return first_block_; }
   int end_block() const { return first_block_ + block_count(); }
@@ -140,5 +145,8 @@ void add_values(param_set& sum, const param_set& g) {
 
 // An immutable weight version of a stage.
 using param_snapshot = std::shared_ptr<const param_set>;
+
+// p itself when it is on the host, else a host copy of it (for checkpoints and the driver).
+param_snapshot on_host(const param_snapshot& p);
 
 }  // namespace pipeworks

@@ -7,33 +7,17 @@
 #include <string>
 #include <utility>
 
+#include "ops/device/device_memory.hpp"
+#include "ops/device/device_ops.hpp"
 #include "ops/optim/lr_schedule.hpp"
 
 namespace pipeworks {
-
-// The sum of squares of xs in double, in a fixed order that vectorises: eight running sums over
-// the elements i = 8k + j, added together at the end. The same order on every run and in every
-// caller (the trainer, the pipeline's stages), so norms are reproducible bit for bit.
-template <class T>
-double squares(std::span<const T> xs) {
-  constexpr std::size_t lanes = 8;
-  double part[lanes] = {};
-  const std::size_t n = xs.size(), whole = n - n % lanes;
-  for (std::size_t i = 0; i < whole; i += lanes)
-    for (std::size_t j = 0; j < lanes; ++j)
-      part[j] += static_cast<double>(xs[i + j]) * static_cast<double>(xs[i + j]);
-  for (std::size_t i = whole; i < n; ++i)
-    part[i - whole] += static_cast<double>(xs[i]) * static_cast<double>(xs[i]);
-  double sq = 0;
-  for (double p : part) sq += p;
-  return sq;
-}
 
 template <class T>
 std::vector<double> block_squares(const param_set& g) {
   std::vector<double> out;
   out.reserve(static_cast<std::size_t>(g.block_count()));
-  for (int b = g.first_block(); b < g.end_block(); ++b) out.push_back(squares<T>(g.block_values<T>(b)));
+  for (int b = g.first_block(); b < g.end_block(); ++b) out.push_back(sum_of_squares<T>(g.arena(), g.block_begin(b), g.block_end(b) - g.block_begin(b)));
   return out;
 }
 
@@ -67,7 +51,7 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
     return make_error("the global gradient norm is not finite at step " + std::to_string(step + 1));
   if (cfg_.clip_grad_norm > 0 && norm > cfg_.clip_grad_norm) {
     const T f = static_cast<T>(cfg_.clip_grad_norm / (norm + 1e-6));
-    for (T& x : g.values<T>()) x *= f;
+    scale<T>(g.arena(), f);
   }
   // A version nobody holds any more (only this object) is the next output buffer, so a run in
   // which no one keeps old versions allocates nothing per step.
@@ -79,6 +63,9 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
       unheld ? std::move(spare_) : std::make_shared<param_set>(latest->uninitialized_like());
   spare_.reset();
   const double lr = lr_for(step);
+  if (latest->where().kind != device_kind::cpu) {
+    if (status s = apply_on_gpu(*latest, g, *next, lr); !s) return make_error(s.message());
+  } else {
   const auto& entries = latest->entries();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const param_entry& e = entries[i];
@@ -89,10 +76,63 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
         !s)
       return make_error(s.message());
   }
+  }
   // Keep the retired version's buffer when it is one this optimizer made.
   if (mine_ == latest.get()) spare_ = std::const_pointer_cast<param_set>(latest);
   mine_ = next.get();
   return param_snapshot(std::move(next));
+}
+
+template <class T>
+status stage_optimizer<T>::apply_on_gpu(const param_set& latest, const param_set& g,
+                                        param_set& next, double lr) {
+  const auto& entries = latest.entries();
+  if (gpu_m_.empty()) {  // first update here, or moments restored from a checkpoint
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const std::int64_t n = entries[i].numel();
+      auto upload = [&](const std::vector<T>& host) {
+        tensor t = latest.arena().zeros_beside({n}, dtype_of<T>());
+        if (host.empty()) return t;
+        if (static_cast<std::int64_t>(host.size()) != n)
+          throw pipeworks_error("optimizer state of " + entries[i].name + " has " +
+                                std::to_string(host.size()) + " elements, the weights " +
+                                std::to_string(n));
+        copy_bytes(t.bytes(), t.where(), host.data(), device::cpu(), t.nbytes(), t.stream());
+        return t;
+      };
+      gpu_m_.push_back(upload(state_[i].m));
+      gpu_v_.push_back(upload(state_[i].v));
+    }
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const param_entry& e = entries[i];
+    optimizer_config oc = cfg_.optim;
+    if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
+    gpu_optimizer_step(oc, lr, latest.arena(), g.arena(), next.arena(), e.offset, e.numel(),
+                       gpu_m_[i], gpu_v_[i], state_[i].step + 1);
+    ++state_[i].step;
+  }
+  return {};
+}
+
+template <class T>
+const std::vector<optimizer_state<T>>& stage_optimizer<T>::state() const {
+  for (std::size_t i = 0; i < gpu_m_.size(); ++i) {
+    auto down = [](const tensor& d, std::vector<T>& host) {
+      const tensor h = d.copy_to(device::cpu());
+      host.assign(h.span<T>().begin(), h.span<T>().end());
+    };
+    down(gpu_m_[i], state_[i].m);
+    if (cfg_.optim.kind == optimizer_kind::adamw) down(gpu_v_[i], state_[i].v);
+  }
+  return state_;
+}
+
+template <class T>
+void stage_optimizer<T>::set_state(std::vector<optimizer_state<T>> s) {
+  state_ = std::move(s);
+  gpu_m_.clear();  // the next GPU update uploads the restored moments
+  gpu_v_.clear();
 }
 
 template class stage_optimizer<float>;

@@ -28,13 +28,19 @@ class stage_optimizer {
   double lr_for(std::int64_t step) const;
   double last_grad_norm() const { return last_grad_norm_; }  // g's own, before clipping
   const train_config& config() const { return cfg_; }
-  // The moments and update counts, one per tensor in entry order (checkpoints).
-  const std::vector<optimizer_state<T>>& state() const { return state_; }
-  void set_state(std::vector<optimizer_state<T>> s) { state_ = std::move(s); }
+  // The moments and update counts, one per tensor in entry order (checkpoints); a GPU's moments
+  // are copied to the host first.
+  const std::vector<optimizer_state<T>>& state() const;
+  void set_state(std::vector<optimizer_state<T>> s);
 
  private:
   train_config cfg_;
-  std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
+  // A GPU update: the moments live on the GPU (gpu_m_, gpu_v_, one per tensor), state_ keeps
+  // the counts and receives the moments when state() is asked for.
+  status apply_on_gpu(const param_set& latest, const param_set& g, param_set& next, double lr);
+
+  mutable std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
+  std::vector<tensor> gpu_m_, gpu_v_;
   std::shared_ptr<param_set> spare_;       // the version before the latest: reused when unheld
   const param_set* mine_ = nullptr;        // the latest version this optimizer made
   double last_grad_norm_ = 0;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <utility>
 
+#include "ops/device/device_ops.hpp"
+
 namespace pipeworks {
 
 status validate(const train_config& cfg) {
@@ -17,8 +19,11 @@ status validate(const train_config& cfg) {
 }
 
 template <class T>
-trainer<T>::trainer(const model<T>& m, param_set initial, train_config cfg)
-    : model_(m), cfg_(cfg), grads_(initial.zeros_like()), optimizer_(initial, cfg) {
+trainer<T>::trainer(const model<T>& m, param_set initial, train_config cfg,
+                    const device_context& dev)
+    : model_(m), dev_(dev), cfg_(cfg), optimizer_(initial, cfg) {
+  if (initial.where() != dev.where()) initial = initial.on(dev);
+  grads_ = initial.zeros_like();
   weights_ = std::make_shared<const param_set>(std::move(initial));
 }
 
@@ -32,6 +37,7 @@ void trainer<T>::restore(param_snapshot weights, std::vector<optimizer_state<T>>
                          std::int64_t steps) {
   if (!weights || !weights->same_layout(grads_))
     throw pipeworks_error("trainer: the restored weights do not have the model's layout");
+  if (weights->where() != dev_.where()) weights = std::make_shared<const param_set>(weights->on(dev_));
   weights_ = std::move(weights);
   optimizer_.set_state(std::move(state));
   step_ = steps;
@@ -39,9 +45,10 @@ void trainer<T>::restore(param_snapshot weights, std::vector<optimizer_state<T>>
 
 template <class T>
 T trainer<T>::accumulate(microbatch mb, T scale) {
-  stage_forward f = forward_blocks(model_, *weights_, std::move(mb.input), mb.ctx);
+  stage_forward f = forward_blocks(dev_, model_, *weights_, std::move(mb.input), mb.ctx);
   T loss = loss_value<T>(f.output);
-  backward_blocks(model_, *weights_, grads_, std::move(f.saved), scalar_tensor<T>(scale), mb.ctx);
+  backward_blocks(dev_, model_, *weights_, grads_, std::move(f.saved), scalar_tensor<T>(scale),
+                  mb.ctx);
   return loss;
 }
 
@@ -51,8 +58,7 @@ status trainer<T>::apply() {
   if (!next) return next.err();
   weights_ = std::move(*next);
   last_grad_norm_ = optimizer_.last_grad_norm();
-  std::span<T> g = grads_.values<T>();
-  std::fill(g.begin(), g.end(), T(0));
+  zero(grads_.arena());
   return {};
 }
 
@@ -71,6 +77,7 @@ result<step_metrics> trainer<T>::step(const minibatch& mb) {
   const double lr = lr_for(step_);
   if (status s = apply(); !s) return make_error(s.message());
   ++step_;
+  dev_.wait();  // the update is done: the step's time is all of it
   const std::int64_t B = mb.inputs.dim(0);
   samples_ += B;
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

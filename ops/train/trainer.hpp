@@ -29,8 +29,10 @@ struct step_metrics {
 template <class T>
 class trainer {
  public:
-  // The model must outlive the trainer.
-  trainer(const model<T>& m, param_set initial, train_config cfg);
+  // The model must outlive the trainer, and dev too: the device it trains on (the weights,
+  // gradients and optimizer moments live there; on a GPU, initial is copied to it).
+  trainer(const model<T>& m, param_set initial, train_config cfg,
+          const device_context& dev = host_context());
 
   // One optimizer step on one minibatch. An error for a bad split or a non-finite loss.
   result<step_metrics> step(const minibatch& mb);
@@ -45,7 +47,7 @@ class trainer {
   void restore(param_snapshot weights, std::vector<optimizer_state<T>> state, std::int64_t steps);
   const std::vector<optimizer_state<T>>& optimizer_state_now() const { return optimizer_.state(); }
 
-  param_snapshot weights() const { return weights_; }
+  param_snapshot weights() const { return weights_; }  // on the trainer's device
   const param_set& gradients() const { return grads_; }
   const train_config& config() const { return cfg_; }
   std::int64_t steps_done() const { return step_; }
@@ -53,6 +55,7 @@ class trainer {
 
  private:
   const model<T>& model_;
+  const device_context& dev_;
   train_config cfg_;
   param_snapshot weights_;
   param_set grads_;

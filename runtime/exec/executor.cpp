@@ -10,6 +10,7 @@
 #include <exception>
 #include <sstream>
 
+#include "ops/device/device_ops.hpp"
 #include "runtime/exec/executor_state.hpp"
 
 namespace pipeworks {
@@ -17,7 +18,10 @@ namespace pipeworks {
 template <class T>
 stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
     : model_(mdl), setup(std::move(su)), send(std::move(out)),
-      context(device_context::cpu(setup.threads)), plan(*setup.plan),
+      context(setup.where.kind == device_kind::cuda
+                  ? device_context::cuda(setup.where.index, setup.tf32)
+                  : device_context::cpu(setup.threads)),
+      plan(*setup.plan),
       prog(plan.programs.at(plan.rank_of(setup.replica, setup.device))),
       timer(setup.speed, setup.clock, setup.record_trace, setup.cpu_clock, setup.sleep),
       trace(setup.record_trace, plan.rank_of(setup.replica, setup.device), setup.replica,
@@ -54,6 +58,7 @@ void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
     virtual_stage_state<T> st;
     st.stage = s;
     st.stats.stage = s;
+    if (initial[next].where() != context.where()) initial[next] = initial[next].on(context);
     st.grads = initial[next].zeros_like();
     st.optimizer.emplace(initial[next], setup.train);
     st.versions[0] = std::make_shared<const param_set>(std::move(initial[next]));
@@ -219,8 +224,25 @@ void stage_executor<T>::impl::take_credit(int consumer, bool forward) {
 }
 
 template <class T>
+tensor stage_executor<T>::impl::to_wire(tensor t) const {
+  return t.where().kind == device_kind::cpu ? std::move(t) : context.to_host(t);
+}
+
+template <class T>
+param_snapshot stage_executor<T>::impl::host_version(const param_snapshot& p) const {
+  if (!p || p->where().kind == device_kind::cpu) return p;
+  return std::make_shared<const param_set>(p->on(host_context()));
+}
+
+template <class T>
+param_snapshot stage_executor<T>::impl::here_version(const param_snapshot& p) const {
+  if (!p || p->where() == context.where()) return p;
+  return std::make_shared<const param_set>(p->on(context));
+}
+
+template <class T>
 void stage_executor<T>::impl::send_reduce(const action& a, virtual_stage_state<T>& st) {
-  auto g = std::make_shared<const param_set>(std::move(st.grads));
+  auto g = host_version(std::make_shared<const param_set>(std::move(st.grads)));
   emit(endpoint_kind::reducer, a.stage,
        reduce_request{a.stage, setup.replica, st.latest, std::move(g)});
   st.reduce_sent = true;
@@ -273,7 +295,7 @@ void stage_executor<T>::impl::run_forward(const action& a) {
   // the stash, which is many times larger.
   tensor kept = keeps_input[pc] ? input.clone() : tensor{};
   const double t0 = timer.begin();
-  stage_forward out = forward_blocks(model_, *weights, std::move(input), in.ctx);
+  stage_forward out = forward_blocks(context, model_, *weights, std::move(input), in.ctx);
   if (fault_here(a, fault_kind::nan)) {  // what is sent is corrupt; what this stage saved is not
     out.output = out.output.clone();
     poison<T>(out.output);
@@ -298,7 +320,7 @@ void stage_executor<T>::impl::run_forward(const action& a) {
     emit(endpoint_kind::driver, 0, rep);
   } else {
     activation_msg next{setup.replica, a.stage + 1, a.microbatch, a.stage == 0 ? v : in.version,
-                        tensor_payload(std::move(out.output)), in.ctx};
+                        tensor_payload(to_wire(std::move(out.output))), in.ctx};
     if (plan.device_of[a.stage + 1] == setup.device) {
       inbox_f.emplace(message_key{a.stage + 1, a.microbatch},
                       buffered<activation_msg>{std::move(next)});
@@ -341,11 +363,12 @@ void stage_executor<T>::impl::run_backward(const action& a) {
   tensor din;
   stage_deferred later;
   if (split)  // I: the input gradient now; the weight-gradient GEMMs wait for W
-    din = backward_input_blocks(model_, *h.stash.weights, std::move(h.stash.saved),
+    din = backward_input_blocks(context, model_, *h.stash.weights, std::move(h.stash.saved),
                                 std::move(dout), h.stash.ctx, later);
   else
-    din = backward_blocks(model_, *h.stash.weights, st.grads, std::move(h.stash.saved),
+    din = backward_blocks(context, model_, *h.stash.weights, st.grads, std::move(h.stash.saved),
                           std::move(dout), h.stash.ctx);
+  din = to_wire(std::move(din));
   if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison<T>(din);
   trace.record(stream_kind::compute, a, t0, timer.end(t0), v);
   if (a.stage > 0) {
@@ -380,7 +403,7 @@ void stage_executor<T>::impl::run_weight_grad(const action& a) {
   held_microbatch<T>& h = it->second;
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
   const double t0 = timer.begin();
-  backward_weight_blocks(model_, *h.stash.weights, st.grads, std::move(*h.later));
+  backward_weight_blocks(context, model_, *h.stash.weights, st.grads, std::move(*h.later));
   trace.record(stream_kind::compute, a, t0, timer.end(t0), h.version);
   st.activation_bytes -= h.bytes;
   st.unref(h.version);
@@ -399,7 +422,8 @@ void stage_executor<T>::impl::run_reduce(const action& a) {
     throw pipeworks_error("the reducer answered for step " + std::to_string(r.step) +
                           ", expected step " + std::to_string(st.latest));
   if (!r.sum) throw pipeworks_error("the reducer's answer carries no gradient");
-  st.grads = r.sum->clone();  // the sum is shared by the replicas; clipping changes this copy
+  // The sum is shared by the replicas; clipping changes this copy (on this rank's device).
+  st.grads = r.sum->where() == context.where() ? r.sum->clone() : r.sum->on(context);
   trace.record(stream_kind::compute, a, wait_start >= 0 ? wait_start : now(), now(), -1);
 }
 
@@ -419,8 +443,7 @@ void stage_executor<T>::impl::run_step(const action& a) {
   st.versions[st.latest] = *next;
   st.ref(st.latest);
   release_versions(st);
-  std::span<T> g = st.grads.template values<T>();
-  std::fill(g.begin(), g.end(), T(0));
+  zero(st.grads.arena());
   trace.record(stream_kind::compute, a, t0, timer.end(t0), st.latest);
   st.stats.steps = st.latest;
   st.note_peaks();
@@ -434,7 +457,7 @@ void stage_executor<T>::impl::run_step(const action& a) {
                        (st.latest % setup.weights_every == 0 || st.latest == plan.params.steps);
   emit(endpoint_kind::driver, 0,
        step_report{a.stage, setup.replica, st.latest - 1, norm * norm, lr,
-                   publish ? std::move(*next) : param_snapshot{}});
+                   publish ? host_version(*next) : param_snapshot{}});
 }
 
 template <class T>
@@ -678,7 +701,7 @@ std::vector<stage_stats> stage_executor<T>::stats() const {
 template <class T>
 param_snapshot stage_executor<T>::weights(int stage) const {
   auto& st = impl_->state(stage);
-  return st.versions.at(st.latest);
+  return impl_->host_version(st.versions.at(st.latest));
 }
 
 template <class T>

@@ -67,6 +67,12 @@ struct executor_setup {
   // The oneTBB threads of the rank's device context (its kernels run inside that arena); 0: the
   // caller's own threads.
   int threads = 0;
+  // The rank's device: the CPU, or a GPU (cuda:N), whose context holds the rank's stream,
+  // allocator and cuBLAS handle (tf32: its GEMMs may use TF32 tensor cores). A GPU rank keeps its
+  // weights, gradients, optimizer moments and stashes on the GPU; what it sends (activations,
+  // gradients, the reducer's and the driver's copies) crosses to the host first.
+  pipeworks::device where = pipeworks::device::cpu();
+  bool tf32 = false;
 };
 
 // What one virtual stage of this rank went through.
@@ -128,7 +134,7 @@ class stage_executor {
   std::vector<int> stages() const;  // the virtual stages this rank runs
 
   std::vector<stage_stats> stats() const;
-  param_snapshot weights(int stage) const;  // its latest version
+  param_snapshot weights(int stage) const;  // its latest version, on the host
   int steps_done(int stage) const;          // its STEPs so far
   // Snapshots whose recording is complete (the cut and every peer's marker), oldest first.
   std::vector<rank_state> take_snapshots();

@@ -14,7 +14,7 @@ namespace {
 std::vector<tensor> clone_all(const std::vector<tensor>& ts) {
   std::vector<tensor> out;
   out.reserve(ts.size());
-  for (const tensor& t : ts) out.push_back(t.clone());
+  for (const tensor& t : ts) out.push_back(t.copy_to(device::cpu()));  // on the host
   return out;
 }
 
@@ -38,6 +38,7 @@ std::vector<T> tensor_vector(const tensor& t, std::size_t n, const std::string& 
 }
 
 bool all_zero(const param_set& g) {
+  if (g.where().kind != device_kind::cpu) return all_zero(g.on(host_context()));
   const std::byte* b = g.arena().bytes();
   return std::all_of(b, b + g.nbytes(), [](std::byte x) { return x == std::byte{0}; });
 }
@@ -77,14 +78,15 @@ void stage_executor<T>::impl::record_snapshot(int n) {
     ss.stage = st.stage;
     ss.latest = st.latest;
     ss.forwards_done = static_cast<std::int64_t>(st.forwards_done);
-    ss.versions = st.versions;
-    for (const auto& [mb, h] : st.held) ss.versions.emplace(h.version, h.stash.weights);
+    for (const auto& [v, p] : st.versions) ss.versions.emplace(v, host_version(p));
+    for (const auto& [mb, h] : st.held)
+      if (!ss.versions.count(h.version)) ss.versions.emplace(h.version, host_version(h.stash.weights));
     for (const optimizer_state<T>& o : st.optimizer->state()) {
       ss.moment1.push_back(vector_tensor(o.m));
       ss.moment2.push_back(vector_tensor(o.v));
       ss.updates.push_back(o.step);
     }
-    if (!all_zero(st.grads)) ss.grads = st.grads.clone();
+    if (!all_zero(st.grads)) ss.grads = st.grads.on(host_context());
     s.stages.push_back(std::move(ss));
     for (const auto& [mb, h] : st.held) {
       held_state hs;
@@ -93,7 +95,7 @@ void stage_executor<T>::impl::record_snapshot(int n) {
       hs.version = h.version;
       hs.bytes = h.bytes;
       if (!h.later && !h.input.empty())
-        hs.input = h.input.clone();  // the stash is recomputed from it on restore
+        hs.input = h.input.copy_to(device::cpu());  // the stash is recomputed from it on restore
       else
         for (const stash& b : h.stash.saved) hs.saved.push_back(clone_all(b.saved));
       hs.deferred = h.later.has_value();
@@ -174,6 +176,7 @@ void stage_executor<T>::impl::restore(rank_state s) {
     if (latest == ss.versions.end() || !latest->second)
       throw pipeworks_error(who + ": stage " + std::to_string(ss.stage) + " lacks its latest version " +
                             std::to_string(ss.latest));
+    for (auto& [v, p] : ss.versions) p = here_version(p);  // onto this rank's device
     virtual_stage_state<T> st;
     st.stage = ss.stage;
     st.stats.stage = ss.stage;
@@ -196,7 +199,7 @@ void stage_executor<T>::impl::restore(rank_state s) {
       opt[e].step = ss.updates[e];
     }
     st.optimizer->set_state(std::move(opt));
-    st.grads = ss.grads ? std::move(*ss.grads) : layout.zeros_like();
+    st.grads = ss.grads ? ss.grads->on(context) : layout.zeros_like();
     st.versions = ss.versions;  // release_versions drops those no later F names
     for (const auto& [v, snap] : st.versions) st.ref(v);
     index_of[ss.stage] = static_cast<int>(stages.size());
@@ -218,7 +221,8 @@ void stage_executor<T>::impl::restore(rank_state s) {
     h.stash.ctx = microbatch_ctx{hs.batch, hs.targets};
     if (!hs.input.empty() && !hs.deferred) {
       // The forward again, on the same input and weights: the same stash, bit for bit.
-      stage_forward again = forward_blocks(model_, *h.stash.weights, hs.input.clone(), h.stash.ctx);
+      stage_forward again =
+          forward_blocks(context, model_, *h.stash.weights, hs.input.clone(), h.stash.ctx);
       std::int64_t bytes = 0;
       for (const auto& b : again.saved)
         for (const auto& t : b.saved) bytes += static_cast<std::int64_t>(t.nbytes());
@@ -230,11 +234,17 @@ void stage_executor<T>::impl::restore(rank_state s) {
       h.stash.saved = std::move(again.saved);
       h.input = std::move(hs.input);
     } else {
-      for (auto& b : hs.saved) h.stash.saved.push_back(stash{std::move(b)});
+      for (auto& b : hs.saved) {
+        for (tensor& t : b) t = context.adopt(std::move(t));
+        h.stash.saved.push_back(stash{std::move(b)});
+      }
     }
     if (hs.deferred) {
       stage_deferred later;
-      for (auto& b : hs.later) later.blocks.push_back(deferred_grads{std::move(b)});
+      for (auto& b : hs.later) {
+        for (tensor& t : b) t = context.adopt(std::move(t));
+        later.blocks.push_back(deferred_grads{std::move(b)});
+      }
       h.later = std::move(later);
     }
     st.activation_bytes += h.bytes;

@@ -58,6 +58,10 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
   s.train = p.train;
   s.credit_window = run.credit_window;
   s.speed = p.ranks.empty() ? 1.0 : p.ranks.at(static_cast<std::size_t>(rank)).speed;
+  // The plan's device names were checked when it was (check_ranks): they parse.
+  if (!p.ranks.empty())
+    s.where = parse_device(p.ranks.at(static_cast<std::size_t>(rank)).device).value();
+  s.tf32 = p.tf32;
   s.global_clip = p.clips_globally() && p.train.clip_grad_norm > 0;
   s.checkpoint_every = p.checkpoint.every;
   s.weights_every = p.weights_every;

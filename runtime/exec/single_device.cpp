@@ -27,7 +27,13 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
     if (status s = cb.on_plan(plan, ""); !s) return make_error(s.message());
   auto data = make_data(plan);
   if (!data) return make_error("the data: " + data.message());
-  trainer<T> t(net, initial.clone(), plan.train);
+  // The one rank's device: the plan's (cpu, or cuda:N for --device).
+  const device where =
+      plan.ranks.empty() ? device::cpu() : parse_device(plan.ranks.at(0).device).value();
+  const device_context dev = where.kind == device_kind::cuda
+                                 ? device_context::cuda(where.index, plan.tf32)
+                                 : device_context::cpu(0);
+  trainer<T> t(net, initial.clone(), plan.train, dev);
   std::int64_t samples = 0;
   const std::vector<int> whole{0, net.size()};
   if (resume) {
@@ -72,13 +78,13 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
     const std::int64_t n = t.steps_done();
     const bool publish = plan.weights_every > 0 && (n % plan.weights_every == 0 || n == plan.train.steps);
     if (publish && cb.on_weights)
-      cb.on_weights(std::make_shared<const model_weights>(model_weights{t.weights()}));
+      cb.on_weights(std::make_shared<const model_weights>(model_weights{on_host(t.weights())}));
     if (plan.checkpoint.every > 0 && n % plan.checkpoint.every == 0 && n < plan.train.steps) {
       rank_state s;
       s.step = n;
       stage_state st;
       st.latest = static_cast<int>(n);
-      st.versions[st.latest] = t.weights();
+      st.versions[st.latest] = on_host(t.weights());
       for (const optimizer_state<T>& o : t.optimizer_state_now()) {
         auto make = [](const std::vector<T>& v) {
           if (v.empty()) return tensor{};
@@ -108,7 +114,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
       if (cb.on_checkpoint) cb.on_checkpoint(n, dir);
     }
   }
-  res.weights = {t.weights()};
+  res.weights = {on_host(t.weights())};
   res.weight_steps = {static_cast<int>(t.steps_done())};
   res.steps_done = t.steps_done();
   stage_stats st;

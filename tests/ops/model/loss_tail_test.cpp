@@ -30,7 +30,7 @@ microbatch_ctx with_targets(std::int64_t n) {
 TEST_CASE("cross_entropy_tail without targets returns the logits and saves nothing", "[ops]") {
   tensor logits = make_logits();
   const double* data = logits.data<double>();
-  block_forward r = cross_entropy_tail<double>(std::move(logits), microbatch_ctx{2, nullptr}, "who",
+  block_forward r = cross_entropy_tail<double>(host_context(), std::move(logits), microbatch_ctx{2, nullptr}, "who",
                                                "targets", tensor({2, 5}, dtype::f64));
   CHECK(r.output.shape() == shape_t{2, 3, 4});
   CHECK(r.output.data<double>() == data);
@@ -43,7 +43,7 @@ TEST_CASE("cross_entropy_tail returns the mean loss and saves `saved` then probs
   tensor probs({6, 4}, dtype::f64);
   const double want = cross_entropy_forward(probs.data<double>(), logits.data<double>(),
                                             ctx.targets->data<std::int32_t>(), 6, 4);
-  block_forward r = cross_entropy_tail<double>(std::move(logits), ctx, "who", "targets",
+  block_forward r = cross_entropy_tail<double>(host_context(), std::move(logits), ctx, "who", "targets",
                                                tensor({2, 5}, dtype::f64), tensor({7}, dtype::f64));
   CHECK(loss_value<double>(r.output) == want);
   REQUIRE(r.saved.saved.size() == 3);
@@ -53,7 +53,7 @@ TEST_CASE("cross_entropy_tail returns the mean loss and saves `saved` then probs
   for (std::size_t i = 0; i < 24; ++i)
     CHECK(r.saved.saved[2].span<double>()[i] == probs.span<double>()[i]);
 
-  tensor dlogits = cross_entropy_tail_backward<double>(r.saved.saved[2], scalar_tensor(0.5), ctx);
+  tensor dlogits = cross_entropy_tail_backward<double>(host_context(), r.saved.saved[2], scalar_tensor(0.5), ctx);
   tensor want_d({6, 4}, dtype::f64);
   cross_entropy_backward(want_d.data<double>(), probs.data<double>(),
                          ctx.targets->data<std::int32_t>(), 0.5, 6, 4);
@@ -62,6 +62,6 @@ TEST_CASE("cross_entropy_tail returns the mean loss and saves `saved` then probs
 }
 
 TEST_CASE("cross_entropy_tail names the block and the targets on a wrong count", "[ops]") {
-  CHECK_THROWS_WITH(cross_entropy_tail<double>(make_logits(), with_targets(5), "fc3", "labels"),
+  CHECK_THROWS_WITH(cross_entropy_tail<double>(host_context(), make_logits(), with_targets(5), "fc3", "labels"),
                     "fc3: expected 6 labels, got 5");
 }
