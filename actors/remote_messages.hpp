@@ -16,7 +16,7 @@
 namespace pipeworks {
 
 // Bumped whenever a message between processes changes.
-inline constexpr std::uint32_t remote_protocol_version = 4;
+inline constexpr std::uint32_t remote_protocol_version = 5;
 
 // Driver → worker, then worker → driver: the first exchange on a connection.
 struct hello_msg {

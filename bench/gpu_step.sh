@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark on a GPU: one GPT training step (gpt-small and a GPT-2-124M shape, batch 8) in
-# pipeworks (bench_gpu_step) and in PyTorch eager and torch.compile (bench/torch_gpu_step.py) on
+# pipeworks (bench_gpu_step) and in PyTorch eager, eager with scaled_dot_product_attention and
+# torch.compile (bench/torch_gpu_step.py) on
 # the same GPU in this run, plus cuBLAS's rate on the model's own GEMM shapes; prints a table.
 #   bench/gpu_step.sh          (BIN=dir of the pipeworks binaries, default build/bin;
 #                               TF32=0 for strict fp32 GEMMs on both sides; STEPS, WARMUP)
@@ -24,18 +25,21 @@ def pick(shape, **kw):
             return r
     return None
 print(f"\nGPT training step on {gpu}, batch 8, tf32 {'on' if any(r.get('tf32') for r in rows) else 'off'}")
-print("| shape | pipeworks ms | PyTorch eager ms | torch.compile ms | pipeworks / eager | "
-      "pipeworks TFLOP/s | cuBLAS TFLOP/s (model GEMMs) | fraction |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| shape | pipeworks ms | PyTorch eager ms | eager + SDPA ms | torch.compile ms | "
+      "pipeworks / eager | pipeworks / eager + SDPA | pipeworks TFLOP/s | "
+      "cuBLAS TFLOP/s (model GEMMs) | fraction |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+def ms(r):
+    return f"{r['ms_median']:.2f}" if r else "-"
 for shape in ("gpt-small", "gpt2-124m"):
     pw, eager = pick(shape, impl="pipeworks"), pick(shape, mode="eager")
-    comp, gemm = pick(shape, mode="compile"), pick(shape, measure="gemm")
+    sdpa, comp, gemm = pick(shape, mode="sdpa"), pick(shape, mode="compile"), pick(shape, measure="gemm")
     if not pw or not eager:
         print(f"| {shape} | missing: {'pipeworks' if not pw else 'eager'} |")
         continue
-    c = f"{comp['ms_median']:.2f}" if comp else "-"
     g = gemm["tflops"] if gemm else float("nan")
-    print(f"| {shape} | {pw['ms_median']:.2f} | {eager['ms_median']:.2f} | {c} | "
-          f"{pw['ms_median'] / eager['ms_median']:.2f}x | {pw['tflops']:.1f} | {g:.1f} | "
-          f"{pw['tflops'] / g:.2f} |")
+    vs_sdpa = f"{pw['ms_median'] / sdpa['ms_median']:.2f}x" if sdpa else "-"
+    print(f"| {shape} | {ms(pw)} | {ms(eager)} | {ms(sdpa)} | {ms(comp)} | "
+          f"{pw['ms_median'] / eager['ms_median']:.2f}x | {vs_sdpa} | {pw['tflops']:.1f} | "
+          f"{g:.1f} | {pw['tflops'] / g:.2f} |")
 PY

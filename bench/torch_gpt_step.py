@@ -11,8 +11,9 @@ import torch.nn.functional as F
 
 
 class Block(nn.Module):
-    def __init__(self, C, NH):
+    def __init__(self, C, NH, sdpa=False):
         super().__init__()
+        self.sdpa = sdpa  # F.scaled_dot_product_attention (flash on a GPU) instead of att = softmax
         self.ln_1 = nn.LayerNorm(C, eps=1e-5)
         self.c_attn = nn.Linear(C, 3 * C)
         self.c_proj = nn.Linear(C, C)
@@ -28,21 +29,25 @@ class Block(nn.Module):
         q = q.view(B, T, self.NH, hs).transpose(1, 2)
         k = k.view(B, T, self.NH, hs).transpose(1, 2)
         v = v.view(B, T, self.NH, hs).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         x = x + self.c_proj(y)
         x = x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
         return x
 
 
 class GPT(nn.Module):
-    def __init__(self, ctx, layers, heads, width, vocab=256):
+    def __init__(self, ctx, layers, heads, width, vocab=256, sdpa=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(ctx, width)
-        self.h = nn.ModuleList([Block(width, heads) for _ in range(layers)])
+        self.h = nn.ModuleList([Block(width, heads, sdpa) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(width, eps=1e-5)
         self.lm_head = nn.Linear(width, vocab, bias=False)
 

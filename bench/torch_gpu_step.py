@@ -1,6 +1,7 @@
 # The PyTorch baselines on a GPU for the CUDA issue: one GPT training step (forward, backward,
 # AdamW) of gpt-small and of a GPT-2-124M shape (context 1024, 12 layers, 12 heads, width 768,
-# vocabulary 256), eager and under torch.compile, timed with CUDA events after warm-up; and the
+# vocabulary 256), eager (attention materialised, as pipeworks does it), eager with
+# F.scaled_dot_product_attention and torch.compile of that, timed with CUDA events; and the
 # cuBLAS rate (TFLOP/s) of the model's own GEMM shapes, for the achieved-rate target. Prints one
 # JSON line per measurement. Runs on the CPU too (no compile, no events), to check the script.
 import argparse
@@ -39,7 +40,10 @@ def timer(device):
 def step_time(shape, device, mode, tf32, warmup, steps):
     ctx, layers, heads, width, batch = SHAPES[shape]
     torch.manual_seed(0)
-    model = GPT(ctx, layers, heads, width).to(device)
+    # eager: attention as pipeworks computes it (the T x T probabilities materialised); sdpa:
+    # eager with F.scaled_dot_product_attention (flash attention on the GPU), PyTorch's fastest
+    # eager; compile: torch.compile of the sdpa model.
+    model = GPT(ctx, layers, heads, width, sdpa=mode in ("sdpa", "compile")).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
     idx = torch.randint(0, 256, (batch, ctx), device=device)
     tgt = torch.randint(0, 256, (batch, ctx), device=device)
@@ -84,7 +88,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--shapes", default="gpt-small,gpt2-124m")
-    ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--modes", default="eager,sdpa,compile")
     ap.add_argument("--tf32", action="store_true", help="let matmuls use TF32 tensor cores")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)

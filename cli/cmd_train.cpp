@@ -386,7 +386,8 @@ int run_train(train_options& o) {
       stages.push_back({{"stage", st.stage},
                         {"peak_versions", st.peak_versions},
                         {"peak_inflight", st.peak_inflight},
-                        {"peak_activation_bytes", st.peak_activation_bytes}});
+                        {"peak_activation_bytes", st.peak_activation_bytes},
+                        {"device_peak_bytes", st.device_peak_bytes}});
     summary["stages"] = stages;
   }
   // The weights first: nothing after training (traces, evaluation) can lose them.

@@ -52,7 +52,51 @@ __global__ void squares_kernel(double* partial, const float* x, std::int64_t n) 
   if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
 }
 
+constexpr int chunk_rows = 256;  // rows per chunk of column_sums_into
+
+// partial[chunk, c] = sum of x[n, c] over the chunk's rows: a block is 32 columns x 8 row lanes,
+// each lane summing every 8th row of the chunk, then the 8 lanes in order.
+__global__ void column_partial_kernel(float* partial, const float* x, std::int64_t N, int C) {
+  __shared__ float s[8][33];
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.y) * chunk_rows;
+  const std::int64_t end = begin + chunk_rows < N ? begin + chunk_rows : N;
+  float acc = 0.f;
+  if (c < C)
+    for (std::int64_t n = begin + threadIdx.y; n < end; n += 8) acc += x[n * C + c];
+  s[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    float t = 0.f;
+    for (int l = 0; l < 8; ++l) t += s[l][threadIdx.x];
+    partial[static_cast<std::int64_t>(blockIdx.y) * C + c] = t;
+  }
+}
+
+__global__ void column_finish_kernel(float* dst, const float* partial, int chunks, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float t = 0.f;
+  for (int k = 0; k < chunks; ++k) t += partial[static_cast<std::int64_t>(k) * C + c];
+  dst[c] += t;
+}
+
 }  // namespace
+
+void column_sums_into(float* dst, const float* x, std::int64_t N, int C, void* stream) {
+  if (N == 0 || C == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int chunks = static_cast<int>((N + chunk_rows - 1) / chunk_rows);
+  float* partial = nullptr;
+  PW_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&partial),
+                          static_cast<std::size_t>(chunks) * C * sizeof(float), s));
+  column_partial_kernel<<<dim3(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(chunks)),
+                          dim3(32, 8), 0, s>>>(partial, x, N, C);
+  PW_CUDA(cudaGetLastError());
+  column_finish_kernel<<<static_cast<unsigned>((C + 255) / 256), 256, 0, s>>>(dst, partial, chunks, C);
+  PW_CUDA(cudaGetLastError());
+  PW_CUDA(cudaFreeAsync(partial, s));
+}
 
 void add(float* out, const float* a, const float* b, std::int64_t n, void* stream) {
   if (n == 0) return;

@@ -18,12 +18,24 @@ __global__ void forward_kernel(float* out, const std::int32_t* tokens, const flo
   out[i] = wte[static_cast<std::int64_t>(tokens[n]) * C + c] + wpe[static_cast<std::int64_t>(t) * C + c];
 }
 
+// dwte[v, c] += the sum of dout[n, c] over the positions n holding token v, in position order:
+// a block per (32 columns, token v), the token ids staged through shared memory.
 __global__ void token_grad_kernel(float* dwte, const float* dout, const std::int32_t* tokens,
                                   std::int64_t positions, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  for (std::int64_t n = 0; n < positions; ++n)
-    dwte[static_cast<std::int64_t>(tokens[n]) * C + c] += dout[n * C + c];
+  __shared__ std::int32_t ids[1024];
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  const int v = blockIdx.y;
+  float acc = 0.f;
+  for (std::int64_t base = 0; base < positions; base += 1024) {
+    const int n = positions - base < 1024 ? static_cast<int>(positions - base) : 1024;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += 32) ids[i] = tokens[base + i];
+    __syncthreads();
+    if (c < C)
+      for (int i = 0; i < n; ++i)
+        if (ids[i] == v) acc += dout[(base + i) * C + c];
+  }
+  if (c < C) dwte[static_cast<std::int64_t>(v) * C + c] += acc;
 }
 
 __global__ void position_grad_kernel(float* dwpe, const float* dout, int B, int T, int C) {
@@ -46,11 +58,11 @@ void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
 }
 
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                        int B, int Tn, int C, void* stream) {
+                        int B, int Tn, int C, int V, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   if (static_cast<std::int64_t>(B) * Tn * C == 0) return;
-  token_grad_kernel<<<static_cast<unsigned>((C + 127) / 128), 128, 0, s>>>(
-      dwte, dout, tokens, static_cast<std::int64_t>(B) * Tn, C);
+  token_grad_kernel<<<dim3(static_cast<unsigned>((C + 31) / 32), static_cast<unsigned>(V)), 32, 0,
+                      s>>>(dwte, dout, tokens, static_cast<std::int64_t>(B) * Tn, C);
   PW_CUDA(cudaGetLastError());
   const std::int64_t tc = static_cast<std::int64_t>(Tn) * C;
   position_grad_kernel<<<static_cast<unsigned>((tc + 255) / 256), 256, 0, s>>>(dwpe, dout, B, Tn, C);

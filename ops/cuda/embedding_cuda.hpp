@@ -10,6 +10,6 @@ void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                        int B, int Tn, int C, void* stream = nullptr);
 // dwte (V, C) +=, dwpe (maxT, C) +=; dout (B, T, C). Deterministic: positions in order, no atomics.
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                        int B, int Tn, int C, void* stream = nullptr);
+                        int B, int Tn, int C, int V, void* stream = nullptr);
 
 }  // namespace pipeworks::cuda

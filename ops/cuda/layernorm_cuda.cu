@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/elementwise_cuda.hpp"
 #include "ops/cuda/warp_reduce.cuh"
 #include "ops/cuda/layernorm_cuda.hpp"
 
@@ -54,19 +55,13 @@ __global__ void input_grad_kernel(float* dinp, const float* dout, const float* i
   }
 }
 
-__global__ void param_grad_kernel(float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* mean, const float* rstd,
-                                  std::int64_t N, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float dw = 0.f, db = 0.f;
-  for (std::int64_t n = 0; n < N; ++n) {
-    const float dy = dout[n * C + c];
-    dw += (inp[n * C + c] - mean[n]) * rstd[n] * dy;
-    db += dy;
-  }
-  dweight[c] += dw;
-  dbias[c] += db;
+// prod[n, c] = xhat[n, c] dy[n, c]: what dweight sums over the rows.
+__global__ void xhat_dy_kernel(float* prod, const float* dout, const float* inp, const float* mean,
+                               const float* rstd, std::int64_t N, int C) {
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= N * C) return;
+  const std::int64_t n = i / C;
+  prod[i] = (inp[i] - mean[n]) * rstd[n] * dout[i];
 }
 
 }  // namespace
@@ -90,9 +85,15 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
   input_grad_kernel<<<static_cast<unsigned>((N + 7) / 8), block, 0, s>>>(dinp, dout, inp, weight,
                                                                          mean, rstd, N, C);
   PW_CUDA(cudaGetLastError());
-  param_grad_kernel<<<static_cast<unsigned>((C + 127) / 128), 128, 0, s>>>(dweight, dbias, dout,
-                                                                           inp, mean, rstd, N, C);
+  // dweight and dbias: column sums (deterministic), dweight's over xhat * dy.
+  float* prod = nullptr;
+  PW_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&prod), static_cast<std::size_t>(N) * C * 4, s));
+  xhat_dy_kernel<<<static_cast<unsigned>((N * C + 255) / 256), 256, 0, s>>>(prod, dout, inp, mean,
+                                                                           rstd, N, C);
   PW_CUDA(cudaGetLastError());
+  column_sums_into(dweight, prod, N, C, s);
+  column_sums_into(dbias, dout, N, C, s);
+  PW_CUDA(cudaFreeAsync(prod, s));
 }
 
 }  // namespace pipeworks::cuda

@@ -1,12 +1,14 @@
 // Linear layers as cuBLAS GEMMs on row-major data: a row-major (R, K) matrix is a column-major
 // (K, R) one, so each product is written for the transposes (out^T = W^T inp^T, ...). The bias
-// is broadcast by a kernel; its gradient is a column sum, a thread per output channel.
+// is broadcast by a kernel; its gradient is a column sum (column_sums_into: chunks of rows, then
+// the chunks, in a fixed order).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <string>
 
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/elementwise_cuda.hpp"
 #include "ops/cuda/linear_cuda.hpp"
 
 #define PW_CUBLAS(call)                                                                  \
@@ -26,14 +28,6 @@ cublasHandle_t handle_of(const blas_handle& b) { return static_cast<cublasHandle
 __global__ void add_bias_kernel(float* out, const float* bias, std::int64_t N, int OC) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (i < N * OC) out[i] += bias[i % OC];
-}
-
-__global__ void bias_grad_kernel(float* dbias, const float* dout, std::int64_t N, int OC) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= OC) return;
-  float s = 0.f;
-  for (std::int64_t n = 0; n < N; ++n) s += dout[n * OC + c];
-  dbias[c] += s;
 }
 
 }  // namespace
@@ -95,9 +89,7 @@ void linear_backward(const blas_handle& blas, float* dinp, float* dweight, float
                             dweight, C));
   }
   if (dbias) {
-    bias_grad_kernel<<<static_cast<unsigned>((OC + 127) / 128), 128, 0,
-                       static_cast<cudaStream_t>(blas.stream())>>>(dbias, dout, N, OC);
-    PW_CUDA(cudaGetLastError());
+    column_sums_into(dbias, dout, N, OC, blas.stream());
   }
 }
 

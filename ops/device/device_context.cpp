@@ -30,6 +30,13 @@ void* device_context::stream() const {
   return nullptr;
 }
 
+allocator_stats device_context::memory_stats() const {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_) return gpu_->memory()->stats();
+#endif
+  return {};
+}
+
 tensor device_context::zeros(shape_t shape, dtype dt) const {
 #ifdef PIPEWORKS_HAVE_CUDA
   if (gpu_) return tensor::on(std::move(shape), dt, device_, gpu_->memory(), gpu_->stream());

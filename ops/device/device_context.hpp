@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "ops/device/caching_allocator.hpp"
 #include "ops/device/device.hpp"
 #include "ops/tensor.hpp"
 
@@ -39,6 +40,9 @@ class device_context {
   // Returns once the work queued on this device is done (at once on the CPU).
   void wait() const;
   void* stream() const;  // a GPU's cudaStream_t, null on the CPU
+  // A GPU's caching allocator's figures (its peak is the rank's device memory peak); zeros on
+  // the CPU.
+  allocator_stats memory_stats() const;
 
   // Runs f with the device's threads: inside the arena on the CPU (f's results go out through
   // what it captures).

@@ -16,7 +16,7 @@
 #include "ops/layers/linear.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
 #include "ops/cuda/adamw_cuda.hpp"
-#include "ops/cuda/attention_cuda.hpp"
+#include "ops/cuda/attention_gemm_cuda.hpp"
 #include "ops/cuda/cross_entropy_cuda.hpp"
 #include "ops/cuda/elementwise_cuda.hpp"
 #include "ops/cuda/embedding_cuda.hpp"
@@ -114,7 +114,7 @@ void relu_backward(const device_context& d, T* dinp, const T* dout, const T* inp
 template <class T>
 void attention_forward(const device_context& d, T* out, T* att, const T* qkv, int B, int Tn, int C,
                        int NH) {
-  PW_ON_GPU(d, cuda::attention_forward(out, att, qkv, B, Tn, C, NH, g->stream()));
+  PW_ON_GPU(d, cuda::attention_forward(g->blas(), out, att, qkv, B, Tn, C, NH));
   attention_forward(out, att, qkv, B, Tn, C, NH);
 }
 
@@ -123,8 +123,7 @@ void attention_backward(const device_context& d, T* dqkv, const T* dout, const T
                         int B, int Tn, int C, int NH) {
   PW_ON_GPU(d, {
     tensor scratch = d.uninitialized({B, NH, Tn, Tn}, dtype::f32);
-    cuda::attention_backward(dqkv, scratch.data<float>(), dout, qkv, att, B, Tn, C, NH,
-                             g->stream());
+    cuda::attention_backward(g->blas(), dqkv, scratch.data<float>(), dout, qkv, att, B, Tn, C, NH);
   });
   attention_backward(dqkv, dout, qkv, att, B, Tn, C, NH);
 }
@@ -167,8 +166,8 @@ void embedding_forward(const device_context& d, T* out, const std::int32_t* toke
 
 template <class T>
 void embedding_backward(const device_context& d, T* dwte, T* dwpe, const T* dout,
-                        const std::int32_t* tokens, int B, int Tn, int C) {
-  PW_ON_GPU(d, cuda::embedding_backward(dwte, dwpe, dout, tokens, B, Tn, C, g->stream()));
+                        const std::int32_t* tokens, int B, int Tn, int C, int V) {
+  PW_ON_GPU(d, cuda::embedding_backward(dwte, dwpe, dout, tokens, B, Tn, C, V, g->stream()));
   embedding_backward(dwte, dwpe, dout, tokens, B, Tn, C);
 }
 
@@ -265,7 +264,7 @@ void gpu_optimizer_step(const optimizer_config& c, double lr, const tensor& w, c
   template void embedding_forward<T>(const device_context&, T*, const std::int32_t*, const T*,   \
                                      const T*, int, int, int);                                   \
   template void embedding_backward<T>(const device_context&, T*, T*, const T*,                   \
-                                      const std::int32_t*, int, int, int);                       \
+                                      const std::int32_t*, int, int, int, int);                  \
   template void add<T>(const device_context&, T*, const T*, const T*, std::int64_t);             \
   template void add_into<T>(const device_context&, T*, const T*, std::int64_t);                  \
   template double sum_of_squares<T>(const tensor&, std::int64_t, std::int64_t);               \

@@ -57,7 +57,7 @@ void embedding_forward(const device_context& d, T* out, const std::int32_t* toke
                        const T* wpe, int B, int Tn, int C);
 template <class T>
 void embedding_backward(const device_context& d, T* dwte, T* dwpe, const T* dout,
-                        const std::int32_t* tokens, int B, int Tn, int C);
+                        const std::int32_t* tokens, int B, int Tn, int C, int V);
 // The position of the first id of `ids` (i32, on any device) outside [0, limit), its value in
 // *bad; -1 when every id is inside.
 std::int64_t first_outside(const device_context& d, const tensor& ids, std::int32_t limit,

@@ -60,7 +60,7 @@ void gpt_embedding_block<T>::backward_weight(const device_context& dev, const T*
   const int B = static_cast<int>(tokens.dim(0)), Tn = static_cast<int>(tokens.dim(1));
   const int C = cfg_.width;
   embedding_backward(dev, dw, dw + static_cast<std::int64_t>(cfg_.vocab) * C,
-                     later.saved.at(1).data<T>(), tokens.data<std::int32_t>(), B, Tn, C);
+                     later.saved.at(1).data<T>(), tokens.data<std::int32_t>(), B, Tn, C, cfg_.vocab);
 }
 
 template <class T>

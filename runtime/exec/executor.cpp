@@ -693,6 +693,7 @@ std::vector<stage_stats> stage_executor<T>::stats() const {
     s.peak_buffered = impl_->peak_buffered;
     s.rank_peak_inflight = impl_->rank_peak_inflight;
     s.rank_peak_activation_bytes = impl_->rank_peak_bytes;
+    s.device_peak_bytes = static_cast<std::int64_t>(impl_->context.memory_stats().peak_in_use);
     out.push_back(s);
   }
   return out;

@@ -86,6 +86,9 @@ struct stage_stats {
   int rank_peak_inflight = 0;
   std::int64_t rank_peak_activation_bytes = 0;
   int steps = 0;            // STEPs done
+  // A GPU rank: the peak of its caching allocator's bytes in use (weights, gradients, moments,
+  // stashes and scratch of all its virtual stages); 0 on the CPU.
+  std::int64_t device_peak_bytes = 0;
 };
 
 // Folds another rank's figures for the same virtual stage into `into`: the larger of each peak.
@@ -98,6 +101,7 @@ inline void merge_max(stage_stats& into, const stage_stats& other) {
   into.rank_peak_inflight = std::max(into.rank_peak_inflight, other.rank_peak_inflight);
   into.rank_peak_activation_bytes =
       std::max(into.rank_peak_activation_bytes, other.rank_peak_activation_bytes);
+  into.device_peak_bytes = std::max(into.device_peak_bytes, other.device_peak_bytes);
 }
 
 template <class T>

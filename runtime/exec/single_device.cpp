@@ -120,6 +120,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
   stage_stats st;
   st.peak_versions = 1;
   st.steps = static_cast<int>(t.steps_done());
+  st.device_peak_bytes = static_cast<std::int64_t>(dev.memory_stats().peak_in_use);
   res.stages = {st};
   res.wall_s = since(t0);
   return res;

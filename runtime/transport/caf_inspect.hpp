@@ -387,7 +387,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
   return f(caf::meta::type_name("pipeworks.stage_stats"), x.stage, x.peak_versions,
            x.peak_inflight, x.peak_activation_bytes, x.peak_buffered, x.rank_peak_inflight,
-           x.rank_peak_activation_bytes, x.steps);
+           x.rank_peak_activation_bytes, x.steps, x.device_peak_bytes);
 }
 
 template <class Inspector>

@@ -14,7 +14,8 @@ using namespace pipeworks::cuda_test;
 TEST_CASE("CUDA embeddings match the CPU forward and backward", "[cuda]") {
   if (!have_gpu()) return;
 #ifdef PIPEWORKS_HAVE_CUDA
-  const int B = 3, Tn = 17, C = 40, V = 11, maxT = 32;
+  // More positions than the backward kernel stages at once (1024).
+  const int B = 5, Tn = 300, C = 40, V = 11, maxT = 320;
   std::vector<std::int32_t> tokens(std::size_t(B) * Tn);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>((i * 7) % V);
   const auto wte = random_floats(std::size_t(V) * C, 14), wpe = random_floats(std::size_t(maxT) * C, 15);
@@ -26,7 +27,7 @@ TEST_CASE("CUDA embeddings match the CPU forward and backward", "[cuda]") {
   gpu_buffer<float> gwte(wte), gwpe(wpe), gdy(dy), gout(out.size());
   gpu_buffer<float> gdwte(std::vector<float>(wte.size(), 0.5f)), gdwpe(std::vector<float>(wpe.size(), 0.25f));
   cuda::embedding_forward(gout.get(), gt.get(), gwte.get(), gwpe.get(), B, Tn, C);
-  cuda::embedding_backward(gdwte.get(), gdwpe.get(), gdy.get(), gt.get(), B, Tn, C);
+  cuda::embedding_backward(gdwte.get(), gdwpe.get(), gdy.get(), gt.get(), B, Tn, C, V);
   CHECK(normalised_error(gout.download(), out) <= 1e-5);
   CHECK(normalised_error(gdwte.download(), dwte) <= 1e-5);
   CHECK(normalised_error(gdwpe.download(), dwpe) <= 1e-5);
