@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "ops/checkpoint/atomic_file.hpp"
 #include "ops/cpu_threads.hpp"
+#include "ops/device/device_context.hpp"
 #include "ops/model/model_spec.hpp"
 #include "partition/profiler.hpp"
 
@@ -17,7 +19,8 @@ namespace pipeworks::cli {
 namespace {
 
 struct profile_options {
-  std::string model, out, optimizer = "adamw";
+  std::string model, out, optimizer = "adamw", device = "cpu";
+  bool tf32 = false;
   std::int64_t microbatch = 8;
   int repeats = 5, threads = 1;
 };
@@ -52,6 +55,12 @@ int run_profile(const profile_options& o) {
   profiler_options po;
   po.repeats = o.repeats;
   po.optimizer = parse_optimizer_kind(o.optimizer).value();
+  const device where = parse_device(o.device).value();  // the flag's check parsed it
+  std::optional<device_context> gpu;
+  if (where.kind == device_kind::cuda) {
+    gpu.emplace(device_context::cuda(where.index, o.tf32));
+    po.device = &*gpu;
+  }
   auto prof = profile_model(net, random_sample(spec, o.microbatch), po);
   if (!prof) throw pipeworks_error(prof.message());
   prof->model = spec.name;  // the name `--model` takes back (gpt-tiny, a JSON path, ...)
@@ -62,10 +71,12 @@ int run_profile(const profile_options& o) {
     fwd += l.fwd_ms;
     bwd += l.bwd_ms;
   }
-  std::printf("pipeworks profile: %s, %zu layers at microbatch %lld on %d thread(s): forward %.2f ms, "
+  const std::string on = gpu ? where.to_string() + (o.tf32 ? " (TF32)" : "")
+                            : std::to_string(cpu_threads()) + " thread(s)";
+  std::printf("pipeworks profile: %s, %zu layers at microbatch %lld on %s: forward %.2f ms, "
               "backward %.2f ms in all; written to %s\n",
               spec.name.c_str(), prof->layers.size(), static_cast<long long>(o.microbatch),
-              cpu_threads(), fwd, bwd, o.out.c_str());
+              on.c_str(), fwd, bwd, o.out.c_str());
   return exit_ok;
 }
 
@@ -94,6 +105,15 @@ const bool registered = register_command(
       sub.add_option("--optimizer", o->optimizer, "sgd or adamw: sizes the optimizer state")
           ->check(CLI::IsMember({"sgd", "adamw"}))
           ->capture_default_str();
+      sub.add_option("--device", o->device,
+                     "where the layers run: cpu, cuda or cuda:N (a GPU profile gives the planners "
+                     "GPU stage costs)")
+          ->check([](const std::string& s) {
+            auto d = parse_device(s);
+            return d ? std::string() : d.message();
+          })
+          ->capture_default_str();
+      sub.add_flag("--tf32", o->tf32, "on a GPU: matrix products may use TF32 tensor cores");
       sub.add_option("--threads", o->threads, "CPU threads (a device is one core by default)")
           ->check(positive_int & thread_count)
           ->capture_default_str();

@@ -31,9 +31,10 @@ result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
   model_profile out;
   out.model = m.name();
   out.microbatch = sample.inputs.dim(0);
-  const param_set weights = m.init_params(1);
+  const device_context& dev = options.device ? *options.device : host_context();
+  const param_set weights = m.init_params(1).on(dev);
   microbatch mb = make_microbatch(sample, 0, sample.inputs.dim(0));
-  tensor input = std::move(mb.input);
+  tensor input = dev.adopt(std::move(mb.input));
   const std::int64_t state_copies = options.optimizer == optimizer_kind::adamw ? 2 : 1;
   for (int b = 0; b < m.size(); ++b) {
     const block<T>& blk = m.at(b);
@@ -47,15 +48,23 @@ result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
     std::vector<double> fwd, bwd;
     tensor next;
     for (int rep = 0; rep <= options.repeats; ++rep) {
+      tensor in = input.clone();
+      dev.wait();  // each pass is timed to the end of its own work on the device
       auto t0 = std::chrono::steady_clock::now();
-      block_forward f = blk.forward(host_context(), w, input.clone(), mb.ctx);
+      block_forward f = blk.forward(dev, w, std::move(in), mb.ctx);
+      dev.wait();
       const double f_ms = ms_since(t0);
       std::int64_t saved = 0;
       for (const tensor& t : f.saved.saved) saved += static_cast<std::int64_t>(t.nbytes());
       tensor dout = blk.is_loss() ? scalar_tensor<T>(T(1)) : tensor(f.output.shape(), f.output.type());
-      if (!blk.is_loss()) std::fill_n(dout.data<T>(), dout.numel(), T(1e-3));
+      if (!blk.is_loss()) {
+        std::fill_n(dout.data<T>(), dout.numel(), T(1e-3));
+        dout = dev.adopt(std::move(dout));
+      }
+      dev.wait();
       t0 = std::chrono::steady_clock::now();
-      blk.backward(host_context(), w, dw, std::move(f.saved), std::move(dout), mb.ctx);
+      blk.backward(dev, w, dw, std::move(f.saved), std::move(dout), mb.ctx);
+      dev.wait();
       const double b_ms = ms_since(t0);
       if (rep == 0) {  // the warm-up run: sizes, and the next block's input
         lp.saved_bytes = saved;

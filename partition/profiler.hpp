@@ -1,4 +1,5 @@
-// The profiler: runs each block of a model alone on this CPU at one microbatch size and records
+// The profiler: runs each block of a model alone on one device (this CPU, or a GPU) at one
+// microbatch size and records
 // its forward and backward time and its bytes (output, saved for backward, parameters,
 // optimizer state). It only measures; the planners read what it writes.
 #pragma once
@@ -18,6 +19,9 @@ inline constexpr int max_profile_repeats = 100000;
 struct profiler_options {
   int repeats = 5;  // timed runs per block after one warm-up; the median counts (1..max)
   optimizer_kind optimizer = optimizer_kind::adamw;  // its state bytes: AdamW 2x, SGD 1x params
+  // Where the blocks run: null is this CPU on the caller's threads; a GPU context times each
+  // pass to the end of its work on the GPU (the GPU stage costs the planners then read).
+  const device_context* device = nullptr;
 };
 
 // `sample` is one microbatch of the model's input (its batch dimension is the microbatch size).

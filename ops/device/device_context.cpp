@@ -52,6 +52,10 @@ tensor device_context::uninitialized(shape_t shape, dtype dt) const {
   return tensor::uninitialized(std::move(shape), dt);
 }
 
+tensor device_context::output(shape_t shape, dtype dt) const {
+  return gpu_ ? uninitialized(std::move(shape), dt) : zeros(std::move(shape), dt);
+}
+
 tensor device_context::adopt(tensor t) const {
   if (t.empty() || t.where() == device_) return t;
 #ifdef PIPEWORKS_HAVE_CUDA

@@ -33,6 +33,9 @@ class device_context {
   // caller to write.
   tensor zeros(shape_t shape, dtype dt) const;
   tensor uninitialized(shape_t shape, dtype dt) const;
+  // The output of an op that writes every element: on a GPU left unset (every CUDA kernel and
+  // GEMM there writes its whole output), on the CPU zeroed as before.
+  tensor output(shape_t shape, dtype dt) const;
   // t itself when it is on this device, else a copy here (the explicit crossing of devices).
   tensor adopt(tensor t) const;
   // A copy of t on the CPU, complete when it returns.

@@ -35,7 +35,7 @@ block_forward gpt_embedding_block<T>::forward(const device_context& dev, const T
   if (first_outside(dev, tokens, cfg_.vocab, &bad) >= 0)
     throw pipeworks_error("gpt embedding: token id " + std::to_string(bad) +
                           " outside the vocabulary of " + std::to_string(cfg_.vocab));
-  tensor x = dev.zeros({B, Tn, C}, dtype_of<T>());
+  tensor x = dev.output({B, Tn, C}, dtype_of<T>());
   embedding_forward(dev, x.data<T>(), std::as_const(tokens).data<std::int32_t>(), w,
                     w + static_cast<std::int64_t>(cfg_.vocab) * C, B, Tn, C);
   block_forward r{std::move(x), {}};

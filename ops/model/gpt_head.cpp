@@ -39,11 +39,11 @@ block_forward gpt_head_block<T>::forward(const device_context& dev, const T* w, 
   const T* lnb = w + C;
   const T* wlm = w + 2 * C;
   const dtype dt = dtype_of<T>();
-  tensor lnf = dev.zeros({B, Tn, C}, dt), mean = dev.zeros({B, Tn}, dt),
-         rstd = dev.zeros({B, Tn}, dt);
+  tensor lnf = dev.output({B, Tn, C}, dt), mean = dev.output({B, Tn}, dt),
+         rstd = dev.output({B, Tn}, dt);
   layernorm_forward(dev, lnf.data<T>(), mean.data<T>(), rstd.data<T>(),
                     std::as_const(x).data<T>(), lnw, lnb, N, C);
-  tensor logits = dev.zeros({B, Tn, V}, dt);
+  tensor logits = dev.output({B, Tn, V}, dt);
   linear_forward(dev, logits.data<T>(), std::as_const(lnf).data<T>(), wlm,
                  static_cast<const T*>(nullptr), N, C, V, weight_layout::out_in);
   return cross_entropy_tail<T>(dev, std::move(logits), ctx, "gpt head", "targets", std::move(x),

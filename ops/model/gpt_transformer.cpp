@@ -112,7 +112,7 @@ block_forward gpt_transformer_block<T>::forward(const device_context& dev, const
                           std::to_string(C) + "), got " + shape_string(x.shape()));
   const int B = static_cast<int>(x.dim(0)), Tn = static_cast<int>(x.dim(1));
   const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
-  auto make = [&](shape_t sh) { return dev.zeros(std::move(sh), dtype_of<T>()); };
+  auto make = [&](shape_t sh) { return dev.output(std::move(sh), dtype_of<T>()); };
   auto W = [&](int k) { return w + off_[k]; };
   std::vector<tensor> s(s_count);
   s[s_ln1] = make({B, Tn, C});

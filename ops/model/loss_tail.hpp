@@ -33,7 +33,7 @@ block_forward cross_entropy_tail(const device_context& dev, tensor logits, const
   if (ctx.targets->numel() != N)
     throw pipeworks_error(who + ": expected " + std::to_string(N) + " " + targets_noun + ", got " +
                           std::to_string(ctx.targets->numel()));
-  tensor probs = dev.zeros(logits.shape(), dtype_of<T>());
+  tensor probs = dev.output(logits.shape(), dtype_of<T>());
   T loss = cross_entropy_forward(dev, probs.data<T>(), std::as_const(logits).data<T>(),
                                  *ctx.targets, N, V);
   block_forward r{scalar_tensor<T>(loss), {}};

@@ -76,8 +76,8 @@ block_forward linear_relu_block<T>::forward(const device_context& dev, const T* 
   check_input(x, B, in_, name());
   const T* W = w;
   const T* bias = w + static_cast<std::int64_t>(in_) * out_;
-  tensor h = dev.zeros({B, out_}, dtype_of<T>());
-  tensor y = dev.zeros({B, out_}, dtype_of<T>());
+  tensor h = dev.output({B, out_}, dtype_of<T>());
+  tensor y = dev.output({B, out_}, dtype_of<T>());
   linear_forward(dev, h.data<T>(), std::as_const(x).data<T>(), W, bias, B, in_, out_, out_in);
   relu_forward(dev, y.data<T>(), std::as_const(h).data<T>(), B * out_);
   block_forward r{std::move(y), {}};
@@ -142,7 +142,7 @@ block_forward linear_loss_block<T>::forward(const device_context& dev, const T* 
                                            const microbatch_ctx& ctx) const {
   const std::int64_t B = ctx.batch;
   check_input(x, B, in_, name());
-  tensor logits = dev.zeros({B, classes_}, dtype_of<T>());
+  tensor logits = dev.output({B, classes_}, dtype_of<T>());
   linear_forward(dev, logits.data<T>(), std::as_const(x).data<T>(), w,
                  w + static_cast<std::int64_t>(in_) * classes_, B, in_, classes_, out_in);
   return cross_entropy_tail<T>(dev, std::move(logits), ctx, name(), "labels", std::move(x));
