@@ -277,6 +277,18 @@ int run_train(train_options& o) {
         static_cast<long long>(plan.data.batch), plan.train.microbatches,
         std::string(optimizer_kind_name(plan.train.optim.kind)).c_str(), plan.train.optim.lr,
         cpu_threads(), blas_core_name().c_str());
+    // Where the ranks run, when not all on the CPU: "ranks on cuda:0" or "ranks on cpu, cuda:0 x3".
+    std::vector<std::pair<std::string, int>> devices;
+    for (const rank_placement& r : plan.ranks) {
+      if (devices.empty() || devices.back().first != r.device) devices.push_back({r.device, 0});
+      ++devices.back().second;
+    }
+    if (devices.size() > 1 || (devices.size() == 1 && devices[0].first != "cpu")) {
+      std::string list;
+      for (const auto& [d, n] : devices)
+        list += (list.empty() ? "" : ", ") + d + (n > 1 && devices.size() > 1 ? " x" + std::to_string(n) : "");
+      std::printf("ranks on %s%s\n", list.c_str(), plan.tf32 ? " (TF32 matrix products)" : "");
+    }
     if (plan.data.position > 0)
       std::printf("resuming from the checkpoint of step %lld in %s\n",
                   static_cast<long long>(plan.data.position), plan.checkpoint.dir.c_str());

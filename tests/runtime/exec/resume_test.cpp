@@ -1,7 +1,7 @@
 // Checkpoints as consistent cuts, on one thread: for every schedule, a run restored from the
 // snapshots its ranks recorded after step N (taken under one message order, resumed under
 // another) ends with weights, optimizer state and per-step losses bit-identical to a run that
-// was never interrupted.
+// was never interrupted; on the CPU, and with every rank on a GPU.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
@@ -11,6 +11,7 @@
 #include "runtime/exec/local_run.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/validate.hpp"
+#include "tests/ops/cuda/gpu_test_util.hpp"
 #include "tests/runtime/exec/semantics_fixture.hpp"
 #include "tests/scratch_dir.hpp"
 
@@ -29,6 +30,7 @@ struct resume_case {
   int steps;
   int every;
   bool through_files = false;  // write each snapshot to a rank file and read it back
+  bool gpu = false;            // every rank on cuda:0
 };
 
 // A rank_state after a trip through its checkpoint file.
@@ -63,9 +65,10 @@ void check_resume(const resume_case& rc) {
   minibatch_fn data = [&](std::int64_t t) -> result<minibatch> {
     return semantics_data(c.gpt, B, t, dtype::f32);
   };
-  INFO(c.name() << " steps=" << rc.steps << " every=" << rc.every);
+  INFO(c.name() << " steps=" << rc.steps << " every=" << rc.every << (rc.gpu ? " on cuda:0" : ""));
 
   lowered_run plain = local_lowered_run(plan, b, cfg);
+  if (rc.gpu) plain.plan.ranks.assign(static_cast<std::size_t>(c.p * c.w), rank_placement{"cuda:0", 1.0, "", 0});
   auto whole = run_local(mdl, plain, initial, data, {.order_seed = 11});
   INFO((whole.ok() ? std::string() : whole.message()));
   REQUIRE(whole.ok());
@@ -129,5 +132,14 @@ TEST_CASE("every schedule resumes from its checkpoint snapshots bit for bit: gpt
   for (schedule_kind k : all_kinds) {
     const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
     check_resume({{k, 2, 4, 2, v, true}, 4, 2, true});
+  }
+}
+
+TEST_CASE("every schedule with GPU stages resumes from its checkpoint files bit for bit", "[cuda]") {
+  if (!cuda_test::have_gpu()) return;
+  for (schedule_kind k : all_kinds) {
+    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+    check_resume({{k, 2, 4, 2, v, true}, 4, 2, true, true});
+    check_resume({{k, 2, 3, 1, v, false}, 4, 1, true, true});
   }
 }
