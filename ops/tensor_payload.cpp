@@ -6,17 +6,15 @@
 namespace pipeworks {
 
 tensor_payload::tensor_payload(tensor t)
-    : type_(t.dtype_), shape_(std::move(t.shape_)), device_(t.device_), data_(std::move(t.storage_)) {
-  // Payloads are read as host memory (serialised, sent over UCX): a GPU tensor is copied first.
-  if (device_.kind != device_kind::cpu)
-    throw pipeworks_error("tensor: a " + device_.to_string() + " tensor travels between actors only "
-                          "after an explicit copy_to the CPU");
-}
+    : type_(t.dtype_), shape_(std::move(t.shape_)), device_(t.device_), data_(std::move(t.storage_)),
+      memory_(std::move(t.memory_)), stream_(t.stream_) {}
 
 tensor tensor_payload::take() {
   if (empty()) return {};
   if (data_.use_count() == 1) {
     tensor t(std::move(shape_), type_, device_, std::move(data_));
+    t.memory_ = std::move(memory_);
+    t.stream_ = stream_;
     shape_.clear();
     return t;
   }
@@ -38,6 +36,12 @@ tensor_payload tensor_payload::view(std::shared_ptr<const void> owner, const std
 
 tensor tensor_payload::copy() const {
   if (empty()) return {};
+  if (device_.kind != device_kind::cpu) {  // a copy on the same GPU, ordered on its stream
+    tensor shared(shape_, type_, device_, data_);
+    shared.memory_ = memory_;
+    shared.stream_ = stream_;
+    return shared.clone();
+  }
   tensor t = tensor::uninitialized(shape_, type_);  // every byte is copied over
   std::memcpy(t.bytes(), data_.get(), nbytes());
   return t;
@@ -47,7 +51,20 @@ std::size_t tensor_payload::nbytes() const {
   return empty() ? 0 : static_cast<std::size_t>(numel(shape_)) * dtype_size(type_);
 }
 
-std::span<const std::byte> tensor_payload::bytes() const { return {data_.get(), nbytes()}; }
+std::span<const std::byte> tensor_payload::bytes() const {
+  if (device_.kind != device_kind::cpu)
+    throw pipeworks_error("a " + device_.to_string() + " tensor cannot be read as bytes (sent to "
+                          "another process or written): copy it to the host first");
+  return {data_.get(), nbytes()};
+}
+
+tensor_payload tensor_payload::on_host() const {
+  if (empty() || device_.kind == device_kind::cpu) return *this;
+  tensor shared(shape_, type_, device_, data_);
+  shared.memory_ = memory_;
+  shared.stream_ = stream_;
+  return tensor_payload(shared.copy_to(device::cpu()));
+}
 
 std::span<std::byte> tensor_payload::writable_bytes() { return {data_.get(), nbytes()}; }
 

@@ -1,7 +1,9 @@
 // tensor_payload: a tensor in transit between actors or processes: one contiguous byte buffer plus
 // a small header (dtype, shape). Copies share the buffer read-only, so a message can be copied
 // without copying tensor data; take() hands the buffer back as a tensor, copying only if another
-// copy still holds it. Serialisers write the header and the bytes as they are (bit for bit).
+// copy still holds it. Serialisers write the header and the bytes as they are (bit for bit). A GPU
+// tensor travels only between ranks of one process on the same GPU (its bytes are not host
+// memory: bytes() refuses it); anything else crosses to the host first.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -28,7 +30,10 @@ class tensor_payload {
   const shape_t& shape() const { return shape_; }
   device where() const { return device_; }
   std::size_t nbytes() const;
+  // The bytes of a host payload; throws pipeworks_error for a GPU one.
   std::span<const std::byte> bytes() const;
+  // This payload on the host: itself when it is there, else a copy.
+  tensor_payload on_host() const;
 
   // For deserialisers: a buffer for (type, shape) on the CPU, not yet filled: fill every byte
   // through writable_bytes() before the payload is shared. An error for a negative dimension or more
@@ -45,6 +50,8 @@ class tensor_payload {
   shape_t shape_;
   device device_;
   std::shared_ptr<std::byte> data_;
+  std::shared_ptr<caching_allocator> memory_;  // a GPU payload's allocator and stream
+  void* stream_ = nullptr;
 };
 
 }  // namespace pipeworks

@@ -57,9 +57,17 @@ tensor device_context::output(shape_t shape, dtype dt) const {
 }
 
 tensor device_context::adopt(tensor t) const {
-  if (t.empty() || t.where() == device_) return t;
+  if (t.empty() || (t.where() == device_ && t.stream() == stream())) return t;
 #ifdef PIPEWORKS_HAVE_CUDA
-  if (gpu_) return t.copy_to(device_, gpu_->memory(), gpu_->stream());
+  if (gpu_) {
+    // From the host or another GPU; or from another rank's stream on this GPU: a device-to-device
+    // copy into this rank's memory (the producer waited for its stream before handing t over),
+    // complete before t goes back to the producer's allocator.
+    const bool same_gpu = t.where() == device_;
+    tensor here = t.copy_to(device_, gpu_->memory(), gpu_->stream());
+    if (same_gpu) wait();
+    return here;
+  }
 #endif
   return t.copy_to(device_);
 }

@@ -36,7 +36,8 @@ class device_context {
   // The output of an op that writes every element: on a GPU left unset (every CUDA kernel and
   // GEMM there writes its whole output), on the CPU zeroed as before.
   tensor output(shape_t shape, dtype dt) const;
-  // t itself when it is on this device, else a copy here (the explicit crossing of devices).
+  // t itself when it is on this device (on this context's stream), else a copy here: the explicit
+  // crossing of devices, or a device-to-device copy from another rank's stream on the same GPU.
   tensor adopt(tensor t) const;
   // A copy of t on the CPU, complete when it returns.
   tensor to_host(const tensor& t) const;

@@ -224,8 +224,15 @@ void stage_executor<T>::impl::take_credit(int consumer, bool forward) {
 }
 
 template <class T>
-tensor stage_executor<T>::impl::to_wire(tensor t) const {
-  return t.where().kind == device_kind::cpu ? std::move(t) : context.to_host(t);
+tensor stage_executor<T>::impl::to_wire(tensor t, int to) const {
+  if (t.where().kind == device_kind::cpu) return t;
+  const auto at = static_cast<std::size_t>(to), me = static_cast<std::size_t>(rank);
+  const bool same_gpu = at < setup.rank_devices.size() && setup.rank_devices[at] == context.where() &&
+                        at < setup.rank_processes.size() && me < setup.rank_processes.size() &&
+                        setup.rank_processes[at] == setup.rank_processes[me];
+  if (!same_gpu) return context.to_host(t);
+  context.wait();  // the consumer reads it on its own stream
+  return t;
 }
 
 template <class T>
@@ -289,7 +296,7 @@ void stage_executor<T>::impl::run_forward(const action& a) {
                           std::to_string(st.latest) + ")");
   param_snapshot weights = found->second;
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
-  tensor input = in.data.take();
+  tensor input = context.adopt(in.data.take());
   // A microbatch that a checkpoint's cut will find held keeps its input until the backward: the
   // checkpoint stores it and a restored rank recomputes the stash from it, rather than storing
   // the stash, which is many times larger.
@@ -320,7 +327,8 @@ void stage_executor<T>::impl::run_forward(const action& a) {
     emit(endpoint_kind::driver, 0, rep);
   } else {
     activation_msg next{setup.replica, a.stage + 1, a.microbatch, a.stage == 0 ? v : in.version,
-                        tensor_payload(to_wire(std::move(out.output))), in.ctx};
+                        tensor_payload(to_wire(std::move(out.output), rank_of_stage(a.stage + 1))),
+                        in.ctx};
     if (plan.device_of[a.stage + 1] == setup.device) {
       inbox_f.emplace(message_key{a.stage + 1, a.microbatch},
                       buffered<activation_msg>{std::move(next)});
@@ -368,7 +376,7 @@ void stage_executor<T>::impl::run_backward(const action& a) {
   else
     din = backward_blocks(context, model_, *h.stash.weights, st.grads, std::move(h.stash.saved),
                           std::move(dout), h.stash.ctx);
-  din = to_wire(std::move(din));
+  if (a.stage > 0) din = to_wire(std::move(din), rank_of_stage(a.stage - 1));
   if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison<T>(din);
   trace.record(stream_kind::compute, a, t0, timer.end(t0), v);
   if (a.stage > 0) {

@@ -73,6 +73,11 @@ struct executor_setup {
   // gradients, the reducer's and the driver's copies) crosses to the host first.
   pipeworks::device where = pipeworks::device::cpu();
   bool tf32 = false;
+  // Every rank's device and process (empty: all on the CPU in one process). A GPU rank hands an
+  // activation or gradient to a rank on the same GPU in the same process as a GPU tensor (the
+  // consumer copies it device to device); to any other rank through the host.
+  std::vector<pipeworks::device> rank_devices;
+  std::vector<int> rank_processes;
 };
 
 // What one virtual stage of this rank went through.

@@ -37,6 +37,13 @@ std::vector<T> tensor_vector(const tensor& t, std::size_t n, const std::string& 
   return {s.begin(), s.end()};
 }
 
+// A message as a checkpoint keeps it: its tensor on the host.
+message on_host(message m) {
+  if (auto* a = std::get_if<activation_msg>(&m)) a->data = a->data.on_host();
+  if (auto* g = std::get_if<gradient_msg>(&m)) g->data = g->data.on_host();
+  return m;
+}
+
 bool all_zero(const param_set& g) {
   if (g.where().kind != device_kind::cpu) return all_zero(g.on(host_context()));
   const std::byte* b = g.arena().bytes();
@@ -62,7 +69,7 @@ template <class T>
 void stage_executor<T>::impl::note_arrival(int from, const message& msg) {
   const int marker = marker_from[from];
   for (auto& [step, snap] : open)
-    if (marker < step && snap.waiting.count(from)) snap.state.deliver.push_back(msg);
+    if (marker < step && snap.waiting.count(from)) snap.state.deliver.push_back(on_host(msg));
   if (auto* c = std::get_if<credit_msg>(&msg); c && marker > recorded_step)
     ++credits_after_marker[{{c->stage, c->forward}, marker}];
 }
@@ -106,14 +113,14 @@ void stage_executor<T>::impl::record_snapshot(int n) {
       s.held.push_back(std::move(hs));
     }
   }
-  for (const auto& [key, msg] : out_f) s.to_send_f.push_back(msg);
+  for (const auto& [key, msg] : out_f) s.to_send_f.push_back(std::get<activation_msg>(on_host(msg)));
   for (const auto& [key, t] : out_b)
-    s.to_send_b.push_back(
-        gradient_msg{setup.replica, key.first - 1, key.second, tensor_payload(t.clone())});
+    s.to_send_b.push_back(gradient_msg{setup.replica, key.first - 1, key.second,
+                                       tensor_payload(t.copy_to(device::cpu()))});
   for (const auto& [key, b] : inbox_f)
-    if (!b.from_driver && b.after_marker < n) s.deliver.emplace_back(b.msg);
+    if (!b.from_driver && b.after_marker < n) s.deliver.push_back(on_host(b.msg));
   for (const auto& [key, b] : inbox_b)
-    if (b.after_marker < n) s.deliver.emplace_back(b.msg);
+    if (b.after_marker < n) s.deliver.push_back(on_host(b.msg));
   s.credits = credits;
   for (const auto& [key, count] : credits_after_marker)
     if (key.second >= n) s.credits[key.first] -= count;

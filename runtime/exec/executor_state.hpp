@@ -139,8 +139,9 @@ struct stage_executor<T>::impl {
   bool has_credit(int consumer, bool forward);
   void take_credit(int consumer, bool forward);
   void send_reduce(const action& a, virtual_stage_state<T>& st);
-  // What leaves the rank is on the host: t itself on the CPU, else a host copy.
-  tensor to_wire(tensor t) const;
+  // What leaves the rank for rank `to`: a GPU tensor stays one when `to` is on the same GPU in
+  // the same process (once this rank's stream has finished it), else it crosses to the host.
+  tensor to_wire(tensor t, int to) const;
   // A weight version on the host (for the driver and checkpoints), and on this rank's device.
   param_snapshot host_version(const param_snapshot& p) const;
   param_snapshot here_version(const param_snapshot& p) const;

@@ -62,6 +62,10 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
   if (!p.ranks.empty())
     s.where = parse_device(p.ranks.at(static_cast<std::size_t>(rank)).device).value();
   s.tf32 = p.tf32;
+  for (const rank_placement& r : p.ranks) {
+    s.rank_devices.push_back(parse_device(r.device).value());
+    s.rank_processes.push_back(r.process);
+  }
   s.global_clip = p.clips_globally() && p.train.clip_grad_norm > 0;
   s.checkpoint_every = p.checkpoint.every;
   s.weights_every = p.weights_every;

@@ -30,6 +30,17 @@ TEST_CASE("tensors go to a GPU and back by explicit copies", "[cuda]") {
   tensor back = g2.copy_to(device::cpu());
   CHECK(std::memcmp(back.bytes(), a.bytes(), a.nbytes()) == 0);
   CHECK(gpu->memory()->stats().in_use >= 2 * a.nbytes());
-  CHECK_THROWS_WITH(tensor_payload(std::move(g)), Catch::Contains("after an explicit copy_to the CPU"));
+  // A GPU tensor in a payload (between ranks on one GPU in one process): its bytes are refused,
+  // copies stay on the GPU, on_host() and take() give it back.
+  tensor_payload p(std::move(g));
+  CHECK(p.where() == d);
+  CHECK_THROWS_WITH(p.bytes(), Catch::Contains("copy it to the host first"));
+  const tensor_payload shared = p;  // shares the buffer: take() copies, on the GPU
+  const tensor_payload host = p.on_host();
+  CHECK(host.where() == device::cpu());
+  CHECK(std::memcmp(host.bytes().data(), a.bytes(), a.nbytes()) == 0);
+  tensor t = p.take();
+  CHECK(t.where() == d);
+  CHECK(std::memcmp(t.copy_to(device::cpu()).bytes(), a.bytes(), a.nbytes()) == 0);
 #endif
 }
