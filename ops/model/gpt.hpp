@@ -34,9 +34,10 @@ class gpt_embedding_block final : public block<T> {
   std::string name() const override { return "embedding"; }
   std::vector<param_spec> params() const override;
   void init(std::span<T> w, std::uint64_t seed) const override;
-  block_forward forward(const device_context& dev, const T* w, tensor tokens, const microbatch_ctx& ctx) const override;
-  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
-                        deferred_grads& later) const override;
+  block_forward forward(const device_context& dev, const T* w, tensor tokens,
+                        const microbatch_ctx& ctx) const override;
+  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout,
+                        const microbatch_ctx& ctx, deferred_grads& later) const override;
   void backward_weight(const device_context& dev, const T* w, T* dw,
                        deferred_grads later) const override;
   layer_cost cost() const override;
@@ -55,9 +56,10 @@ class gpt_transformer_block final : public block<T> {
   std::string name() const override { return "h." + std::to_string(layer_); }
   std::vector<param_spec> params() const override;
   void init(std::span<T> w, std::uint64_t seed) const override;
-  block_forward forward(const device_context& dev, const T* w, tensor x, const microbatch_ctx& ctx) const override;
-  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
-                        deferred_grads& later) const override;
+  block_forward forward(const device_context& dev, const T* w, tensor x,
+                        const microbatch_ctx& ctx) const override;
+  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout,
+                        const microbatch_ctx& ctx, deferred_grads& later) const override;
   void backward_weight(const device_context& dev, const T* w, T* dw,
                        deferred_grads later) const override;
   layer_cost cost() const override;
@@ -77,9 +79,10 @@ class gpt_head_block final : public block<T> {
   std::string name() const override { return "head"; }
   std::vector<param_spec> params() const override;
   void init(std::span<T> w, std::uint64_t seed) const override;
-  block_forward forward(const device_context& dev, const T* w, tensor x, const microbatch_ctx& ctx) const override;
-  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
-                        deferred_grads& later) const override;
+  block_forward forward(const device_context& dev, const T* w, tensor x,
+                        const microbatch_ctx& ctx) const override;
+  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout,
+                        const microbatch_ctx& ctx, deferred_grads& later) const override;
   void backward_weight(const device_context& dev, const T* w, T* dw,
                        deferred_grads later) const override;
   layer_cost cost() const override;

@@ -26,9 +26,10 @@ class linear_relu_block final : public block<T> {
   std::string name() const override { return "fc" + std::to_string(index_); }
   std::vector<param_spec> params() const override;
   void init(std::span<T> w, std::uint64_t seed) const override;
-  block_forward forward(const device_context& dev, const T* w, tensor x, const microbatch_ctx& ctx) const override;
-  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
-                        deferred_grads& later) const override;
+  block_forward forward(const device_context& dev, const T* w, tensor x,
+                        const microbatch_ctx& ctx) const override;
+  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout,
+                        const microbatch_ctx& ctx, deferred_grads& later) const override;
   void backward_weight(const device_context& dev, const T* w, T* dw,
                        deferred_grads later) const override;
   layer_cost cost() const override;
@@ -47,9 +48,10 @@ class linear_loss_block final : public block<T> {
   std::string name() const override { return "fc" + std::to_string(index_); }
   std::vector<param_spec> params() const override;
   void init(std::span<T> w, std::uint64_t seed) const override;
-  block_forward forward(const device_context& dev, const T* w, tensor x, const microbatch_ctx& ctx) const override;
-  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout, const microbatch_ctx& ctx,
-                        deferred_grads& later) const override;
+  block_forward forward(const device_context& dev, const T* w, tensor x,
+                        const microbatch_ctx& ctx) const override;
+  tensor backward_input(const device_context& dev, const T* w, stash s, tensor dout,
+                        const microbatch_ctx& ctx, deferred_grads& later) const override;
   void backward_weight(const device_context& dev, const T* w, T* dw,
                        deferred_grads later) const override;
   layer_cost cost() const override;
