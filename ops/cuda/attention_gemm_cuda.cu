@@ -9,17 +9,9 @@
 #include <string>
 
 #include "ops/cuda/attention_gemm_cuda.hpp"
+#include "ops/cuda/cublas_check.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/warp_reduce.cuh"
-
-#define PW_CUBLAS(call)                                                                     \
-  do {                                                                                      \
-    const cublasStatus_t pw_blas_s_ = (call);                                               \
-    if (pw_blas_s_ != CUBLAS_STATUS_SUCCESS)                                                \
-      ::pipeworks::cuda::fail_message(std::string(#call) + " failed at " + __FILE__ + ":" + \
-                                      std::to_string(__LINE__) + ": " +                     \
-                                      cublasGetStatusString(pw_blas_s_));                   \
-  } while (0)
 
 namespace pipeworks::cuda {
 namespace {
@@ -48,8 +40,6 @@ __global__ void causal_softmax_backward_kernel(float* dp, const float* att, std:
   for (int j = lane; j < n; j += 32) g[j] = a[j] * (g[j] - dot);
   for (int j = n + lane; j < T; j += 32) g[j] = 0.f;
 }
-
-cublasHandle_t handle_of(const blas_handle& b) { return static_cast<cublasHandle_t>(b.get()); }
 
 // C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for the NH heads of one sample.
 void batched(const blas_handle& blas, cublasOperation_t ta, cublasOperation_t tb, int m, int n,

@@ -7,23 +7,13 @@
 
 #include <string>
 
+#include "ops/cuda/cublas_check.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/elementwise_cuda.hpp"
 #include "ops/cuda/linear_cuda.hpp"
 
-#define PW_CUBLAS(call)                                                                  \
-  do {                                                                                   \
-    const cublasStatus_t pw_blas_s_ = (call);                                            \
-    if (pw_blas_s_ != CUBLAS_STATUS_SUCCESS)                                             \
-      ::pipeworks::cuda::fail_message(std::string(#call) + " failed at " + __FILE__ + ":" + \
-                                      std::to_string(__LINE__) + ": " +                  \
-                                      cublasGetStatusString(pw_blas_s_));                \
-  } while (0)
-
 namespace pipeworks::cuda {
 namespace {
-
-cublasHandle_t handle_of(const blas_handle& b) { return static_cast<cublasHandle_t>(b.get()); }
 
 __global__ void add_bias_kernel(float* out, const float* bias, std::int64_t N, int OC) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
