@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "ops/device/device_memory.hpp"
 #include "ops/tensor.hpp"
 #include "runtime/action.hpp"
 
@@ -20,9 +21,16 @@ inline bool fault_at(const fault_injection& f, fault_kind k, int replica, const 
   return f.kind == k && f.replica == replica && f.at == a;
 }
 
-// Every value of t becomes NaN (the nan fault).
+// Every value of t becomes NaN (the nan fault); a GPU tensor through a host copy.
 template <class T>
 void poison(tensor& t) {
+  if (t.where().kind != device_kind::cpu) {
+    tensor host = t.copy_to(device::cpu());
+    poison<T>(host);
+    copy_bytes(t.bytes(), t.where(), host.bytes(), device::cpu(), t.nbytes(), t.stream());
+    wait_stream(t.where(), t.stream());
+    return;
+  }
   for (T& x : t.span<T>()) x = std::numeric_limits<T>::quiet_NaN();
 }
 
