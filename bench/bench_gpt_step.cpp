@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "ops/cpu_threads.hpp"
-#include "ops/data/rng.hpp"
 #include "ops/model/gpt.hpp"
 #include "ops/train/trainer.hpp"
+#include "bench/random_tokens.hpp"
 
 using namespace pipeworks;
+using bench::random_tokens;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -41,14 +42,6 @@ double sgemm_gflops(int n, int threads) {
     if (rep > 0) best = std::max(best, 2.0 * n * n * n / s / 1e9);
   }
   return best;
-}
-
-minibatch random_tokens(int batch, int context, std::uint64_t seed) {
-  minibatch mb{tensor({batch, context}, dtype::i32), tensor({batch, context}, dtype::i32)};
-  rng gen(seed);
-  for (auto& x : mb.inputs.span<std::int32_t>()) x = static_cast<std::int32_t>(gen.uniform(256));
-  for (auto& x : mb.targets.span<std::int32_t>()) x = static_cast<std::int32_t>(gen.uniform(256));
-  return mb;
 }
 
 }  // namespace

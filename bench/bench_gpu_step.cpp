@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "ops/data/rng.hpp"
 #include "ops/device/device_context.hpp"
 #include "ops/model/gpt.hpp"
 #include "ops/train/trainer.hpp"
+#include "bench/random_tokens.hpp"
 
 using namespace pipeworks;
+using bench::random_tokens;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -26,14 +27,6 @@ struct shape {
 shape shape_named(const std::string& name) {
   if (name == "gpt-small") return {gpt_small(), 8};
   return {gpt_config{1024, 12, 12, 768, 256}, 8};  // gpt2-124m
-}
-
-minibatch random_tokens(int batch, int context, std::uint64_t seed) {
-  minibatch mb{tensor({batch, context}, dtype::i32), tensor({batch, context}, dtype::i32)};
-  rng gen(seed);
-  for (auto& x : mb.inputs.span<std::int32_t>()) x = static_cast<std::int32_t>(gen.uniform(256));
-  for (auto& x : mb.targets.span<std::int32_t>()) x = static_cast<std::int32_t>(gen.uniform(256));
-  return mb;
 }
 
 }  // namespace

@@ -57,7 +57,14 @@ inline gpt_config tiny_gpt(int virtual_stages) {
   if (virtual_stages > 4) c.layers = 6;
   return c;
 }
-inline constexpr std::int64_t gpt_tokens = 16;  // tokens per sample
+inline constexpr std::int64_t gpt_tokens = 16;
+
+// Boundaries of `stages` stages over `blocks` blocks, as even as integer division makes them.
+inline std::vector<int> even_blocks(int blocks, int stages) {
+  std::vector<int> b;
+  for (int s = 0; s <= stages; ++s) b.push_back(s * blocks / stages);
+  return b;
+}  // tokens per sample
 
 // Step t's minibatch of B samples: deterministic in (seed, t).
 inline minibatch semantics_data(bool gpt, std::int64_t B, std::int64_t t, dtype dt) {

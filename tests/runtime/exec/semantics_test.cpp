@@ -19,12 +19,6 @@ namespace {
 
 constexpr int steps = 3;
 
-std::vector<int> even_blocks(int blocks, int stages) {
-  std::vector<int> b;
-  for (int s = 0; s <= stages; ++s) b.push_back(s * blocks / stages);
-  return b;
-}
-
 struct outcome {
   bool ran = false;
   local_run_result run;
