@@ -14,14 +14,14 @@ void use_network(caf::actor_system_config& config, std::chrono::milliseconds hea
   config.load<caf::io::middleman>();
   config.set("middleman.heartbeat-interval", caf::timespan{heartbeat});
   config.set("middleman.connection-timeout", caf::timespan{timeout});
-  // CAF's idle scheduler threads poll for work (100 aggressive attempts, 500 moderate ones 50 us
-  // apart, then every 10 ms). With a driver and workers sharing a host's cores, that polling took
-  // the cores the stages compute on: a 2-process gpt-small step cost 1.36x the one-process step;
-  // polling briefly and then sleeping 0.5 ms brought it to 1.08x (bench/multiprocess_step.sh).
-  config.set("work-stealing.aggressive-poll-attempts", 10);
-  config.set("work-stealing.moderate-poll-attempts", 20);
-  config.set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds(50)});
-  config.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::microseconds(500)});
+  // CAF's default work-stealing scheduler has idle threads poll for work (100 aggressive attempts,
+  // 500 moderate ones 50 us apart, then every 10 ms): with a driver and workers sharing a host's
+  // cores, that polling took the cores the stages compute on (a 2-process gpt-small step cost 1.36x
+  // the one-process step), and a message waits for the next poll. The work-sharing scheduler
+  // sleeps on a condition variable and wakes a thread as a message comes: the same step costs
+  // 1.08x (bench/multiprocess_step.sh) and tensors between two processes went from 4.6 to 6.9 GB/s
+  // at 1 MiB (bench/transport_bandwidth.sh).
+  config.set("scheduler.policy", caf::atom("sharing"));
 }
 
 result<caf::actor> reach(caf::actor_system& sys, const host_port& at, std::chrono::milliseconds limit,

@@ -1,7 +1,8 @@
 // The wire link: a message for another process is serialised here with its tensors set aside,
 // which go over UCX with tags [8 bits sender process | 16 bits run nonce | 40 bits sequence];
-// the receiver allocates each tensor from its ticket (checked against the run's bound), posts
-// the receives, and delivers messages to itself in arrival order once their tensors are in.
+// the receiver takes each tensor in as it comes (at most the run's bound each, within a budget),
+// claims it by tag when its message comes with its ticket (the tensor's type and shape), and
+// delivers messages to itself in arrival order once their tensors are in.
 #include "actors/wire.hpp"
 
 #include <deque>
@@ -17,6 +18,7 @@ constexpr std::uint64_t nonce_shift = 40;
 constexpr std::uint64_t nonce_mask = std::uint64_t{0xFFFF} << nonce_shift;
 constexpr std::uint64_t seq_mask = (std::uint64_t{1} << nonce_shift) - 1;
 constexpr std::size_t max_waiting_messages = 1 << 16;  // per receiving actor
+constexpr std::size_t early_budget = std::size_t{64} << 20;  // tensors received before their message
 
 // The transports in UCX's description of an endpoint ("posix/memory", "tcp/eth0"), its lanes in
 // order, each once.
@@ -65,12 +67,27 @@ result<wire_endpoints> process_endpoints() {
 wire_link::wire_link(caf::actor_system& sys, wire_endpoints ucx, int process,
                      wire_peers peers, std::uint64_t max_bytes, std::chrono::milliseconds grace)
     : sys_(sys), ucx_(std::move(ucx)), process_(process), peers_(std::move(peers)),
-      max_bytes_(max_bytes), grace_(grace) {}
+      max_bytes_(max_bytes), grace_(grace) {
+  // This run's tensors are received as they come, before the messages that announce them: a
+  // transfer never waits for CAF. What one ticket may claim bounds each; the budget bounds them all.
+  auto into = [max = max_bytes_](std::size_t n) -> ucx_transport::early_buffer {
+    if (n == 0 || n % 4 != 0 || n > max) return {};  // every dtype is 4 or 8 bytes
+    auto made = tensor_payload::allocate(dtype::f32, {static_cast<std::int64_t>(n / 4)});
+    if (!made) return {};
+    auto token = std::make_shared<tensor_payload>(std::move(*made));
+    return {token->writable_bytes().data(), token};
+  };
+  for (auto* t : {ucx_.local.get(), ucx_.network.get()})
+    if (t) t->prefetch(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift, early_budget, grace_, into);
+}
 
 wire_link::~wire_link() {
   // Whatever this run's receives still wait for, no peer will send now.
-  for (auto* t : {ucx_.local.get(), ucx_.network.get()})
-    if (t) t->cancel_receives(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift);
+  for (auto* t : {ucx_.local.get(), ucx_.network.get()}) {
+    if (!t) continue;
+    t->stop_prefetch(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift);
+    t->cancel_receives(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift);
+  }
 }
 
 ucx_transport* wire_link::transport_for(std::size_t k) const {
@@ -210,19 +227,18 @@ void wire_link::accept(caf::local_actor* self, wire_msg w) {
     const wire_ticket& t = e->msg.tickets[i];
     const std::uint64_t tag = (e->msg.tag & ~seq_mask) | ((e->msg.tag + i) & seq_mask);
     const std::size_t n = static_cast<std::size_t>(numel(t.shape)) * dtype_size(static_cast<dtype>(t.type));
-    // Allocated on the progress thread once the tensor has come, at the length checked there.
-    auto into = [e, i](std::size_t) -> void* {
-      const wire_ticket& t = e->msg.tickets[i];
-      auto made = tensor_payload::allocate(static_cast<dtype>(t.type), t.shape);
-      if (!made) return nullptr;
-      e->payloads[i] = std::move(*made);
-      return e->payloads[i].writable_bytes().data();
-    };
     // A tensor is sent before its message, so it has begun to arrive by the time the message
     // has; one that has not within the grace is taken for lost (a peer announcing tensors it
-    // never sends cannot stall this inbox).
-    via->receive(tag, n, std::move(into), [me, in, e](const std::string& err) {
-      if (auto link = me.lock()) link->complete(in, e, err);
+    // never sends cannot stall this inbox). It came as bytes; the ticket gives their shape.
+    via->claim(tag, n, [me, in, e, i](std::shared_ptr<void> token, const std::string& err) {
+      std::string why = err;
+      if (why.empty()) {
+        const wire_ticket& t = e->msg.tickets[i];
+        auto shaped = static_cast<tensor_payload*>(token.get())->as(static_cast<dtype>(t.type), t.shape);
+        if (shaped) e->payloads[i] = std::move(*shaped);
+        else why = shaped.message();
+      }
+      if (auto link = me.lock()) link->complete(in, e, why);
     }, grace_);
   }
 }

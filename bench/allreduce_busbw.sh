@@ -17,7 +17,8 @@ perftest() {  # $1: message bytes; prints MB/s
   local port=$((20000 + RANDOM % 20000))
   ucx_perftest -p "$port" -t tag_bw -e -s "$1" -n 200 > /dev/null 2>&1 &
   sleep 0.5
-  ucx_perftest 127.0.0.1 -p "$port" -t tag_bw -e -s "$1" -n 200 2>/dev/null | awk '/Final:/ {print $6}'
+  ucx_perftest 127.0.0.1 -p "$port" -t tag_bw -e -s "$1" -n 200 2>/dev/null \
+    | awk '/Final:/ {printf "%.1f\n", $6 * 1.048576}'  # perftest prints MiB/s; the table is in MB/s
   wait
 }
 

@@ -26,14 +26,14 @@ export UCX_POSIX_ERROR_HANDLING=y  # what pipeworks' transport sets: shared memo
 
 n_for() { if [ "$1" -ge 16777216 ]; then echo $((count / 5)); else echo "$count"; fi; }
 
-# ucx_perftest tag_bw (MB/s): $1 = launcher of the server ("" or "ip netns exec NS"), $2 = the
+# ucx_perftest tag_bw (MB/s, 10^6 bytes): $1 = launcher of the server ("" or "ip netns exec NS"), $2 = the
 # client's launcher, $3 = the server's address, $4 = size; UCX_TLS from the environment.
 perftest() {
   local port=$((20000 + RANDOM % 20000))
   $1 ucx_perftest -p "$port" -t tag_bw -e -s "$4" -n "$(n_for "$4")" > /dev/null 2>&1 &
   sleep 0.5
   $2 ucx_perftest "$3" -p "$port" -t tag_bw -e -s "$4" -n "$(n_for "$4")" 2>/dev/null \
-    | awk '/Final:/ {print $6}'
+    | awk '/Final:/ {printf "%.1f\n", $6 * 1.048576}'  # perftest prints MiB/s; the table is in MB/s
   wait
 }
 

@@ -81,4 +81,22 @@ result<tensor_payload> tensor_payload::allocate(dtype type, shape_t shape) {
   return tensor_payload(tensor::uninitialized(std::move(shape), type));
 }
 
+result<tensor_payload> tensor_payload::as(dtype type, shape_t shape) const {
+  if (device_.kind != device_kind::cpu)
+    return make_error("a " + device_.to_string() + " payload cannot be read as another type");
+  std::uint64_t bytes = dtype_size(type);
+  bool fits = true;
+  for (auto d : shape) {
+    if (d < 0 || (d > 0 && bytes > nbytes() / static_cast<std::uint64_t>(d))) fits = false;
+    else bytes *= static_cast<std::uint64_t>(d);
+  }
+  if (!fits || bytes != nbytes())
+    return make_error("a payload of " + std::to_string(nbytes()) + " bytes cannot be read as a " +
+                      std::string(dtype_name(type)) + " tensor of shape " + shape_string(shape));
+  tensor_payload p = *this;
+  p.type_ = type;
+  p.shape_ = std::move(shape);
+  return p;
+}
+
 }  // namespace pipeworks

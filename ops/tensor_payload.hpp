@@ -44,6 +44,9 @@ class tensor_payload {
   static tensor_payload view(std::shared_ptr<const void> owner, const std::byte* data, dtype type,
                              shape_t shape);
   std::span<std::byte> writable_bytes();
+  // The same host bytes read as (type, shape), no copy (a buffer received before its shape was
+  // known); an error unless the byte counts match.
+  result<tensor_payload> as(dtype type, shape_t shape) const;
 
  private:
   dtype type_ = dtype::f32;

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <list>
 #include <set>
 #include <thread>
+#include <utility>
 #endif
 
 namespace pipeworks {
@@ -158,16 +160,54 @@ class ucp_transport final : public ucx_transport {
     });
   }
 
+  void prefetch(std::uint64_t mask, std::uint64_t value, std::size_t budget,
+                std::chrono::milliseconds keep, early_into into) override {
+    post([this, mask, value, budget, keep, into = std::move(into)]() mutable {
+      prefetcher& p = prefetchers_.emplace_back();
+      p.mask = mask;
+      p.value = value;
+      p.budget = budget;
+      p.keep = keep;
+      p.into = std::move(into);
+    });
+  }
+
+  void claim(std::uint64_t tag, std::size_t n, claim_fn done,
+             std::chrono::milliseconds patience) override {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    post([this, tag, n, done = std::move(done), deadline]() mutable {
+      prefetcher* p = prefetcher_of(tag);
+      if (p == nullptr) return done(nullptr, "UCX: no prefetch receives this tag");
+      auto m = p->got.find(tag);
+      if (m == p->got.end()) {
+        claims_.push_back(claim_wait{tag, n, std::move(done), deadline});
+      } else if (!m->second.in) {
+        m->second.claimed = std::move(done);
+        m->second.claimed_n = n;
+      } else {
+        hand_over(*p, m, std::move(done), n);
+      }
+    });
+  }
+
+  void stop_prefetch(std::uint64_t mask, std::uint64_t value) override {
+    on_loop([this, mask, value] {
+      auto p = std::find_if(prefetchers_.begin(), prefetchers_.end(),
+                            [&](const prefetcher& q) { return q.mask == mask && q.value == value; });
+      if (p == prefetchers_.end()) return;
+      cancel_pending(mask, value);
+      fail_claims(mask, value);
+      for (auto& [tag, m] : p->got)
+        if (m.claimed) std::exchange(m.claimed, nullptr)(nullptr, "the receive was cancelled: the run ended");
+      if (p->deferred != nullptr) drain(p->deferred, p->deferred_info.sender_tag);
+      prefetchers_.erase(p);
+    });
+  }
+
   void cancel_receives(std::uint64_t mask, std::uint64_t value) override {
     auto cancel = [this, mask, value] {
-      auto matching = [&] {
-        std::vector<op*> hit;
-        for (op* o : pending_)
-          if ((o->tag & mask) == value) hit.push_back(o);
-        return hit;
-      };
-      for (op* o : matching()) ucp_request_cancel(worker_, o->request);
-      for (int i = 0; i < 1000 && !matching().empty(); ++i) ucp_worker_progress(worker_);
+      cancel_pending(mask, value);
+      fail_claims(mask, value);
       std::vector<wanted> dropped;
       for (auto w = wanted_.begin(); w != wanted_.end();) {
         if ((w->tag & mask) == value) {
@@ -179,14 +219,7 @@ class ucp_transport final : public ucx_transport {
       }
       for (wanted& w : dropped) w.done("the receive was cancelled: the run ended");
     };
-    if (std::this_thread::get_id() == thread_.get_id()) return cancel();
-    auto done = std::make_shared<std::promise<void>>();
-    auto finished = done->get_future();
-    post([cancel, done] {
-      cancel();
-      done->set_value();
-    });
-    finished.wait();
+    on_loop(cancel);
   }
 
   std::string lanes(const ucx_address& peer) const override {
@@ -203,6 +236,193 @@ class ucp_transport final : public ucx_transport {
     delete o;
   }
 
+  // Runs `f` on the progress thread and returns once it has run.
+  void on_loop(std::function<void()> f) {
+    if (std::this_thread::get_id() == thread_.get_id()) return f();
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    post([f = std::move(f), done] {
+      f();
+      done->set_value();
+    });
+    finished.wait();
+  }
+
+  // Cancels the receives under way whose tag has `value` in the bits of `mask`, and progresses
+  // until their callbacks have run.
+  void cancel_pending(std::uint64_t mask, std::uint64_t value) {
+    auto matching = [&] {
+      std::vector<op*> hit;
+      for (op* o : pending_)
+        if ((o->tag & mask) == value) hit.push_back(o);
+      return hit;
+    };
+    for (op* o : matching()) ucp_request_cancel(worker_, o->request);
+    for (int i = 0; i < 1000 && !matching().empty(); ++i) ucp_worker_progress(worker_);
+  }
+
+  // A message received ahead of its claim.
+  struct early_msg {
+    std::size_t length = 0;  // the bytes that came
+    std::size_t held = 0;    // the bytes it holds of its prefetch's budget
+    std::shared_ptr<void> token;
+    bool in = false;  // all of it has come (or it failed)
+    std::string error;
+    std::chrono::steady_clock::time_point since;  // when it came in, for `keep`
+    claim_fn claimed;  // a claim that came before it was in
+    std::size_t claimed_n = 0;
+  };
+  struct prefetcher {
+    std::uint64_t mask = 0, value = 0;
+    std::size_t budget = 0;
+    std::chrono::milliseconds keep{0};
+    early_into into;
+    std::size_t held = 0;
+    std::map<std::uint64_t, early_msg> got;  // by tag
+    ucp_tag_message_h deferred = nullptr;     // a message that waits for budget
+    ucp_tag_recv_info_t deferred_info{};
+  };
+  // A claim whose message has not begun to arrive.
+  struct claim_wait {
+    std::uint64_t tag;
+    std::size_t n;
+    claim_fn done;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  static constexpr std::size_t max_early = 4096;
+
+  prefetcher* prefetcher_of(std::uint64_t tag) {
+    for (prefetcher& p : prefetchers_)
+      if ((tag & p.mask) == p.value) return &p;
+    return nullptr;
+  }
+
+  void fail_claims(std::uint64_t mask, std::uint64_t value) {
+    std::vector<claim_fn> failed;
+    for (auto c = claims_.begin(); c != claims_.end();) {
+      if ((c->tag & mask) == value) {
+        failed.push_back(std::move(c->done));
+        c = claims_.erase(c);
+      } else {
+        ++c;
+      }
+    }
+    for (claim_fn& f : failed) f(nullptr, "the receive was cancelled: the run ended");
+  }
+
+  // Gives a message that is in to its claim and its bytes back to the budget.
+  void hand_over(prefetcher& p, std::map<std::uint64_t, early_msg>::iterator m, claim_fn done,
+                 std::size_t n) {
+    early_msg got = std::move(m->second);
+    p.got.erase(m);
+    p.held -= got.held;
+    std::string why = got.error;
+    if (why.empty() && got.length != n)
+      why = "UCX receive: " + std::to_string(got.length) + " bytes came, not " + std::to_string(n);
+    done(why.empty() ? std::move(got.token) : nullptr, why);
+  }
+
+  // Receives a message into nothing, releasing it.
+  void drain(ucp_tag_message_h msg, std::uint64_t tag) {
+    static char nothing;
+    start_receive(msg, &nothing, 0, tag, [](const std::string&) {});
+  }
+
+  // Starts the receive of every message a prefetch takes that has come (or announced itself),
+  // while its budget allows. Returns whether any started.
+  bool probe_early() {
+    bool started = false;
+    for (prefetcher& p : prefetchers_) {
+      for (;;) {
+        ucp_tag_recv_info_t info{};
+        ucp_tag_message_h msg = p.deferred;
+        if (msg != nullptr) info = p.deferred_info;
+        else msg = ucp_tag_probe_nb(worker_, p.value, p.mask, 1, &info);
+        if (msg == nullptr) break;
+        if ((p.held > 0 && p.held + info.length > p.budget) || p.got.size() >= max_early) {
+          p.deferred = msg;
+          p.deferred_info = info;
+          break;
+        }
+        p.deferred = nullptr;
+        started = true;
+        start_early(p, msg, info);
+      }
+    }
+    return started;
+  }
+
+  void start_early(prefetcher& p, ucp_tag_message_h msg, const ucp_tag_recv_info_t& info) {
+    const std::uint64_t tag = info.sender_tag;
+    if (p.got.count(tag) != 0) return drain(msg, tag);  // a tag sent twice: the first counts
+    early_buffer into = p.into(info.length);
+    early_msg& m = p.got[tag];
+    m.length = info.length;
+    for (auto c = claims_.begin(); c != claims_.end(); ++c) {
+      if (c->tag != tag) continue;
+      m.claimed = std::move(c->done);
+      m.claimed_n = c->n;
+      claims_.erase(c);
+      break;
+    }
+    if (into.data == nullptr) {
+      drain(msg, tag);
+      early_done(tag, "UCX receive: a message of " + std::to_string(info.length) +
+                          " bytes was refused (more than this run allows?)");
+      return;
+    }
+    m.token = std::move(into.token);
+    m.held = info.length;
+    p.held += info.length;
+    start_receive(msg, into.data, info.length, tag, [this, tag](const std::string& e) { early_done(tag, e); });
+  }
+
+  // A prefetched message is in (or failed): to its claim, if one waits.
+  void early_done(std::uint64_t tag, const std::string& error) {
+    prefetcher* p = prefetcher_of(tag);
+    if (p == nullptr) return;
+    auto m = p->got.find(tag);
+    if (m == p->got.end()) return;
+    m->second.in = true;
+    m->second.error = error;
+    m->second.since = std::chrono::steady_clock::now();
+    if (m->second.claimed) {
+      claim_fn done = std::exchange(m->second.claimed, nullptr);
+      hand_over(*p, m, std::move(done), m->second.claimed_n);
+    }
+  }
+
+  // Fails the claims whose time is up and drops the prefetched messages nobody claimed in time;
+  // returns when the next of those is due, at most a second from now.
+  std::chrono::steady_clock::time_point expire_early(std::chrono::steady_clock::time_point now) {
+    auto next = now + std::chrono::seconds(1);
+    std::vector<claim_fn> late;
+    for (auto c = claims_.begin(); c != claims_.end();) {
+      if (c->deadline <= now) {
+        late.push_back(std::move(c->done));
+        c = claims_.erase(c);
+      } else {
+        next = std::min(next, c->deadline);
+        ++c;
+      }
+    }
+    for (prefetcher& p : prefetchers_) {
+      for (auto m = p.got.begin(); m != p.got.end();) {
+        if (!m->second.in || m->second.claimed) {
+          ++m;
+        } else if (m->second.since + p.keep <= now) {
+          p.held -= m->second.held;
+          m = p.got.erase(m);
+        } else {
+          next = std::min(next, m->second.since + p.keep);
+          ++m;
+        }
+      }
+    }
+    for (claim_fn& f : late) f(nullptr, "no message with its tag arrived in time (UCX)");
+    return next;
+  }
+
   // A receive whose message has not been seen yet: nothing is allocated until it is.
   struct wanted {
     std::uint64_t tag;
@@ -216,7 +436,7 @@ class ucp_transport final : public ucx_transport {
   // (at most 1000).
   int expire_wanted() {
     const auto now = std::chrono::steady_clock::now();
-    auto next = now + std::chrono::seconds(1);
+    auto next = expire_early(now);
     std::vector<wanted> late;
     for (auto w = wanted_.begin(); w != wanted_.end();) {
       if (w->deadline <= now) {
@@ -345,7 +565,7 @@ class ucp_transport final : public ucx_transport {
       for (auto& c : todo) c();
       while (ucp_worker_progress(worker_) != 0) {
       }
-      if (probe_wanted()) continue;
+      if (probe_wanted() || probe_early()) continue;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) break;
@@ -360,8 +580,13 @@ class ucp_transport final : public ucx_transport {
     // Whatever is still posted ends with an error: the transport goes away.
     for (wanted& w : wanted_) w.done("the receive was cancelled: the transport closed");
     wanted_.clear();
+    fail_claims(0, 0);
     for (op* o : std::vector<op*>(pending_.begin(), pending_.end())) ucp_request_cancel(worker_, o->request);
     for (int i = 0; i < 100 && !pending_.empty(); ++i) ucp_worker_progress(worker_);
+    for (prefetcher& p : prefetchers_)
+      for (auto& [tag, m] : p.got)
+        if (m.claimed) std::exchange(m.claimed, nullptr)(nullptr, "the receive was cancelled: the transport closed");
+    prefetchers_.clear();
   }
 
   ucp_context_h context_ = nullptr;
@@ -376,6 +601,8 @@ class ucp_transport final : public ucx_transport {
   std::map<std::string, ucp_ep_h> eps_;  // by address bytes  // the progress thread's
   std::set<op*> pending_;                // receives under way, the progress thread's
   std::list<wanted> wanted_;             // receives whose message has not come, the same
+  std::list<prefetcher> prefetchers_;    // the same
+  std::list<claim_wait> claims_;         // the same
   mutable std::mutex lanes_mu_;
   std::map<std::string, std::string> lanes_;
 };

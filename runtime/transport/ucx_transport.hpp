@@ -56,6 +56,29 @@ class ucx_transport {
   // a message that has not begun to arrive within `patience`.
   virtual void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done,
                        std::chrono::milliseconds patience) = 0;
+  // Receiving ahead of the asker: the messages whose tag has `value` in the bits of `mask` are
+  // received as soon as they come, each into the buffer `into(n)` gives (owned by its token; a
+  // null buffer refuses the message, which is then received into nothing), before anyone claims
+  // them; so a transfer never waits for the message that announces it. At most `budget` bytes or
+  // 4096 messages are held at once (one message always), from the start of a receive until it is
+  // claimed or dropped; beyond that, messages wait in UCX. A message not claimed within `keep`
+  // after it came is dropped.
+  struct early_buffer {
+    void* data = nullptr;
+    std::shared_ptr<void> token;
+  };
+  using early_into = std::function<early_buffer(std::size_t n)>;
+  virtual void prefetch(std::uint64_t mask, std::uint64_t value, std::size_t budget,
+                        std::chrono::milliseconds keep, early_into into) = 0;
+  // Takes the prefetched message with `tag`, which must be n bytes: `done(token, "")` once it is
+  // all in, else `done(nullptr, why)` (another length, refused, cancelled, or not begun to arrive
+  // within `patience`). Called on the progress thread.
+  using claim_fn = std::function<void(std::shared_ptr<void> token, const std::string& error)>;
+  virtual void claim(std::uint64_t tag, std::size_t n, claim_fn done,
+                     std::chrono::milliseconds patience) = 0;
+  // Ends the prefetch registered with (mask, value): its claims fail, its receives are cancelled and
+  // what it holds is dropped. Returns once that is done.
+  virtual void stop_prefetch(std::uint64_t mask, std::uint64_t value) = 0;
   // Cancels every posted receive whose tag has `value` in the bits of `mask` (a run that ended
   // leaves no receive waiting for a peer that is gone); their `done` get an error. Returns once
   // they have run.

@@ -1,13 +1,15 @@
 // The UCX transport between two workers of one process: tagged payloads arrive bit for bit
 // whichever side posts first, a wrong length and a cancelled receive end with an error, and
-// completions run once each.
+// completions run once each; a prefetch keeps to its budget and drops what nobody claims.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <future>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "runtime/transport/ucx_transport.hpp"
@@ -115,4 +117,138 @@ TEST_CASE("a UCX receive of the wrong length fails and a cancelled one reports t
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(100));
     CHECK_FALSE(allocated);
   }
+}
+
+namespace {
+
+// A prefetch whose buffers are vectors: counts what it was asked for and refuses more than `most`.
+struct prefetch_probe {
+  std::atomic<int> asked{0};
+  std::size_t most = std::size_t{1} << 30;
+  ucx_transport::early_into into() {
+    return [this](std::size_t n) -> ucx_transport::early_buffer {
+      ++asked;
+      if (n > most) return {};
+      auto v = std::make_shared<std::vector<std::uint8_t>>(n);
+      return {v->data(), v};
+    };
+  }
+};
+
+// Claims `tag` of n bytes; the future holds the error ("" once in) and `got` the bytes.
+std::future<std::string> claim(ucx_transport& t, std::uint64_t tag, std::size_t n,
+                               std::shared_ptr<std::vector<std::uint8_t>>& got,
+                               std::chrono::milliseconds patience = std::chrono::seconds(20)) {
+  auto done = std::make_shared<std::promise<std::string>>();
+  auto f = done->get_future();
+  t.claim(tag, n, [done, &got](std::shared_ptr<void> token, const std::string& e) {
+    got = std::static_pointer_cast<std::vector<std::uint8_t>>(token);
+    done->set_value(e);
+  }, patience);
+  return f;
+}
+
+std::future<std::string> send(ucx_transport& from, const ucx_transport& to, std::uint64_t tag,
+                              const std::shared_ptr<std::vector<std::uint8_t>>& bytes) {
+  auto done = std::make_shared<std::promise<std::string>>();
+  auto f = done->get_future();
+  from.send(to.address(), tag, bytes->data(), bytes->size(), bytes,
+            [done](const std::string& e) { done->set_value(e); });
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("a prefetched UCX payload reaches its claim bit for bit whether the claim or the message comes first", "[ucx]") {
+  auto a = open_or_skip();
+  if (!a) {
+    WARN("skipped: this build has no UCX");
+    return;
+  }
+  auto b = open_or_skip();
+  prefetch_probe probe;
+  b->prefetch(0xFF00000000000000ull, 0x0100000000000000ull, std::size_t{64} << 20, std::chrono::seconds(20),
+              probe.into());
+  std::uint64_t tag = 0x0100000000000000ull;
+  for (std::size_t n : {std::size_t{4}, std::size_t{8192}, std::size_t{1} << 20, std::size_t{5} << 20}) {
+    for (bool claim_first : {true, false}) {
+      CAPTURE(n, claim_first);
+      ++tag;
+      auto sent = pattern(n, static_cast<std::uint8_t>(n + claim_first));
+      std::shared_ptr<std::vector<std::uint8_t>> got;
+      std::future<std::string> claimed;
+      if (claim_first) claimed = claim(*b, tag, n, got);
+      auto s_f = send(*a, *b, tag, sent);
+      CHECK(wait(s_f) == "");
+      if (!claim_first) claimed = claim(*b, tag, n, got);
+      CHECK(wait(claimed) == "");
+      REQUIRE(got);
+      CHECK(*got == *sent);
+    }
+  }
+  // Another length than the claim's fails the claim.
+  auto sent = pattern(4096, 9);
+  std::shared_ptr<std::vector<std::uint8_t>> got;
+  auto s_f = send(*a, *b, ++tag, sent);
+  auto claimed = claim(*b, tag, 1024, got);
+  CHECK(wait(claimed).find("4096 bytes came, not 1024") != std::string::npos);
+  CHECK_FALSE(got);
+  wait(s_f);
+  b->stop_prefetch(0xFF00000000000000ull, 0x0100000000000000ull);
+}
+
+TEST_CASE("a prefetch holds no more than its budget and drops what nobody claims in time", "[ucx]") {
+  auto a = open_or_skip();
+  if (!a) {
+    WARN("skipped: this build has no UCX");
+    return;
+  }
+  auto b = open_or_skip();
+  const std::uint64_t mask = 0xFF00000000000000ull, value = 0x0200000000000000ull;
+  prefetch_probe probe;
+  probe.most = 1 << 20;
+  // A budget of 1.5 MiB holds one 1 MiB message (one always), not two.
+  b->prefetch(mask, value, (std::size_t{3} << 20) / 2, std::chrono::milliseconds(300), probe.into());
+  std::vector<std::future<std::string>> sends;
+  std::vector<std::shared_ptr<std::vector<std::uint8_t>>> sent;
+  for (std::uint64_t k = 0; k < 3; ++k) {
+    sent.push_back(pattern(1 << 20, static_cast<std::uint8_t>(k)));
+    sends.push_back(send(*a, *b, value | k, sent.back()));
+  }
+  const auto begun = std::chrono::steady_clock::now();
+  while (probe.asked < 1 && std::chrono::steady_clock::now() - begun < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // time for a second, were it taken
+  CHECK(probe.asked == 1);
+  // Claimed, the first gives its bytes back: the second comes in.
+  std::shared_ptr<std::vector<std::uint8_t>> got;
+  auto first = claim(*b, value | 0, 1 << 20, got);
+  CHECK(wait(first) == "");
+  CHECK(*got == *sent[0]);
+  const auto start = std::chrono::steady_clock::now();
+  while (probe.asked < 2 && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(probe.asked == 2);
+  // Nobody claims the second: it is dropped after 300 ms, and the third comes in.
+  while (probe.asked < 3 && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(probe.asked == 3);
+  std::shared_ptr<std::vector<std::uint8_t>> late;
+  auto second = claim(*b, value | 1, 1 << 20, late, std::chrono::milliseconds(100));
+  CHECK(wait(second).find("arrived in time") != std::string::npos);
+  auto third = claim(*b, value | 2, 1 << 20, got);
+  CHECK(wait(third) == "");
+  CHECK(*got == *sent[2]);
+  for (auto& s : sends) CHECK(wait(s) == "");
+  // A message larger than the prefetch takes is refused: its claim fails and nothing is held.
+  auto big = pattern((1 << 20) + 4, 5);
+  auto s_big = send(*a, *b, value | 3, big);
+  auto refused = claim(*b, value | 3, big->size(), got);
+  CHECK(wait(refused).find("refused") != std::string::npos);
+  wait(s_big);
+  // A claim that waits when the prefetch stops fails.
+  std::shared_ptr<std::vector<std::uint8_t>> never;
+  auto waiting = claim(*b, value | 4, 64, never);
+  b->stop_prefetch(mask, value);
+  CHECK(wait(waiting).find("cancelled") != std::string::npos);
 }
