@@ -3,11 +3,11 @@
 # CAF control messages, tensors over UCX, measured at the receiver) against ucx_perftest tag_bw at
 # the same sizes, in the same UCX mode (peer error handling): over shared memory on this host, and
 # over TCP between two network namespaces (root only; skipped otherwise). Prints one table.
-# Usage: bench/transport_bandwidth.sh   (COUNT=300 PIPEWORKS_BIN_DIR=build/bin)
+# Usage: bench/transport_bandwidth.sh   (COUNT=2000 REPEATS=3 PIPEWORKS_BIN_DIR=build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench="$(realpath "${PIPEWORKS_BIN_DIR:-build/bin}")/bench_transport"
-count="${COUNT:-300}"
+count="${COUNT:-2000}" repeats="${REPEATS:-3}"
 sizes=(65536 1048576 16777216)
 command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: scripts/install-deps.sh installs ucx-utils" >&2; exit 1; }
 work="$(mktemp -d)"
@@ -56,11 +56,18 @@ rows=()
 row() {  # path, size, perftest, pipeworks
   rows+=("$(printf "%-34s %9s %14.0f %14.0f %7.2f" "$1" "$2" "$3" "$4" "$(echo "$4 / $3" | bc -l)")")
 }
+median() { printf "%s\n" "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 human() { case $1 in 65536) echo 64KiB ;; 1048576) echo 1MiB ;; 16777216) echo 16MiB ;; *) echo "$1" ;; esac; }
 
+# Each row: both measured REPEATS times, alternating, and their medians compared (perftest alone
+# varies by up to 2x between runs on a shared VM).
 for s in "${sizes[@]}"; do
-  row "shared memory, one host" "$(human "$s")" "$(perftest "" "" 127.0.0.1 "$s")" \
-      "$(pipeworks_bw "" "" 127.0.0.1 "$s")"
+  a=() b=()
+  for _ in $(seq 1 "$repeats"); do
+    a+=("$(perftest "" "" 127.0.0.1 "$s")")
+    b+=("$(pipeworks_bw "" "" 127.0.0.1 "$s")")
+  done
+  row "shared memory, one host" "$(human "$s")" "$(median "${a[@]}")" "$(median "${b[@]}")"
 done
 
 netns=no
@@ -77,13 +84,16 @@ if ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b" 2>/dev/null &&
   done
   netns=yes
   for s in "${sizes[@]}"; do
-    row "TCP, two network namespaces" "$(human "$s")" \
-        "$(UCX_TLS=tcp perftest "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")" \
-        "$(pipeworks_bw "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")"
+    a=() b=()
+    for _ in $(seq 1 "$repeats"); do
+      a+=("$(UCX_TLS=tcp perftest "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")")
+      b+=("$(pipeworks_bw "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")")
+    done
+    row "TCP, two network namespaces" "$(human "$s")" "$(median "${a[@]}")" "$(median "${b[@]}")"
   done
 fi
 
-echo "Activation transfer bandwidth, MB/s (ucx_perftest tag_bw -e at the sender; pipeworks at the receiver)"
+echo "Activation transfer bandwidth, MB/s (ucx_perftest tag_bw -e at the sender; pipeworks at the receiver), medians of $repeats"
 printf "%-34s %9s %14s %14s %7s\n" "path" "tensor" "ucx_perftest" "pipeworks" "ratio"
 printf "%s\n" "${rows[@]}"
 [ "$netns" = yes ] || echo "(TCP across namespaces skipped: ip netns add needs root)"
