@@ -5,7 +5,9 @@
 // delivers messages to itself in arrival order once their tensors are in.
 #include "actors/wire.hpp"
 
+#include <algorithm>
 #include <deque>
+#include <thread>
 
 #include "actors/messages.hpp"
 #include "actors/type_ids.hpp"
@@ -77,6 +79,14 @@ wire_link::wire_link(caf::actor_system& sys, wire_endpoints ucx, int process,
     auto token = std::make_shared<tensor_payload>(std::move(*made));
     return {token->writable_bytes().data(), token};
   };
+  // The run's processes on this host (of this scope) against its cores.
+  const auto me = static_cast<std::size_t>(process_);
+  const auto here = me < peers_.scopes.size()
+                        ? std::count(peers_.scopes.begin(), peers_.scopes.end(), peers_.scopes[me])
+                        : 1;
+  const bool crowded = here > static_cast<std::ptrdiff_t>(std::max(1u, std::thread::hardware_concurrency()));
+  for (auto* t : {ucx_.local.get(), ucx_.network.get()})
+    if (t) t->set_crowded(crowded);
   for (auto* t : {ucx_.local.get(), ucx_.network.get()})
     if (t) t->prefetch(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift, early_budget, grace_, into);
 }

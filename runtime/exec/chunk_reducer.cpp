@@ -10,18 +10,23 @@ namespace pipeworks {
 
 namespace {
 
+// into = pieces[0] + pieces[1] + ... element by element, in that order, in one pass per piece
+// after the first two (no copy of the first).
 template <class T>
-void add_into(tensor_payload& sum, const tensor_payload& x) {
-  auto* s = reinterpret_cast<T*>(sum.writable_bytes().data());
-  const auto* v = reinterpret_cast<const T*>(x.bytes().data());
-  const std::size_t n = sum.nbytes() / sizeof(T);
-  for (std::size_t i = 0; i < n; ++i) s[i] += v[i];
-}
-
-tensor_payload copy_of(const tensor_payload& x) {
-  auto made = tensor_payload::allocate(x.type(), x.shape());
-  std::memcpy(made->writable_bytes().data(), x.bytes().data(), x.nbytes());
-  return std::move(*made);
+void sum_into(std::byte* into, const std::vector<std::optional<tensor_payload>>& pieces) {
+  auto* s = reinterpret_cast<T*>(into);
+  const std::size_t n = pieces[0]->nbytes() / sizeof(T);
+  const auto* a = reinterpret_cast<const T*>(pieces[0]->bytes().data());
+  if (pieces.size() == 1) {
+    std::memcpy(s, a, n * sizeof(T));
+    return;
+  }
+  const auto* b = reinterpret_cast<const T*>(pieces[1]->bytes().data());
+  for (std::size_t i = 0; i < n; ++i) s[i] = a[i] + b[i];
+  for (std::size_t r = 2; r < pieces.size(); ++r) {
+    const auto* v = reinterpret_cast<const T*>(pieces[r]->bytes().data());
+    for (std::size_t i = 0; i < n; ++i) s[i] += v[i];
+  }
 }
 
 }  // namespace
@@ -113,38 +118,45 @@ result<chunk_reducer::outputs> chunk_reducer::advance(int step, outputs out) {
                         shape_string(x.shape()) + ", not [" + std::to_string(last - first) + "]");
     return {};
   };
-  // Reduce-scatter done for my chunk: sum in replica order, send the sum to every other replica.
+  const std::size_t elem = dtype_size(t);
+  auto at = [&](int c) { return chunk_range(n, replicas_, c).first * static_cast<std::int64_t>(elem); };
+  // Reduce-scatter done for my chunk: sum in replica order straight into my chunk of the whole
+  // sum's arena, and send views of it to every other replica.
   if (!st.summed) {
     bool all = true;
     for (const auto& p : st.pieces) all = all && p.has_value();
     if (all) {
       for (int r = 0; r < replicas_; ++r)
         if (status s = check(*st.pieces[static_cast<std::size_t>(r)], replica_); !s) return make_error(s.message());
-      tensor_payload sum = copy_of(*st.pieces[0]);
-      for (int r = 1; r < replicas_; ++r) {
-        if (t == dtype::f32) add_into<float>(sum, *st.pieces[static_cast<std::size_t>(r)]);
-        else add_into<double>(sum, *st.pieces[static_cast<std::size_t>(r)]);
-      }
+      auto arena = tensor_payload::allocate(t, st.local->arena().shape());
+      if (!arena) return make_error(who(step) + ": " + arena.message());
+      st.arena = std::move(*arena);
+      std::byte* mine = st.arena->writable_bytes().data() + at(replica_);
+      if (t == dtype::f32) sum_into<float>(mine, st.pieces);
+      else sum_into<double>(mine, st.pieces);
       st.pieces.assign(static_cast<std::size_t>(replicas_), std::nullopt);
       st.summed = true;
+      const auto [first, last] = chunk_range(n, replicas_, replica_);
+      tensor_payload sum = tensor_payload::view(std::make_shared<tensor_payload>(*st.arena), mine, t,
+                                                {last - first});
       for (int r = 0; r < replicas_; ++r)
         if (r != replica_) out.sums.emplace_back(r, gather_chunk{stage_, step, replica_, sum});
-      st.sums[static_cast<std::size_t>(replica_)] = std::move(sum);
     }
   }
   // All-gather done: the whole sum in the local gradient's layout.
-  for (const auto& s : st.sums)
-    if (!s) return out;
-  // The local gradient's layout over a new arena that the chunks fill: no copy of its values.
-  tensor arena = tensor::uninitialized(st.local->arena().shape(), t);
-  std::byte* into = arena.bytes();
-  const std::size_t elem = dtype_size(t);
+  if (!st.summed) return out;
+  for (int c = 0; c < replicas_; ++c)
+    if (c != replica_ && !st.sums[static_cast<std::size_t>(c)]) return out;
+  // The other replicas' chunks join mine in the arena. Views of mine still on their way to other
+  // replicas share it; then the arena is copied, else taken over as it is.
+  std::byte* into = st.arena->writable_bytes().data();
   for (int c = 0; c < replicas_; ++c) {
+    if (c == replica_) continue;
     const tensor_payload& s = *st.sums[static_cast<std::size_t>(c)];
     if (status ok = check(s, c); !ok) return make_error(ok.message());
-    std::memcpy(into + chunk_range(n, replicas_, c).first * static_cast<std::int64_t>(elem),
-                s.bytes().data(), s.nbytes());
+    std::memcpy(into + at(c), s.bytes().data(), s.nbytes());
   }
+  tensor arena = st.arena->take();
   auto whole = param_set::from_parts(st.local->entries(), st.local->block_offsets(),
                                      st.local->first_block(), std::move(arena));
   if (!whole) return make_error(who(step) + ": " + whole.message());

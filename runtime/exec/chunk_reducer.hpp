@@ -60,7 +60,8 @@ class chunk_reducer {
   struct step_state {
     std::shared_ptr<const param_set> local;     // this replica's gradient (its layout)
     std::vector<std::optional<tensor_payload>> pieces;  // of my chunk, by replica
-    std::vector<std::optional<tensor_payload>> sums;    // by chunk
+    std::vector<std::optional<tensor_payload>> sums;    // by chunk, other replicas'
+    std::optional<tensor_payload> arena;  // the whole sum, once my chunk of it is summed
     bool summed = false;
   };
   std::string who(int step) const;

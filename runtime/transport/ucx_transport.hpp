@@ -83,6 +83,9 @@ class ucx_transport {
   // leaves no receive waiting for a peer that is gone); their `done` get an error. Returns once
   // they have run.
   virtual void cancel_receives(std::uint64_t mask, std::uint64_t value) = 0;
+  // Whether this host runs more of the run's processes than it has cores: then the progress
+  // thread, which polls while transfers move, yields its core after every poll.
+  virtual void set_crowded(bool crowded) = 0;
   // The transports UCX chose to reach `peer` (for logs and tests), after a send completed there.
   virtual std::string lanes(const ucx_address& peer) const = 0;
 
