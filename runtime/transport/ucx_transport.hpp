@@ -61,7 +61,7 @@ class ucx_transport {
   // null buffer refuses the message, which is then received into nothing), before anyone claims
   // them; so a transfer never waits for the message that announces it. At most `budget` bytes or
   // 4096 messages are held at once (one message always), from the start of a receive until it is
-  // claimed or dropped, and at most 32 MiB are on their way at once; beyond that, messages wait in
+  // claimed or dropped, and at most 16 MiB are on their way at once; beyond that, messages wait in
   // UCX. A message not claimed within `keep` after it came is dropped.
   struct early_buffer {
     void* data = nullptr;
