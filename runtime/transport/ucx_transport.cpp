@@ -166,45 +166,69 @@ class ucp_transport final : public ucx_transport {
 
   void prefetch(std::uint64_t mask, std::uint64_t value, std::size_t budget,
                 std::chrono::milliseconds keep, early_into into) override {
-    post([this, mask, value, budget, keep, into = std::move(into)]() mutable {
+    {
+      // At once, so that a claim made after this returns finds it.
+      std::lock_guard<std::mutex> lock(early_mu_);
       prefetcher& p = prefetchers_.emplace_back();
       p.mask = mask;
       p.value = value;
       p.budget = budget;
       p.keep = keep;
       p.into = std::move(into);
-    });
+    }
+    ucp_worker_signal(worker_);  // what has come already is taken in
   }
 
   void claim(std::uint64_t tag, std::size_t n, claim_fn done,
              std::chrono::milliseconds patience) override {
+    // On the caller's thread: a tensor that is in is handed over at once (no hop through the
+    // progress thread, and the caller's actor goes on with the message it rebuilds).
     const auto deadline = std::chrono::steady_clock::now() + patience;
-    post([this, tag, n, done = std::move(done), deadline]() mutable {
-      prefetcher* p = prefetcher_of(tag);
-      if (p == nullptr) return done(nullptr, "UCX: no prefetch receives this tag");
-      auto m = p->got.find(tag);
-      if (m == p->got.end()) {
-        claims_.push_back(claim_wait{tag, n, std::move(done), deadline});
-      } else if (!m->second.in) {
-        m->second.claimed = std::move(done);
-        m->second.claimed_n = n;
-      } else {
-        hand_over(*p, m, std::move(done), n);
-      }
-    });
+    std::unique_lock<std::mutex> lock(early_mu_);
+    prefetcher* p = prefetcher_of(tag);
+    if (p == nullptr) {
+      lock.unlock();
+      return done(nullptr, "UCX: no prefetch receives this tag");
+    }
+    auto m = p->got.find(tag);
+    if (m == p->got.end()) {
+      claims_.push_back(claim_wait{tag, n, std::move(done), deadline});
+      lock.unlock();
+      ucp_worker_signal(worker_);  // the progress thread's wait must cover this deadline
+      return;
+    }
+    if (!m->second.in) {
+      m->second.claimed = std::move(done);
+      m->second.claimed_n = n;
+      return;
+    }
+    handed h = take_over(*p, m, n);
+    const bool waiting = p->deferred != nullptr;  // a message waits for the budget given back
+    lock.unlock();
+    if (waiting) ucp_worker_signal(worker_);
+    done(std::move(h.token), h.error);
   }
 
   void stop_prefetch(std::uint64_t mask, std::uint64_t value) override {
     on_loop([this, mask, value] {
-      auto p = std::find_if(prefetchers_.begin(), prefetchers_.end(),
-                            [&](const prefetcher& q) { return q.mask == mask && q.value == value; });
-      if (p == prefetchers_.end()) return;
       cancel_pending(mask, value);
       fail_claims(mask, value);
-      for (auto& [tag, m] : p->got)
-        if (m.claimed) std::exchange(m.claimed, nullptr)(nullptr, "the receive was cancelled: the run ended");
-      if (p->deferred != nullptr) drain(p->deferred, p->deferred_info.sender_tag);
-      prefetchers_.erase(p);
+      std::vector<claim_fn> failed;
+      ucp_tag_message_h deferred = nullptr;
+      std::uint64_t deferred_tag = 0;
+      {
+        std::lock_guard<std::mutex> lock(early_mu_);
+        auto p = std::find_if(prefetchers_.begin(), prefetchers_.end(),
+                              [&](const prefetcher& q) { return q.mask == mask && q.value == value; });
+        if (p == prefetchers_.end()) return;
+        for (auto& [tag, m] : p->got)
+          if (m.claimed) failed.push_back(std::exchange(m.claimed, nullptr));
+        deferred = p->deferred;
+        deferred_tag = p->deferred_info.sender_tag;
+        prefetchers_.erase(p);
+      }
+      if (deferred != nullptr) drain(deferred, deferred_tag);
+      for (claim_fn& f : failed) f(nullptr, "the receive was cancelled: the run ended");
     });
   }
 
@@ -311,6 +335,7 @@ class ucp_transport final : public ucx_transport {
 
   void fail_claims(std::uint64_t mask, std::uint64_t value) {
     std::vector<claim_fn> failed;
+    std::unique_lock<std::mutex> lock(early_mu_);
     for (auto c = claims_.begin(); c != claims_.end();) {
       if ((c->tag & mask) == value) {
         failed.push_back(std::move(c->done));
@@ -319,19 +344,25 @@ class ucp_transport final : public ucx_transport {
         ++c;
       }
     }
+    lock.unlock();
     for (claim_fn& f : failed) f(nullptr, "the receive was cancelled: the run ended");
   }
 
-  // Gives a message that is in to its claim and its bytes back to the budget.
-  void hand_over(prefetcher& p, std::map<std::uint64_t, early_msg>::iterator m, claim_fn done,
-                 std::size_t n) {
+  // What a claim gets: the buffer's token, or why not.
+  struct handed {
+    std::shared_ptr<void> token;
+    std::string error;
+  };
+  // Takes a message that is in from its prefetch (under early_mu_) and gives its bytes back to
+  // the budget.
+  static handed take_over(prefetcher& p, std::map<std::uint64_t, early_msg>::iterator m, std::size_t n) {
     early_msg got = std::move(m->second);
     p.got.erase(m);
     p.held -= got.held;
     std::string why = got.error;
     if (why.empty() && got.length != n)
       why = "UCX receive: " + std::to_string(got.length) + " bytes came, not " + std::to_string(n);
-    done(why.empty() ? std::move(got.token) : nullptr, why);
+    return {why.empty() ? std::move(got.token) : nullptr, why};
   }
 
   // Receives a message into nothing, releasing it.
@@ -343,68 +374,87 @@ class ucp_transport final : public ucx_transport {
   // Starts the receive of every message a prefetch takes that has come (or announced itself),
   // while its budget allows. Returns whether any started.
   bool probe_early() {
-    bool started = false;
-    for (prefetcher& p : prefetchers_) {
-      for (;;) {
-        ucp_tag_recv_info_t info{};
-        ucp_tag_message_h msg = p.deferred;
-        if (msg != nullptr) info = p.deferred_info;
-        else msg = ucp_tag_probe_nb(worker_, p.value, p.mask, 1, &info);
-        if (msg == nullptr) break;
-        if ((p.held > 0 && p.held + info.length > p.budget) || p.got.size() >= max_early ||
-            (p.arriving > 0 && p.arriving + info.length > max_arriving)) {
-          p.deferred = msg;
-          p.deferred_info = info;
-          break;
+    struct start {
+      ucp_tag_message_h msg;
+      std::uint64_t tag;
+      void* data;  // null: received into nothing
+      std::size_t n;
+    };
+    std::vector<start> starts;
+    std::vector<std::pair<std::uint64_t, std::string>> refused;
+    {
+      std::lock_guard<std::mutex> lock(early_mu_);
+      for (prefetcher& p : prefetchers_) {
+        for (;;) {
+          ucp_tag_recv_info_t info{};
+          ucp_tag_message_h msg = p.deferred;
+          if (msg != nullptr) info = p.deferred_info;
+          else msg = ucp_tag_probe_nb(worker_, p.value, p.mask, 1, &info);
+          if (msg == nullptr) break;
+          if ((p.held > 0 && p.held + info.length > p.budget) || p.got.size() >= max_early ||
+              (p.arriving > 0 && p.arriving + info.length > max_arriving)) {
+            p.deferred = msg;
+            p.deferred_info = info;
+            break;
+          }
+          p.deferred = nullptr;
+          const std::uint64_t tag = info.sender_tag;
+          if (p.got.count(tag) != 0) {  // a tag sent twice: the first counts
+            starts.push_back({msg, tag, nullptr, 0});
+            continue;
+          }
+          early_buffer into = p.into(info.length);
+          early_msg& m = p.got[tag];
+          m.length = info.length;
+          for (auto c = claims_.begin(); c != claims_.end(); ++c) {
+            if (c->tag != tag) continue;
+            m.claimed = std::move(c->done);
+            m.claimed_n = c->n;
+            claims_.erase(c);
+            break;
+          }
+          if (into.data == nullptr) {
+            starts.push_back({msg, tag, nullptr, 0});
+            refused.emplace_back(tag, "UCX receive: a message of " + std::to_string(info.length) +
+                                          " bytes was refused (more than this run allows?)");
+            continue;
+          }
+          m.token = std::move(into.token);
+          m.held = info.length;
+          p.held += info.length;
+          p.arriving += info.length;
+          starts.push_back({msg, tag, into.data, info.length});
         }
-        p.deferred = nullptr;
-        started = true;
-        start_early(p, msg, info);
       }
     }
-    return started;
-  }
-
-  void start_early(prefetcher& p, ucp_tag_message_h msg, const ucp_tag_recv_info_t& info) {
-    const std::uint64_t tag = info.sender_tag;
-    if (p.got.count(tag) != 0) return drain(msg, tag);  // a tag sent twice: the first counts
-    early_buffer into = p.into(info.length);
-    early_msg& m = p.got[tag];
-    m.length = info.length;
-    for (auto c = claims_.begin(); c != claims_.end(); ++c) {
-      if (c->tag != tag) continue;
-      m.claimed = std::move(c->done);
-      m.claimed_n = c->n;
-      claims_.erase(c);
-      break;
+    // Outside the lock: a receive may complete inside the call, and its callback takes the lock.
+    for (const start& st : starts) {
+      if (st.data == nullptr) drain(st.msg, st.tag);
+      else start_receive(st.msg, st.data, st.n, st.tag, [this, tag = st.tag](const std::string& e) { early_done(tag, e); });
     }
-    if (into.data == nullptr) {
-      drain(msg, tag);
-      early_done(tag, "UCX receive: a message of " + std::to_string(info.length) +
-                          " bytes was refused (more than this run allows?)");
-      return;
-    }
-    m.token = std::move(into.token);
-    m.held = info.length;
-    p.held += info.length;
-    p.arriving += info.length;
-    start_receive(msg, into.data, info.length, tag, [this, tag](const std::string& e) { early_done(tag, e); });
+    for (const auto& [tag, why] : refused) early_done(tag, why);
+    return !starts.empty();
   }
 
   // A prefetched message is in (or failed): to its claim, if one waits.
   void early_done(std::uint64_t tag, const std::string& error) {
-    prefetcher* p = prefetcher_of(tag);
-    if (p == nullptr) return;
-    auto m = p->got.find(tag);
-    if (m == p->got.end()) return;
-    p->arriving -= m->second.in ? 0 : m->second.held;
-    m->second.in = true;
-    m->second.error = error;
-    m->second.since = std::chrono::steady_clock::now();
-    if (m->second.claimed) {
-      claim_fn done = std::exchange(m->second.claimed, nullptr);
-      hand_over(*p, m, std::move(done), m->second.claimed_n);
+    claim_fn done;
+    handed h;
+    {
+      std::lock_guard<std::mutex> lock(early_mu_);
+      prefetcher* p = prefetcher_of(tag);
+      if (p == nullptr) return;
+      auto m = p->got.find(tag);
+      if (m == p->got.end() || m->second.in) return;
+      p->arriving -= m->second.held;
+      m->second.in = true;
+      m->second.error = error;
+      m->second.since = std::chrono::steady_clock::now();
+      if (!m->second.claimed) return;
+      done = std::exchange(m->second.claimed, nullptr);
+      h = take_over(*p, m, m->second.claimed_n);
     }
+    done(std::move(h.token), h.error);
   }
 
   // Fails the claims whose time is up and drops the prefetched messages nobody claimed in time;
@@ -412,6 +462,7 @@ class ucp_transport final : public ucx_transport {
   std::chrono::steady_clock::time_point expire_early(std::chrono::steady_clock::time_point now) {
     auto next = now + std::chrono::seconds(1);
     std::vector<claim_fn> late;
+    std::unique_lock<std::mutex> lock(early_mu_);
     for (auto c = claims_.begin(); c != claims_.end();) {
       if (c->deadline <= now) {
         late.push_back(std::move(c->done));
@@ -434,6 +485,7 @@ class ucp_transport final : public ucx_transport {
         }
       }
     }
+    lock.unlock();
     for (claim_fn& f : late) f(nullptr, "no message with its tag arrived in time (UCX)");
     return next;
   }
@@ -610,10 +662,15 @@ class ucp_transport final : public ucx_transport {
     fail_claims(0, 0);
     for (op* o : std::vector<op*>(pending_.begin(), pending_.end())) ucp_request_cancel(worker_, o->request);
     for (int i = 0; i < 100 && !pending_.empty(); ++i) ucp_worker_progress(worker_);
-    for (prefetcher& p : prefetchers_)
-      for (auto& [tag, m] : p.got)
-        if (m.claimed) std::exchange(m.claimed, nullptr)(nullptr, "the receive was cancelled: the transport closed");
-    prefetchers_.clear();
+    std::vector<claim_fn> failed;
+    {
+      std::lock_guard<std::mutex> lock(early_mu_);
+      for (prefetcher& p : prefetchers_)
+        for (auto& [tag, m] : p.got)
+          if (m.claimed) failed.push_back(std::exchange(m.claimed, nullptr));
+      prefetchers_.clear();
+    }
+    for (claim_fn& f : failed) f(nullptr, "the receive was cancelled: the transport closed");
   }
 
   ucp_context_h context_ = nullptr;
@@ -628,12 +685,13 @@ class ucp_transport final : public ucx_transport {
   std::map<std::string, ucp_ep_h> eps_;  // by address bytes  // the progress thread's
   std::set<op*> pending_;                // receives under way, the progress thread's
   std::list<wanted> wanted_;             // receives whose message has not come, the same
-  std::list<prefetcher> prefetchers_;    // the same
+  std::mutex early_mu_;                  // guards prefetchers_ and claims_ (claims come from any thread)
+  std::list<prefetcher> prefetchers_;
   std::size_t sends_open_ = 0;  // sends under way, the progress thread's
   std::chrono::steady_clock::time_point last_moved_;  // when the loop last did work, the same
   std::atomic<bool> crowded_{false};
   static constexpr std::chrono::microseconds spin_for{200};
-  std::list<claim_wait> claims_;         // the same
+  std::list<claim_wait> claims_;
   mutable std::mutex lanes_mu_;
   std::map<std::string, std::string> lanes_;
 };
