@@ -585,11 +585,15 @@ class ucp_transport final : public ucx_transport {
   }
 
   void post(std::function<void()> cmd) {
+    bool asleep = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       commands_.push_back(std::move(cmd));
+      asleep = asleep_;
     }
-    ucp_worker_signal(worker_);
+    // A loop that is awake finds the command before it sleeps (it looks under the same lock);
+    // one that may sleep is woken (a signal before it arms makes the arming fail: it looks again).
+    if (asleep) ucp_worker_signal(worker_);
   }
 
   ucp_ep_h endpoint(const ucx_address& peer) {
@@ -649,12 +653,16 @@ class ucp_transport final : public ucx_transport {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) break;
         if (!commands_.empty()) continue;
+        asleep_ = true;
       }
       const int wait_ms = expire_wanted();
       const ucs_status_t armed = ucp_worker_arm(worker_);
-      if (armed == UCS_ERR_BUSY) continue;
-      pollfd pfd{efd_, POLLIN, 0};
-      ::poll(&pfd, 1, wait_ms);
+      if (armed != UCS_ERR_BUSY) {
+        pollfd pfd{efd_, POLLIN, 0};
+        ::poll(&pfd, 1, wait_ms);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      asleep_ = false;
     }
     // Whatever is still posted ends with an error: the transport goes away.
     for (wanted& w : wanted_) w.done("the receive was cancelled: the transport closed");
@@ -682,6 +690,7 @@ class ucp_transport final : public ucx_transport {
   std::mutex mu_;
   std::vector<std::function<void()>> commands_;
   bool stop_ = false;
+  bool asleep_ = false;  // the loop may be in (or on its way to) its wait: posts must wake it
   std::map<std::string, ucp_ep_h> eps_;  // by address bytes  // the progress thread's
   std::set<op*> pending_;                // receives under way, the progress thread's
   std::list<wanted> wanted_;             // receives whose message has not come, the same
