@@ -379,6 +379,7 @@ class ucp_transport final : public ucx_transport {
       std::uint64_t tag;
       void* data;  // null: received into nothing
       std::size_t n;
+      std::shared_ptr<void> token;  // the buffer, kept alive by the receive until it ends
     };
     std::vector<start> starts;
     std::vector<std::pair<std::uint64_t, std::string>> refused;
@@ -400,7 +401,7 @@ class ucp_transport final : public ucx_transport {
           p.deferred = nullptr;
           const std::uint64_t tag = info.sender_tag;
           if (p.got.count(tag) != 0) {  // a tag sent twice: the first counts
-            starts.push_back({msg, tag, nullptr, 0});
+            starts.push_back({msg, tag, nullptr, 0, nullptr});
             continue;
           }
           early_buffer into = p.into(info.length);
@@ -414,23 +415,26 @@ class ucp_transport final : public ucx_transport {
             break;
           }
           if (into.data == nullptr) {
-            starts.push_back({msg, tag, nullptr, 0});
+            starts.push_back({msg, tag, nullptr, 0, nullptr});
             refused.emplace_back(tag, "UCX receive: a message of " + std::to_string(info.length) +
                                           " bytes was refused (more than this run allows?)");
             continue;
           }
-          m.token = std::move(into.token);
+          m.token = into.token;
           m.held = info.length;
           p.held += info.length;
           p.arriving += info.length;
-          starts.push_back({msg, tag, into.data, info.length});
+          starts.push_back({msg, tag, into.data, info.length, std::move(into.token)});
         }
       }
     }
     // Outside the lock: a receive may complete inside the call, and its callback takes the lock.
     for (const start& st : starts) {
       if (st.data == nullptr) drain(st.msg, st.tag);
-      else start_receive(st.msg, st.data, st.n, st.tag, [this, tag = st.tag](const std::string& e) { early_done(tag, e); });
+      // The receive holds the buffer too: one that cannot be cancelled (a rendezvous under way)
+      // when its prefetch stops must not write into freed memory.
+      else start_receive(st.msg, st.data, st.n, st.tag,
+                         [this, tag = st.tag, keep = st.token](const std::string& e) { early_done(tag, e); });
     }
     for (const auto& [tag, why] : refused) early_done(tag, why);
     return !starts.empty();
