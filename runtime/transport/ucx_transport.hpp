@@ -1,6 +1,7 @@
 // One process's UCX (UCP) endpoint for tensor payloads: a context, a worker and the one progress
 // thread that owns them, woken by the worker's event fd; tagged sends and receives are posted to
-// it from any thread, and their completions run on it.
+// it from any thread, and their completions run on it (a claim of a prefetched message that is
+// already in completes on the claiming thread).
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -72,7 +73,8 @@ class ucx_transport {
                         std::chrono::milliseconds keep, early_into into) = 0;
   // Takes the prefetched message with `tag`, which must be n bytes: `done(token, "")` once it is
   // all in, else `done(nullptr, why)` (another length, refused, cancelled, or not begun to arrive
-  // within `patience`). Called on the progress thread.
+  // within `patience`). `done` runs on this thread before claim returns when the message is in
+  // already, else later on the progress thread.
   using claim_fn = std::function<void(std::shared_ptr<void> token, const std::string& error)>;
   virtual void claim(std::uint64_t tag, std::size_t n, claim_fn done,
                      std::chrono::milliseconds patience) = 0;
