@@ -48,6 +48,19 @@ wire_msg real_message(caf::actor_system& sys, std::uint64_t tag) {
   return w;
 }
 
+// This process as process 0 of a run whose process 1, of the same scope, is a peer at `other`
+// (a UCX worker address).
+wire_peers two_processes(const caf::actor_system& sys, const wire_endpoints& eps, const ucx_address& other,
+                         std::uint16_t nonce) {
+  wire_peers peers;
+  peers.nodes = {sys.node(), caf::node_id{}};
+  peers.scopes = {eps.scope, eps.scope};
+  peers.local_addresses = {eps.local->address(), other};
+  peers.network_addresses = {eps.network->address(), other};
+  peers.nonce = nonce;
+  return peers;
+}
+
 }  // namespace
 
 TEST_CASE("hostile wire messages never crash a receiver and leave its memory flat", "[wire]") {
@@ -61,12 +74,7 @@ TEST_CASE("hostile wire messages never crash a receiver and leave its memory fla
   auto eps = process_endpoints();
   REQUIRE(eps);
   // Process 1 is a peer that never sends a tensor: every one announced is awaited in vain.
-  wire_peers peers;
-  peers.nodes = {sys.node(), caf::node_id{}};
-  peers.scopes = {eps->scope, eps->scope};
-  peers.local_addresses = {eps->local->address(), eps->local->address()};
-  peers.network_addresses = {eps->network->address(), eps->network->address()};
-  peers.nonce = 0x5eed;
+  const wire_peers peers = two_processes(sys, *eps, eps->local->address(), 0x5eed);
   auto link = std::make_shared<wire_link>(sys, *eps, 0, peers, std::uint64_t{1} << 20,
                                           std::chrono::milliseconds(20));
   // The driver hears of every message refused; count the kinds.
@@ -201,12 +209,7 @@ TEST_CASE("hostile UCX tensors never crash a receiver and leave its memory flat"
   auto attacker = ucx_transport::open(ucx_reach::local);
   REQUIRE(attacker);
   const std::uint16_t nonce = 0x5eef;
-  wire_peers peers;
-  peers.nodes = {sys.node(), caf::node_id{}};
-  peers.scopes = {eps->scope, eps->scope};
-  peers.local_addresses = {eps->local->address(), (*attacker)->address()};
-  peers.network_addresses = {eps->network->address(), (*attacker)->address()};
-  peers.nonce = nonce;
+  const wire_peers peers = two_processes(sys, *eps, (*attacker)->address(), nonce);
   const std::uint64_t bound = std::uint64_t{1} << 20;
   auto link = std::make_shared<wire_link>(sys, *eps, 0, peers, bound, std::chrono::milliseconds(20));
   auto delivered = std::make_shared<std::atomic<int>>(0);
