@@ -93,11 +93,8 @@ wire_link::wire_link(caf::actor_system& sys, wire_endpoints ucx, int process,
 
 wire_link::~wire_link() {
   // Whatever this run's receives still wait for, no peer will send now.
-  for (auto* t : {ucx_.local.get(), ucx_.network.get()}) {
-    if (!t) continue;
-    t->stop_prefetch(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift);
-    t->cancel_receives(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift);
-  }
+  for (auto* t : {ucx_.local.get(), ucx_.network.get()})
+    if (t) t->stop_prefetch(nonce_mask, std::uint64_t{peers_.nonce} << nonce_shift);
 }
 
 ucx_transport* wire_link::transport_for(std::size_t k) const {

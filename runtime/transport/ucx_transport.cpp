@@ -1,7 +1,7 @@
 // The UCP transport: context and worker in single-thread mode, owned by one progress thread that
 // drains posted commands, progresses the worker until idle, polls while transfers move, else arms
-// it and sleeps on its event fd (ucp_worker_signal wakes it for new commands). Endpoints use peer error handling, so a send to a
-// dead peer completes with an error instead of hanging.
+// it and sleeps on its event fd (ucp_worker_signal wakes it for new commands). Endpoints use peer
+// error handling, so a send to a dead peer completes with an error instead of hanging.
 #include "runtime/transport/ucx_transport.hpp"
 
 #include <sys/stat.h>
@@ -156,14 +156,6 @@ class ucp_transport final : public ucx_transport {
     });
   }
 
-  void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done,
-               std::chrono::milliseconds patience) override {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    post([this, tag, n, into = std::move(into), done = std::move(done), deadline]() mutable {
-      wanted_.push_back(wanted{tag, n, std::move(into), std::move(done), deadline});
-    });
-  }
-
   void prefetch(std::uint64_t mask, std::uint64_t value, std::size_t budget,
                 std::chrono::milliseconds keep, early_into into) override {
     {
@@ -230,24 +222,6 @@ class ucp_transport final : public ucx_transport {
       if (deferred != nullptr) drain(deferred, deferred_tag);
       for (claim_fn& f : failed) f(nullptr, "the receive was cancelled: the run ended");
     });
-  }
-
-  void cancel_receives(std::uint64_t mask, std::uint64_t value) override {
-    auto cancel = [this, mask, value] {
-      cancel_pending(mask, value);
-      fail_claims(mask, value);
-      std::vector<wanted> dropped;
-      for (auto w = wanted_.begin(); w != wanted_.end();) {
-        if ((w->tag & mask) == value) {
-          dropped.push_back(std::move(*w));
-          w = wanted_.erase(w);
-        } else {
-          ++w;
-        }
-      }
-      for (wanted& w : dropped) w.done("the receive was cancelled: the run ended");
-    };
-    on_loop(cancel);
   }
 
   void set_crowded(bool crowded) override { crowded_ = crowded; }
@@ -494,61 +468,12 @@ class ucp_transport final : public ucx_transport {
     return next;
   }
 
-  // A receive whose message has not been seen yet: nothing is allocated until it is.
-  struct wanted {
-    std::uint64_t tag;
-    std::size_t n;
-    alloc_fn into;
-    done_fn done;
-    std::chrono::steady_clock::time_point deadline;
-  };
-
-  // Fails the wanted messages whose time is up; returns the milliseconds until the next is due
-  // (at most 1000).
-  int expire_wanted() {
+  // Fails the claims whose time is up and drops what nobody claimed in time; returns the
+  // milliseconds until the next of those is due (at most 1000).
+  int expire() {
     const auto now = std::chrono::steady_clock::now();
-    auto next = expire_early(now);
-    std::vector<wanted> late;
-    for (auto w = wanted_.begin(); w != wanted_.end();) {
-      if (w->deadline <= now) {
-        late.push_back(std::move(*w));
-        w = wanted_.erase(w);
-      } else {
-        next = std::min(next, w->deadline);
-        ++w;
-      }
-    }
-    for (wanted& w : late) w.done("no message with its tag arrived in time (UCX)");
+    const auto next = expire_early(now);
     return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()) + 1;
-  }
-
-  // Starts the receive of every wanted message that has arrived (or announced itself, for a
-  // rendezvous): its length checked, then its buffer allocated. Returns whether any started.
-  bool probe_wanted() {
-    bool started = false;
-    for (auto w = wanted_.begin(); w != wanted_.end();) {
-      ucp_tag_recv_info_t info{};
-      ucp_tag_message_h msg = ucp_tag_probe_nb(worker_, w->tag, ~std::uint64_t{0}, 1, &info);
-      if (msg == nullptr) {
-        ++w;
-        continue;
-      }
-      wanted got = std::move(*w);
-      w = wanted_.erase(w);
-      started = true;
-      void* into = info.length == got.n ? got.into(got.n) : nullptr;
-      std::string refused;
-      if (info.length != got.n)
-        refused = "UCX receive: " + std::to_string(info.length) + " bytes came, not " + std::to_string(got.n);
-      else if (into == nullptr)
-        refused = "UCX receive: no buffer for " + std::to_string(got.n) + " bytes";
-      static char drain;  // a refused message is received into nothing and so released
-      start_receive(msg, refused.empty() ? into : &drain, refused.empty() ? got.n : 0, got.tag,
-                    [done = std::move(got.done), refused](const std::string& e) {
-                      done(refused.empty() ? e : refused);
-                    });
-    }
-    return started;
   }
 
   void start_receive(ucp_tag_message_h msg, void* data, std::size_t n, std::uint64_t tag, done_fn done) {
@@ -640,7 +565,7 @@ class ucp_transport final : public ucx_transport {
       for (auto& c : todo) c();
       bool moved = !todo.empty();
       while (ucp_worker_progress(worker_) != 0) moved = true;
-      if (probe_wanted() || probe_early()) continue;
+      if (probe_early()) continue;
       const auto now = std::chrono::steady_clock::now();
       if (moved) last_moved_ = now;
       // While transfers are under way and moving, poll rather than sleep: a wake-up through the
@@ -659,7 +584,7 @@ class ucp_transport final : public ucx_transport {
         if (!commands_.empty()) continue;
         asleep_ = true;
       }
-      const int wait_ms = expire_wanted();
+      const int wait_ms = expire();
       const ucs_status_t armed = ucp_worker_arm(worker_);
       if (armed != UCS_ERR_BUSY) {
         pollfd pfd{efd_, POLLIN, 0};
@@ -669,8 +594,6 @@ class ucp_transport final : public ucx_transport {
       asleep_ = false;
     }
     // Whatever is still posted ends with an error: the transport goes away.
-    for (wanted& w : wanted_) w.done("the receive was cancelled: the transport closed");
-    wanted_.clear();
     fail_claims(0, 0);
     for (op* o : std::vector<op*>(pending_.begin(), pending_.end())) ucp_request_cancel(worker_, o->request);
     for (int i = 0; i < 100 && !pending_.empty(); ++i) ucp_worker_progress(worker_);
@@ -697,7 +620,6 @@ class ucp_transport final : public ucx_transport {
   bool asleep_ = false;  // the loop may be in (or on its way to) its wait: posts must wake it
   std::map<std::string, ucp_ep_h> eps_;  // by address bytes  // the progress thread's
   std::set<op*> pending_;                // receives under way, the progress thread's
-  std::list<wanted> wanted_;             // receives whose message has not come, the same
   std::mutex early_mu_;                  // guards prefetchers_ and claims_ (claims come from any thread)
   std::list<prefetcher> prefetchers_;
   std::size_t sends_open_ = 0;  // sends under way, the progress thread's

@@ -49,14 +49,6 @@ class ucx_transport {
   // `hold` keeps the bytes alive until `done` has run.
   virtual void send(const ucx_address& peer, std::uint64_t tag, const void* data, std::size_t n,
                     std::shared_ptr<const void> hold, done_fn done) = 0;
-  // Where to put the n bytes of a message that has come (called on the progress thread); null
-  // refuses it. The memory must stay valid until `done` has run.
-  using alloc_fn = std::function<void*(std::size_t n)>;
-  // Receives exactly n bytes sent with `tag`. Nothing is allocated before the message (or its
-  // rendezvous) has arrived and its length is n; another length fails with an error, and so does
-  // a message that has not begun to arrive within `patience`.
-  virtual void receive(std::uint64_t tag, std::size_t n, alloc_fn into, done_fn done,
-                       std::chrono::milliseconds patience) = 0;
   // Receiving ahead of the asker: the messages whose tag has `value` in the bits of `mask` are
   // received as soon as they come, each into the buffer `into(n)` gives (owned by its token; a
   // null buffer refuses the message, which is then received into nothing), before anyone claims
@@ -81,10 +73,6 @@ class ucx_transport {
   // Ends the prefetch registered with (mask, value): its claims fail, its receives are cancelled and
   // what it holds is dropped. Returns once that is done.
   virtual void stop_prefetch(std::uint64_t mask, std::uint64_t value) = 0;
-  // Cancels every posted receive whose tag has `value` in the bits of `mask` (a run that ended
-  // leaves no receive waiting for a peer that is gone); their `done` get an error. Returns once
-  // they have run.
-  virtual void cancel_receives(std::uint64_t mask, std::uint64_t value) = 0;
   // Whether this host runs more of the run's processes than it has cores: then the progress
   // thread, which polls while transfers move, yields its core after every poll.
   virtual void set_crowded(bool crowded) = 0;
