@@ -36,5 +36,5 @@ for w in 2 4; do
   wait
   read -r seconds alg bus _ < <(tail -1 "$work/lead.out")
   p2p=$(perftest $((bytes / w)))  # each piece and each sum is a chunk of bytes / w
-  printf "%-3s %12.4f %12.0f %12.0f %16.0f %7.2f\n" "$w" "$seconds" "$alg" "$bus" "$p2p" "$(echo "$bus / $p2p" | bc -l)"
+  printf "%-3s %12.4f %12.0f %12.0f %16.0f %7.2f\n" "$w" "$seconds" "$alg" "$bus" "$p2p" "$(awk -v a="$bus" -v b="$p2p" 'BEGIN {print a / b}')"
 done

@@ -45,7 +45,7 @@ trial() {  # $1: KILL or STOP; prints seconds from the signal to the driver's re
   kill -9 "$(cat "$work/w1.pid")" "$(cat "$work/w2.pid")" 2>/dev/null || true
   wait 2>/dev/null || true
   grep -q "was lost" "$work/driver.err" || { echo "the driver did not report the lost worker" >&2; cat "$work/driver.err" >&2; exit 1; }
-  echo "$t1 - $t0" | bc -l
+  awk -v a="$t1" -v b="$t0" 'BEGIN {print a - b}'
 }
 
 summary() {  # stdin: one number per line; prints median and worst in ms

@@ -39,5 +39,5 @@ l=$(median "${local_times[@]}"); r=$(median "${remote_times[@]}"); c=$(median "$
 echo "gpt-small, 1F1B, p = 2, m = 4, batch 16; seconds per step, median of $repeats (steps 3..$steps)"
 printf "%-44s %10s %8s\n" "run" "s/step" "ratio"
 printf "%-44s %10.4f %8.3f\n" "one process (baseline)" "$l" 1
-printf "%-44s %10.4f %8.3f\n" "driver + 2 workers, --transport ucx" "$r" "$(echo "$r / $l" | bc -l)"
-printf "%-44s %10.4f %8.3f\n" "driver + 2 workers, --transport caf" "$c" "$(echo "$c / $l" | bc -l)"
+printf "%-44s %10.4f %8.3f\n" "driver + 2 workers, --transport ucx" "$r" "$(awk -v a="$r" -v b="$l" 'BEGIN {print a / b}')"
+printf "%-44s %10.4f %8.3f\n" "driver + 2 workers, --transport caf" "$c" "$(awk -v a="$c" -v b="$l" 'BEGIN {print a / b}')"

@@ -40,4 +40,4 @@ echo "gpt-small, 2BW, p = 4, m = 4, batch 8, CPU; seconds per step, median of $r
 echo "runs: base ${base_times[*]} / this ${new_times[*]}"
 printf "%-30s %10s %8s\n" "build" "s/step" "ratio"
 printf "%-30s %10.4f %8.3f\n" "base (${1:-$base})" "$b" 1
-printf "%-30s %10.4f %8.3f\n" "this build" "$n" "$(echo "$n / $b" | bc -l)"
+printf "%-30s %10.4f %8.3f\n" "this build" "$n" "$(awk -v a="$n" -v b="$b" 'BEGIN {print a / b}')"

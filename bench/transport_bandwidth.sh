@@ -2,7 +2,8 @@
 # Activation transfer bandwidth between two processes through pipeworks' transport (bench_transport:
 # CAF control messages, tensors over UCX, measured at the receiver) against ucx_perftest tag_bw at
 # the same sizes, in the same UCX mode (peer error handling): over shared memory on this host, and
-# over TCP between two network namespaces (root only; skipped otherwise). Prints one table.
+# over TCP between two network namespaces (root only; where namespaces cannot be made, TCP over lo
+# instead). Prints one table.
 # Usage: bench/transport_bandwidth.sh   (COUNT=2000 REPEATS=3 PIPEWORKS_BIN_DIR=build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,7 +55,7 @@ pipeworks_bw() {
 
 rows=()
 row() {  # path, size, perftest, pipeworks
-  rows+=("$(printf "%-34s %9s %14.0f %14.0f %7.2f" "$1" "$2" "$3" "$4" "$(echo "$4 / $3" | bc -l)")")
+  rows+=("$(printf "%-34s %9s %14.0f %14.0f %7.2f" "$1" "$2" "$3" "$4" "$(awk -v a="$4" -v b="$3" 'BEGIN {print a / b}')")")
 }
 median() { printf "%s\n" "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 human() { case $1 in 65536) echo 64KiB ;; 1048576) echo 1MiB ;; 16777216) echo 16MiB ;; *) echo "$1" ;; esac; }
@@ -93,7 +94,19 @@ if ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b" 2>/dev/null &&
   done
 fi
 
+# Without namespaces, TCP is still measured on this host: both sides restricted to TCP over lo.
+if [ "$netns" = no ]; then
+  for s in "${sizes[@]}"; do
+    a=() b=()
+    for _ in $(seq 1 "$repeats"); do
+      a+=("$(UCX_TLS=tcp perftest "" "" 127.0.0.1 "$s")")
+      b+=("$(UCX_TLS=tcp pipeworks_bw "" "" 127.0.0.1 "$s")")
+    done
+    row "TCP on one host (lo, UCX_TLS=tcp)" "$(human "$s")" "$(median "${a[@]}")" "$(median "${b[@]}")"
+  done
+fi
+
 echo "Activation transfer bandwidth, MB/s (ucx_perftest tag_bw -e at the sender; pipeworks at the receiver), medians of $repeats"
 printf "%-34s %9s %14s %14s %7s\n" "path" "tensor" "ucx_perftest" "pipeworks" "ratio"
 printf "%s\n" "${rows[@]}"
-[ "$netns" = yes ] || echo "(TCP across namespaces skipped: ip netns add needs root)"
+[ "$netns" = yes ] || echo "(TCP across namespaces skipped: ip netns add needs root with CAP_NET_ADMIN; TCP measured over lo)"

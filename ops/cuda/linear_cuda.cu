@@ -22,7 +22,7 @@ __global__ void add_bias_kernel(float* out, const float* bias, std::int64_t N, i
 
 }  // namespace
 
-blas_handle::blas_handle(void* stream, bool tf32) : stream_(stream) {
+blas_handle::blas_handle(void* stream, bool tf32) : stream_(stream), tf32_(tf32) {
   cublasHandle_t h = nullptr;
   PW_CUBLAS(cublasCreate(&h));
   handle_ = h;

@@ -17,10 +17,12 @@ class blas_handle {
   blas_handle& operator=(const blas_handle&) = delete;
   void* get() const { return handle_; }
   void* stream() const { return stream_; }
+  bool tf32() const { return tf32_; }
 
  private:
   void* handle_ = nullptr;
   void* stream_ = nullptr;
+  bool tf32_ = false;
 };
 
 // out (N, OC) = inp (N, C) · W + bias; weight (C, OC) in_out or (OC, C) out_in; bias or nullptr.

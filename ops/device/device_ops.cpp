@@ -16,6 +16,7 @@
 #include "ops/layers/linear.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
 #include "ops/cuda/adamw_cuda.hpp"
+#include "ops/cuda/attention_flash_cuda.hpp"
 #include "ops/cuda/attention_gemm_cuda.hpp"
 #include "ops/cuda/cross_entropy_cuda.hpp"
 #include "ops/cuda/elementwise_cuda.hpp"
@@ -111,20 +112,52 @@ void relu_backward(const device_context& d, T* dinp, const T* dout, const T* inp
   relu_backward(dinp, dout, inp, n);
 }
 
+namespace {
+// Whether a GPU rank runs attention on the flash kernels: with TF32 (their products are TF32) and a
+// head size they take.
+bool flash_attention(const device_context& d, int C, int NH) {
+#ifdef PIPEWORKS_HAVE_CUDA
+  return d.on_gpu() && d.gpu()->blas().tf32() && NH > 0 && C % NH == 0 &&
+         cuda::flash_attention_supported(C / NH);
+#else
+  (void)d, (void)C, (void)NH;
+  return false;
+#endif
+}
+}  // namespace
+
+shape_t attention_saved_shape(const device_context& d, int B, int Tn, int C, int NH) {
+  if (flash_attention(d, C, NH)) return {B, NH, Tn};
+  return {B, NH, Tn, Tn};
+}
+
 template <class T>
 void attention_forward(const device_context& d, T* out, T* att, const T* qkv, int B, int Tn, int C,
                        int NH) {
-  PW_ON_GPU(d, cuda::attention_forward(g->blas(), out, att, qkv, B, Tn, C, NH));
+  PW_ON_GPU(d, {
+    if (flash_attention(d, C, NH))
+      cuda::flash_attention_forward(g->stream(), out, att, qkv, B, Tn, C, NH);
+    else
+      cuda::attention_forward(g->blas(), out, att, qkv, B, Tn, C, NH);
+  });
   attention_forward(out, att, qkv, B, Tn, C, NH);
 }
 
 template <class T>
-void attention_backward(const device_context& d, T* dqkv, const T* dout, const T* qkv, const T* att,
-                        int B, int Tn, int C, int NH) {
+void attention_backward(const device_context& d, T* dqkv, const T* dout, const T* out, const T* qkv,
+                        const T* att, int B, int Tn, int C, int NH) {
   PW_ON_GPU(d, {
-    tensor scratch = d.uninitialized({B, NH, Tn, Tn}, dtype::f32);
-    cuda::attention_backward(g->blas(), dqkv, scratch.data<float>(), dout, qkv, att, B, Tn, C, NH);
+    if (flash_attention(d, C, NH)) {
+      tensor delta = d.uninitialized({B, NH, Tn}, dtype::f32);
+      cuda::flash_attention_backward(g->stream(), dqkv, delta.data<float>(), dout, out, qkv, att,
+                                     B, Tn, C, NH);
+    } else {
+      tensor scratch = d.uninitialized({B, NH, Tn, Tn}, dtype::f32);
+      cuda::attention_backward(g->blas(), dqkv, scratch.data<float>(), dout, qkv, att, B, Tn, C,
+                               NH);
+    }
   });
+  (void)out;
   attention_backward(dqkv, dout, qkv, att, B, Tn, C, NH);
 }
 
@@ -256,7 +289,7 @@ void gpu_optimizer_step(const optimizer_config& c, double lr, const tensor& w, c
   template void relu_backward<T>(const device_context&, T*, const T*, const T*, std::int64_t);   \
   template void attention_forward<T>(const device_context&, T*, T*, const T*, int, int, int, int); \
   template void attention_backward<T>(const device_context&, T*, const T*, const T*, const T*,   \
-                                      int, int, int, int);                                       \
+                                      const T*, int, int, int, int);                             \
   template T cross_entropy_forward<T>(const device_context&, T*, const T*, const tensor&,        \
                                       std::int64_t, int);                                        \
   template void cross_entropy_backward<T>(const device_context&, T*, const T*, const tensor&, T, \

@@ -35,12 +35,17 @@ template <class T> void relu_forward(const device_context& d, T* out, const T* i
 template <class T>
 void relu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n);
 
+// What attention_forward saves for backward (`att`): on the CPU, and on a GPU in strict fp32, the
+// probabilities (B, NH, T, T); on a GPU with TF32, where the flash kernels take the head size, each
+// query row's logsumexp (B, NH, T): the T x T matrix is never materialised.
+shape_t attention_saved_shape(const device_context& d, int B, int Tn, int C, int NH);
 template <class T>
 void attention_forward(const device_context& d, T* out, T* att, const T* qkv, int B, int Tn, int C,
                        int NH);
+// out: attention_forward's output (the flash kernels read it; the others do not).
 template <class T>
-void attention_backward(const device_context& d, T* dqkv, const T* dout, const T* qkv, const T* att,
-                        int B, int Tn, int C, int NH);
+void attention_backward(const device_context& d, T* dqkv, const T* dout, const T* out, const T* qkv,
+                        const T* att, int B, int Tn, int C, int NH);
 
 // targets: i32 (N) on any device (copied here when elsewhere). Returns the mean loss (on a GPU
 // it waits for the stream). A target outside [0, V) throws, naming it.

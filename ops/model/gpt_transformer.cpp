@@ -25,7 +25,7 @@ enum : int {
   s_ln1_mean,  // (B, T)
   s_ln1_rstd,  // (B, T)
   s_qkv,       // (B, T, 3C)
-  s_att,       // (B, NH, T, T)
+  s_att,       // attention_saved_shape: (B, NH, T, T) or, flash, (B, NH, T)
   s_atty,      // (B, T, C) attention output before c_proj
   s_res2,      // (B, T, C) x + attention
   s_ln2,       // (B, T, C)
@@ -119,7 +119,7 @@ block_forward gpt_transformer_block<T>::forward(const device_context& dev, const
   s[s_ln1_mean] = make({B, Tn});
   s[s_ln1_rstd] = make({B, Tn});
   s[s_qkv] = make({B, Tn, 3 * C});
-  s[s_att] = make({B, NH, Tn, Tn});
+  s[s_att] = make(attention_saved_shape(dev, B, Tn, C, NH));
   s[s_atty] = make({B, Tn, C});
   s[s_res2] = make({B, Tn, C});
   s[s_ln2] = make({B, Tn, C});
@@ -185,7 +185,8 @@ tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const
   tensor datty = make({B, Tn, C});
   linear_backward<T>(dev, datty.data<T>(), nullptr, nullptr, dres2, nullptr, W(proj_w), N, C, C, in_out);
   tensor dqkv = make({B, Tn, 3 * C});
-  attention_backward(dev, dqkv.data<T>(), datty.data<T>(), d(s_qkv), d(s_att), B, Tn, C, NH);
+  attention_backward(dev, dqkv.data<T>(), datty.data<T>(), d(s_atty), d(s_qkv), d(s_att), B, Tn, C,
+                     NH);
   tensor dln1 = std::move(datty);  // reuse: same shape, zeroed here
   zero(dln1);
   linear_backward<T>(dev, dln1.data<T>(), nullptr, nullptr, dqkv.data<T>(), nullptr, W(attn_w), N, C,
