@@ -3,6 +3,7 @@
 // step time and throughput, memory per device.
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -130,10 +131,24 @@ int run_plan(const plan_options& o) {
   if (!prof) throw CLI::ValidationError("--profile", prof.message());
   auto c = load_cluster(o.cluster);
   if (!c) throw CLI::ValidationError("--cluster", c.message());
-  if (o.planner == "2bw") return print_two_bw(o, *prof, *c);
   pipedream_options po;
   po.max_devices = o.devices;
-  // A list of devices is planned with each device's own speed and memory.
+  // Devices that name a profile measured on them (a GPU's): read beside the cluster file.
+  for (const device_spec& d : c->devices) {
+    if (d.profile.empty() || po.device_profiles.contains(d.profile)) continue;
+    if (o.planner == "2bw")
+      throw CLI::ValidationError("--planner", "the 2bw planner plans with one profile, and device " +
+                                                  d.name + " names its own (" + d.profile +
+                                                  "): use --planner pipedream");
+    std::filesystem::path path(d.profile);
+    if (path.is_relative()) path = std::filesystem::path(o.cluster).parent_path() / path;
+    auto dp = load_profile(path.string());
+    if (!dp)
+      throw CLI::ValidationError("--cluster", "device " + d.name + "'s profile: " + dp.message());
+    po.device_profiles.emplace(d.profile, std::move(*dp));
+  }
+  if (o.planner == "2bw") return print_two_bw(o, *prof, *c);
+  // A list of devices is planned with each device's own speed, memory and profile.
   auto plan = plan_pipedream(*prof, *c, po);
   if (!plan) throw pipeworks_error(plan.message());
   const double samples_per_s =

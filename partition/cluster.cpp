@@ -181,7 +181,7 @@ result<cluster> parse_cluster(const std::string& json_text) {
     }
     for (std::size_t i = 0; i < ds.size(); ++i) {
       const json_where at{prefix, "devices[" + std::to_string(i) + "]"};
-      PW_TRY(only_keys(ds[i], at, {"name", "speed", "memory_bytes"}));
+      PW_TRY(only_keys(ds[i], at, {"name", "speed", "memory_bytes", "profile"}));
       device_spec d;
       PW_TRY(read_string(ds[i], at, "name", d.name));
       PW_TRY(read_number(ds[i], at, "speed",
@@ -191,6 +191,12 @@ result<cluster> parse_cluster(const std::string& json_text) {
                           .max = max_device_speed},
                          d.speed));
       PW_TRY(read_whole(ds[i], at, "memory_bytes", byte_count, d.memory_bytes));
+      if (ds[i].contains("profile")) {
+        PW_TRY(read_string(ds[i], at, "profile", d.profile));
+        if (d.profile.empty())
+          return make_error(prefix + at.path + ".profile: give the path of a profile.json measured "
+                            "on that device, or leave the key out");
+      }
       c.devices.push_back(std::move(d));
     }
     if (!levels.empty()) {
@@ -275,6 +281,7 @@ std::string to_json(const cluster& c) {
     ordered_json ds = ordered_json::array();
     for (const device_spec& d : c.devices) {
       ds.push_back({{"name", d.name}, {"speed", d.speed}, {"memory_bytes", d.memory_bytes}});
+      if (!d.profile.empty()) ds.back()["profile"] = d.profile;
     }
     j["devices"] = std::move(ds);
   }

@@ -28,6 +28,7 @@ struct device_spec {
   std::string name;
   double speed = 1.0;               // profile times are divided by this
   std::int64_t memory_bytes = 0;    // 0: unlimited
+  std::string profile;              // a profile measured on this kind of device; "": the plan's
 };
 
 struct cluster {
@@ -49,7 +50,8 @@ struct cluster {
 std::string device_label(const cluster& c, int d);
 
 // {"device_memory_bytes": .., "levels": [{"name": .., "count": .., "bandwidth_bytes_per_s": ..,
-//  "latency_s": ..}, ...]} or {"devices": [{"name": .., "speed": .., "memory_bytes": ..}, ...],
+//  "latency_s": ..}, ...]} or {"devices": [{"name": .., "speed": .., "memory_bytes": ..,
+//  "profile": .. (optional: a profile.json measured on that kind of device)}, ...],
 //  "levels": [...optional, one level...]}. Errors name the field.
 result<cluster> parse_cluster(const std::string& json_text);
 // A preset name ("dgx-h100x4": 4 servers of 8 H100 80 GB, NVLink 450 GB/s inside a server,

@@ -1,11 +1,12 @@
 // PipeDream's planner on heterogeneous devices (see pipedream_hetero.hpp): identical devices form
 // classes, and a bisection on the bottleneck asks a reachability program whether a plan reaches it.
 //
-// Why classes make it exact: links are flat, so two devices with the same speed and memory are
-// interchangeable, and a plan is determined (up to renaming) by its split and, per stage, the
-// number of devices it takes from each class. A stage taking the vector x (x_c devices of class c)
-// on layers i..j with f microbatches in flight is allowed when every class with x_c > 0 holds
-// memory(i..j, f), and then takes T(i..j, Σx, min speed over the classes in x).
+// Why classes make it exact: links are flat, so two devices with the same speed, memory and
+// profile are interchangeable, and a plan is determined (up to renaming) by its split and, per
+// stage, the number of devices it takes from each class. A stage taking the vector x (x_c devices
+// of class c) on layers i..j with f microbatches in flight is allowed when every class with
+// x_c > 0 holds memory_c(i..j, f), and then takes T(i..j, Σx) = the largest over those classes of
+// Σ(fwd + bwd by the class's profile)/(Σx · speed_c), plus the all-reduce.
 //
 // For a bottleneck b, over suffixes so that a stage knows how many stages follow it:
 //   R(0, L, 0) = true
@@ -13,7 +14,7 @@
 //                where stage (i..j, x, in_flight k) is allowed, T ≤ b, link(j) ≤ b (j < L − 1)
 // (u: devices per class used by stages i..; k: stages i.. count). A plan with bottleneck ≤ b exists
 // iff R(k, 0, u) for some k and Σu ≤ max_devices. The bottleneck of every plan is one of the
-// values T(i..j, r, speed of a class) or link(j), so bisection over those sorted values finds the
+// values T_c(i..j, r) of a class c or link(j), so bisection over those sorted values finds the
 // optimum exactly (the same floating-point formula is evaluated for both). When in_flight does not
 // depend on k (a fixed options.in_flight, or no device with a memory limit) k is dropped, and
 // N(i, u), the fewest stages over the choices reaching R(i, u), is kept beside it:
@@ -22,6 +23,7 @@
 // N(0, u)), is returned; with same_replicas, over every replica count r.
 #include "partition/pipedream_hetero.hpp"
 
+#include "partition/plan_inputs.hpp"
 #include "partition/plan_progress.hpp"
 
 #include <algorithm>
@@ -43,7 +45,10 @@ constexpr double work_limit = 1e8;
 struct device_class {
   double speed = 1.0;
   std::int64_t memory = 0;   // 0: unlimited
+  std::string profile;       // the device profile's name; "": the plan's profile
   std::vector<int> devices;  // the cluster's numbers, ascending
+  std::vector<double> compute;       // prefix sums of fwd + bwd, ms, from the class's profile
+  std::vector<std::int64_t> saved;   // prefix sums of saved_bytes, from the class's profile
 };
 
 struct hetero_model {
@@ -57,12 +62,9 @@ struct hetero_model {
   std::vector<int> stride;
   int states = 1;
   std::vector<int> total;           // Σ u_c
-  std::vector<double> floor_speed;  // min speed over the classes with u_c > 0
   std::vector<std::uint64_t> used;  // bit c: u_c > 0
-  std::vector<double> compute;      // prefix sums of fwd + bwd, ms
   std::vector<double> params;       // prefix sums of param_bytes
   std::vector<std::int64_t> fixed;  // prefix sums of 2 · param + optimizer bytes
-  std::vector<std::int64_t> saved;  // prefix sums of saved_bytes
   std::vector<double> link_ms;      // 2 · activation_bytes[j] / bandwidth
   double ms_per_byte = 0;           // 0: free links
   std::int64_t slack = 0;           // bytes granted to every limited device (the excess search)
@@ -70,24 +72,43 @@ struct hetero_model {
   int count(int state, int c) const {
     return state / stride[c] % (static_cast<int>(classes[c].devices.size()) + 1);
   }
-  // T(i..j, r, speed) = Σ(fwd + bwd)/(r · speed) + (r > 1 ? 2(r − 1)/r · Σparam / bw : 0)
-  double stage_ms(int i, int j, int r, double speed) const {
-    const double t = (compute[j + 1] - compute[i]) / (r * speed);
+  // Σ(fwd + bwd)/(r · speed) of layers i..j on a device of class c, by its profile.
+  double class_ms(int c, int i, int j, int r) const {
+    const device_class& k = classes[c];
+    return (k.compute[j + 1] - k.compute[i]) / (r * k.speed);
+  }
+  // T(i..j, r, t) = t + (r > 1 ? 2(r − 1)/r · Σparam / bw : 0), t the slowest class's class_ms
+  double with_reduce(int i, int j, int r, double t) const {
     if (r == 1) return t;
     return t + 2.0 * (r - 1) / r * (params[j + 1] - params[i]) * ms_per_byte;
   }
-  std::int64_t memory_of(int i, int j, int f) const {
+  // The stage time of layers i..j on the device vector x: its slowest class sets the pace.
+  double stage_ms(int i, int j, int x) const {
+    double t = 0;
+    for (std::uint64_t bits = used[x]; bits != 0; bits &= bits - 1)
+      t = std::max(t, class_ms(std::countr_zero(bits), i, j, total[x]));
+    return with_reduce(i, j, total[x], t);
+  }
+  std::int64_t memory_of(int c, int i, int j, int f) const {
     // fixed ≤ 3 · 2^50 by check_profile_totals; the stash saturates rather than overflow
-    return fixed[j + 1] - fixed[i] + stash_product(f, saved[j + 1] - saved[i]);
+    const device_class& k = classes[c];
+    return fixed[j + 1] - fixed[i] + stash_product(f, k.saved[j + 1] - k.saved[i]);
   }
   // Bit c set when a device of class c holds layers i..j with f microbatches in flight.
   std::uint64_t fitting(int i, int j, int f) const {
-    const std::int64_t need = memory_of(i, j, f);
     std::uint64_t bits = 0;
     for (std::size_t c = 0; c < classes.size(); ++c)
-      if (classes[c].memory == 0 || need <= classes[c].memory + slack)
+      if (classes[c].memory == 0 ||
+          memory_of(static_cast<int>(c), i, j, f) <= classes[c].memory + slack)
         bits |= std::uint64_t{1} << c;
     return bits;
+  }
+  // The most any device of the vector x needs for layers i..j.
+  std::int64_t most_memory(int i, int j, int f, int x) const {
+    std::int64_t most = 0;
+    for (std::uint64_t bits = used[x]; bits != 0; bits &= bits - 1)
+      most = std::max(most, memory_of(std::countr_zero(bits), i, j, f));
+    return most;
   }
 };
 
@@ -166,7 +187,7 @@ struct search {
               // With k tracked every choice makes k stages; else keep the fewest (N).
               const int stages = 1 + nst[at(after, j + 1, v)];
               if (reach[at(k, i, u)] && (m.track_k || nst[at(k, i, u)] <= stages)) continue;
-              if (m.stage_ms(i, j, r, m.floor_speed[xs]) > b) continue;
+              if (m.stage_ms(i, j, xs) > b) continue;
               reach[at(k, i, u)] = 1;
               cut[at(k, i, u)] = j;
               pick[at(k, i, u)] = xs;
@@ -247,8 +268,35 @@ struct any_replicas {
 
 std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
 
-// The profile and the options were checked by plan_pipedream; here the device list.
-status check_inputs(const model_profile& profile, const cluster& c) {
+// An error when a device profile is not of the plan's model: naming the layer and the field.
+status check_same_model(const model_profile& base, const model_profile& p, const std::string& name) {
+  const std::string what = "device profile " + name + " (" + p.model + ")";
+  if (p.layers.size() != base.layers.size())
+    return make_error(what + " has " + std::to_string(p.layers.size()) + " layers, the plan's " +
+                      std::to_string(base.layers.size()) +
+                      ": profile the same model on every kind of device");
+  if (p.microbatch != base.microbatch)
+    return make_error(what + " was taken at microbatch " + std::to_string(p.microbatch) +
+                      ", the plan's at " + std::to_string(base.microbatch) +
+                      ": profile every kind of device at the same --microbatch");
+  for (std::size_t l = 0; l < p.layers.size(); ++l) {
+    const layer_profile &a = base.layers[l], &b = p.layers[l];
+    const char* field = a.name != b.name                         ? "name"
+                        : a.param_bytes != b.param_bytes         ? "param_bytes"
+                        : a.optimizer_bytes != b.optimizer_bytes ? "optimizer_bytes"
+                        : a.activation_bytes != b.activation_bytes ? "activation_bytes"
+                                                                   : nullptr;
+    if (field)
+      return make_error(what + ": layer " + std::to_string(l) + " (" + b.name + ") differs from " +
+                        "the plan's profile in " + field +
+                        ": profile the same model on every kind of device");
+  }
+  return check_profile_totals(p);
+}
+
+// The profile and the options were checked by plan_pipedream; here the device list and the
+// device profiles it names.
+status check_inputs(const model_profile& profile, const cluster& c, const pipedream_options& o) {
   if (c.devices.empty())
     return make_error("plan_pipedream_devices needs a cluster given as a list of devices");
   if (c.levels.size() > 1)
@@ -263,6 +311,14 @@ status check_inputs(const model_profile& profile, const cluster& c) {
       return make_error(name + ": speed must be finite and positive");
     if (d.memory_bytes < 0)
       return make_error(name + ": memory_bytes must be 0 (unlimited) or positive");
+    if (!d.profile.empty() && !o.device_profiles.contains(d.profile))
+      return make_error(name + " names the profile " + d.profile +
+                        ", which the planner was not given: pass it among the device profiles "
+                        "(pipeworks plan reads the file the cluster names)");
+  }
+  for (const auto& [name, p] : o.device_profiles) {
+    if (status s = check_same_model(profile, p, name); !s) return s;
+    if (status s = check_plan_inputs(p, c); !s) return make_error("device profile " + name + ": " + s.message());
   }
   return check_profile_totals(profile);
 }
@@ -275,21 +331,23 @@ status build_model(const model_profile& profile, const cluster& c, const pipedre
   for (int d = 0; d < n; ++d) {
     const device_spec& s = c.devices[d];
     auto same = [&](const device_class& k) {
-      return k.speed == s.speed && k.memory == s.memory_bytes;
+      return k.speed == s.speed && k.memory == s.memory_bytes && k.profile == s.profile;
     };
     auto it = std::find_if(m.classes.begin(), m.classes.end(), same);
     if (it == m.classes.end())
-      it = m.classes.insert(m.classes.end(), device_class{s.speed, s.memory_bytes, {}});
+      it = m.classes.insert(m.classes.end(),
+                            device_class{s.speed, s.memory_bytes, s.profile, {}, {}, {}});
     it->devices.push_back(d);
   }
-  // Faster classes first, then more memory (0, unlimited, counts as most).
+  // Faster classes first, then more memory (0, unlimited, counts as most), then by profile.
   std::stable_sort(m.classes.begin(), m.classes.end(),
                    [](const device_class& a, const device_class& b) {
                      if (a.speed != b.speed) return a.speed > b.speed;
                      const auto mem = [](std::int64_t x) {
                        return x == 0 ? std::numeric_limits<std::int64_t>::max() : x;
                      };
-                     return mem(a.memory) > mem(b.memory);
+                     if (a.memory != b.memory) return mem(a.memory) > mem(b.memory);
+                     return a.profile < b.profile;
                    });
   bool limited = false;
   for (const device_class& k : m.classes) limited = limited || k.memory > 0;
@@ -307,7 +365,8 @@ status build_model(const model_profile& profile, const cluster& c, const pipedre
   const double work = m.rows * (L * (L + 1.0) / 2) * pairs * (o.same_replicas ? m.max_devices : 1);
   if (work > work_limit || m.classes.size() > 63)
     return make_error("pipedream planner: " + std::to_string(n) + " devices in " +
-                      std::to_string(m.classes.size()) + " classes of equal (speed, memory) and " +
+                      std::to_string(m.classes.size()) +
+                      " classes of equal (speed, memory, profile) and " +
                       std::to_string(L) + " layers make a search of about " +
                       std::to_string(static_cast<long long>(std::min(work, 1e18))) +
                       " stage choices, over the limit of " +
@@ -321,45 +380,54 @@ status build_model(const model_profile& profile, const cluster& c, const pipedre
     m.stride[k] = m.stride[k - 1] * (static_cast<int>(m.classes[k - 1].devices.size()) + 1);
   m.states = m.stride.back() * (static_cast<int>(m.classes.back().devices.size()) + 1);
   m.total.assign(m.states, 0);
-  m.floor_speed.assign(m.states, inf);
   m.used.assign(m.states, 0);
   for (int u = 0; u < m.states; ++u)
     for (std::size_t k = 0; k < m.classes.size(); ++k)
       if (const int x = m.count(u, static_cast<int>(k)); x > 0) {
         m.total[u] += x;
-        m.floor_speed[u] = std::min(m.floor_speed[u], m.classes[k].speed);
         m.used[u] |= std::uint64_t{1} << k;
       }
 
   const double bw = c.levels.empty() ? 0.0 : c.levels[0].bandwidth_bytes_per_s;
   m.ms_per_byte = bw > 0 ? 1000.0 / bw : 0.0;
-  m.compute.assign(L + 1, 0.0);
   m.params.assign(L + 1, 0.0);
   m.fixed.assign(L + 1, 0);
-  m.saved.assign(L + 1, 0);
   m.link_ms.assign(L, 0.0);
   for (int l = 0; l < L; ++l) {
     const layer_profile& x = profile.layers[l];
-    m.compute[l + 1] = m.compute[l] + x.fwd_ms + x.bwd_ms;
     m.params[l + 1] = m.params[l] + static_cast<double>(x.param_bytes);
     m.fixed[l + 1] = m.fixed[l] + 2 * x.param_bytes + x.optimizer_bytes;
-    m.saved[l + 1] = m.saved[l] + x.saved_bytes;
     m.link_ms[l] = 2.0 * static_cast<double>(x.activation_bytes) * m.ms_per_byte;
+  }
+  for (device_class& k : m.classes) {
+    const model_profile& p = k.profile.empty() ? profile : o.device_profiles.at(k.profile);
+    k.compute.assign(L + 1, 0.0);
+    k.saved.assign(L + 1, 0);
+    for (int l = 0; l < L; ++l) {
+      k.compute[l + 1] = k.compute[l] + p.layers[l].fwd_ms + p.layers[l].bwd_ms;
+      k.saved[l + 1] = k.saved[l] + p.layers[l].saved_bytes;
+    }
   }
   return {};
 }
 
-// Every value a plan's bottleneck can take, sorted.
+// Every value a plan's bottleneck can take, sorted: a stage's time is its slowest class's.
 std::vector<double> bottleneck_values(const hetero_model& m) {
-  std::vector<double> speeds;
-  for (const device_class& k : m.classes) speeds.push_back(k.speed);
-  std::sort(speeds.begin(), speeds.end());
-  speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
+  // Classes that differ only in memory give the same times: one of each (speed, profile).
+  std::vector<int> timing;
+  for (std::size_t c = 0; c < m.classes.size(); ++c) {
+    bool seen = false;
+    for (int d : timing)
+      seen = seen || (m.classes[d].speed == m.classes[c].speed &&
+                      m.classes[d].profile == m.classes[c].profile);
+    if (!seen) timing.push_back(static_cast<int>(c));
+  }
   std::vector<double> v;
   for (int i = 0; i < m.layers; ++i)
     for (int j = i; j < m.layers; ++j) {
-      for (double s : speeds)
-        for (int r = 1; r <= m.max_devices; ++r) v.push_back(m.stage_ms(i, j, r, s));
+      for (int c : timing)
+        for (int r = 1; r <= m.max_devices; ++r)
+          v.push_back(m.with_reduce(i, j, r, m.class_ms(c, i, j, r)));
       if (j + 1 < m.layers) v.push_back(m.link_ms[j]);
     }
   std::sort(v.begin(), v.end());
@@ -370,7 +438,10 @@ std::vector<double> bottleneck_values(const hetero_model& m) {
 // The error when no plan fits: the least slack that lets one fit is by how much the best plan
 // exceeds a device's memory (bisection; at slack = the whole model's need every stage fits).
 error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
-  std::int64_t lo = 0, hi = m.memory_of(0, m.layers - 1, m.in_flight > 0 ? m.in_flight : m.rows);
+  std::int64_t lo = 0, hi = 0;
+  for (std::size_t k = 0; k < m.classes.size(); ++k)
+    hi = std::max(hi, m.memory_of(static_cast<int>(k), 0, m.layers - 1,
+                                  m.in_flight > 0 ? m.in_flight : m.rows));
   while (hi - lo > 1) {
     m.slack = lo + (hi - lo) / 2;
     if (a.run(inf))
@@ -386,10 +457,10 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
   std::int64_t worst = std::numeric_limits<std::int64_t>::min(), need_at = 0;
   int device = 0;
   for (int s = 0; s < p; ++s) {
-    const std::int64_t need =
-        m.memory_of(st[s].first, st[s].last, m.in_flight > 0 ? m.in_flight : p - s);
     for (std::size_t k = 0; k < m.classes.size(); ++k)
       for (int x = m.count(st[s].pick, static_cast<int>(k)); x > 0; --x) {
+        const std::int64_t need = m.memory_of(static_cast<int>(k), st[s].first, st[s].last,
+                                              m.in_flight > 0 ? m.in_flight : p - s);
         const int d = m.classes[k].devices[next[k]++];
         const std::int64_t cap = m.classes[k].memory;
         if (cap > 0 && need - cap > worst) {
@@ -412,7 +483,7 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
 
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
                                              const pipedream_options& options) {
-  if (status s = check_inputs(profile, c); !s) return make_error(s.message());
+  if (status s = check_inputs(profile, c, options); !s) return make_error(s.message());
   hetero_model m;
   if (status s = build_model(profile, c, options, m); !s) return make_error(s.message());
   any_replicas a{search(m), options.same_replicas, m.max_devices, {}};
@@ -443,18 +514,20 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
     ps.first_layer = st[s].first;
     ps.last_layer = st[s].last;
     ps.replicas = m.total[st[s].pick];
+    const int f = m.in_flight > 0 ? m.in_flight : p - s;
     for (std::size_t k = 0; k < m.classes.size(); ++k)
-      for (int x = m.count(st[s].pick, static_cast<int>(k)); x > 0; --x)
-        ps.devices.push_back(m.classes[k].devices[next[k]++]);
+      for (int x = m.count(st[s].pick, static_cast<int>(k)); x > 0; --x) {
+        const int d = m.classes[k].devices[next[k]++];
+        ps.devices.push_back(d);
+        // indexed by device number, 0 for the unused
+        if (plan.memory_bytes.size() <= static_cast<std::size_t>(d))
+          plan.memory_bytes.resize(static_cast<std::size_t>(d) + 1, 0);
+        plan.memory_bytes[static_cast<std::size_t>(d)] =
+            m.memory_of(static_cast<int>(k), ps.first_layer, ps.last_layer, f);
+      }
     std::sort(ps.devices.begin(), ps.devices.end());
-    ps.time_ms = m.stage_ms(ps.first_layer, ps.last_layer, ps.replicas, m.floor_speed[st[s].pick]);
-    ps.memory_bytes =
-        m.memory_of(ps.first_layer, ps.last_layer, m.in_flight > 0 ? m.in_flight : p - s);
-    for (int d : ps.devices) {  // indexed by device number, 0 for the unused
-      if (plan.memory_bytes.size() <= static_cast<std::size_t>(d))
-        plan.memory_bytes.resize(static_cast<std::size_t>(d) + 1, 0);
-      plan.memory_bytes[static_cast<std::size_t>(d)] = ps.memory_bytes;
-    }
+    ps.time_ms = m.stage_ms(ps.first_layer, ps.last_layer, st[s].pick);
+    ps.memory_bytes = m.most_memory(ps.first_layer, ps.last_layer, f, st[s].pick);
     plan.bottleneck_ms = std::max(plan.bottleneck_ms, ps.time_ms);
     if (s + 1 < p) plan.bottleneck_ms = std::max(plan.bottleneck_ms, m.link_ms[ps.last_layer]);
     plan.stages.push_back(std::move(ps));

@@ -11,12 +11,14 @@ namespace pipeworks {
 // For a cluster given as `devices` (one flat level; links at levels[0]'s bandwidth, or free when
 // no level is given). The objective, exactly, over every plan (any contiguous split, any disjoint
 // sets of devices for the stages, at most options.max_devices in all):
-//   stage time = Σ(fwd_ms + bwd_ms) / (r · min speed of its r devices)
+//   stage time = max over its r devices d of Σ(fwd_ms + bwd_ms by d's profile) / (r · speed_d)
 //                + (r > 1 ? 2(r − 1)/r · Σparam_bytes / bw : 0)
-//                (microbatches go round-robin to the replicas: the slowest sets the pace)
+//                (microbatches go round-robin to the replicas: the slowest sets the pace; d's
+//                profile is options.device_profiles[d.profile], or `profile` when d names none)
 //   link time  = 2 · activation_bytes(last layer of the stage) / bw
 //   bottleneck = max over stages and links, minimised
-// subject to: every device of a stage holds Σ(2·param + optimizer) + in_flight · Σsaved bytes
+// subject to: every device of a stage holds Σ(2·param + optimizer) + in_flight · Σsaved bytes (by
+// its profile)
 // within its own memory_bytes (0: unlimited), in_flight = options.in_flight or p − s (0);
 // with options.same_replicas every stage has the same number of replicas.
 // stages[s].devices are the cluster's device numbers, ascending; memory_bytes is indexed by the
@@ -26,7 +28,7 @@ namespace pipeworks {
 // devices, then the fewest stages (with same_replicas, over every replica count).
 // The profile's byte totals must pass check_profile_totals (at most 2^50 bytes per field).
 //
-// Cost: identical devices form a class; with n_c devices in class c the search visits
+// Cost: identical devices (speed, memory, profile) form a class; with n_c devices in class c the search visits
 //   (rows) · L(L+1)/2 · Π_c (n_c + 1)(n_c + 2)/2   (· n with same_replicas)
 // stage choices per bisection step (rows = min(L, n) when memory binds and in_flight is p − s,
 // else 1), about 20 steps. An error, saying what to do, when that passes 10^8; an error when no

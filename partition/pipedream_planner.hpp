@@ -2,6 +2,8 @@
 // cluster's hierarchy, with stage replication, minimising the slowest stage or link (the
 // pipeline's bottleneck) within each device's memory. A pure function of its inputs.
 #pragma once
+#include <map>
+#include <string>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +43,11 @@ struct pipedream_options {
   // Every stage gets the same number of replicas (for a runtime that replicates whole
   // pipelines, as `pipeworks train --replicas w` does).
   bool same_replicas = false;
+  // Profiles measured on other kinds of device, by the name a cluster's device gives in its
+  // `profile` (a GPU's profile for the GPUs of a mixed CPU + GPU cluster): a device that names one
+  // takes its layer times and saved bytes from it; the others take `profile`'s. Each must be of
+  // the same model (layers, microbatch, parameter, optimizer and activation bytes).
+  std::map<std::string, model_profile> device_profiles;
 };
 
 // On a flat cluster of n identical devices with bandwidth bw the objective is exactly:

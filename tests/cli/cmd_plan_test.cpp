@@ -193,3 +193,48 @@ TEST_CASE("plan --progress reports each probe on stderr and leaves stdout alone"
     }
   }
 }
+
+// A CPU and a GPU, the GPU with a profile measured on it (cluster.json names the file, read beside
+// it): the layers the GPU is fast at go to the GPU, the first (fast on the CPU) stays on the CPU.
+TEST_CASE("plan on a CPU and a GPU takes the GPU's times from its own profile", "[cli]") {
+  scratch_dir dir;
+  const auto profile = [](double a, double b, double c, double d) {
+    json p{{"model", "toy"}, {"microbatch", 4}, {"layers", json::array()}};
+    int i = 0;
+    for (double ms : {a, b, c, d})
+      p["layers"].push_back({{"name", std::string(1, static_cast<char>('a' + i++))},
+                             {"fwd_ms", ms}, {"bwd_ms", 0}, {"activation_bytes", 1000},
+                             {"saved_bytes", 1000}, {"param_bytes", 4000},
+                             {"optimizer_bytes", 8000}});
+    return p.dump();
+  };
+  write_file(dir / "cpu.json", profile(0.5, 10, 10, 1));
+  write_file(dir / "gpu-profile.json", profile(2, 0.5, 0.5, 1.5));
+  write_file(dir / "cluster.json", R"({"devices": [
+    {"name": "cpu", "speed": 1, "memory_bytes": 0},
+    {"name": "h100", "speed": 1, "memory_bytes": 0, "profile": "gpu-profile.json"}]})");
+  const cli_result r = run_cli({"plan", "--profile", dir / "cpu.json", "--cluster",
+                                dir / "cluster.json", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json p = json::parse(r.out);
+  REQUIRE(p["stages"].size() == 2);
+  CHECK(p["stages"][0]["last_layer"] == 0);
+  CHECK(p["stages"][0]["devices"] == json::array({0}));
+  CHECK(p["stages"][1]["devices"] == json::array({1}));
+  CHECK(p["bottleneck_ms"].get<double>() == Approx(2.5));
+
+  // A profile file that is not there names the device; 2bw refuses device profiles.
+  write_file(dir / "cluster2.json", R"({"devices": [
+    {"name": "cpu", "speed": 1, "memory_bytes": 0},
+    {"name": "h100", "speed": 1, "memory_bytes": 0, "profile": "nosuch.json"}]})");
+  const cli_result missing = run_cli({"plan", "--profile", dir / "cpu.json", "--cluster",
+                                      dir / "cluster2.json"});
+  CHECK(missing.exit_code == 2);
+  CHECK(contains(missing.err, "h100"));
+  CHECK(contains(missing.err, "nosuch.json"));
+  const cli_result two_bw = run_cli({"plan", "--profile", dir / "cpu.json", "--cluster",
+                                     dir / "cluster.json", "--planner", "2bw"});
+  CHECK(two_bw.exit_code == 2);
+  CHECK(contains(two_bw.err, "--planner pipedream"));
+}

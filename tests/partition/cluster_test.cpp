@@ -113,6 +113,22 @@ TEST_CASE("cluster: the heterogeneous devices form", "[partition]") {
   check_round_trip(*bare);
 }
 
+TEST_CASE("cluster: a device may name a profile measured on it", "[partition]") {
+  auto c = parse_cluster(R"({"devices": [{"name": "cpu", "speed": 1, "memory_bytes": 0},
+    {"name": "h100", "speed": 1, "memory_bytes": 0, "profile": "gpu-profile.json"}]})");
+  REQUIRE(c.ok());
+  CHECK(c->devices[0].profile.empty());
+  CHECK(c->devices[1].profile == "gpu-profile.json");
+  auto again = parse_cluster(to_json(*c));
+  REQUIRE(again.ok());
+  CHECK(again->devices[1].profile == "gpu-profile.json");
+  CHECK(again->devices[0].profile.empty());
+  auto empty = parse_cluster(R"({"devices": [{"name": "x", "speed": 1, "memory_bytes": 0,
+    "profile": ""}]})");
+  REQUIRE(!empty.ok());
+  CHECK(empty.message().find("profile") != std::string::npos);
+}
+
 TEST_CASE("cluster: errors name the field", "[partition]") {
   using Catch::Matchers::Contains;
   CHECK_THAT(error_of("{}"), Contains("give \"levels\"") && Contains("or \"devices\""));
