@@ -52,9 +52,9 @@ nlohmann::json stages_json(const std::vector<planned_stage>& stages, const clust
   return out;
 }
 
-// The "memory_bytes" of --json, for every planner: indexed by the cluster's device number, entry d
-// is device d's estimate and 0 for a device the plan does not use; it ends at the highest-numbered
-// device used. Built from the stages so that it means the same whatever the planner.
+// The "memory_bytes" of 2BW's --json, built from its stages: indexed by the cluster's device
+// number, entry d is device d's estimate and 0 for a device the plan does not use; it ends at the
+// highest-numbered device used (PipeDream's plan carries the same vector, pipeline_plan::memory_bytes).
 std::vector<std::int64_t> memory_by_device(const std::vector<planned_stage>& stages) {
   std::vector<std::int64_t> out;
   for (const planned_stage& s : stages)
@@ -135,11 +135,8 @@ int run_plan(const plan_options& o) {
   po.max_devices = o.devices;
   // Devices that name a profile measured on them (a GPU's): read beside the cluster file.
   for (const device_spec& d : c->devices) {
-    if (d.profile.empty() || po.device_profiles.contains(d.profile)) continue;
-    if (o.planner == "2bw")
-      throw CLI::ValidationError("--planner", "the 2bw planner plans with one profile, and device " +
-                                                  d.name + " names its own (" + d.profile +
-                                                  "): use --planner pipedream");
+    if (d.profile.empty() || po.device_profiles.contains(d.profile) || o.planner == "2bw")
+      continue;  // (2bw refuses device profiles, naming the device)
     std::filesystem::path path(d.profile);
     if (path.is_relative()) path = std::filesystem::path(o.cluster).parent_path() / path;
     auto dp = load_profile(path.string());
@@ -159,7 +156,7 @@ int run_plan(const plan_options& o) {
                      {"bottleneck_ms", plan->bottleneck_ms},
                      {"predicted_step_ms", plan->predicted_step_ms},
                      {"samples_per_s", samples_per_s},
-                     {"memory_bytes", memory_by_device(plan->stages)}};
+                     {"memory_bytes", plan->memory_bytes}};
     std::cout << j.dump() << std::endl;
     return exit_ok;
   }

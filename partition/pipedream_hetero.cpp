@@ -291,7 +291,8 @@ status check_same_model(const model_profile& base, const model_profile& p, const
                         "the plan's profile in " + field +
                         ": profile the same model on every kind of device");
   }
-  return check_profile_totals(p);
+  if (status s = check_profile_totals(p); !s) return make_error(what + ": " + s.message());
+  return {};
 }
 
 // The profile and the options were checked by plan_pipedream; here the device list and the

@@ -25,7 +25,8 @@ struct planned_stage {
   // The stage's time per microbatch including its all-reduce share; on a hierarchy, its share of
   // the enclosing top-level stage's time (t ← t / r + that level's all-reduce, level by level).
   double time_ms = 0;
-  std::int64_t memory_bytes = 0;  // per device
+  std::int64_t memory_bytes = 0;  // per device: the most any of its devices needs (devices with
+                                  // profiles of their own may need less: pipeline_plan::memory_bytes)
 };
 
 struct pipeline_plan {

@@ -26,6 +26,11 @@ result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster&
 
 result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
                                 const two_bw_options& options) {
+  for (const device_spec& d : c.devices)
+    if (!d.profile.empty())
+      return make_error("the 2bw planner plans with one profile, and device " + d.name +
+                        " names its own (" + d.profile +
+                        "): use PipeDream's planner (--planner pipedream)");
   auto ctx = make_cost_context(profile, c, to_cost(options), two_bw_rules());
   if (!ctx) return ctx.err();
   auto r = search_configs(*ctx, 1, ctx->L, [](int p) { return std::vector<int>{p, 2 * p, 4 * p}; });

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -28,12 +29,14 @@ using a_col = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, w
 using b_row = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
 using b_col = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major>;
 
-// The floats of shared memory a kernel of head size D needs: `wide` D-wide tiles, `square` 64 x 64
-// ones (each large enough to stage a D-wide one) and two per-row vectors.
+// The floats of the forward's scores tile, which first stages the D-wide Q tile.
 __host__ __device__ constexpr std::size_t square_floats(int D) { return TILE * (LS > D + 4 ? LS : D + 4); }
-constexpr std::size_t smem_floats(int D, int wide, int square) {
-  return wide * TILE * (D + 4) + square * square_floats(D) + 2 * TILE;
-}
+// The shared memory of the forward (K, V, O, the scores, two per-row vectors) and of each backward
+// kernel (four D-wide tiles, two 64 x 64 ones, two per-row vectors), in floats.
+constexpr std::size_t forward_floats(int D) { return 3 * TILE * (D + 4) + square_floats(D) + 2 * TILE; }
+constexpr std::size_t backward_floats(int D) { return 4 * TILE * (D + 4) + 2 * TILE * LS + 2 * TILE; }
+// A grid's y dimension (the B * NH heads) is at most 65535.
+constexpr int max_heads = 65535;
 
 template <class F>
 __device__ inline void load_tf32(F& f, const float* p, int ld) {
@@ -363,7 +366,7 @@ void launch(Kernel k, std::size_t floats, int tiles, int heads, void* stream, Ar
 template <int D>
 void forward(void* stream, float* out, float* lse, const float* qkv, int B, int Tn, int C, int NH) {
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
-  launch(flash_forward_kernel<D>, smem_floats(D, 3, 1), (Tn + TILE - 1) / TILE, B * NH, stream, out,
+  launch(flash_forward_kernel<D>, forward_floats(D), (Tn + TILE - 1) / TILE, B * NH, stream, out,
          lse, qkv, Tn, C, NH, scale);
 }
 
@@ -372,22 +375,34 @@ void backward(void* stream, float* dqkv, const float* delta, const float* dout, 
               const float* lse, int B, int Tn, int C, int NH) {
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   const int tiles = (Tn + TILE - 1) / TILE;
-  launch(flash_backward_kv_kernel<D>, smem_floats(D, 4, 2), tiles, B * NH, stream, dqkv, dout, qkv,
+  launch(flash_backward_kv_kernel<D>, backward_floats(D), tiles, B * NH, stream, dqkv, dout, qkv,
          lse, delta, Tn, C, NH, scale);
-  launch(flash_backward_q_kernel<D>, smem_floats(D, 4, 2), tiles, B * NH, stream, dqkv, dout, qkv,
+  launch(flash_backward_q_kernel<D>, backward_floats(D), tiles, B * NH, stream, dqkv, dout, qkv,
          lse, delta, Tn, C, NH, scale);
 }
 
 }  // namespace
 
-bool flash_attention_supported(int head_size) {
+bool flash_attention_supported(int head_size, std::int64_t heads) {
   if (head_size != 16 && head_size != 32 && head_size != 64 && head_size != 128) return false;
-  return smem_floats(head_size, 4, 2) * sizeof(float) <= smem_optin();
+  if (heads > max_heads) return false;
+  const auto D = static_cast<std::size_t>(head_size);
+  return std::max(forward_floats(static_cast<int>(D)), backward_floats(static_cast<int>(D))) *
+             sizeof(float) <= smem_optin();
 }
+
+namespace {
+void check_heads(int B, int NH) {
+  if (static_cast<std::int64_t>(B) * NH > max_heads)
+    fail_message("flash attention: " + std::to_string(static_cast<std::int64_t>(B) * NH) +
+                 " heads (batch x heads) are more than a grid's 65535: use attention_gemm_cuda.hpp");
+}
+}  // namespace
 
 void flash_attention_forward(void* stream, float* out, float* lse, const float* qkv, int B, int Tn,
                              int C, int NH) {
   if (static_cast<std::int64_t>(B) * Tn == 0) return;
+  check_heads(B, NH);
   switch (C / NH) {
     case 16: return forward<16>(stream, out, lse, qkv, B, Tn, C, NH);
     case 32: return forward<32>(stream, out, lse, qkv, B, Tn, C, NH);
@@ -402,6 +417,7 @@ void flash_attention_backward(void* stream, float* dqkv, float* delta, const flo
                               const float* out, const float* qkv, const float* lse, int B, int Tn,
                               int C, int NH) {
   if (static_cast<std::int64_t>(B) * Tn == 0) return;
+  check_heads(B, NH);
   const std::int64_t rows = static_cast<std::int64_t>(B) * Tn * NH;
   flash_delta_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0,
                        static_cast<cudaStream_t>(stream)>>>(delta, dout, out, B, Tn, C, NH);

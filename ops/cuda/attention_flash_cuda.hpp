@@ -5,9 +5,10 @@
 
 namespace pipeworks::cuda {
 
-// Whether these kernels take heads of `head_size` on the current GPU (16, 32, 64 or 128 wide,
-// and the shared memory the size needs); otherwise use attention_gemm_cuda.hpp.
-bool flash_attention_supported(int head_size);
+// Whether these kernels take `heads` (batch x heads, at most 65535) of `head_size` on the current
+// GPU (16, 32, 64 or 128 wide, and the shared memory the size needs); otherwise use
+// attention_gemm_cuda.hpp.
+bool flash_attention_supported(int head_size, std::int64_t heads);
 
 // out (B, T, C); lse (B, NH, T): each query row's logsumexp of its scaled scores; qkv (B, T, 3C).
 void flash_attention_forward(void* stream, float* out, float* lse, const float* qkv, int B, int Tn,

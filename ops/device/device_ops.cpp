@@ -115,19 +115,19 @@ void relu_backward(const device_context& d, T* dinp, const T* dout, const T* inp
 namespace {
 // Whether a GPU rank runs attention on the flash kernels: with TF32 (their products are TF32) and a
 // head size they take.
-bool flash_attention(const device_context& d, int C, int NH) {
+bool flash_attention(const device_context& d, int B, int C, int NH) {
 #ifdef PIPEWORKS_HAVE_CUDA
   return d.on_gpu() && d.gpu()->blas().tf32() && NH > 0 && C % NH == 0 &&
-         cuda::flash_attention_supported(C / NH);
+         cuda::flash_attention_supported(C / NH, static_cast<std::int64_t>(B) * NH);
 #else
-  (void)d, (void)C, (void)NH;
+  (void)d, (void)B, (void)C, (void)NH;
   return false;
 #endif
 }
 }  // namespace
 
 shape_t attention_saved_shape(const device_context& d, int B, int Tn, int C, int NH) {
-  if (flash_attention(d, C, NH)) return {B, NH, Tn};
+  if (flash_attention(d, B, C, NH)) return {B, NH, Tn};
   return {B, NH, Tn, Tn};
 }
 
@@ -135,7 +135,7 @@ template <class T>
 void attention_forward(const device_context& d, T* out, T* att, const T* qkv, int B, int Tn, int C,
                        int NH) {
   PW_ON_GPU(d, {
-    if (flash_attention(d, C, NH))
+    if (flash_attention(d, B, C, NH))
       cuda::flash_attention_forward(g->stream(), out, att, qkv, B, Tn, C, NH);
     else
       cuda::attention_forward(g->blas(), out, att, qkv, B, Tn, C, NH);
@@ -147,7 +147,7 @@ template <class T>
 void attention_backward(const device_context& d, T* dqkv, const T* dout, const T* out, const T* qkv,
                         const T* att, int B, int Tn, int C, int NH) {
   PW_ON_GPU(d, {
-    if (flash_attention(d, C, NH)) {
+    if (flash_attention(d, B, C, NH)) {
       tensor delta = d.uninitialized({B, NH, Tn}, dtype::f32);
       cuda::flash_attention_backward(g->stream(), dqkv, delta.data<float>(), dout, out, qkv, att,
                                      B, Tn, C, NH);

@@ -36,8 +36,8 @@ template <class T>
 void relu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n);
 
 // What attention_forward saves for backward (`att`): on the CPU, and on a GPU in strict fp32, the
-// probabilities (B, NH, T, T); on a GPU with TF32, where the flash kernels take the head size, each
-// query row's logsumexp (B, NH, T): the T x T matrix is never materialised.
+// probabilities (B, NH, T, T); on a GPU with TF32, where the flash kernels take the head size (and
+// B x NH is at most 65535), each query row's logsumexp (B, NH, T): no T x T matrix.
 shape_t attention_saved_shape(const device_context& d, int B, int Tn, int C, int NH);
 template <class T>
 void attention_forward(const device_context& d, T* out, T* att, const T* qkv, int B, int Tn, int C,

@@ -309,3 +309,15 @@ TEST_CASE("2bw: on random device lists every plan fits each device's own memory"
   }
   CHECK(planned > 10);
 }
+
+TEST_CASE("2bw refuses a cluster whose devices name profiles of their own", "[partition][2bw]") {
+  model_profile p;
+  for (int l = 0; l < 4; ++l) p.layers.push_back(partition_test::layer(1, 2, 100, 100, 100));
+  cluster c;
+  c.devices.push_back(device_spec{"cpu", 1.0, 0, ""});
+  c.devices.push_back(device_spec{"h100", 1.0, 0, "gpu-profile.json"});
+  const auto plan = plan_two_bw(p, c, {});
+  REQUIRE(!plan.ok());
+  CHECK(plan.message().find("h100 names its own (gpu-profile.json)") != std::string::npos);
+  CHECK(plan.message().find("--planner pipedream") != std::string::npos);
+}

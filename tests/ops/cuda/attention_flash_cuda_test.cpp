@@ -55,7 +55,7 @@ TEST_CASE("flash attention matches the CPU forward and backward", "[cuda]") {
     for (int Tn : {5, 64, 70, 300}) {
       const int B = 2, C = sh.C, NH = sh.NH;
       INFO("head size " << C / NH << ", T = " << Tn);
-      if (!cuda::flash_attention_supported(C / NH)) {
+      if (!cuda::flash_attention_supported(C / NH, B * NH)) {
         WARN("head size " << C / NH << " is not taken on this GPU");
         continue;
       }
@@ -90,7 +90,10 @@ TEST_CASE("a GPU rank with TF32 saves a logsumexp per row for attention and not 
   CHECK(attention_saved_shape(device_context::cuda(0, false), B, Tn, C, NH) ==
         shape_t{B, NH, Tn, Tn});
   CHECK(attention_saved_shape(device_context::cuda(0, true), B, Tn, C, NH) == shape_t{B, NH, Tn});
-  // A head size the kernels do not take keeps the materialised probabilities.
+  // A head size the kernels do not take keeps the materialised probabilities, and so do more
+  // heads (batch x heads) than a grid's 65535.
   CHECK(attention_saved_shape(device_context::cuda(0, true), B, Tn, 120, 4) ==
         shape_t{B, NH, Tn, Tn});
+  CHECK(attention_saved_shape(device_context::cuda(0, true), 20000, Tn, C, NH) ==
+        shape_t{20000, NH, Tn, Tn});
 }
