@@ -386,9 +386,8 @@ void backward(void* stream, float* dqkv, const float* delta, const float* dout, 
 bool flash_attention_supported(int head_size, std::int64_t heads) {
   if (head_size != 16 && head_size != 32 && head_size != 64 && head_size != 128) return false;
   if (heads > max_heads) return false;
-  const auto D = static_cast<std::size_t>(head_size);
-  return std::max(forward_floats(static_cast<int>(D)), backward_floats(static_cast<int>(D))) *
-             sizeof(float) <= smem_optin();
+  return std::max(forward_floats(head_size), backward_floats(head_size)) * sizeof(float) <=
+         smem_optin();
 }
 
 namespace {
