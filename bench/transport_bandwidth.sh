@@ -60,16 +60,26 @@ row() {  # path, size, perftest, pipeworks
 median() { printf "%s\n" "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 human() { case $1 in 65536) echo 64KiB ;; 1048576) echo 1MiB ;; 16777216) echo 16MiB ;; *) echo "$1" ;; esac; }
 
-# Each row: both measured REPEATS times, alternating, and their medians compared (perftest alone
-# varies by up to 2x between runs on a shared VM).
-for s in "${sizes[@]}"; do
-  a=() b=()
-  for _ in $(seq 1 "$repeats"); do
-    a+=("$(perftest "" "" 127.0.0.1 "$s")")
-    b+=("$(pipeworks_bw "" "" 127.0.0.1 "$s")")
+# $2.. run with UCX_TLS=$1 ("" leaves it as it is).
+with_tls() { local t=$1; shift; if [ -n "$t" ]; then UCX_TLS=$t "$@"; else "$@"; fi; }
+
+# A row per size for one path: $1 = its label, $2 and $3 = the server's and the client's launchers,
+# $4 = the server's address, $5 and $6 = UCX_TLS for perftest and for pipeworks. Both are measured
+# REPEATS times, alternating, and their medians compared (perftest alone varies by up to 2x between
+# runs on a shared VM).
+measure() {
+  local s a b
+  for s in "${sizes[@]}"; do
+    a=() b=()
+    for _ in $(seq 1 "$repeats"); do
+      a+=("$(with_tls "$5" perftest "$2" "$3" "$4" "$s")")
+      b+=("$(with_tls "$6" pipeworks_bw "$2" "$3" "$4" "$s")")
+    done
+    row "$1" "$(human "$s")" "$(median "${a[@]}")" "$(median "${b[@]}")"
   done
-  row "shared memory, one host" "$(human "$s")" "$(median "${a[@]}")" "$(median "${b[@]}")"
-done
+}
+
+measure "shared memory, one host" "" "" 127.0.0.1 "" ""
 
 netns=no
 if ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b" 2>/dev/null &&
@@ -84,27 +94,12 @@ if ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b" 2>/dev/null &&
     ip netns exec "$ns" ip link set "${br}${k}p" up; ip netns exec "$ns" ip link set lo up
   done
   netns=yes
-  for s in "${sizes[@]}"; do
-    a=() b=()
-    for _ in $(seq 1 "$repeats"); do
-      a+=("$(UCX_TLS=tcp perftest "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")")
-      b+=("$(pipeworks_bw "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" "$s")")
-    done
-    row "TCP, two network namespaces" "$(human "$s")" "$(median "${a[@]}")" "$(median "${b[@]}")"
-  done
+  # perftest restricted to TCP; pipeworks' workers pick TCP themselves for another host's address.
+  measure "TCP, two network namespaces" "ip netns exec $ns_a" "ip netns exec $ns_b" "10.$octet.9.2" tcp ""
 fi
 
 # Without namespaces, TCP is still measured on this host: both sides restricted to TCP over lo.
-if [ "$netns" = no ]; then
-  for s in "${sizes[@]}"; do
-    a=() b=()
-    for _ in $(seq 1 "$repeats"); do
-      a+=("$(UCX_TLS=tcp perftest "" "" 127.0.0.1 "$s")")
-      b+=("$(UCX_TLS=tcp pipeworks_bw "" "" 127.0.0.1 "$s")")
-    done
-    row "TCP on one host (lo, UCX_TLS=tcp)" "$(human "$s")" "$(median "${a[@]}")" "$(median "${b[@]}")"
-  done
-fi
+[ "$netns" = yes ] || measure "TCP on one host (lo, UCX_TLS=tcp)" "" "" 127.0.0.1 tcp tcp
 
 echo "Activation transfer bandwidth, MB/s (ucx_perftest tag_bw -e at the sender; pipeworks at the receiver), medians of $repeats"
 printf "%-34s %9s %14s %14s %7s\n" "path" "tensor" "ucx_perftest" "pipeworks" "ratio"
