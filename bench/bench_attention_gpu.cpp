@@ -51,7 +51,7 @@ tensor random_on(const device_context& d, shape_t sh, std::uint32_t seed) {
 }
 
 void run(int reps) {
-  const device_context d = device_context::cuda(0, /*tf32=*/true);
+  const device_context d = device_context::cuda(0, gpu_math::tf32);
   const gpu_resources& g = *d.gpu();
   std::printf("causal attention on GPU %d, TF32, medians of %d calls\n\n", g.index(), reps);
   std::printf("| shape | GEMMs fwd ms | flash fwd ms | GEMMs bwd ms | flash bwd ms | flash / GEMMs fwd | "

@@ -35,13 +35,14 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_gpu_step: a GPT training step on a GPU, step time and achieved TFLOP/s"};
   std::string name = "gpt-small", dev_name = "cuda:0";
   int warmup = 3, steps = 10;
-  bool tf32 = false;
+  bool tf32 = false, bf16 = false;
   app.add_option("--shape", name, "gpt-small or gpt2-124m")
       ->check(CLI::IsMember({"gpt-small", "gpt2-124m"}));
   app.add_option("--device", dev_name, "cuda:N");
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_flag("--tf32", tf32, "let the GEMMs use TF32 tensor cores");
+  app.add_flag("--bf16", bf16, "linear layers multiply in bf16 (fp32 accumulation), as train --bf16");
   CLI11_PARSE(app, argc, argv);
   try {
     const auto where = parse_device(dev_name);
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
                    dev_name.c_str());
       return 2;
     }
-    const device_context gpu = device_context::cuda(where->index, tf32);
+    const device_context gpu = device_context::cuda(where->index, gpu_math_of(tf32, bf16));
     const shape s = shape_named(name);
     model<float> m = make_gpt<float>(s.cfg);
     train_config tc;
@@ -75,9 +76,9 @@ int main(int argc, char** argv) {
     const double step_flops = 3.0 * double(fwd_per_sample) * s.batch;
     const double ms = 1000 * times[times.size() / 2];
     std::printf("{\"measure\": \"step\", \"impl\": \"pipeworks\", \"shape\": \"%s\", \"tf32\": %s, "
-                "\"params\": %lld, \"ms_median\": %.3f, \"ms_min\": %.3f, \"step_tflop\": %.4f, "
+                "\"bf16\": %s, \"params\": %lld, \"ms_median\": %.3f, \"ms_min\": %.3f, \"step_tflop\": %.4f, "
                 "\"tflops\": %.3f}\n",
-                name.c_str(), tf32 ? "true" : "false", static_cast<long long>(m.param_count()), ms,
+                name.c_str(), tf32 ? "true" : "false", bf16 ? "true" : "false", static_cast<long long>(m.param_count()), ms,
                 1000 * times.front(), step_flops / 1e12, step_flops / (ms / 1000) / 1e12);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_gpu_step: %s\n", e.what());

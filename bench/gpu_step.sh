@@ -4,12 +4,15 @@
 # torch.compile (bench/torch_gpu_step.py) on
 # the same GPU in this run, plus cuBLAS's rate on the model's own GEMM shapes; prints a table.
 #   bench/gpu_step.sh          (BIN=dir of the pipeworks binaries, default build/bin;
-#                               TF32=0 for strict fp32 GEMMs on both sides; STEPS, WARMUP)
+#                               TF32=0 for strict fp32 GEMMs on both sides; BF16=1 for
+#                               pipeworks --bf16 against torch.autocast(bfloat16) and bf16
+#                               cuBLAS; STEPS, WARMUP)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${BIN:-build/bin}"
 steps="${STEPS:-20}" warmup="${WARMUP:-5}"
 tf=(); [ "${TF32:-1}" = 1 ] && tf=(--tf32)
+[ "${BF16:-0}" = 1 ] && tf+=(--bf16)
 log=$(mktemp)
 for s in gpt-small gpt2-124m; do
   "$bin"/bench_gpu_step --shape "$s" --steps "$steps" --warmup "$warmup" "${tf[@]}" | tee -a "$log"
@@ -24,7 +27,10 @@ def pick(shape, **kw):
         if r.get("shape") == shape and all(r.get(k) == v for k, v in kw.items()):
             return r
     return None
-print(f"\nGPT training step on {gpu}, batch 8, tf32 {'on' if any(r.get('tf32') for r in rows) else 'off'}")
+bf16 = any(r.get('bf16') for r in rows)
+tf32 = any(r.get('tf32') for r in rows)
+print(f"\nGPT training step on {gpu}, batch 8, matrix products in "
+      f"{'bf16 (PyTorch: autocast)' if bf16 else 'TF32' if tf32 else 'fp32'}")
 print("| shape | pipeworks ms | PyTorch eager ms | eager + SDPA ms | torch.compile ms | "
       "pipeworks / eager | pipeworks / eager + SDPA | pipeworks TFLOP/s | "
       "cuBLAS TFLOP/s (model GEMMs) | fraction |")

@@ -20,7 +20,7 @@ namespace {
 
 struct profile_options {
   std::string model, out, optimizer = "adamw", device = "cpu";
-  bool tf32 = false;
+  bool tf32 = false, bf16 = false;
   std::int64_t microbatch = 8;
   int repeats = 5, threads = 1;
 };
@@ -58,7 +58,7 @@ int run_profile(const profile_options& o) {
   const device where = parse_device(o.device).value();  // the flag's check parsed it
   std::optional<device_context> gpu;
   if (where.kind == device_kind::cuda) {
-    gpu.emplace(device_context::cuda(where.index, o.tf32));
+    gpu.emplace(device_context::cuda(where.index, gpu_math_of(o.tf32, o.bf16)));
     po.device = &*gpu;
   }
   auto prof = profile_model(net, random_sample(spec, o.microbatch), po);
@@ -71,7 +71,8 @@ int run_profile(const profile_options& o) {
     fwd += l.fwd_ms;
     bwd += l.bwd_ms;
   }
-  const std::string on = gpu ? where.to_string() + (o.tf32 ? " (TF32)" : "")
+  const gpu_math math = gpu_math_of(o.tf32, o.bf16);
+  const std::string on = gpu ? where.to_string() + (math != gpu_math::fp32 ? std::string(" (") + to_string(math) + ")" : "")
                             : std::to_string(cpu_threads()) + " thread(s)";
   std::printf("pipeworks profile: %s, %zu layers at microbatch %lld on %s: forward %.2f ms, "
               "backward %.2f ms in all; written to %s\n",
@@ -114,6 +115,8 @@ const bool registered = register_command(
           })
           ->capture_default_str();
       sub.add_flag("--tf32", o->tf32, "on a GPU: matrix products may use TF32 tensor cores");
+      sub.add_flag("--bf16", o->bf16,
+                   "on a GPU: linear layers multiply in bf16 (fp32 accumulation), as train --bf16");
       sub.add_option("--threads", o->threads, "CPU threads (a device is one core by default)")
           ->check(positive_int & thread_count)
           ->capture_default_str();

@@ -287,7 +287,10 @@ int run_train(train_options& o) {
       std::string list;
       for (const auto& [d, n] : devices)
         list += (list.empty() ? "" : ", ") + d + (n > 1 && devices.size() > 1 ? " x" + std::to_string(n) : "");
-      std::printf("ranks on %s%s\n", list.c_str(), plan.tf32 ? " (TF32 matrix products)" : "");
+      const gpu_math math = gpu_math_of(plan.tf32, plan.bf16);
+      std::printf("ranks on %s%s%s%s\n", list.c_str(), math == gpu_math::fp32 ? "" : " (",
+                  math == gpu_math::fp32 ? "" : to_string(math),
+                  math == gpu_math::fp32 ? "" : " matrix products on the GPU)");
     }
     if (plan.data.position > 0)
       std::printf("resuming from the checkpoint of step %lld in %s\n",

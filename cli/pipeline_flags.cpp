@@ -34,6 +34,11 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
   sub.add_flag("--tf32", f.tf32,
                "GPU ranks' matrix products may use TF32 tensor cores (faster, about 1e-3 "
                "relative error instead of fp32's 1e-6)");
+  sub.add_flag("--bf16",
+               f.bf16,
+               "GPU ranks' linear layers multiply bf16 copies of their operands, accumulating in "
+               "fp32; weights, gradients, optimizer and the other ops stay fp32 (about 1e-2 "
+               "relative error; attention as with --tf32)");
   sub.add_option("--split", f.split,
                  "first block of each (virtual) stage, e.g. 0,3,6 (default: even FLOPs)");
   sub.add_option("--trace", f.trace, "write the run's Chrome trace (Perfetto) to this file");

@@ -22,7 +22,7 @@ struct pipeline_flags {
   // Where every rank runs (cpu, cuda, cuda:N; a plan file can place each rank itself), and
   // whether GPU ranks' GEMMs may use TF32.
   std::string device = "cpu";
-  bool tf32 = false;
+  bool tf32 = false, bf16 = false;
   // --auto-partition [--cluster C] [--planner pipedream|2bw] (cli/auto_partition.hpp).
   bool auto_partition = false;
   std::string cluster = "local-cpu", planner;

@@ -42,6 +42,7 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"runtime.threads_per_stage", "--threads"},
     {"runtime.actors", "--actors"},
     {"runtime.tf32", "--tf32"},
+    {"runtime.bf16", "--bf16"},
     {"checkpoint.every", "--save-every"},
     {"checkpoint.dir", "--checkpoint-dir"},
     {"checkpoint.keep", "--keep"},
@@ -92,6 +93,7 @@ void apply_device_flags(const train_options& o, run_plan& p) {
     for (rank_placement& r : p.ranks) r.device = f.device;
   }
   if (f.given.count("--tf32")) p.tf32 = f.tf32;
+  if (f.given.count("--bf16")) p.bf16 = f.bf16;
 }
 
 void apply_process_flags(const train_options& o, run_plan& p, bool all) {

@@ -150,8 +150,15 @@ tensor tensor::copy_to(device dev, std::shared_ptr<caching_allocator> memory, vo
   if (empty()) return {};
   void* s = stream ? stream : stream_;
   const bool to_cpu = dev.kind == device_kind::cpu;
-  tensor t = to_cpu ? uninitialized(shape_, dtype_)
-                    : on(shape_, dtype_, dev, std::move(memory), s, false);
+  tensor t;
+  if (to_cpu && memory) {  // host memory from an allocator of its own (page-locked, say)
+    t.shape_ = shape_;
+    t.dtype_ = dtype_;
+    auto* p = static_cast<std::byte*>(memory->allocate(nbytes()));
+    t.storage_ = std::shared_ptr<std::byte>(p, [memory](std::byte* q) { memory->deallocate(q); });
+  } else {
+    t = to_cpu ? uninitialized(shape_, dtype_) : on(shape_, dtype_, dev, std::move(memory), s, false);
+  }
   copy_bytes(t.bytes(), dev, bytes(), device_, nbytes(), s);
   if (to_cpu && s) wait_stream(device_, s);
   return t;

@@ -62,8 +62,9 @@ class tensor {
   static tensor on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_allocator> memory,
                    void* stream = nullptr, bool zero = true);
   // A copy of this tensor on `dev` (explicit: a tensor never crosses devices otherwise); `memory`
-  // as for on(). The copy is ordered on `stream` (null: this tensor's own); a copy to the CPU is
-  // complete when it returns.
+  // as for on(), or for the CPU an allocator of host memory (the page-locked pool a GPU copies
+  // into without staging) instead of the heap. The copy is ordered on `stream` (null: this
+  // tensor's own); a copy to the CPU is complete when it returns.
   tensor copy_to(device dev, std::shared_ptr<caching_allocator> memory = nullptr,
                  void* stream = nullptr) const;
   // A tensor of this one's shape and dtype on its device (its allocator and stream), zeroed or
@@ -74,6 +75,10 @@ class tensor {
   tensor zeros_beside(shape_t shape, dtype dt) const;
   // The stream that orders a GPU tensor's use (null on the CPU).
   void* stream() const { return stream_; }
+  // A GPU tensor handed to another stream carries the event (a cudaEvent_t) after which its
+  // contents are complete on its own stream (null: none given; device_context::hand_over sets it).
+  const std::shared_ptr<void>& ready() const { return ready_; }
+  void set_ready(std::shared_ptr<void> event) { ready_ = std::move(event); }
   // Storage of the given shape whose contents are left as they are (the caller fills every byte).
   static tensor uninitialized(shape_t shape, dtype dt = dtype::f32);
   // Same storage under a new shape with the same number of elements.
@@ -119,6 +124,7 @@ class tensor {
   std::shared_ptr<std::byte> storage_;
   std::shared_ptr<caching_allocator> memory_;  // a GPU tensor's allocator (clone() uses it)
   void* stream_ = nullptr;                     // and the stream that orders its use
+  std::shared_ptr<void> ready_;                // see ready()
 };
 
 }  // namespace pipeworks

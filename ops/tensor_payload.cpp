@@ -7,7 +7,7 @@ namespace pipeworks {
 
 tensor_payload::tensor_payload(tensor t)
     : type_(t.dtype_), shape_(std::move(t.shape_)), device_(t.device_), data_(std::move(t.storage_)),
-      memory_(std::move(t.memory_)), stream_(t.stream_) {}
+      memory_(std::move(t.memory_)), stream_(t.stream_), ready_(std::move(t.ready_)) {}
 
 tensor tensor_payload::take() {
   if (empty()) return {};
@@ -15,6 +15,7 @@ tensor tensor_payload::take() {
     tensor t(std::move(shape_), type_, device_, std::move(data_));
     t.memory_ = std::move(memory_);
     t.stream_ = stream_;
+    t.ready_ = std::move(ready_);
     shape_.clear();
     return t;
   }
@@ -40,6 +41,7 @@ tensor tensor_payload::copy() const {
     tensor shared(shape_, type_, device_, data_);
     shared.memory_ = memory_;
     shared.stream_ = stream_;
+    // The copy is made on the tensor's own stream, which the event's work precedes.
     return shared.clone();
   }
   tensor t = tensor::uninitialized(shape_, type_);  // every byte is copied over

@@ -55,6 +55,7 @@ class tensor_payload {
   std::shared_ptr<std::byte> data_;
   std::shared_ptr<caching_allocator> memory_;  // a GPU payload's allocator and stream
   void* stream_ = nullptr;
+  std::shared_ptr<void> ready_;  // the tensor's ready event (tensor::ready)
 };
 
 }  // namespace pipeworks

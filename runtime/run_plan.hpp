@@ -103,6 +103,7 @@ struct run_plan {
   checkpoint_spec checkpoint;
   std::int64_t weights_every = 0;  // ranks send their weights to the driver every k steps; 0: never
   bool tf32 = false;  // GPU ranks' GEMMs may use TF32 tensor cores (about 1e-3 relative error)
+  bool bf16 = false;  // GPU ranks' linear layers multiply in bf16, fp32 elsewhere (about 1e-2)
   std::optional<auto_partition_spec> auto_partition;
   process_spec processes;
 

@@ -176,7 +176,8 @@ std::string to_json_text(const run_plan& p) {
         {"threads_per_stage", p.threads_per_stage},
         {"actors", p.detached ? "detached" : "pooled"},
         {"weights_every", p.weights_every},
-        {"tf32", p.tf32}}},
+        {"tf32", p.tf32},
+        {"bf16", p.bf16}}},
       {"checkpoint",
        {{"every", p.checkpoint.every}, {"dir", p.checkpoint.dir}, {"keep", p.checkpoint.keep}}},
       {"auto_partition", ap},
@@ -322,10 +323,10 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   {
     const reader r = top.sub("runtime");
-    // "tf32" came with GPU ranks: plans written before it lack it (false).
-    if (r.has("tf32")) PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32"}));
-    else PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every"}));
+    // "tf32" came with GPU ranks, "bf16" after it: plans written before them lack them (false).
+    PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"}));
     if (r.has("tf32")) PW_TRY(r.flag("tf32", p.tf32));
+    if (r.has("bf16")) PW_TRY(r.flag("bf16", p.bf16));
     PW_TRY(r.whole("credits", p.credits, 0, int_max));
     PW_TRY(r.whole("threads_per_stage", p.threads_per_stage, 1, 4096));
     std::string actors;

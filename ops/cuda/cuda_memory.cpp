@@ -67,6 +67,48 @@ void wait_stream(const device& on, void* stream) {
   PW_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
+std::shared_ptr<caching_allocator> pinned_host_pool() {
+  // Made once and never destroyed: host tensors from it may outlive every other static.
+  static auto* pool = new std::shared_ptr<caching_allocator>(std::make_shared<caching_allocator>(
+      caching_allocator::raw_allocator{
+          [](std::size_t n) -> void* {
+            void* p = nullptr;
+            const cudaError_t e = cudaHostAlloc(&p, n, cudaHostAllocPortable);
+            if (e == cudaErrorMemoryAllocation) {
+              (void)cudaGetLastError();
+              return nullptr;
+            }
+            PW_CUDA(e);
+            return p;
+          },
+          [](void* p) { cudaFreeHost(p); }, "page-locked host memory"},
+      4096));
+  return *pool;
+}
+
+std::shared_ptr<void> record_event(const device& on, void* stream) {
+  PW_CUDA(cudaSetDevice(on.index));
+  cudaEvent_t e = nullptr;
+  PW_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  std::shared_ptr<void> event(e, [](void* p) { cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+  PW_CUDA(cudaEventRecord(e, static_cast<cudaStream_t>(stream)));
+  return event;
+}
+
+void stream_wait_event(const device& on, void* stream, const std::shared_ptr<void>& event) {
+  PW_CUDA(cudaSetDevice(on.index));
+  PW_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
+                              static_cast<cudaEvent_t>(event.get()), 0));
+}
+
+bool event_done(const device& on, const std::shared_ptr<void>& event) {
+  PW_CUDA(cudaSetDevice(on.index));
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event.get()));
+  if (e == cudaErrorNotReady) return false;
+  PW_CUDA(e);
+  return true;
+}
+
 }  // namespace pipeworks
 
 namespace pipeworks::cuda {

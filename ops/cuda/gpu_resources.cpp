@@ -11,13 +11,13 @@
 
 namespace pipeworks {
 
-gpu_resources::gpu_resources(int index, bool tf32) : index_(index) {
+gpu_resources::gpu_resources(int index, gpu_math math) : index_(index) {
   PW_CUDA(cudaSetDevice(index));
   cudaStream_t s = nullptr;
   PW_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   stream_ = s;
   memory_ = std::make_shared<caching_allocator>(cuda::device_memory(index));
-  blas_ = std::make_unique<cuda::blas_handle>(stream_, tf32);
+  blas_ = std::make_unique<cuda::blas_handle>(stream_, math, memory_.get());
 }
 
 gpu_resources::~gpu_resources() {
@@ -32,7 +32,7 @@ void gpu_resources::synchronize() const {
   PW_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
 }
 
-std::shared_ptr<gpu_resources> open_gpu(int index, bool tf32) {
+std::shared_ptr<gpu_resources> open_gpu(int index, gpu_math math) {
   const gpu_census gpus = find_gpus();
   const std::string name = "cuda:" + std::to_string(index);
   if (gpus.count == 0) throw pipeworks_error(name + " cannot be used: " + gpus.why + "; run with --device cpu");
@@ -40,7 +40,7 @@ std::shared_ptr<gpu_resources> open_gpu(int index, bool tf32) {
     throw pipeworks_error(name + " does not exist: this machine has " + std::to_string(gpus.count) +
                           (gpus.count == 1 ? " GPU (" : " GPUs (") + gpus.names + "), cuda:0.." +
                           "cuda:" + std::to_string(gpus.count - 1));
-  return std::make_shared<gpu_resources>(index, tf32);
+  return std::make_shared<gpu_resources>(index, math);
 }
 
 }  // namespace pipeworks

@@ -10,8 +10,8 @@ namespace pipeworks {
 
 class gpu_resources {
  public:
-  // tf32: the GEMMs may use TF32 tensor cores (about 1e-3 relative error) instead of strict fp32.
-  gpu_resources(int index, bool tf32);
+  // math: how the matrix products run (strict fp32, TF32 or bf16; ops/device/device.hpp).
+  gpu_resources(int index, gpu_math math);
   ~gpu_resources();
   gpu_resources(const gpu_resources&) = delete;
   gpu_resources& operator=(const gpu_resources&) = delete;

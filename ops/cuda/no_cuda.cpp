@@ -1,6 +1,8 @@
 // find_gpus and open_gpu in a build without the CUDA toolkit (or with -DPIPEWORKS_CUDA=OFF):
 // there are no GPUs.
 #include <cstring>
+#include <memory>
+#include <string>
 
 #include "base/result.hpp"
 #include "ops/device/device.hpp"
@@ -35,7 +37,21 @@ void wait_stream(const device& on, void*) {
     throw pipeworks_error(on.to_string() + " cannot be waited for: " + why_none);
 }
 
-std::shared_ptr<gpu_resources> open_gpu(int index, bool) {
+std::shared_ptr<caching_allocator> pinned_host_pool() { return nullptr; }
+
+std::shared_ptr<void> record_event(const device& on, void*) {
+  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none));
+}
+
+void stream_wait_event(const device& on, void*, const std::shared_ptr<void>&) {
+  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none));
+}
+
+bool event_done(const device& on, const std::shared_ptr<void>&) {
+  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none));
+}
+
+std::shared_ptr<gpu_resources> open_gpu(int index, gpu_math) {
   throw pipeworks_error("cuda:" + std::to_string(index) + " cannot be used: " + why_none +
                         "; run with --device cpu");
 }

@@ -1,4 +1,4 @@
-// parse_device and device::to_string.
+// parse_device, device::to_string and the names of a GPU's kinds of matrix products.
 #include "ops/device/device.hpp"
 
 #include <charconv>
@@ -22,6 +22,14 @@ result<device> parse_device(std::string_view text) {
 
 std::string device::to_string() const {
   return kind == device_kind::cpu ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+gpu_math gpu_math_of(bool tf32, bool bf16) {
+  return bf16 ? gpu_math::bf16 : tf32 ? gpu_math::tf32 : gpu_math::fp32;
+}
+
+const char* to_string(gpu_math m) {
+  return m == gpu_math::bf16 ? "bf16" : m == gpu_math::tf32 ? "TF32" : "fp32";
 }
 
 }  // namespace pipeworks

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "base/result.hpp"
+#include "ops/device/gpu_math.hpp"
 
 namespace pipeworks {
 
@@ -38,6 +39,6 @@ gpu_census find_gpus();
 class gpu_resources;
 // Opens GPU `index` for a rank. Throws pipeworks_error naming the GPU and why when it cannot be
 // had: no such GPU (saying how many there are), no GPU at all, or a build without CUDA.
-std::shared_ptr<gpu_resources> open_gpu(int index, bool tf32 = false);
+std::shared_ptr<gpu_resources> open_gpu(int index, gpu_math math = gpu_math::fp32);
 
 }  // namespace pipeworks

@@ -1,6 +1,7 @@
 // device_context: on the CPU a oneTBB arena, on a GPU the resources open_gpu gives.
 #include "ops/device/device_context.hpp"
 
+#include "base/result.hpp"
 #include "ops/device/device_memory.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
 #include "ops/cuda/gpu_resources.hpp"
@@ -16,10 +17,10 @@ device_context device_context::cpu(int threads) {
   return c;
 }
 
-device_context device_context::cuda(int index, bool tf32) {
+device_context device_context::cuda(int index, gpu_math math) {
   device_context c;
   c.device_ = device{device_kind::cuda, index};
-  c.gpu_ = open_gpu(index, tf32);
+  c.gpu_ = open_gpu(index, math);
   return c;
 }
 
@@ -61,11 +62,14 @@ tensor device_context::adopt(tensor t) const {
 #ifdef PIPEWORKS_HAVE_CUDA
   if (gpu_) {
     // From the host or another GPU; or from another rank's stream on this GPU: a device-to-device
-    // copy into this rank's memory (the producer waited for its stream before handing t over),
-    // complete before t goes back to the producer's allocator.
+    // copy into this rank's memory, after the producer's ready event on the GPU (a tensor handed
+    // over without one was complete when it came), and t kept until the copy is done: only then
+    // may the producer's allocator give its memory out again.
+    release_copied(false);
     const bool same_gpu = t.where() == device_;
+    if (same_gpu && t.ready()) stream_wait_event(device_, stream(), t.ready());
     tensor here = t.copy_to(device_, gpu_->memory(), gpu_->stream());
-    if (same_gpu) wait();
+    if (same_gpu) copied_from_.emplace_back(std::move(t), record_event(device_, stream()));
     return here;
   }
 #endif
@@ -74,11 +78,34 @@ tensor device_context::adopt(tensor t) const {
 
 tensor device_context::to_host(const tensor& t) const {
   if (t.where().kind == device_kind::cpu) return t.clone();
-  return t.copy_to(device::cpu());  // ordered on t's own stream
+  // Into page-locked memory (a DMA, no staging copy), ordered on t's own stream; into the heap
+  // when none can be had.
+  if (auto pool = pinned_host_pool()) {
+    try {
+      return t.copy_to(device::cpu(), std::move(pool));
+    } catch (const pipeworks_error&) {  // no page-locked memory left: the heap
+    }
+  }
+  return t.copy_to(device::cpu());
+}
+
+void device_context::hand_over(tensor& t) const {
+  if (gpu_ && !t.empty()) t.set_ready(record_event(device_, stream()));
+}
+
+void device_context::release_copied(bool all) const {
+  std::size_t done = 0;
+  while (done < copied_from_.size() &&
+         (all || event_done(device_, copied_from_[done].second)))
+    ++done;
+  copied_from_.erase(copied_from_.begin(), copied_from_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 void device_context::wait() const {
-  if (gpu_) wait_stream(device_, stream());
+  if (gpu_) {
+    wait_stream(device_, stream());
+    release_copied(true);  // every copy queued here is done
+  }
 }
 
 const device_context& host_context() {
@@ -88,6 +115,13 @@ const device_context& host_context() {
 
 device_context::device_context(device_context&&) noexcept = default;
 device_context& device_context::operator=(device_context&&) noexcept = default;
-device_context::~device_context() = default;
+device_context::~device_context() {
+  if (gpu_ && !copied_from_.empty()) {
+    try {
+      wait();
+    } catch (...) {  // a GPU in error: its memory goes with it
+    }
+  }
+}
 
 }  // namespace pipeworks

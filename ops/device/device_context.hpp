@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "ops/device/caching_allocator.hpp"
 #include "ops/device/device.hpp"
@@ -18,8 +19,9 @@ class device_context {
   // threads > 0: an arena of that many threads; 0: the caller's own threads (hand-driven tests
   // and local runs, which run every rank on one thread).
   static device_context cpu(int threads);
-  // GPU `index` (tf32: its GEMMs may use TF32 tensor cores): throws pipeworks_error naming it and why when it cannot be had (open_gpu).
-  static device_context cuda(int index, bool tf32 = false);
+  // GPU `index`, its matrix products run as `math` says: throws pipeworks_error naming it and
+  // why when it cannot be had (open_gpu).
+  static device_context cuda(int index, gpu_math math = gpu_math::fp32);
   device_context(device_context&&) noexcept;
   device_context& operator=(device_context&&) noexcept;
   ~device_context();
@@ -38,7 +40,12 @@ class device_context {
   tensor output(shape_t shape, dtype dt) const;
   // t itself when it is on this device (on this context's stream), else a copy here: the explicit
   // crossing of devices, or a device-to-device copy from another rank's stream on the same GPU.
+  // That copy waits on the GPU for t's ready event (hand_over), not on the host; t is kept until
+  // the copy is done and then goes back to its own allocator.
   tensor adopt(tensor t) const;
+  // Marks t, made on this GPU's stream, for another stream to read: records the event that t's
+  // contents are complete at (the producer does not wait). Nothing on the CPU.
+  void hand_over(tensor& t) const;
   // A copy of t on the CPU, complete when it returns.
   tensor to_host(const tensor& t) const;
   // Returns once the work queued on this device is done (at once on the CPU).
@@ -63,6 +70,10 @@ class device_context {
   int threads_ = 0;
   std::unique_ptr<tbb::task_arena> arena_;
   std::shared_ptr<gpu_resources> gpu_;
+  // Tensors of other ranks' streams adopted by copy, each kept until the event after its copy on
+  // this stream is done (then freed, in order, by later calls).
+  mutable std::vector<std::pair<tensor, std::shared_ptr<void>>> copied_from_;
+  void release_copied(bool all) const;
 };
 
 // The CPU on the caller's own threads (device_context::cpu(0)): what code that runs blocks

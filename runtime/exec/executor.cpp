@@ -19,7 +19,7 @@ template <class T>
 stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
     : model_(mdl), setup(std::move(su)), send(std::move(out)),
       context(setup.where.kind == device_kind::cuda
-                  ? device_context::cuda(setup.where.index, setup.tf32)
+                  ? device_context::cuda(setup.where.index, gpu_math_of(setup.tf32, setup.bf16))
                   : device_context::cpu(setup.threads)),
       plan(*setup.plan),
       prog(plan.programs.at(plan.rank_of(setup.replica, setup.device))),
@@ -231,7 +231,7 @@ tensor stage_executor<T>::impl::to_wire(tensor t, int to) const {
                         at < setup.rank_processes.size() && me < setup.rank_processes.size() &&
                         setup.rank_processes[at] == setup.rank_processes[me];
   if (!same_gpu) return context.to_host(t);
-  context.wait();  // the consumer reads it on its own stream
+  context.hand_over(t);  // the consumer's stream waits for this event; this rank goes on
   return t;
 }
 

@@ -72,7 +72,7 @@ struct executor_setup {
   // weights, gradients, optimizer moments and stashes on the GPU; what it sends (activations,
   // gradients, the reducer's and the driver's copies) crosses to the host first.
   pipeworks::device where = pipeworks::device::cpu();
-  bool tf32 = false;
+  bool tf32 = false, bf16 = false;
   // Every rank's device and process (empty: all on the CPU in one process). A GPU rank hands an
   // activation or gradient to a rank on the same GPU in the same process as a GPU tensor (the
   // consumer copies it device to device); to any other rank through the host.

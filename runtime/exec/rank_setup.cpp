@@ -62,6 +62,7 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
   if (!p.ranks.empty())
     s.where = parse_device(p.ranks.at(static_cast<std::size_t>(rank)).device).value();
   s.tf32 = p.tf32;
+  s.bf16 = p.bf16;
   for (const rank_placement& r : p.ranks) {
     s.rank_devices.push_back(parse_device(r.device).value());
     s.rank_processes.push_back(r.process);

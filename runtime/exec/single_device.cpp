@@ -31,7 +31,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
   const device where =
       plan.ranks.empty() ? device::cpu() : parse_device(plan.ranks.at(0).device).value();
   const device_context dev = where.kind == device_kind::cuda
-                                 ? device_context::cuda(where.index, plan.tf32)
+                                 ? device_context::cuda(where.index, gpu_math_of(plan.tf32, plan.bf16))
                                  : device_context::cpu(0);
   trainer<T> t(net, initial.clone(), plan.train, dev);
   std::int64_t samples = 0;

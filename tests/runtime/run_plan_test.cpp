@@ -113,6 +113,7 @@ TEST_CASE("the JSON round trip keeps every field and every bit") {
   p.ranks.assign(2, rank_placement{"cpu", 0.25, "slow0", 0});
   p.ranks[1].speed = 1.0 / 3;
   p.weights_every = 3;
+  p.bf16 = true;
   p.init_from = "init.safetensors";
   const std::string text = to_json_text(p);
   auto back = parse_run_plan(text, "plan.json");
@@ -121,6 +122,8 @@ TEST_CASE("the JSON round trip keeps every field and every bit") {
   CHECK(back->train.optim.lr == p.train.optim.lr);
   CHECK(back->ranks[1].speed == p.ranks[1].speed);
   CHECK(back->data.seed == p.data.seed);
+  CHECK(back->bf16);
+  CHECK_FALSE(back->tf32);
   CHECK(first_result_difference(p, *back).empty());
 }
 

@@ -87,13 +87,13 @@ TEST_CASE("a GPU rank with TF32 saves a logsumexp per row for attention and not 
   if (!have_gpu()) return;
   const int B = 2, Tn = 100, C = 128, NH = 4;
   CHECK(attention_saved_shape(host_context(), B, Tn, C, NH) == shape_t{B, NH, Tn, Tn});
-  CHECK(attention_saved_shape(device_context::cuda(0, false), B, Tn, C, NH) ==
+  CHECK(attention_saved_shape(device_context::cuda(0, gpu_math::fp32), B, Tn, C, NH) ==
         shape_t{B, NH, Tn, Tn});
-  CHECK(attention_saved_shape(device_context::cuda(0, true), B, Tn, C, NH) == shape_t{B, NH, Tn});
+  CHECK(attention_saved_shape(device_context::cuda(0, gpu_math::tf32), B, Tn, C, NH) == shape_t{B, NH, Tn});
   // A head size the kernels do not take keeps the materialised probabilities, and so do more
   // heads (batch x heads) than a grid's 65535.
-  CHECK(attention_saved_shape(device_context::cuda(0, true), B, Tn, 120, 4) ==
+  CHECK(attention_saved_shape(device_context::cuda(0, gpu_math::tf32), B, Tn, 120, 4) ==
         shape_t{B, NH, Tn, Tn});
-  CHECK(attention_saved_shape(device_context::cuda(0, true), 20000, Tn, C, NH) ==
+  CHECK(attention_saved_shape(device_context::cuda(0, gpu_math::tf32), 20000, Tn, C, NH) ==
         shape_t{20000, NH, Tn, Tn});
 }

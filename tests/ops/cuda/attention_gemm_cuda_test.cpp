@@ -30,7 +30,7 @@ TEST_CASE("attention on cuBLAS matches the CPU forward and backward", "[cuda]") 
       const std::vector<float> nan_out(nout, NAN), nan_att(natt, NAN);
       gpu_buffer<float> gqkv(qkv), gdy(dy), gout(nan_out), gatt(nan_att), gscratch(nan_att);
       gpu_buffer<float> gdqkv(std::vector<float>(nqkv, 0.5f));
-      const cuda::blas_handle blas(nullptr, tf32);
+      const cuda::blas_handle blas(nullptr, tf32 ? gpu_math::tf32 : gpu_math::fp32);
       cuda::attention_forward(blas, gout.get(), gatt.get(), gqkv.get(), B, Tn, C, NH);
       cuda::attention_backward(blas, gdqkv.get(), gscratch.get(), gdy.get(), gqkv.get(), gatt.get(),
                                B, Tn, C, NH);

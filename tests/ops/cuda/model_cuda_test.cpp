@@ -71,11 +71,32 @@ TEST_CASE("a gpt microbatch on the GPU with TF32 and flash attention matches the
   const std::int64_t B = 3, Tn = 100;
   const tensor tokens = test::random_tokens(B, Tn, cfg.vocab, 13);
   microbatch_ctx ctx{B, std::make_shared<const tensor>(test::random_tokens(B, Tn, cfg.vocab, 14))};
-  const device_context gpu = device_context::cuda(0, /*tf32=*/true);
+  const device_context gpu = device_context::cuda(0, gpu_math::tf32);
   const auto [cpu_loss, cpu_grad] = loss_and_grad(host_context(), m, w, tokens, ctx);
   const auto [gpu_loss, gpu_grad] = loss_and_grad(gpu, m, w, tokens, ctx);
   CHECK(std::abs(gpu_loss - cpu_loss) <= 1e-3 * std::abs(cpu_loss));
   CHECK(normalised_error(gpu_grad, cpu_grad) <= 5e-3);
+}
+
+// With bf16 the linear layers multiply bf16 operands (fp32 accumulation) and attention runs as with
+// TF32: bf16's error (<= 1e-2), fp32 everywhere else.
+TEST_CASE("a gpt microbatch on the GPU with bf16 matrix products matches the CPU", "[cuda]") {
+  if (!have_gpu()) return;
+  const gpt_config cfg{128, 2, 4, 64, 256};
+  const model<float> m = make_gpt<float>(cfg);
+  const param_set w = m.init_params(7);
+  const std::int64_t B = 3, Tn = 100;
+  const tensor tokens = test::random_tokens(B, Tn, cfg.vocab, 15);
+  microbatch_ctx ctx{B, std::make_shared<const tensor>(test::random_tokens(B, Tn, cfg.vocab, 16))};
+  const device_context gpu = device_context::cuda(0, gpu_math::bf16);
+  const auto [cpu_loss, cpu_grad] = loss_and_grad(host_context(), m, w, tokens, ctx);
+  const auto [gpu_loss, gpu_grad] = loss_and_grad(gpu, m, w, tokens, ctx);
+  CHECK(std::abs(gpu_loss - cpu_loss) <= 1e-2 * std::abs(cpu_loss));
+  CHECK(normalised_error(gpu_grad, cpu_grad) <= 1e-2);
+  // The same again on the GPU: bit for bit (no atomics, the scratch memory reused).
+  const auto [again_loss, again_grad] = loss_and_grad(gpu, m, w, tokens, ctx);
+  CHECK(again_loss == gpu_loss);
+  CHECK(again_grad == gpu_grad);
 }
 
 TEST_CASE("an mlp microbatch on the GPU matches the CPU loss and gradient", "[cuda]") {
@@ -126,6 +147,37 @@ TEST_CASE("the trainer on the GPU follows the CPU trainer step by step", "[cuda]
   REQUIRE(st.size() == on_cpu.optimizer_state_now().size());
   CHECK(st[0].step == 5);
   CHECK(normalised_error(st[0].m, on_cpu.optimizer_state_now()[0].m) <= 1e-4);
+}
+
+// bf16 is mixed precision: the weights (the master copy), gradients and AdamW's moments stay
+// fp32, only the linear layers' operands are rounded for their products.
+TEST_CASE("the trainer with bf16 keeps fp32 weights and follows the CPU trainer", "[cuda]") {
+  if (!have_gpu()) return;
+  const gpt_config cfg{64, 2, 4, 64, 256};
+  const model<float> m = make_gpt<float>(cfg);
+  train_config tc;
+  tc.steps = 5;
+  tc.optim = default_optimizer_config(optimizer_kind::adamw);
+  tc.optim.lr = 1e-3;
+  tc.clip_grad_norm = 1.0;
+  const device_context gpu = device_context::cuda(0, gpu_math::bf16);
+  trainer<float> on_cpu(m, m.init_params(1), tc);
+  trainer<float> on_gpu(m, m.init_params(1), tc, gpu);
+  REQUIRE(on_gpu.weights()->arena().type() == dtype::f32);
+  for (int s = 0; s < tc.steps; ++s) {
+    auto batch = [&] {
+      return minibatch{test::random_tokens(8, 64, 256, 300 + s), test::random_tokens(8, 64, 256, 400 + s)};
+    };
+    const auto a = on_cpu.step(batch());
+    const auto b = on_gpu.step(batch());
+    REQUIRE(a);
+    REQUIRE(b);
+    INFO("step " << s + 1);
+    CHECK(std::abs(b->loss - a->loss) <= 1e-2 * std::abs(a->loss));
+  }
+  CHECK(normalised_error(host_values(*on_gpu.weights()), host_values(*on_cpu.weights())) <= 1e-2);
+  CHECK(normalised_error(on_gpu.optimizer_state_now().at(0).m,
+                         on_cpu.optimizer_state_now().at(0).m) <= 1e-2);
 }
 
 TEST_CASE("a GPU refuses f64 blocks by name", "[cuda]") {

@@ -1,0 +1,123 @@
+// lt_matmul on cuBLASLt: one heuristic query per problem shape (cached), deterministic reduction
+// schemes only (no atomics), the bias in the epilogue.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "ops/cuda/cublas_check.hpp"
+#include "ops/cuda/gemm_lt_cuda.hpp"
+
+namespace pipeworks::cuda {
+namespace {
+
+static_assert(sizeof(cublasLtMatmulAlgo_t) <= 64, "lt_matmul::algo holds a cublasLtMatmulAlgo_t");
+
+// Owns a descriptor for the length of one call.
+struct lt_objects {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~lt_objects() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// The largest power of two up to 256 that divides p's address.
+std::uint32_t alignment(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t n = 256;
+  while (n > 1 && a % n != 0) n /= 2;
+  return n;
+}
+
+}  // namespace
+
+lt_matmul::lt_matmul(void* stream) : stream_(stream) {
+  cublasLtHandle_t h = nullptr;
+  PW_CUBLAS(cublasLtCreate(&h));
+  handle_ = h;
+  workspace_bytes_ = std::size_t{32} << 20;
+  if (cudaMalloc(&workspace_, workspace_bytes_) != cudaSuccess) {
+    cudaGetLastError();  // no room: algorithms without a workspace only
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+  }
+}
+
+lt_matmul::~lt_matmul() {
+  if (workspace_) {
+    cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+    cudaFree(workspace_);
+  }
+  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
+                          const void* B, int ldb, const float* bias, float* D, int ldd) {
+  if (alignment(bias) < 16) return false;  // the bias epilogue reads it in 16-byte pieces
+  const bool bf16 = math == gpu_math::bf16;
+  const cudaDataType_t ab = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cublasComputeType_t compute =
+      math == gpu_math::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  lt_objects o;
+  PW_CUBLAS(cublasLtMatmulDescCreate(&o.desc, compute, CUDA_R_32F));
+  const cublasOperation_t ta = transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                           sizeof epilogue));
+  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                           sizeof bias));
+  const cudaDataType_t bias_type = CUDA_R_32F;
+  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                           sizeof bias_type));
+  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.a, ab, transa ? k : m, transa ? m : k, lda));
+  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.b, ab, k, n, ldb));
+  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.d, CUDA_R_32F, m, n, ldd));
+  const std::uint32_t align_a = alignment(A), align_b = alignment(B), align_d = alignment(D);
+  const key kk{static_cast<long>(math), transa, m, n, k, lda, ldb, ldd, align_a, align_b, align_d};
+  auto [it, fresh] = algos_.try_emplace(kk);
+  if (fresh) {
+    PW_CUBLAS(cublasLtMatmulPreferenceCreate(&o.pref));
+    PW_CUBLAS(cublasLtMatmulPreferenceSetAttribute(o.pref,
+                                                   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &workspace_bytes_, sizeof workspace_bytes_));
+    for (const auto& [attr, v] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a},
+                                  std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b},
+                                  std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d},
+                                  std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d}})
+      PW_CUBLAS(cublasLtMatmulPreferenceSetAttribute(o.pref, attr, v, sizeof *v));
+    // Split-K only by schemes that reduce in a fixed order: a run repeats bit for bit.
+    const std::uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_INPLACE |
+                                  CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE |
+                                  CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+    PW_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        o.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
+        static_cast<cublasLtHandle_t>(handle_), o.desc, o.a, o.b, o.d, o.d, o.pref, 1, &result,
+        &found);
+    it->second.found = s == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (it->second.found) std::memcpy(it->second.bytes, &result.algo, sizeof result.algo);
+  }
+  if (!it->second.found) return false;
+  cublasLtMatmulAlgo_t a;
+  std::memcpy(&a, it->second.bytes, sizeof a);
+  const float one = 1.f, zero = 0.f;
+  PW_CUBLAS(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), o.desc, &one, A, o.a, B, o.b,
+                           &zero, D, o.d, D, o.d, &a, workspace_, workspace_bytes_,
+                           static_cast<cudaStream_t>(stream_)));
+  return true;
+}
+
+}  // namespace pipeworks::cuda

@@ -1,0 +1,41 @@
+// cuBLASLt matrix products with the bias added in the GEMM's epilogue (no pass of its own over the
+// output): the forward of a linear layer with a bias. One per blas_handle, on its stream.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <map>
+
+#include "ops/device/gpu_math.hpp"
+
+namespace pipeworks::cuda {
+
+class lt_matmul {
+ public:
+  explicit lt_matmul(void* stream);  // a cudaStream_t
+  ~lt_matmul();
+  lt_matmul(const lt_matmul&) = delete;
+  lt_matmul& operator=(const lt_matmul&) = delete;
+
+  // D (m, n) column-major fp32 = op(A) (m, k) · B (k, n) + bias (m) broadcast over the columns;
+  // A and B fp32 (math fp32: strict, tf32: TF32 tensor cores) or bf16 (math bf16, fp32
+  // accumulation). transa: A is stored (k, m). False when cuBLASLt has no algorithm for the shape
+  // (the caller falls back to a GEMM and a bias kernel).
+  bool gemm_bias(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
+                 const void* B, int ldb, const float* bias, float* D, int ldd);
+
+ private:
+  // math, transa, m, n, k, lda, ldb, ldd and the alignments of A, B and D (the algorithm must
+  // suit the pointers: the heuristic otherwise assumes 256 bytes).
+  using key = std::array<long, 11>;
+  struct algo {
+    bool found = false;
+    alignas(8) unsigned char bytes[64];  // a cublasLtMatmulAlgo_t (64 bytes)
+  };
+  void* handle_ = nullptr;     // cublasLtHandle_t
+  void* stream_ = nullptr;
+  void* workspace_ = nullptr;  // device memory for split-K algorithms
+  std::size_t workspace_bytes_ = 0;
+  std::map<key, algo> algos_;  // the heuristic's first choice per problem, asked once
+};
+
+}  // namespace pipeworks::cuda

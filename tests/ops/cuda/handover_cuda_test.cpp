@@ -1,0 +1,57 @@
+// Crossing streams and devices on a GPU: a tensor handed over with its ready event is read after
+// its last write and freed after the copy; copies to the host land in page-locked memory.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "ops/device/caching_allocator.hpp"
+#include "ops/device/device_context.hpp"
+#include "ops/device/device_memory.hpp"
+#include "ops/device/device_ops.hpp"
+#include "tests/ops/cuda/gpu_test_util.hpp"
+
+using namespace pipeworks;
+
+TEST_CASE("a tensor handed over between two streams of one GPU is read after its last write", "[cuda]") {
+  if (!cuda_test::have_gpu()) return;
+  const device_context producer = device_context::cuda(0), consumer = device_context::cuda(0);
+  REQUIRE(producer.stream() != consumer.stream());
+  const std::int64_t n = std::int64_t{1} << 24;  // 64 MB: 200 passes keep the producer busy
+  for (int round = 0; round < 3; ++round) {
+    // src = 1 everywhere (from the host), then t += src 200 times on the producer's stream.
+    tensor h({n}, dtype::f32);
+    for (float& v : h.span<float>()) v = 1.f;
+    const tensor src = producer.adopt(std::move(h));
+    tensor t = producer.zeros({n}, dtype::f32);
+    for (int i = 0; i < 200; ++i) add_into<float>(producer, t.data<float>(), src.data<float>(), n);
+    producer.hand_over(t);  // no wait: the producer's stream is still adding
+    REQUIRE(t.ready() != nullptr);
+    const std::size_t before = producer.memory_stats().in_use;
+    tensor here = consumer.adopt(std::move(t));
+    CHECK(here.where() == consumer.where());
+    CHECK(here.stream() == consumer.stream());
+    const tensor back = consumer.to_host(here);
+    std::int64_t wrong = 0;
+    for (float v : back.span<float>()) wrong += v != 200.f;
+    CHECK(wrong == 0);
+    consumer.wait();  // the copy is done: t has gone back to the producer's allocator
+    CHECK(producer.memory_stats().in_use + n * sizeof(float) == before);
+  }
+}
+
+TEST_CASE("a GPU tensor comes to the host in page-locked memory that goes back to its pool", "[cuda]") {
+  if (!cuda_test::have_gpu()) return;
+  const device_context gpu = device_context::cuda(0);
+  tensor h({1000}, dtype::f32);
+  for (int i = 0; i < 1000; ++i) h.data<float>()[i] = static_cast<float>(i) * 0.5f;
+  const tensor d = gpu.adopt(h.clone());
+  const std::size_t before = pinned_host_pool()->stats().in_use;
+  {
+    const tensor back = gpu.to_host(d);
+    CHECK(back.where() == device::cpu());
+    CHECK(pinned_host_pool()->stats().in_use >= before + back.nbytes());
+    CHECK(std::vector<float>(back.span<float>().begin(), back.span<float>().end()) ==
+          std::vector<float>(h.span<float>().begin(), h.span<float>().end()));
+  }
+  CHECK(pinned_host_pool()->stats().in_use == before);
+}
