@@ -49,6 +49,15 @@ void check_cluster_flag(const pipeline_flags& f) {
   auto c = load_cluster(f.cluster);
   if (!c) throw CLI::ValidationError("--cluster", c.message());
   if (status s = check_local_speeds(*c); !s) throw CLI::ValidationError("--cluster", s.message());
+  // It plans with the one profile it measures here; a device's own (a GPU's) is for `plan`.
+  for (const device_spec& d : c->devices)
+    if (!d.profile.empty())
+      throw CLI::ValidationError(
+          "--cluster", "device " + d.name + " names a profile of its own (" + d.profile +
+                           "): --auto-partition plans with the one profile it measures on this "
+                           "CPU; plan with `pipeworks plan --profile P --cluster " + f.cluster +
+                           "` (either planner) and run that split with --split and --plan");
+
 }
 
 }  // namespace pipeworks::cli

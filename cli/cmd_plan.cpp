@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -96,9 +97,11 @@ void print_stages(const model_profile& prof, const cluster& c,
 }
 
 // The 2BW planner's choice: depth p, width w, microbatch b, microbatches m, and the stages.
-int print_two_bw(const plan_options& o, const model_profile& prof, const cluster& c) {
+int print_two_bw(const plan_options& o, const model_profile& prof, const cluster& c,
+                 std::map<std::string, model_profile> device_profiles) {
   two_bw_options to;
   to.max_devices = o.devices;
+  to.device_profiles = std::move(device_profiles);
   auto plan = plan_two_bw(prof, c, to);
   if (!plan) throw pipeworks_error(plan.message());
   if (o.json) {
@@ -135,8 +138,7 @@ int run_plan(const plan_options& o) {
   po.max_devices = o.devices;
   // Devices that name a profile measured on them (a GPU's): read beside the cluster file.
   for (const device_spec& d : c->devices) {
-    if (d.profile.empty() || po.device_profiles.contains(d.profile) || o.planner == "2bw")
-      continue;  // (2bw refuses device profiles, naming the device)
+    if (d.profile.empty() || po.device_profiles.contains(d.profile)) continue;
     std::filesystem::path path(d.profile);
     if (path.is_relative()) path = std::filesystem::path(o.cluster).parent_path() / path;
     auto dp = load_profile(path.string());
@@ -144,7 +146,7 @@ int run_plan(const plan_options& o) {
       throw CLI::ValidationError("--cluster", "device " + d.name + "'s profile: " + dp.message());
     po.device_profiles.emplace(d.profile, std::move(*dp));
   }
-  if (o.planner == "2bw") return print_two_bw(o, *prof, *c);
+  if (o.planner == "2bw") return print_two_bw(o, *prof, *c, std::move(po.device_profiles));
   // A list of devices is planned with each device's own speed, memory and profile.
   auto plan = plan_pipedream(*prof, *c, po);
   if (!plan) throw pipeworks_error(plan.message());

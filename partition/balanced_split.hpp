@@ -7,23 +7,20 @@
 
 namespace pipeworks {
 
-// Contiguous split of per-layer times into p stages minimising max_s Σtime / speed[s], over the
-// splits where allowed(s, i, j) holds for every stage s on layers i..j − 1 (a rule that, like a
-// memory limit, also holds for every shorter stage: allowed(s, i, j) implies allowed(s, i', j)
-// for i <= i'):
-//   best[s][j] = min over i < j of max(best[s−1][i], (prefix[j] − prefix[i]) / speed[s−1])
+// Contiguous split of L layers into p stages minimising the slowest stage's time(s, i, j) (stage
+// s on layers i..j − 1; it must not fall as i falls: a longer stage takes at least as long), over
+// the splits where allowed(s, i, j) holds for every stage (a rule that, like a memory limit, also
+// holds for every shorter stage: allowed(s, i, j) implies allowed(s, i', j) for i <= i'):
+//   best[s][j] = min over i < j of max(best[s−1][i], time(s − 1, i, j))
 // Returns the first layer of each stage (p entries), or nothing when no split is allowed. On a
 // tie, each stage (from the last) starts at the earliest layer that reaches the optimum.
-// The scan over i runs from j − 1 down and stops once the last stage alone, (prefix[j] −
-// prefix[i]) / speed, exceeds the best found (it only grows as i falls: the times are >= 0), or
-// the rule refuses it. That keeps the result of the full scan and makes 10,000 layers take a
-// fraction of a second, not minutes.
-template <class Allowed>
-std::vector<int> balanced_split(const std::vector<double>& prefix, const std::vector<double>& speed,
-                                Allowed allowed) {
+// The scan over i runs from j − 1 down and stops once the last stage alone exceeds the best found
+// (it only grows as i falls), or the rule refuses it. That keeps the result of the full scan and
+// makes 10,000 layers take a fraction of a second, not minutes. Stage times by several profiles
+// (the slowest of a stage's replicas, each by its own device's profile and speed) use this.
+template <class Time, class Allowed>
+std::vector<int> balanced_split_by(int L, int p, Time time, Allowed allowed) {
   constexpr double inf = std::numeric_limits<double>::infinity();
-  const int L = static_cast<int>(prefix.size()) - 1;
-  const int p = static_cast<int>(speed.size());
   std::vector<std::vector<double>> best(p + 1, std::vector<double>(L + 1, inf));
   std::vector<std::vector<int>> cut(p + 1, std::vector<int>(L + 1, 0));
   best[0][0] = 0;
@@ -32,7 +29,7 @@ std::vector<int> balanced_split(const std::vector<double>& prefix, const std::ve
       double& b = best[s][j];
       // Stage 1 starts at layer 0: best[0][i] is finite only for i = 0.
       for (int i = s == 1 ? 0 : j - 1; i >= s - 1; --i) {
-        const double last = (prefix[j] - prefix[i]) / speed[s - 1];
+        const double last = time(s - 1, i, j);
         if (last > b) break;
         if (!allowed(s - 1, i, j)) break;  // nor is any longer stage
         if (best[s - 1][i] == inf) continue;
@@ -50,6 +47,15 @@ std::vector<int> balanced_split(const std::vector<double>& prefix, const std::ve
     j = cut[s][j];
   }
   return first;
+}
+
+// Per-layer times (as a prefix sum) on devices of given speeds: time = Σtime / speed[s].
+template <class Allowed>
+std::vector<int> balanced_split(const std::vector<double>& prefix, const std::vector<double>& speed,
+                                Allowed allowed) {
+  return balanced_split_by(
+      static_cast<int>(prefix.size()) - 1, static_cast<int>(speed.size()),
+      [&](int s, int i, int j) { return (prefix[j] - prefix[i]) / speed[s]; }, allowed);
 }
 
 // The same split with no rule. On devices of one speed it takes O(p·L): best[s−1][i] then grows

@@ -60,12 +60,77 @@ std::vector<int> arrangement(const cost_context& ctx, int p, int w, int which) {
   return devs;
 }
 
-// Bytes a device of stage s (of p) needs for layers i..j − 1 at microbatch b, m per step.
-std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std::int64_t b, int m) {
-  const std::int64_t saved =
-      scaled(ctx.saved_prefix[j] - ctx.saved_prefix[i], b, ctx.profile.microbatch);
-  return ctx.weight_prefix[j] - ctx.weight_prefix[i] +
-         stash_product(stashed(ctx.rules, s, p, m), saved);
+// Device d's profile number (-1: the plan's own) and sums.
+int profile_number(const cost_context& ctx, int d) {
+  return ctx.profile_of.empty() ? -1 : ctx.profile_of[static_cast<std::size_t>(d)];
+}
+const std::vector<double>& time_sums(const cost_context& ctx, int k) {
+  return k < 0 ? ctx.time_prefix : ctx.by_profile[static_cast<std::size_t>(k)].time_prefix;
+}
+const model_profile& profile_numbered(const cost_context& ctx, int k) {
+  return k < 0 ? ctx.profile : *ctx.by_profile[static_cast<std::size_t>(k)].profile;
+}
+
+// Bytes a device of stage s (of p) needs for layers i..j − 1 at microbatch b, m per step, by
+// profile k (-1: the plan's).
+std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std::int64_t b, int m,
+                        int k = -1) {
+  const profile_sums* o = k < 0 ? nullptr : &ctx.by_profile[static_cast<std::size_t>(k)];
+  const std::vector<std::int64_t>& saved_prefix = o ? o->saved_prefix : ctx.saved_prefix;
+  const std::vector<std::int64_t>& weight_prefix = o ? o->weight_prefix : ctx.weight_prefix;
+  const std::int64_t saved = scaled(saved_prefix[j] - saved_prefix[i], b, ctx.profile.microbatch);
+  return weight_prefix[j] - weight_prefix[i] + stash_product(stashed(ctx.rules, s, p, m), saved);
+}
+
+// One replica of a stage, as the split sees it.
+struct replica_figures {
+  double speed;
+  int profile;         // -1: the plan's
+  std::int64_t cap;    // memory, 0: unlimited
+};
+
+// With device profiles: the split balanced on the slowest replica of each stage (each by its own
+// profile and speed); when it does not fit every replica's memory, the best that does, if any.
+const std::vector<int>& choose_replica_split(cost_context& ctx,
+                                             const std::vector<std::vector<replica_figures>>& reps,
+                                             std::int64_t b, int m) {
+  const int p = static_cast<int>(reps.size());
+  auto time = [&](int s, int i, int j) {
+    double t = 0;
+    for (const replica_figures& r : reps[s]) {
+      const std::vector<double>& pre = time_sums(ctx, r.profile);
+      t = std::max(t, (pre[j] - pre[i]) / r.speed);
+    }
+    return t;
+  };
+  auto fits = [&](int s, int i, int j) {
+    for (const replica_figures& r : reps[s])
+      if (r.cap > 0 && stage_need(ctx, s, p, i, j, b, m, r.profile) > r.cap) return false;
+    return true;
+  };
+  std::vector<double> key;
+  for (const auto& stage : reps) {
+    key.push_back(-1);  // stage separator
+    for (const replica_figures& r : stage) key.insert(key.end(), {r.speed, double(r.profile)});
+  }
+  auto it = ctx.replica_splits.find(key);
+  if (it == ctx.replica_splits.end())
+    it = ctx.replica_splits
+             .emplace(key, balanced_split_by(ctx.L, p, time, [](int, int, int) { return true; }))
+             .first;
+  const std::vector<int>& first = it->second;
+  bool ok = !first.empty();
+  for (int s = 0; s < p && ok; ++s) ok = fits(s, first[s], s + 1 < p ? first[s + 1] : ctx.L);
+  if (ok || first.empty()) return first;
+  key.push_back(-2);  // memory, b and m
+  for (const auto& stage : reps)
+    for (const replica_figures& r : stage) key.push_back(static_cast<double>(r.cap));
+  key.insert(key.end(), {static_cast<double>(b),
+                         ctx.rules.stash == stash_rule::microbatches ? double(m) : 0.0});
+  auto f = ctx.replica_splits.find(key);
+  if (f == ctx.replica_splits.end())
+    f = ctx.replica_splits.emplace(key, balanced_split_by(ctx.L, p, time, fits)).first;
+  return f->second.empty() ? first : f->second;
 }
 
 // The split balanced on time; when it does not fit the stages' memory (caps[s], 0: unlimited),
@@ -129,7 +194,16 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
       const std::int64_t cap = c.memory(dev(r, s));
       if (cap > 0) caps[s] = caps[s] == 0 ? cap : std::min(caps[s], cap);
     }
-  const std::vector<int>& first = choose_split(ctx, speed, caps, b, m);
+  // With device profiles, each replica by its own profile and speed.
+  const bool own = !ctx.by_profile.empty();
+  std::vector<std::vector<replica_figures>> reps(own ? p : 0);
+  if (own)
+    for (int s = 0; s < p; ++s)
+      for (int r = 0; r < w; ++r)
+        reps[s].push_back(replica_figures{c.speed(dev(r, s)), profile_number(ctx, dev(r, s)),
+                                          c.memory(dev(r, s))});
+  const std::vector<int>& first =
+      own ? choose_replica_split(ctx, reps, b, m) : choose_split(ctx, speed, caps, b, m);
   if (first.size() != static_cast<std::size_t>(p)) {  // no split: times past the largest double
     out.fits = false;
     out.excess = std::numeric_limits<std::int64_t>::max();
@@ -144,21 +218,36 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
     st.first_layer = first[s];
     st.last_layer = (s + 1 < p ? first[s + 1] : ctx.L) - 1;
     st.replicas = w;
-    std::int64_t params = 0;
+    // The stage's slowest replica sets its time: without device profiles the slowest device,
+    // with them the replica whose own profile and speed take longest.
+    int slow_k = -1;
+    double slow_speed = speed[s];
+    if (own) {
+      double worst = -1;
+      for (const replica_figures& r : reps[s]) {
+        const std::vector<double>& pre = time_sums(ctx, r.profile);
+        const double t = (pre[st.last_layer + 1] - pre[st.first_layer]) / r.speed;
+        if (t > worst) {
+          worst = t;
+          slow_k = r.profile;
+          slow_speed = r.speed;
+        }
+      }
+    }
+    const model_profile& sp = profile_numbered(ctx, slow_k);
+    std::int64_t params = 0, saved = 0;
     double fwd = 0, bwd = 0;
     for (int l = st.first_layer; l <= st.last_layer; ++l) {
       params += pr.layers[l].param_bytes;
-      fwd += pr.layers[l].fwd_ms;
-      bwd += pr.layers[l].bwd_ms;
+      fwd += sp.layers[l].fwd_ms;
+      bwd += sp.layers[l].bwd_ms;
+      saved += sp.layers[l].saved_bytes;
     }
     fwd *= f;
     bwd *= f;
-    const std::int64_t saved_b = scaled(ctx.saved_prefix[st.last_layer + 1] -
-                                            ctx.saved_prefix[st.first_layer],
-                                        b, pr.microbatch);
+    const std::int64_t saved_b = scaled(saved, b, pr.microbatch);
     const std::int64_t act_b = scaled(pr.layers[st.last_layer].activation_bytes, b, pr.microbatch);
-    const std::int64_t need = stage_need(ctx, s, p, st.first_layer, st.last_layer + 1, b, m);
-    st.time_ms = (fwd + bwd) / speed[s];
+    st.time_ms = (fwd + bwd) / slow_speed;
     max_stage = std::max(max_stage, st.time_ms);
 
     // The ring over this stage's replicas: its slowest hop bounds it.
@@ -191,10 +280,14 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
           link_cost{worst.latency_ms, worst.ms_per_byte > 0 ? 1.0 / worst.ms_per_byte : inf}});
     }
 
-    // Memory on every replica's device.
+    // Memory on every replica's device, by its own profile.
     std::int64_t min_memory = 0;  // 0: unlimited
+    std::int64_t stage_need_max = 0;
     for (int r = 0; r < w; ++r) {
       const int d = dev(r, s);
+      const std::int64_t need =
+          stage_need(ctx, s, p, st.first_layer, st.last_layer + 1, b, m, profile_number(ctx, d));
+      stage_need_max = std::max(stage_need_max, need);
       plan.memory_bytes[static_cast<std::size_t>(d)] = need;
       st.devices.push_back(d);
       const std::int64_t cap = c.memory(d);
@@ -208,8 +301,8 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
         }
       }
     }
-    st.memory_bytes = need;
-    plan.max_memory_bytes = std::max(plan.max_memory_bytes, need);
+    st.memory_bytes = stage_need_max;
+    plan.max_memory_bytes = std::max(plan.max_memory_bytes, stage_need_max);
     plan.stages.push_back(std::move(st));
 
     stage_cost sc;
@@ -222,8 +315,10 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
     sc.boundary_bytes = act_b;
     sc.param_bytes = params;
     out.stage_costs.push_back(sc);
+    // With device profiles memory was checked per device above, each by its own profile; the
+    // simulator's one figure per stage could not say it.
     out.devices.push_back(
-        device_cost{speed[s], ctx.rules.simulator_checks_memory ? min_memory : 0});
+        device_cost{slow_speed, ctx.rules.simulator_checks_memory && !own ? min_memory : 0});
   }
   const int fill = ctx.rules.flush ? p - 1 : 0;
   plan.bottleneck_ms = std::max(max_stage, max_link);
@@ -273,7 +368,7 @@ bool better(const scored_config& a, const scored_config& b) {
 
 result<cost_context> make_cost_context(const model_profile& profile, const cluster& c,
                                        const cost_options& options, const schedule_rules& rules) {
-  cost_context ctx{profile, c, options, rules, 0, 0, {}, {}, {}, {}, {}, {}, {}};
+  cost_context ctx{profile, c, options, rules, 0, 0, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   ctx.L = static_cast<int>(profile.layers.size());
   if (ctx.L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
   if (profile.microbatch < 1) return make_error("the profile's microbatch must be at least 1");
@@ -300,23 +395,58 @@ result<cost_context> make_cost_context(const model_profile& profile, const clust
         ctx.weight_prefix[l] + (rules.weight_versions + 1) * x.param_bytes + x.optimizer_bytes;
     ctx.saved_prefix[l + 1] = ctx.saved_prefix[l] + x.saved_bytes;
   }
+  // Devices that name a profile of their own (a GPU's, measured there): its sums.
+  static const std::map<std::string, model_profile> none;
+  const auto& own = options.device_profiles ? *options.device_profiles : none;
+  if (status st = check_device_profiles(profile, c, own); !st) return make_error(st.message());
+  if (std::any_of(c.devices.begin(), c.devices.end(),
+                  [](const device_spec& d) { return !d.profile.empty(); })) {
+    std::map<std::string, int> number;
+    for (const device_spec& d : c.devices) {
+      if (d.profile.empty()) {
+        ctx.profile_of.push_back(-1);
+        continue;
+      }
+      auto [it, fresh] = number.try_emplace(d.profile, static_cast<int>(ctx.by_profile.size()));
+      if (fresh) {
+        profile_sums sums{&own.at(d.profile), {0.0}, {0}, {0}};
+        for (const layer_profile& x : sums.profile->layers) {
+          sums.time_prefix.push_back(sums.time_prefix.back() + x.fwd_ms + x.bwd_ms);
+          sums.weight_prefix.push_back(sums.weight_prefix.back() +
+                                       (rules.weight_versions + 1) * x.param_bytes +
+                                       x.optimizer_bytes);
+          sums.saved_prefix.push_back(sums.saved_prefix.back() + x.saved_bytes);
+        }
+        ctx.by_profile.push_back(std::move(sums));
+      }
+      ctx.profile_of.push_back(it->second);
+    }
+  }
   for (int k : {1, 2, 4, 8, 16})  // profile.microbatch × {1/4, 1/2, 1, 2, 4} where integral
     if (profile.microbatch * k % 4 == 0) ctx.sizes.push_back(profile.microbatch * k / 4);
   if (!c.devices.empty()) {
     // Fastest first (then most memory), and most memory first (then fastest); 0 bytes: unlimited.
+    // A device with a profile of its own is as fast as its speed times how much less time the
+    // whole model takes by that profile than by the plan's.
     const auto mem = [&](int d) {
       return c.devices[d].memory_bytes == 0 ? std::numeric_limits<std::int64_t>::max()
                                             : c.devices[d].memory_bytes;
     };
+    std::vector<double> speed(c.devices.size());
+    for (std::size_t d = 0; d < speed.size(); ++d) {
+      const int k = profile_number(ctx, static_cast<int>(d));
+      const double total = time_sums(ctx, k).back();
+      speed[d] = c.devices[d].speed;
+      if (k >= 0 && total > 0) speed[d] *= ctx.time_prefix.back() / total;
+    }
     std::vector<int> by_speed(c.devices.size());
     for (std::size_t d = 0; d < by_speed.size(); ++d) by_speed[d] = static_cast<int>(d);
     std::vector<int> by_memory = by_speed;
     std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
-      return c.devices[a].speed != c.devices[b].speed ? c.devices[a].speed > c.devices[b].speed
-                                                      : mem(a) > mem(b);
+      return speed[a] != speed[b] ? speed[a] > speed[b] : mem(a) > mem(b);
     });
     std::stable_sort(by_memory.begin(), by_memory.end(), [&](int a, int b) {
-      return mem(a) != mem(b) ? mem(a) > mem(b) : c.devices[a].speed > c.devices[b].speed;
+      return mem(a) != mem(b) ? mem(a) > mem(b) : speed[a] > speed[b];
     });
     ctx.orders.push_back(by_speed);
     if (by_memory != by_speed) ctx.orders.push_back(by_memory);

@@ -54,6 +54,17 @@ struct cost_options {
   bool use_simulator = true;
   int simulate_top = 8;  // how many of the best analytic candidates the simulator re-scores
   std::int64_t max_simulated_actions = std::int64_t{1} << 21;
+  // Profiles of the model measured on other kinds of device, by the name a device's `profile`
+  // gives (two_bw_options::device_profiles); must outlive the context.
+  const std::map<std::string, model_profile>* device_profiles = nullptr;
+};
+
+// Prefix sums over the layers of one profile, as the cost model reads them.
+struct profile_sums {
+  const model_profile* profile = nullptr;
+  std::vector<double> time_prefix;          // Σ(fwd+bwd) at the profile's microbatch
+  std::vector<std::int64_t> weight_prefix;  // Σ((weight_versions + 1)·param + optimizer)
+  std::vector<std::int64_t> saved_prefix;   // Σsaved at the profile's microbatch
 };
 
 // One scored configuration (the 2BW planner's plan type; the baselines add their kind).
@@ -83,6 +94,10 @@ struct cost_context {
   std::vector<double> time_prefix;          // Σ(fwd+bwd) at the profile's microbatch
   std::vector<std::int64_t> weight_prefix;  // Σ((weight_versions + 1)·param + optimizer)
   std::vector<std::int64_t> saved_prefix;   // Σsaved at the profile's microbatch
+  // Devices that name a profile of their own: by_profile[k] its sums, profile_of[d] device d's k
+  // (-1: the plan's profile, the sums above). Both empty when no device names one.
+  std::vector<profile_sums> by_profile;
+  std::vector<int> profile_of;
   std::vector<std::int64_t> sizes;          // candidate microbatch sizes
   // Device lists: the orders devices are dealt to stages in (see arrangement); empty for levels.
   std::vector<std::vector<int>> orders;
@@ -90,6 +105,9 @@ struct cost_context {
   std::map<std::tuple<std::vector<double>, std::vector<std::int64_t>, std::int64_t, int>,
            std::vector<int>>
       fitted_splits;  // memory-aware splits by speeds, memory, b and m
+  // With device profiles: splits by each stage's replicas (speed, profile; memory, b, m when it
+  // binds).
+  std::map<std::vector<double>, std::vector<int>> replica_splits;
 };
 
 // Checks the profile (check_profile_totals included), the cluster and the options.

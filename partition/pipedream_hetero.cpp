@@ -268,33 +268,6 @@ struct any_replicas {
 
 std::string bytes_text(std::int64_t b) { return std::to_string(b) + " bytes"; }
 
-// An error when a device profile is not of the plan's model: naming the layer and the field.
-status check_same_model(const model_profile& base, const model_profile& p, const std::string& name) {
-  const std::string what = "device profile " + name + " (" + p.model + ")";
-  if (p.layers.size() != base.layers.size())
-    return make_error(what + " has " + std::to_string(p.layers.size()) + " layers, the plan's " +
-                      std::to_string(base.layers.size()) +
-                      ": profile the same model on every kind of device");
-  if (p.microbatch != base.microbatch)
-    return make_error(what + " was taken at microbatch " + std::to_string(p.microbatch) +
-                      ", the plan's at " + std::to_string(base.microbatch) +
-                      ": profile every kind of device at the same --microbatch");
-  for (std::size_t l = 0; l < p.layers.size(); ++l) {
-    const layer_profile &a = base.layers[l], &b = p.layers[l];
-    const char* field = a.name != b.name                         ? "name"
-                        : a.param_bytes != b.param_bytes         ? "param_bytes"
-                        : a.optimizer_bytes != b.optimizer_bytes ? "optimizer_bytes"
-                        : a.activation_bytes != b.activation_bytes ? "activation_bytes"
-                                                                   : nullptr;
-    if (field)
-      return make_error(what + ": layer " + std::to_string(l) + " (" + b.name + ") differs from " +
-                        "the plan's profile in " + field +
-                        ": profile the same model on every kind of device");
-  }
-  if (status s = check_profile_totals(p); !s) return make_error(what + ": " + s.message());
-  return {};
-}
-
 // The profile and the options were checked by plan_pipedream; here the device list and the
 // device profiles it names.
 status check_inputs(const model_profile& profile, const cluster& c, const pipedream_options& o) {
@@ -312,15 +285,8 @@ status check_inputs(const model_profile& profile, const cluster& c, const pipedr
       return make_error(name + ": speed must be finite and positive");
     if (d.memory_bytes < 0)
       return make_error(name + ": memory_bytes must be 0 (unlimited) or positive");
-    if (!d.profile.empty() && !o.device_profiles.contains(d.profile))
-      return make_error(name + " names the profile " + d.profile +
-                        ", which the planner was not given: pass it among the device profiles "
-                        "(pipeworks plan reads the file the cluster names)");
   }
-  for (const auto& [name, p] : o.device_profiles) {
-    if (status s = check_same_model(profile, p, name); !s) return s;
-    if (status s = check_plan_inputs(p, c); !s) return make_error("device profile " + name + ": " + s.message());
-  }
+  if (status s = check_device_profiles(profile, c, o.device_profiles); !s) return s;
   return check_profile_totals(profile);
 }
 

@@ -1,4 +1,5 @@
-// check_plan_inputs: one pass over the layers, the devices and the levels.
+// check_plan_inputs (one pass over the layers, the devices and the levels) and the checks of
+// device profiles against the plan's.
 #include "partition/plan_inputs.hpp"
 
 #include <cmath>
@@ -45,6 +46,49 @@ status check_plan_inputs(const model_profile& profile, const cluster& c) {
     if (!(lv.latency_s >= 0) || !(lv.latency_s <= max_latency_s))
       return make_error("cluster level " + lv.name + ": latency_s " + number(lv.latency_s) +
                         " is outside 0..1e6 seconds (check the units)");
+  }
+  return {};
+}
+
+status check_same_model(const model_profile& base, const model_profile& p, const std::string& name) {
+  const std::string what = "device profile " + name + " (" + p.model + ")";
+  if (p.layers.size() != base.layers.size())
+    return make_error(what + " has " + std::to_string(p.layers.size()) + " layers, the plan's " +
+                      std::to_string(base.layers.size()) +
+                      ": profile the same model on every kind of device");
+  if (p.microbatch != base.microbatch)
+    return make_error(what + " was taken at microbatch " + std::to_string(p.microbatch) +
+                      ", the plan's at " + std::to_string(base.microbatch) +
+                      ": profile every kind of device at the same --microbatch");
+  for (std::size_t l = 0; l < p.layers.size(); ++l) {
+    const layer_profile &a = base.layers[l], &b = p.layers[l];
+    const char* field = a.name != b.name                         ? "name"
+                        : a.param_bytes != b.param_bytes         ? "param_bytes"
+                        : a.optimizer_bytes != b.optimizer_bytes ? "optimizer_bytes"
+                        : a.activation_bytes != b.activation_bytes ? "activation_bytes"
+                                                                   : nullptr;
+    if (field)
+      return make_error(what + ": layer " + std::to_string(l) + " (" + b.name + ") differs from " +
+                        "the plan's profile in " + field +
+                        ": profile the same model on every kind of device");
+  }
+  if (status s = check_profile_totals(p); !s) return make_error(what + ": " + s.message());
+  return {};
+}
+
+status check_device_profiles(const model_profile& profile, const cluster& c,
+                             const std::map<std::string, model_profile>& device_profiles) {
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    const device_spec& s = c.devices[d];
+    if (!s.profile.empty() && !device_profiles.contains(s.profile))
+      return make_error(device_label(c, static_cast<int>(d)) + " names the profile " + s.profile +
+                        ", which the planner was not given: pass it among the device profiles "
+                        "(pipeworks plan reads the file the cluster names)");
+  }
+  for (const auto& [name, p] : device_profiles) {
+    if (status s = check_same_model(profile, p, name); !s) return s;
+    if (status s = check_plan_inputs(p, c); !s)
+      return make_error("device profile " + name + ": " + s.message());
   }
   return {};
 }

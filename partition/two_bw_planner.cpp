@@ -10,7 +10,8 @@ namespace pipeworks {
 namespace {
 
 cost_options to_cost(const two_bw_options& o) {
-  return {o.max_devices, o.use_simulator, o.simulate_top, o.max_simulated_actions};
+  return {o.max_devices, o.use_simulator, o.simulate_top, o.max_simulated_actions,
+          &o.device_profiles};
 }
 
 }  // namespace
@@ -26,11 +27,6 @@ result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster&
 
 result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
                                 const two_bw_options& options) {
-  for (const device_spec& d : c.devices)
-    if (!d.profile.empty())
-      return make_error("the 2bw planner plans with one profile, and device " + d.name +
-                        " names its own (" + d.profile +
-                        "): use PipeDream's planner (--planner pipedream)");
   auto ctx = make_cost_context(profile, c, to_cost(options), two_bw_rules());
   if (!ctx) return ctx.err();
   auto r = search_configs(*ctx, 1, ctx->L, [](int p) { return std::vector<int>{p, 2 * p, 4 * p}; });

@@ -5,6 +5,8 @@
 // simulator running the 2BW schedule. A pure function of its inputs.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 #include "base/result.hpp"
 #include "partition/cluster.hpp"
@@ -24,8 +26,9 @@ struct two_bw_plan {
   // memory; or most memory first, then fastest: both are tried) and dealt in groups of w, the
   // first group to stage 0: the replicas of a stage have similar speeds, so no replica (they
   // synchronise every step) is all slow devices. Only the first p·w devices in that order serve.
-  // time_ms: the stage's compute time per microbatch at b on its slowest replica;
-  // memory_bytes: the per-device estimate (every replica holds the same).
+  // time_ms: the stage's compute time per microbatch at b on its slowest replica (each replica by
+  // its device's own profile, when it names one); memory_bytes: the per-device estimate (every
+  // replica holds the same, or with device profiles the largest of its replicas').
   std::vector<planned_stage> stages;
   double throughput_samples_per_s = 0;  // b·m·w / step_ms, from the simulator when `simulated`
   double step_ms = 0;                   // time per optimizer step (see two_bw_options)
@@ -46,6 +49,10 @@ struct two_bw_options {
   int simulate_top = 8;     // how many of the best analytic candidates the simulator re-scores
   // Candidates whose simulation would take more actions than this keep their analytic score.
   std::int64_t max_simulated_actions = std::int64_t{1} << 21;
+  // Profiles of the same model measured on other kinds of device (a GPU's), by the name a
+  // device's `profile` gives: such a device's times and saved bytes come from its own profile
+  // (as pipedream_options::device_profiles). Every name a device gives must be here.
+  std::map<std::string, model_profile> device_profiles;
 };
 
 // Scaling assumption: the profile was taken at profile.microbatch samples; at microbatch size b
@@ -59,6 +66,13 @@ struct two_bw_options {
 // Split: contiguous stages minimising max_s Σ(fwd+bwd) / speed_s (speed_s: the slowest replica's);
 // when that split does not fit every device's own memory, the best split that does (so a device
 // with less memory takes fewer layers); when none does, the candidate does not fit.
+//
+// Device profiles (options.device_profiles, a device's `profile`): a device that names one takes
+// its Σ(fwd+bwd) and saved bytes from it, so stage_s = max over its replicas of Σ(fwd+bwd) by the
+// replica's profile / its speed, each device's memory is by its own profile, and the split
+// minimises that max. Devices are ordered by speed × (the model's time by the plan's profile /
+// by the device's own). The simulator then runs each stage at its slowest replica's figures and
+// leaves memory to this estimate.
 //
 // Analytic step time (ms):
 //   m · max(max_s stage_s, max_s link_s)  +  max_s allreduce_s

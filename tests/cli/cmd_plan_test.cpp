@@ -224,8 +224,7 @@ TEST_CASE("plan on a CPU and a GPU takes the GPU's times from its own profile", 
   CHECK(p["stages"][1]["devices"] == json::array({1}));
   CHECK(p["bottleneck_ms"].get<double>() == Approx(2.5));
 
-  // A profile file that is not there names the device (exit 2); 2bw refuses device profiles,
-  // as a plan it cannot make (exit 1).
+  // A profile file that is not there names the device (exit 2).
   write_file(dir / "cluster2.json", R"({"devices": [
     {"name": "cpu", "speed": 1, "memory_bytes": 0},
     {"name": "h100", "speed": 1, "memory_bytes": 0, "profile": "nosuch.json"}]})");
@@ -234,8 +233,22 @@ TEST_CASE("plan on a CPU and a GPU takes the GPU's times from its own profile", 
   CHECK(missing.exit_code == 2);
   CHECK(contains(missing.err, "h100"));
   CHECK(contains(missing.err, "nosuch.json"));
+  // 2BW times each stage by its slowest replica, the GPU by its own profile.
   const cli_result two_bw = run_cli({"plan", "--profile", dir / "cpu.json", "--cluster",
-                                     dir / "cluster.json", "--planner", "2bw"});
-  CHECK(two_bw.exit_code == 1);
-  CHECK(contains(two_bw.err, "--planner pipedream"));
+                                     dir / "cluster.json", "--planner", "2bw", "--json"});
+  INFO(two_bw.err);
+  REQUIRE(two_bw.exit_code == 0);
+  const json q = json::parse(two_bw.out);
+  const double f = q["microbatch"].get<double>() / 4;
+  const std::vector<std::vector<double>> ms{{0.5, 10, 10, 1}, {2, 0.5, 0.5, 1.5}};  // by device
+  REQUIRE(!q["stages"].empty());
+  for (const json& st : q["stages"]) {
+    double slowest = 0;
+    for (int d : st["devices"]) {
+      double t = 0;
+      for (int l = st["first_layer"]; l <= st["last_layer"].get<int>(); ++l) t += ms[d][l];
+      slowest = std::max(slowest, t * f);
+    }
+    CHECK(st["time_ms"].get<double>() == Approx(slowest));
+  }
 }

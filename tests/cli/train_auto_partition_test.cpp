@@ -167,6 +167,17 @@ TEST_CASE("train --auto-partition refuses a cluster with a device faster than on
   CHECK(contains(r.err, "at most 1"));
 }
 
+TEST_CASE("train --auto-partition refuses a cluster whose devices name profiles of their own", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "mixed.json", R"({"devices": [{"name": "cpu", "speed": 1},
+    {"name": "h100", "speed": 1, "profile": "gpu-profile.json"}]})");
+  const cli_result r = run_cli(auto_args({"--cluster", dir / "mixed.json"}));
+  INFO("stderr:\n" << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "h100 names a profile of its own (gpu-profile.json)"));
+  CHECK(contains(r.err, "pipeworks plan"));
+}
+
 TEST_CASE("train --auto-partition without --microbatches gives the step 2 per device", "[cli]") {
   if (!hetero_runs_here()) return;
   const cli_result r = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir, "--steps", "2",

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -310,14 +311,183 @@ TEST_CASE("2bw: on random device lists every plan fits each device's own memory"
   CHECK(planned > 10);
 }
 
-TEST_CASE("2bw refuses a cluster whose devices name profiles of their own", "[partition][2bw]") {
+namespace {
+
+// A copy of `base` whose times are divided by `faster` and saved bytes by `lighter` (a GPU's
+// profile of the same model).
+model_profile measured_elsewhere(const model_profile& base, double faster, std::int64_t lighter) {
+  model_profile p = base;
+  p.model = base.model;
+  for (layer_profile& l : p.layers) {
+    l.fwd_ms /= faster;
+    l.bwd_ms /= faster;
+    l.saved_bytes /= lighter;
+  }
+  return p;
+}
+
+// device_list with each device's profile name ("" for the plan's).
+cluster named(const std::vector<std::pair<double, std::int64_t>>& specs,
+              const std::vector<std::string>& profiles, double bandwidth) {
+  cluster c = device_list(specs, bandwidth);
+  for (std::size_t d = 0; d < profiles.size(); ++d) c.devices[d].profile = profiles[d];
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("2bw with device profiles equal to the plan's own plans as without them", "[partition][2bw]") {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 10; ++trial) {
+    const model_profile prof = random_profile(rng, 6, 4);
+    const std::vector<std::pair<double, std::int64_t>> specs{{1.0, 0}, {2.0, 0}, {1.0, 0}};
+    two_bw_options o;
+    o.device_profiles.emplace("same", prof);
+    auto with = plan_two_bw(prof, named(specs, {"same", "", "same"}, 1e9), o);
+    auto without = plan_two_bw(prof, device_list(specs, 1e9));
+    REQUIRE(with.ok());
+    REQUIRE(without.ok());
+    INFO("trial " << trial);
+    CHECK(with->p == without->p);
+    CHECK(with->w == without->w);
+    CHECK(with->b == without->b);
+    CHECK(with->m == without->m);
+    CHECK(with->step_ms == without->step_ms);
+    CHECK(with->memory_bytes == without->memory_bytes);
+    REQUIRE(with->stages.size() == without->stages.size());
+    for (std::size_t s = 0; s < with->stages.size(); ++s) {
+      CHECK(with->stages[s].first_layer == without->stages[s].first_layer);
+      CHECK(with->stages[s].devices == without->stages[s].devices);
+      CHECK(with->stages[s].time_ms == without->stages[s].time_ms);
+    }
+  }
+}
+
+TEST_CASE("2bw times and sizes each device by its own profile", "[partition][2bw]") {
+  // 12 equal layers (3 ms a microbatch, 100 saved bytes); two CPUs and two GPUs of the same
+  // nominal speed, the GPUs' profile 4 times faster and saving half the bytes.
+  model_profile prof;
+  prof.model = "m";
+  prof.microbatch = 4;
+  for (int l = 0; l < 12; ++l) prof.layers.push_back(layer(1, 2, 100, 100, 10));
+  two_bw_options o;
+  o.device_profiles.emplace("gpu", measured_elsewhere(prof, 4.0, 2));
+  const cluster c = named({{1.0, 0}, {1.0, 0}, {1.0, 0}, {1.0, 0}}, {"", "", "gpu", "gpu"}, 1e12);
+  // p = 2, w = 2: the GPUs (faster by their profile) serve stage 0; 10 layers there take
+  // 10 · 0.75 = 7.5 ms against 2 · 3 = 6 on the CPUs (9 would leave 9 ms to the CPUs).
+  auto two = evaluate_two_bw(prof, c, 2, 2, 4, 8, o);
+  REQUIRE(two.ok());
+  CHECK(two->stages[0].devices == std::vector<int>{2, 3});
+  CHECK(two->stages[1].devices == std::vector<int>{0, 1});
+  CHECK(two->stages[0].last_layer == 9);
+  CHECK(two->stages[0].time_ms == Approx(7.5));
+  CHECK(two->stages[1].time_ms == Approx(6.0));
+  // Memory by each device's own profile: 3 · 10 weight bytes per layer, the stash (p − s) times
+  // the saved bytes at b = 4 (the profile's microbatch): 50 per layer on a GPU, 100 on a CPU.
+  REQUIRE(two->memory_bytes.size() == 4);
+  CHECK(two->memory_bytes[2] == 10 * 30 + 2 * 10 * 50);
+  CHECK(two->memory_bytes[0] == 2 * 30 + 1 * 2 * 100);
+  // Without the GPUs' profile the same devices are four equals: 6 layers each.
+  auto flat = evaluate_two_bw(prof, device_list({{1.0, 0}, {1.0, 0}, {1.0, 0}, {1.0, 0}}, 1e12), 2,
+                              2, 4, 8);
+  REQUIRE(flat.ok());
+  CHECK(flat->stages[0].last_layer == 5);
+  auto plan = plan_two_bw(prof, c, o);
+  REQUIRE(plan.ok());
+  CHECK(plan->throughput_samples_per_s > flat->throughput_samples_per_s);
+}
+
+// For each configuration the planner scores, the split it takes is the best of every contiguous
+// split on the devices it placed, each replica by its own profile and speed, within each device's
+// own memory by its own profile: a brute force over the splits of random small cases.
+TEST_CASE("2bw splits optimally over devices with profiles of their own", "[partition][2bw]") {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> layers(2, 7), devices(2, 5), pick(0, 2);
+  int checked = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const model_profile prof = random_profile(rng, layers(rng), 4);
+    const int L = static_cast<int>(prof.layers.size());
+    two_bw_options o;
+    o.device_profiles.emplace("gpu", measured_elsewhere(prof, 1.0 + 4.0 * pick(rng), 1 + pick(rng)));
+    std::int64_t total = 0;
+    for (const auto& l : prof.layers) total += 3 * l.param_bytes + l.optimizer_bytes + 2 * l.saved_bytes;
+    std::vector<std::pair<double, std::int64_t>> specs;
+    std::vector<std::string> names;
+    const int n = devices(rng);
+    for (int d = 0; d < n; ++d) {
+      specs.push_back({0.5 + pick(rng), pick(rng) == 0 ? 0 : total * (1 + pick(rng)) / 3});
+      names.push_back(pick(rng) == 0 ? "" : "gpu");
+    }
+    const cluster c = named(specs, names, 1e9);
+    const model_profile& gpu = o.device_profiles.at("gpu");
+    for (int p = 1; p <= std::min(L, n); ++p)
+      for (int w = 1; p * w <= n; ++w) {
+        auto plan = evaluate_two_bw(prof, c, p, w, 4, 2 * p, o);
+        if (!plan) continue;
+        ++checked;
+        INFO("trial " << trial << " p=" << p << " w=" << w);
+        auto of = [&](int d) -> const model_profile& { return names[d].empty() ? prof : gpu; };
+        auto need = [&](int d, int s, int first, int last) {
+          std::int64_t bytes = 0;
+          for (int l = first; l <= last; ++l)
+            bytes += 3 * of(d).layers[l].param_bytes + of(d).layers[l].optimizer_bytes +
+                     (p - s) * of(d).layers[l].saved_bytes;
+          return bytes;
+        };
+        auto time = [&](int d, int first, int last) {
+          double t = 0;
+          for (int l = first; l <= last; ++l) t += of(d).layers[l].fwd_ms + of(d).layers[l].bwd_ms;
+          return t / c.speed(d);
+        };
+        double planned = 0;
+        for (int s = 0; s < p; ++s) {
+          const planned_stage& st = plan->stages[s];
+          planned = std::max(planned, st.time_ms);
+          double slowest = 0;
+          for (int d : st.devices) {
+            slowest = std::max(slowest, time(d, st.first_layer, st.last_layer));
+            CHECK(plan->memory_bytes[d] == need(d, s, st.first_layer, st.last_layer));
+            if (c.memory(d) > 0) CHECK(plan->memory_bytes[d] <= c.memory(d));
+          }
+          CHECK(st.time_ms == Approx(slowest).epsilon(1e-12));
+        }
+        double best = std::numeric_limits<double>::infinity();
+        for (int mask = 0; mask < (1 << (L - 1)); ++mask) {
+          const auto split = partition_test::split_of(L, mask);
+          if (static_cast<int>(split.size()) != p) continue;
+          double worst = 0;
+          bool fits = true;
+          for (int s = 0; s < p; ++s)
+            for (int d : plan->stages[s].devices) {
+              worst = std::max(worst, time(d, split[s].first, split[s].second));
+              fits = fits && (c.memory(d) == 0 ||
+                              need(d, s, split[s].first, split[s].second) <= c.memory(d));
+            }
+          if (fits) best = std::min(best, worst);
+        }
+        CHECK(planned == Approx(best).epsilon(1e-12));
+      }
+  }
+  CHECK(checked > 50);
+}
+
+TEST_CASE("2bw refuses device profiles it was not given or of another model", "[partition][2bw]") {
   model_profile p;
+  p.model = "m";
   for (int l = 0; l < 4; ++l) p.layers.push_back(partition_test::layer(1, 2, 100, 100, 100));
   cluster c;
   c.devices.push_back(device_spec{"cpu", 1.0, 0, ""});
   c.devices.push_back(device_spec{"h100", 1.0, 0, "gpu-profile.json"});
-  const auto plan = plan_two_bw(p, c, {});
+  auto plan = plan_two_bw(p, c, {});
   REQUIRE(!plan.ok());
-  CHECK(plan.message().find("h100 names its own (gpu-profile.json)") != std::string::npos);
-  CHECK(plan.message().find("--planner pipedream") != std::string::npos);
+  CHECK(plan.message().find("h100 names the profile gpu-profile.json, which the planner was not "
+                            "given") != std::string::npos);
+  two_bw_options o;
+  model_profile other = p;
+  other.layers[2].param_bytes = 7;
+  o.device_profiles.emplace("gpu-profile.json", other);
+  plan = plan_two_bw(p, c, o);
+  REQUIRE(!plan.ok());
+  CHECK(plan.message().find("layer 2") != std::string::npos);
+  CHECK(plan.message().find("param_bytes") != std::string::npos);
 }
