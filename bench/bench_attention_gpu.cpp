@@ -54,8 +54,9 @@ void run(int reps) {
   const device_context d = device_context::cuda(0, gpu_math::tf32);
   const gpu_resources& g = *d.gpu();
   std::printf("causal attention on GPU %d, TF32, medians of %d calls\n\n", g.index(), reps);
-  std::printf("| shape | GEMMs fwd ms | flash fwd ms | GEMMs bwd ms | flash bwd ms | flash / GEMMs fwd | "
-              "flash / GEMMs bwd | flash TFLOP/s (causal half) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| shape | GEMMs fwd ms | WMMA flash fwd ms | flash fwd ms | GEMMs bwd ms | WMMA flash "
+              "bwd ms | flash bwd ms | flash / GEMMs fwd | flash / GEMMs bwd | flash TFLOP/s (causal "
+              "half) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const shape s : {shape{"gpt-small", 8, 128, 256, 4}, shape{"gpt2-124m", 8, 1024, 768, 12}}) {
     const int B = s.B, T = s.T, C = s.C, NH = s.NH;
     const tensor qkv = random_on(d, {B, T, 3 * C}, 1), dout = random_on(d, {B, T, C}, 2);
@@ -70,18 +71,26 @@ void run(int reps) {
       cuda::attention_backward(g.blas(), dqkv.data<float>(), scratch.data<float>(),
                                dout.data<float>(), q, att.data<float>(), B, T, C, NH);
     });
-    const double ff = median_ms(g, reps, [&] {
-      cuda::flash_attention_forward(g.stream(), out.data<float>(), lse.data<float>(), q, B, T, C, NH);
-    });
-    const double fb = median_ms(g, reps, [&] {
-      cuda::flash_attention_backward(g.stream(), dqkv.data<float>(), delta.data<float>(),
-                                     dout.data<float>(), out.data<float>(), q, lse.data<float>(), B,
-                                     T, C, NH);
-    });
+    auto flash_fwd = [&](cuda::flash_kernels k) {
+      return median_ms(g, reps, [&] {
+        cuda::flash_attention_forward(g.stream(), out.data<float>(), lse.data<float>(), q, B, T, C,
+                                      NH, k);
+      });
+    };
+    auto flash_bwd = [&](cuda::flash_kernels k) {
+      return median_ms(g, reps, [&] {
+        cuda::flash_attention_backward(g.stream(), dqkv.data<float>(), delta.data<float>(),
+                                       dout.data<float>(), out.data<float>(), q, lse.data<float>(),
+                                       B, T, C, NH, k);
+      });
+    };
+    const double wf = flash_fwd(cuda::flash_kernels::wmma), wb = flash_bwd(cuda::flash_kernels::wmma);
+    const double ff = flash_fwd(cuda::flash_kernels::fastest);
+    const double fb = flash_bwd(cuda::flash_kernels::fastest);
     // Useful FLOPs: the causal half of 2 products forward and 5 backward (B NH T^2 hs each, x2).
     const double flop = 2.0 * B * NH * double(T) * T * (C / NH) * 7 / 2;
-    std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.2fx | %.2fx | %.1f |\n", s.name, gf, ff, gb, fb,
-                ff / gf, fb / gb, flop / ((ff + fb) * 1e-3) / 1e12);
+    std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx | %.2fx | %.1f |\n", s.name,
+                gf, wf, ff, gb, wb, fb, ff / gf, fb / gb, flop / ((ff + fb) * 1e-3) / 1e12);
   }
 }
 #endif

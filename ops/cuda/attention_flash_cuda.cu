@@ -1,6 +1,7 @@
-// FlashAttention-2's causal attention on TF32 tensor cores through WMMA: a block of 4 warps takes a
-// 64-row tile of one head, each warp 16 rows; products go through shared memory, where the
-// element-wise work (online softmax, P and dS) is done. Backward is two kernels (keys, then
+// FlashAttention-2's causal attention on TF32 tensor cores through WMMA (heads of 16 and 128, or
+// asked for; 32 and 64 go to attention_mma_cuda.cu): a block of 4 warps takes a 64-row tile of
+// one head, each warp 16 rows; products go through shared memory, where the element-wise work
+// (online softmax, P and dS) is done. Backward is two kernels (keys, then
 // queries) so that no two blocks add into the same gradient: the result repeats bit for bit.
 #include <cuda_runtime.h>
 #include <mma.h>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "ops/cuda/attention_flash_cuda.hpp"
+#include "ops/cuda/attention_mma_cuda.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/warp_reduce.cuh"
 
@@ -399,9 +401,11 @@ void check_heads(int B, int NH) {
 }  // namespace
 
 void flash_attention_forward(void* stream, float* out, float* lse, const float* qkv, int B, int Tn,
-                             int C, int NH) {
+                             int C, int NH, flash_kernels kernels) {
   if (static_cast<std::int64_t>(B) * Tn == 0) return;
   check_heads(B, NH);
+  if (kernels == flash_kernels::fastest && mma_attention_supported(C / NH))
+    return mma_attention_forward(stream, out, lse, qkv, B, Tn, C, NH);
   switch (C / NH) {
     case 16: return forward<16>(stream, out, lse, qkv, B, Tn, C, NH);
     case 32: return forward<32>(stream, out, lse, qkv, B, Tn, C, NH);
@@ -414,13 +418,15 @@ void flash_attention_forward(void* stream, float* out, float* lse, const float* 
 
 void flash_attention_backward(void* stream, float* dqkv, float* delta, const float* dout,
                               const float* out, const float* qkv, const float* lse, int B, int Tn,
-                              int C, int NH) {
+                              int C, int NH, flash_kernels kernels) {
   if (static_cast<std::int64_t>(B) * Tn == 0) return;
   check_heads(B, NH);
   const std::int64_t rows = static_cast<std::int64_t>(B) * Tn * NH;
   flash_delta_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0,
                        static_cast<cudaStream_t>(stream)>>>(delta, dout, out, B, Tn, C, NH);
   PW_CUDA(cudaGetLastError());
+  if (kernels == flash_kernels::fastest && mma_attention_supported(C / NH))
+    return mma_attention_backward(stream, dqkv, delta, dout, qkv, lse, B, Tn, C, NH);
   switch (C / NH) {
     case 16: return backward<16>(stream, dqkv, delta, dout, qkv, lse, B, Tn, C, NH);
     case 32: return backward<32>(stream, dqkv, delta, dout, qkv, lse, B, Tn, C, NH);

@@ -1,7 +1,8 @@
 // The flash attention kernels against the CPU's attention: output, each row's logsumexp and the
 // qkv gradient (which adds into what is there) by normalised error <= 2e-3 (TF32, as the cuBLAS
 // attention under TF32), for head sizes 16 to 128 and lengths that do and do not fill their 64-row
-// tiles; outputs start as NaN, and backward repeats bit for bit. Skips without a GPU.
+// tiles, on the fastest kernels (register-resident for heads of 32 and 64) and the WMMA ones;
+// outputs start as NaN, and backward repeats bit for bit. Skips without a GPU.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -51,10 +52,12 @@ TEST_CASE("flash attention matches the CPU forward and backward", "[cuda]") {
   struct shape {
     int C, NH;
   };
+  for (const auto kernels : {cuda::flash_kernels::fastest, cuda::flash_kernels::wmma})
   for (shape sh : {shape{96, 6}, shape{128, 4}, shape{256, 4}, shape{256, 2}})
     for (int Tn : {5, 64, 70, 300}) {
       const int B = 2, C = sh.C, NH = sh.NH;
-      INFO("head size " << C / NH << ", T = " << Tn);
+      INFO("head size " << C / NH << ", T = " << Tn
+                        << (kernels == cuda::flash_kernels::wmma ? ", WMMA" : ", fastest"));
       if (!cuda::flash_attention_supported(C / NH, B * NH)) {
         WARN("head size " << C / NH << " is not taken on this GPU");
         continue;
@@ -68,11 +71,12 @@ TEST_CASE("flash attention matches the CPU forward and backward", "[cuda]") {
       gpu_buffer<float> gqkv(qkv), gdy(dy), gout(std::vector<float>(nout, NAN));
       gpu_buffer<float> glse(std::vector<float>(nlse, NAN)), gdelta(std::vector<float>(nlse, NAN));
       gpu_buffer<float> gdqkv(std::vector<float>(nqkv, 0.5f)), again(std::vector<float>(nqkv, 0.5f));
-      cuda::flash_attention_forward(nullptr, gout.get(), glse.get(), gqkv.get(), B, Tn, C, NH);
+      cuda::flash_attention_forward(nullptr, gout.get(), glse.get(), gqkv.get(), B, Tn, C, NH,
+                                    kernels);
       cuda::flash_attention_backward(nullptr, gdqkv.get(), gdelta.get(), gdy.get(), gout.get(),
-                                     gqkv.get(), glse.get(), B, Tn, C, NH);
+                                     gqkv.get(), glse.get(), B, Tn, C, NH, kernels);
       cuda::flash_attention_backward(nullptr, again.get(), gdelta.get(), gdy.get(), gout.get(),
-                                     gqkv.get(), glse.get(), B, Tn, C, NH);
+                                     gqkv.get(), glse.get(), B, Tn, C, NH, kernels);
       CHECK(normalised_error(gout.download(), out) <= 2e-3);
       CHECK(normalised_error(glse.download(), reference_lse(qkv, B, Tn, C, NH)) <= 2e-3);
       const auto g = gdqkv.download();
