@@ -283,6 +283,11 @@ int run_train(train_options& o) {
       if (devices.empty() || devices.back().first != r.device) devices.push_back({r.device, 0});
       ++devices.back().second;
     }
+    const bool gpu_flags = plan.tf32 || plan.bf16;
+    if (gpu_flags && (devices.empty() || (devices.size() == 1 && devices[0].first == "cpu")))
+      std::fprintf(stderr, "pipeworks train: note: %s concerns GPU ranks, and every rank runs on "
+                   "the CPU (in fp32): add --device cuda, or drop it\n",
+                   plan.bf16 ? "--bf16" : "--tf32");
     if (devices.size() > 1 || (devices.size() == 1 && devices[0].first != "cpu")) {
       std::string list;
       for (const auto& [d, n] : devices)

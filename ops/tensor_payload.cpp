@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "ops/device/device_memory.hpp"
+
 namespace pipeworks {
 
 tensor_payload::tensor_payload(tensor t)
@@ -41,8 +43,11 @@ tensor tensor_payload::copy() const {
     tensor shared(shape_, type_, device_, data_);
     shared.memory_ = memory_;
     shared.stream_ = stream_;
-    // The copy is made on the tensor's own stream, which the event's work precedes.
-    return shared.clone();
+    // The copy is made on the tensor's own stream, after the work that made the tensor; it gets
+    // an event of its own, which a consumer on another stream waits for.
+    tensor t = shared.clone();
+    t.ready_ = record_event(device_, stream_);
+    return t;
   }
   tensor t = tensor::uninitialized(shape_, type_);  // every byte is copied over
   std::memcpy(t.bytes(), data_.get(), nbytes());

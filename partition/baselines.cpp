@@ -12,7 +12,8 @@ namespace pipeworks {
 namespace {
 
 cost_options to_cost(const baseline_options& o) {
-  return {o.max_devices, o.use_simulator, o.simulate_top, o.max_simulated_actions};
+  return {o.max_devices, o.use_simulator, o.simulate_top, o.max_simulated_actions,
+          &o.device_profiles};
 }
 
 schedule_rules model_parallel_rules() {

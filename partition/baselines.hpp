@@ -2,6 +2,8 @@
 // configuration, pure data parallelism, and model parallelism without pipelining (GPipe, m = 1).
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,9 @@ struct baseline_options {
   bool use_simulator = true;
   int simulate_top = 8;  // how many of the best analytic GPipe candidates the simulator re-scores
   std::int64_t max_simulated_actions = std::int64_t{1} << 21;
+  // As two_bw_options::device_profiles: devices that name a profile of their own are timed and
+  // sized by it.
+  std::map<std::string, model_profile> device_profiles;
 };
 
 // The cost model is two_bw_planner's, shared through candidate_cost.hpp (see two_bw_planner.hpp):

@@ -53,8 +53,11 @@ bf16_scratch::bf16_scratch(caching_allocator* memory, std::int64_t n, void* stre
 }
 
 bf16_scratch::~bf16_scratch() {
-  if (memory_) memory_->deallocate(p_);
-  else cudaFreeAsync(p_, static_cast<cudaStream_t>(stream_));
+  try {
+    if (memory_) memory_->deallocate(p_);
+    else cudaFreeAsync(p_, static_cast<cudaStream_t>(stream_));
+  } catch (...) {  // (deallocate refuses only a pointer it never gave out)
+  }
 }
 
 }  // namespace pipeworks::cuda

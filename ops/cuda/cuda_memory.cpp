@@ -46,7 +46,17 @@ void copy_bytes(void* dst, const device& to, const void* src, const device& from
   PW_CUDA(cudaSetDevice(to.kind == device_kind::cuda ? to.index : from.index));
   const auto s = static_cast<cudaStream_t>(stream);
   PW_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s));
-  if (stream == nullptr) PW_CUDA(cudaStreamSynchronize(s));
+  if (stream == nullptr) {
+    PW_CUDA(cudaStreamSynchronize(s));
+    return;
+  }
+  // From the host the source may be freed once this returns: from pageable memory the copy has
+  // been staged by then, from page-locked memory (the pinned pool's) it has to be waited for.
+  if (from.kind == device_kind::cpu) {
+    cudaPointerAttributes a{};
+    PW_CUDA(cudaPointerGetAttributes(&a, src));
+    if (a.type == cudaMemoryTypeHost) PW_CUDA(cudaStreamSynchronize(s));
+  }
 }
 
 void zero_bytes(void* p, const device& on, std::size_t n, void* stream) {

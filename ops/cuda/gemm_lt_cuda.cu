@@ -8,8 +8,10 @@
 #include <string>
 #include <utility>
 
+#include "base/result.hpp"
 #include "ops/cuda/cublas_check.hpp"
 #include "ops/cuda/gemm_lt_cuda.hpp"
+#include "ops/device/caching_allocator.hpp"
 
 namespace pipeworks::cuda {
 namespace {
@@ -40,22 +42,29 @@ std::uint32_t alignment(const void* p) {
 
 }  // namespace
 
-lt_matmul::lt_matmul(void* stream) : stream_(stream) {
+lt_matmul::lt_matmul(void* stream, caching_allocator* memory) : stream_(stream), memory_(memory) {
   cublasLtHandle_t h = nullptr;
   PW_CUBLAS(cublasLtCreate(&h));
   handle_ = h;
   workspace_bytes_ = std::size_t{32} << 20;
-  if (cudaMalloc(&workspace_, workspace_bytes_) != cudaSuccess) {
-    cudaGetLastError();  // no room: algorithms without a workspace only
+  if (memory_) {
+    try {
+      workspace_ = memory_->allocate(workspace_bytes_);
+    } catch (const pipeworks_error&) {  // no room: algorithms without a workspace only
+      workspace_ = nullptr;
+    }
+  } else if (cudaMalloc(&workspace_, workspace_bytes_) != cudaSuccess) {
+    cudaGetLastError();
     workspace_ = nullptr;
-    workspace_bytes_ = 0;
   }
+  if (!workspace_) workspace_bytes_ = 0;
 }
 
 lt_matmul::~lt_matmul() {
   if (workspace_) {
     cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
-    cudaFree(workspace_);
+    if (memory_) memory_->deallocate(workspace_);
+    else cudaFree(workspace_);
   }
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
@@ -63,6 +72,10 @@ lt_matmul::~lt_matmul() {
 bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
                           const void* B, int ldb, const float* bias, float* D, int ldd) {
   if (alignment(bias) < 16) return false;  // the bias epilogue reads it in 16-byte pieces
+  const std::uint32_t align_a = alignment(A), align_b = alignment(B), align_d = alignment(D);
+  const key kk{static_cast<long>(math), transa, m, n, k, lda, ldb, ldd, align_a, align_b, align_d};
+  auto it = algos_.find(kk);
+  if (it != algos_.end() && !it->second.found) return false;
   const bool bf16 = math == gpu_math::bf16;
   const cudaDataType_t ab = bf16 ? CUDA_R_16BF : CUDA_R_32F;
   const cublasComputeType_t compute =
@@ -83,10 +96,8 @@ bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const
   PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.a, ab, transa ? k : m, transa ? m : k, lda));
   PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.b, ab, k, n, ldb));
   PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.d, CUDA_R_32F, m, n, ldd));
-  const std::uint32_t align_a = alignment(A), align_b = alignment(B), align_d = alignment(D);
-  const key kk{static_cast<long>(math), transa, m, n, k, lda, ldb, ldd, align_a, align_b, align_d};
-  auto [it, fresh] = algos_.try_emplace(kk);
-  if (fresh) {
+  if (it == algos_.end()) {  // asked once per problem (entered only once the query has run)
+    algo found_algo;
     PW_CUBLAS(cublasLtMatmulPreferenceCreate(&o.pref));
     PW_CUBLAS(cublasLtMatmulPreferenceSetAttribute(o.pref,
                                                    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -107,16 +118,22 @@ bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const
     const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
         static_cast<cublasLtHandle_t>(handle_), o.desc, o.a, o.b, o.d, o.d, o.pref, 1, &result,
         &found);
-    it->second.found = s == CUBLAS_STATUS_SUCCESS && found > 0;
-    if (it->second.found) std::memcpy(it->second.bytes, &result.algo, sizeof result.algo);
+    found_algo.found = s == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (found_algo.found) std::memcpy(found_algo.bytes, &result.algo, sizeof result.algo);
+    it = algos_.emplace(kk, found_algo).first;
   }
   if (!it->second.found) return false;
   cublasLtMatmulAlgo_t a;
   std::memcpy(&a, it->second.bytes, sizeof a);
   const float one = 1.f, zero = 0.f;
-  PW_CUBLAS(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), o.desc, &one, A, o.a, B, o.b,
-                           &zero, D, o.d, D, o.d, &a, workspace_, workspace_bytes_,
-                           static_cast<cudaStream_t>(stream_)));
+  const cublasStatus_t s = cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), o.desc, &one, A,
+                                          o.a, B, o.b, &zero, D, o.d, D, o.d, &a, workspace_,
+                                          workspace_bytes_, static_cast<cudaStream_t>(stream_));
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED) {  // the caller's GEMM and bias kernel from now on
+    it->second.found = false;
+    return false;
+  }
+  PW_CUBLAS(s);
   return true;
 }
 

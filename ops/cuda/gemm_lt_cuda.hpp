@@ -7,11 +7,18 @@
 
 #include "ops/device/gpu_math.hpp"
 
+
+namespace pipeworks {
+class caching_allocator;
+}
+
 namespace pipeworks::cuda {
 
 class lt_matmul {
  public:
-  explicit lt_matmul(void* stream);  // a cudaStream_t
+  // On `stream` (a cudaStream_t); its workspace from `memory` (the rank's caching allocator, so
+  // that the rank's peak counts it; null: cudaMalloc).
+  lt_matmul(void* stream, caching_allocator* memory);
   ~lt_matmul();
   lt_matmul(const lt_matmul&) = delete;
   lt_matmul& operator=(const lt_matmul&) = delete;
@@ -33,6 +40,7 @@ class lt_matmul {
   };
   void* handle_ = nullptr;     // cublasLtHandle_t
   void* stream_ = nullptr;
+  caching_allocator* memory_ = nullptr;
   void* workspace_ = nullptr;  // device memory for split-K algorithms
   std::size_t workspace_bytes_ = 0;
   std::map<key, algo> algos_;  // the heuristic's first choice per problem, asked once

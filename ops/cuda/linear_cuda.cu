@@ -32,7 +32,7 @@ blas_handle::blas_handle(void* stream, gpu_math math, caching_allocator* memory)
   handle_ = h;
   PW_CUBLAS(cublasSetStream(h, static_cast<cudaStream_t>(stream)));
   PW_CUBLAS(cublasSetMathMode(h, tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  lt_ = std::make_unique<lt_matmul>(stream);
+  lt_ = std::make_unique<lt_matmul>(stream, memory);
 }
 
 blas_handle::~blas_handle() {

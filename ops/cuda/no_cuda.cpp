@@ -40,15 +40,18 @@ void wait_stream(const device& on, void*) {
 std::shared_ptr<caching_allocator> pinned_host_pool() { return nullptr; }
 
 std::shared_ptr<void> record_event(const device& on, void*) {
-  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none));
+  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none) +
+                        "; run with --device cpu");
 }
 
 void stream_wait_event(const device& on, void*, const std::shared_ptr<void>&) {
-  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none));
+  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none) +
+                        "; run with --device cpu");
 }
 
 bool event_done(const device& on, const std::shared_ptr<void>&) {
-  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none));
+  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none) +
+                        "; run with --device cpu");
 }
 
 std::shared_ptr<gpu_resources> open_gpu(int index, gpu_math) {

@@ -1,6 +1,8 @@
 // device_context: on the CPU a oneTBB arena, on a GPU the resources open_gpu gives.
 #include "ops/device/device_context.hpp"
 
+#include <atomic>
+
 #include "base/result.hpp"
 #include "ops/device/device_memory.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
@@ -61,15 +63,16 @@ tensor device_context::adopt(tensor t) const {
   if (t.empty() || (t.where() == device_ && t.stream() == stream())) return t;
 #ifdef PIPEWORKS_HAVE_CUDA
   if (gpu_) {
-    // From the host or another GPU; or from another rank's stream on this GPU: a device-to-device
-    // copy into this rank's memory, after the producer's ready event on the GPU (a tensor handed
-    // over without one was complete when it came), and t kept until the copy is done: only then
-    // may the producer's allocator give its memory out again.
+    // From the host (copy_bytes is done with the source when it returns); or from a GPU, another
+    // one or another rank's stream on this one: a device-to-device copy into this rank's memory,
+    // after the producer's ready event on the GPU (a tensor handed over without one was complete
+    // when it came), and t kept until the copy is done: only then may the producer's allocator
+    // give its memory out again.
     release_copied(false);
-    const bool same_gpu = t.where() == device_;
-    if (same_gpu && t.ready()) stream_wait_event(device_, stream(), t.ready());
+    const bool from_gpu = t.where().kind == device_kind::cuda;
+    if (from_gpu && t.ready()) stream_wait_event(device_, stream(), t.ready());
     tensor here = t.copy_to(device_, gpu_->memory(), gpu_->stream());
-    if (same_gpu) copied_from_.emplace_back(std::move(t), record_event(device_, stream()));
+    if (from_gpu) copied_from_.emplace_back(std::move(t), record_event(device_, stream()));
     return here;
   }
 #endif
@@ -79,11 +82,13 @@ tensor device_context::adopt(tensor t) const {
 tensor device_context::to_host(const tensor& t) const {
   if (t.where().kind == device_kind::cpu) return t.clone();
   // Into page-locked memory (a DMA, no staging copy), ordered on t's own stream; into the heap
-  // when none can be had.
-  if (auto pool = pinned_host_pool()) {
+  // once none could be had (not asked again: each failed try gives the pool's blocks back).
+  static std::atomic<bool> pinned_exhausted{false};
+  if (auto pool = pinned_host_pool(); pool && !pinned_exhausted.load()) {
     try {
       return t.copy_to(device::cpu(), std::move(pool));
-    } catch (const pipeworks_error&) {  // no page-locked memory left: the heap
+    } catch (const pipeworks_error&) {
+      pinned_exhausted.store(true);
     }
   }
   return t.copy_to(device::cpu());
@@ -114,7 +119,21 @@ const device_context& host_context() {
 }
 
 device_context::device_context(device_context&&) noexcept = default;
-device_context& device_context::operator=(device_context&&) noexcept = default;
+device_context& device_context::operator=(device_context&& o) noexcept {
+  if (this == &o) return *this;
+  if (gpu_ && !copied_from_.empty()) {
+    try {
+      wait();  // the copies from other ranks' memory are done before that memory may go back
+    } catch (...) {  // a GPU in error: its memory goes with it
+    }
+  }
+  device_ = o.device_;
+  threads_ = o.threads_;
+  arena_ = std::move(o.arena_);
+  gpu_ = std::move(o.gpu_);
+  copied_from_ = std::move(o.copied_from_);
+  return *this;
+}
 device_context::~device_context() {
   if (gpu_ && !copied_from_.empty()) {
     try {

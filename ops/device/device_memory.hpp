@@ -14,7 +14,8 @@ class caching_allocator;
 namespace pipeworks {
 
 // n bytes from src on `from` to dst on `to`. On `stream` (a cudaStream_t) when given; else it
-// returns once the copy is done.
+// returns once the copy is done. A host source may be freed once it returns (a copy from
+// page-locked memory is waited for); a GPU source must live until the stream has done the copy.
 void copy_bytes(void* dst, const device& to, const void* src, const device& from, std::size_t n,
                 void* stream = nullptr);
 // n zero bytes at p on `on`, as copy_bytes for the stream.

@@ -55,3 +55,24 @@ TEST_CASE("a GPU tensor comes to the host in page-locked memory that goes back t
   }
   CHECK(pinned_host_pool()->stats().in_use == before);
 }
+
+TEST_CASE("a page-locked host tensor adopted by a GPU may be reused at once", "[cuda]") {
+  if (!cuda_test::have_gpu()) return;
+  const device_context a = device_context::cuda(0), b = device_context::cuda(0);
+  const std::int64_t n = std::int64_t{1} << 22;
+  auto filled = [&](float v) {
+    tensor h({n}, dtype::f32);
+    for (float& x : h.span<float>()) x = v;
+    return a.adopt(std::move(h));
+  };
+  const tensor ones = filled(1.f), twos = filled(2.f);
+  for (int round = 0; round < 5; ++round) {
+    tensor host = a.to_host(ones);  // page-locked, from the pool
+    const tensor here = b.adopt(std::move(host));  // its block goes back to the pool now
+    const tensor other = a.to_host(twos);          // and is written again at once
+    const tensor back = b.to_host(here);
+    std::int64_t wrong = 0;
+    for (float v : back.span<float>()) wrong += v != 1.f;
+    CHECK(wrong == 0);
+  }
+}
