@@ -5,6 +5,7 @@
 
 #include "partition/auto_partition.hpp"
 #include "partition/cluster.hpp"
+#include "partition/plan_inputs.hpp"
 
 namespace pipeworks::cli {
 
@@ -49,15 +50,9 @@ void check_cluster_flag(const pipeline_flags& f) {
   auto c = load_cluster(f.cluster);
   if (!c) throw CLI::ValidationError("--cluster", c.message());
   if (status s = check_local_speeds(*c); !s) throw CLI::ValidationError("--cluster", s.message());
-  // It plans with the one profile it measures here; a device's own (a GPU's) is for `plan`.
-  for (const device_spec& d : c->devices)
-    if (!d.profile.empty())
-      throw CLI::ValidationError(
-          "--cluster", "device " + d.name + " names a profile of its own (" + d.profile +
-                           "): --auto-partition plans with the one profile it measures on this "
-                           "CPU; plan with `pipeworks plan --profile P --cluster " + f.cluster +
-                           "` (either planner) and run that split with --split and --plan");
-
+  // The profiles the devices name (a GPU's, measured there) must be there before the run profiles.
+  if (auto own = load_device_profiles(*c, f.cluster); !own)
+    throw CLI::ValidationError("--cluster", own.message());
 }
 
 }  // namespace pipeworks::cli

@@ -15,6 +15,7 @@
 #include "cli/options.hpp"
 #include "cli/progress_line.hpp"
 #include "partition/pipedream_planner.hpp"
+#include "partition/plan_inputs.hpp"
 #include "partition/plan_progress.hpp"
 #include "partition/two_bw_planner.hpp"
 
@@ -137,15 +138,9 @@ int run_plan(const plan_options& o) {
   pipedream_options po;
   po.max_devices = o.devices;
   // Devices that name a profile measured on them (a GPU's): read beside the cluster file.
-  for (const device_spec& d : c->devices) {
-    if (d.profile.empty() || po.device_profiles.contains(d.profile)) continue;
-    std::filesystem::path path(d.profile);
-    if (path.is_relative()) path = std::filesystem::path(o.cluster).parent_path() / path;
-    auto dp = load_profile(path.string());
-    if (!dp)
-      throw CLI::ValidationError("--cluster", "device " + d.name + "'s profile: " + dp.message());
-    po.device_profiles.emplace(d.profile, std::move(*dp));
-  }
+  auto own = load_device_profiles(*c, o.cluster);
+  if (!own) throw CLI::ValidationError("--cluster", own.message());
+  po.device_profiles = std::move(*own);
   if (o.planner == "2bw") return print_two_bw(o, *prof, *c, std::move(po.device_profiles));
   // A list of devices is planned with each device's own speed, memory and profile.
   auto plan = plan_pipedream(*prof, *c, po);

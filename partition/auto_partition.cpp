@@ -46,6 +46,7 @@ status fill_ranks(auto_partition& out, const cluster& c) {
   out.rank_device.assign(static_cast<std::size_t>(out.p * out.w), 0);
   out.device_speed.assign(out.rank_device.size(), 1.0);
   out.device_names.assign(out.rank_device.size(), "");
+  out.run_devices.assign(out.rank_device.size(), "cpu");
   for (int j = 0; j < out.w; ++j)
     for (int s = 0; s < out.p; ++s) {
       const int d = out.stages[static_cast<std::size_t>(s)].devices[static_cast<std::size_t>(j)];
@@ -53,14 +54,16 @@ status fill_ranks(auto_partition& out, const cluster& c) {
       out.rank_device[r] = d;
       out.device_speed[r] = c.speed(d);
       out.device_names[r] = device_label(c, d);
+      if (!c.devices.empty()) out.run_devices[r] = c.devices[static_cast<std::size_t>(d)].device;
     }
   return {};
 }
 
-// The throttled ranks must fit on this machine's cores.
+// The throttled ranks must fit on this machine's cores (a GPU rank's thread mostly waits).
 status check_cores(const auto_partition& out, int cores) {
   double need = 0;
-  for (double s : out.device_speed) need += s;
+  for (std::size_t r = 0; r < out.device_speed.size(); ++r)
+    if (out.run_devices.at(r) == "cpu") need += out.device_speed[r];
   if (cores > 0 && need > cores + 1e-9)
     return make_error("the plan uses " + std::to_string(out.device_speed.size()) +
                       " devices whose speeds add up to " + num(need) + " cores, but this "
@@ -78,9 +81,11 @@ status check_cores(const auto_partition& out, int cores) {
 // devices with fewer replicas (more stages) that would divide m is not seen; the planner would
 // need an option for the replica counts it may choose.
 result<pipeline_plan> plan_pipedream_dividing(const model_profile& profile, const cluster& c,
-                                              int microbatches) {
+                                              int microbatches,
+                                              const std::map<std::string, model_profile>& own) {
   pipedream_options po;
   po.same_replicas = true;
+  po.device_profiles = own;
   int first_w = 0;  // the replicas of the plan on every device, when it did not divide
   for (int devices = c.device_count(); devices >= 1; --devices) {
     po.max_devices = devices;
@@ -103,12 +108,28 @@ result<pipeline_plan> plan_pipedream_dividing(const model_profile& profile, cons
 }  // namespace
 
 status check_local_speeds(const cluster& c) {
-  for (int d = 0; d < c.device_count(); ++d)
-    if (c.speed(d) > 1.0)
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    const device_spec& s = c.devices[d];
+    if (s.device == "cpu") continue;
+    const std::string name = device_label(c, static_cast<int>(d));
+    if (s.speed != 1.0)
+      return make_error("the cluster's " + name + " runs on " + s.device + " at its own pace, so " +
+                        "its speed must be 1, not " + num(s.speed) + ": how fast it is comes " +
+                        "from the profile measured there");
+    if (s.profile.empty())
+      return make_error("the cluster's " + name + " runs on " + s.device + " but names no " +
+                        "profile: measure one there (pipeworks profile --device " + s.device +
+                        " --microbatch B --out gpu-profile.json, B the run's microbatch) and " +
+                        "give it as \"profile\"");
+  }
+  for (int d = 0; d < c.device_count(); ++d) {
+    const bool gpu = !c.devices.empty() && c.devices[static_cast<std::size_t>(d)].device != "cpu";
+    if (!gpu && c.speed(d) > 1.0)
       return make_error("the cluster's " + device_label(c, d) + " has speed " + num(c.speed(d)) +
                         ", but a local run throttles CPU cores: speeds are relative to one core "
                         "of this machine and must be at most 1 (divide every speed by " +
                         num(c.speed(d)) + ", or plan such clusters with `pipeworks plan`)");
+  }
   return {};
 }
 
@@ -138,6 +159,14 @@ result<model_profile> profile_on_one_core(const model<float>& net, const minibat
 
 cost_model profile_costs(const model_profile& profile, const std::vector<int>& boundaries,
                          const std::vector<double>& stage_speed, double scale) {
+  const std::vector<const model_profile*> same(boundaries.empty() ? 0 : boundaries.size() - 1,
+                                               &profile);
+  return profile_costs(same, boundaries, stage_speed, scale);
+}
+
+cost_model profile_costs(const std::vector<const model_profile*>& stage_profile,
+                         const std::vector<int>& boundaries,
+                         const std::vector<double>& stage_speed, double scale) {
   cost_model cm;
   cm.stages.clear();
   cm.devices.clear();
@@ -145,6 +174,7 @@ cost_model profile_costs(const model_profile& profile, const std::vector<int>& b
     stage_cost sc;
     double fwd = 0, bwd = 0;
     std::int64_t saved = 0, params = 0;
+    const model_profile& profile = *stage_profile.at(s);
     for (int l = boundaries[s]; l < boundaries[s + 1]; ++l) {
       const layer_profile& lp = profile.layers.at(static_cast<std::size_t>(l));
       fwd += lp.fwd_ms;
@@ -185,7 +215,7 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
   out.schedule = rq.schedule;
   double scale = 1.0;  // the run's microbatch over the profile's
   if (rq.planner == planner_kind::pipedream) {
-    auto plan = plan_pipedream_dividing(profile, c, rq.microbatches);
+    auto plan = plan_pipedream_dividing(profile, c, rq.microbatches, rq.device_profiles);
     if (!plan) return make_error("PipeDream's planner: " + plan.message());
     out.stages = plan->stages;
     out.planner_step_ms = plan->predicted_step_ms;
@@ -196,7 +226,9 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
     out.batch = rq.batch;
     scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
   } else {
-    auto plan = plan_two_bw(profile, c);
+    two_bw_options to;
+    to.device_profiles = rq.device_profiles;
+    auto plan = plan_two_bw(profile, c, to);
     if (!plan) return make_error("2BW's planner: " + plan.message());
     out.stages = plan->stages;
     out.planner_step_ms = plan->step_ms;
@@ -213,9 +245,29 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
                         "or use --planner pipedream, which keeps --batch");
     scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
   }
-  auto sim = simulate_step_ms(
-      out.schedule, out.p, out.m, out.w,
-      profile_costs(profile, out.boundaries, slowest_replica_speeds(out.device_speed, out.p), scale));
+  // Each stage at its slowest replica, each replica by its device's own profile when it names one.
+  std::vector<const model_profile*> stage_profile(static_cast<std::size_t>(out.p), &profile);
+  std::vector<double> stage_speed = slowest_replica_speeds(out.device_speed, out.p);
+  if (!rq.device_profiles.empty())
+    for (int s = 0; s < out.p; ++s) {
+      double slowest = -1;
+      for (int j = 0; j < out.w; ++j) {
+        const auto r = static_cast<std::size_t>(j * out.p + s);
+        const device_spec& d = c.devices.at(static_cast<std::size_t>(out.rank_device[r]));
+        const model_profile& own = d.profile.empty() ? profile : rq.device_profiles.at(d.profile);
+        double ms = 0;
+        for (int l = out.boundaries[s]; l < out.boundaries[s + 1]; ++l)
+          ms += own.layers.at(static_cast<std::size_t>(l)).fwd_ms +
+                own.layers.at(static_cast<std::size_t>(l)).bwd_ms;
+        if (ms / out.device_speed[r] > slowest) {
+          slowest = ms / out.device_speed[r];
+          stage_profile[static_cast<std::size_t>(s)] = &own;
+          stage_speed[static_cast<std::size_t>(s)] = out.device_speed[r];
+        }
+      }
+    }
+  auto sim = simulate_step_ms(out.schedule, out.p, out.m, out.w,
+                              profile_costs(stage_profile, out.boundaries, stage_speed, scale));
   if (!sim) {
     std::string what = "the planned run (" + std::string(schedule_name(out.schedule)) + ", p=" +
                        std::to_string(out.p) + ", m=" + std::to_string(out.m) + ", w=" +

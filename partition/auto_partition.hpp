@@ -5,6 +5,7 @@
 // decide which actors to spawn), so train_pipeline's caller plans here, prints the plan, and the
 // partition actor realises it (boundaries, weights, one throttled stage actor per rank).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct auto_partition_request {
   int microbatches = 1;
   bool keep_batch = false;
   int cores = 0;  // this machine's cores: the used devices' speeds must sum to at most this; 0: any
+  // Profiles measured on other kinds of device (a GPU's), by the name a device's "profile"
+  // gives: both planners time and size such a device by its own (load_device_profiles).
+  std::map<std::string, model_profile> device_profiles;
 };
 
 struct auto_partition {
@@ -43,6 +47,7 @@ struct auto_partition {
   std::vector<int> rank_device;       // per rank (replica · p + stage): the cluster's device
   std::vector<double> device_speed;   // per rank: cluster.speed of its device
   std::vector<std::string> device_names;  // per rank
+  std::vector<std::string> run_devices;   // per rank: where it runs (its device's "device")
   double planner_step_ms = 0;         // the planner's own prediction (its assumptions)
   double simulated_step_ms = 0;       // the run's schedule simulated on the profile's costs
 };
@@ -57,8 +62,9 @@ struct auto_partition {
 result<auto_partition> plan_auto_partition(const model_profile& profile, const cluster& c,
                                            const auto_partition_request& request);
 
-// A local run throttles CPU cores, so no device may be faster than one (speed <= 1); the error
-// names the device and what to do.
+// A local run throttles CPU cores, so no CPU device may be faster than one (speed <= 1); a GPU
+// device ("device": "cuda..") runs at its own pace, so its speed is 1 and its profile its own.
+// The error names the device and what to do.
 status check_local_speeds(const cluster& c);
 
 // PipeDream's microbatches per step when none are given: 2 per device (so most replica counts
@@ -79,6 +85,10 @@ result<model_profile> profile_on_one_core(const model<float>& net, const minibat
 // (in-process messages pass by reference), and device s at speed stage_speed[s].
 cost_model profile_costs(const model_profile& profile, const std::vector<int>& boundaries,
                          const std::vector<double>& stage_speed, double scale = 1.0);
+// The same with each stage's own profile (its slowest replica's, by that device's profile).
+cost_model profile_costs(const std::vector<const model_profile*>& stage_profile,
+                         const std::vector<int>& boundaries,
+                         const std::vector<double>& stage_speed, double scale);
 
 // One step (p stages, m microbatches per replica, w replicas) of `kind` simulated on `costs`, in ms.
 result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, const cost_model& costs);

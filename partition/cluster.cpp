@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/device/device.hpp"
 #include "partition/cpu_count.hpp"
 #include "base/json_read.hpp"
 
@@ -181,7 +182,7 @@ result<cluster> parse_cluster(const std::string& json_text) {
     }
     for (std::size_t i = 0; i < ds.size(); ++i) {
       const json_where at{prefix, "devices[" + std::to_string(i) + "]"};
-      PW_TRY(only_keys(ds[i], at, {"name", "speed", "memory_bytes", "profile"}));
+      PW_TRY(only_keys(ds[i], at, {"name", "speed", "memory_bytes", "profile", "device"}));
       device_spec d;
       PW_TRY(read_string(ds[i], at, "name", d.name));
       PW_TRY(read_number(ds[i], at, "speed",
@@ -196,6 +197,11 @@ result<cluster> parse_cluster(const std::string& json_text) {
         if (d.profile.empty())
           return make_error(prefix + at.path + ".profile: give the path of a profile.json measured "
                             "on that device, or leave the key out");
+      }
+      if (ds[i].contains("device")) {
+        PW_TRY(read_string(ds[i], at, "device", d.device));
+        if (auto where = parse_device(d.device); !where)
+          return make_error(prefix + at.path + ".device: " + where.message());
       }
       c.devices.push_back(std::move(d));
     }
@@ -282,6 +288,7 @@ std::string to_json(const cluster& c) {
     for (const device_spec& d : c.devices) {
       ds.push_back({{"name", d.name}, {"speed", d.speed}, {"memory_bytes", d.memory_bytes}});
       if (!d.profile.empty()) ds.back()["profile"] = d.profile;
+      if (d.device != "cpu") ds.back()["device"] = d.device;
     }
     j["devices"] = std::move(ds);
   }

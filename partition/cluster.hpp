@@ -29,6 +29,9 @@ struct device_spec {
   double speed = 1.0;               // profile times are divided by this
   std::int64_t memory_bytes = 0;    // 0: unlimited
   std::string profile;              // a profile measured on this kind of device; "": the plan's
+  // Where `train --auto-partition` runs the ranks planned on it: "cpu" (a throttled core),
+  // "cuda" or "cuda:N" (that GPU, at its own pace: speed 1 and a profile measured there).
+  std::string device = "cpu";
 };
 
 struct cluster {
@@ -51,7 +54,8 @@ std::string device_label(const cluster& c, int d);
 
 // {"device_memory_bytes": .., "levels": [{"name": .., "count": .., "bandwidth_bytes_per_s": ..,
 //  "latency_s": ..}, ...]} or {"devices": [{"name": .., "speed": .., "memory_bytes": ..,
-//  "profile": .. (optional: a profile.json measured on that kind of device)}, ...],
+//  "profile": .. (optional: a profile.json measured on that kind of device), "device": ..
+//  (optional: cpu, cuda or cuda:N, where train --auto-partition runs it; cpu by default)}, ...],
 //  "levels": [...optional, one level...]}. Errors name the field.
 result<cluster> parse_cluster(const std::string& json_text);
 // A preset name ("dgx-h100x4": 4 servers of 8 H100 80 GB, NVLink 450 GB/s inside a server,

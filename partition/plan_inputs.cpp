@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <utility>
 #include <string>
 
@@ -74,6 +75,21 @@ status check_same_model(const model_profile& base, const model_profile& p, const
   }
   if (status s = check_profile_totals(p); !s) return make_error(what + ": " + s.message());
   return {};
+}
+
+result<std::map<std::string, model_profile>> load_device_profiles(const cluster& c,
+                                                                  const std::string& cluster_file) {
+  std::map<std::string, model_profile> out;
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    const device_spec& s = c.devices[d];
+    if (s.profile.empty() || out.contains(s.profile)) continue;
+    std::filesystem::path path(s.profile);
+    if (path.is_relative()) path = std::filesystem::path(cluster_file).parent_path() / path;
+    auto p = load_profile(path.string());
+    if (!p) return make_error(device_label(c, static_cast<int>(d)) + "'s profile: " + p.message());
+    out.emplace(s.profile, std::move(*p));
+  }
+  return out;
 }
 
 status check_device_profiles(const model_profile& profile, const cluster& c,

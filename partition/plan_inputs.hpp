@@ -25,4 +25,9 @@ status check_same_model(const model_profile& base, const model_profile& p, const
 status check_device_profiles(const model_profile& profile, const cluster& c,
                              const std::map<std::string, model_profile>& device_profiles);
 
+// The profiles c's devices name, read relative to the folder of `cluster_file` (the file c was
+// loaded from) unless absolute, keyed by the name the device gives; an error names the device.
+result<std::map<std::string, model_profile>> load_device_profiles(const cluster& c,
+                                                                  const std::string& cluster_file);
+
 }  // namespace pipeworks

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "partition/auto_partition.hpp"
+#include "partition/plan_inputs.hpp"
 #include "partition/cluster.hpp"
 #include "partition/cpu_count.hpp"
 #include "partition/even_split.hpp"
@@ -46,6 +47,9 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
   auto c = load_cluster(ap.cluster);
   if (!c) return c.err();
   if (status s = check_local_speeds(*c); !s) return make_error(s.message());
+  // A GPU's (or any other kind of device's) own profile, measured there beforehand.
+  auto own = load_device_profiles(*c, ap.cluster);
+  if (!own) return own.err();
   int microbatches = plan.train.microbatches;
   if (ap.planner == planner_kind::pipedream && !ap.keep_microbatches)
     microbatches = default_microbatches(plan.data.batch, c->device_count());
@@ -60,6 +64,7 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
   rq.microbatches = microbatches;
   rq.keep_batch = ap.keep_batch;
   rq.cores = usable_cores();
+  rq.device_profiles = std::move(*own);
   auto a = plan_auto_partition(*prof, *c, rq);
   if (!a) return a.err();
   resolved_plan out;
@@ -73,7 +78,8 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
   plan.split.assign(a->boundaries.begin(), a->boundaries.end() - 1);
   plan.ranks.clear();
   for (std::size_t r = 0; r < a->device_speed.size(); ++r)
-    plan.ranks.push_back(rank_placement{"cpu", a->device_speed[r], a->device_names[r], 0});
+    plan.ranks.push_back(
+        rank_placement{a->run_devices[r], a->device_speed[r], a->device_names[r], 0});
   plan.threads_per_stage = 1;  // a device of speed 1 is the one core it was profiled on
   plan.auto_partition.reset();
   if (auto i = first_issue(plan, net.size()))

@@ -1,6 +1,6 @@
-// Tests for the start-up plan (actors/auto_partition.hpp): ranks mapped to the plan's devices and
-// speeds, microbatches the replicas share, the refusals (speed > 1, too many cores, a 2BW batch,
-// too few microbatches for 2bw), the defaults and the text.
+// Tests for the start-up plan (partition/auto_partition.hpp): ranks mapped to the plan's devices,
+// speeds and run devices (a GPU by its own profile), microbatches the replicas share, the refusals
+// (speed > 1, too many cores, a 2BW batch, too few microbatches for 2bw), the defaults and the text.
 #include "partition/auto_partition.hpp"
 
 #include <catch2/catch.hpp>
@@ -219,4 +219,66 @@ TEST_CASE("the printed plan names the layers and devices and speeds and the run"
                                    " microbatches of 4 per replica (batch 16)"));
   CHECK_THAT(text, Catch::Contains("split 0"));
   CHECK_THAT(text, Catch::Contains("predicted step:"));
+}
+
+// A CPU core and a GPU (its own profile, ten times faster) planned at start-up: the GPU takes the
+// heavy layers, its rank runs on cuda:0 at its own pace, the cores count only the CPU's rank.
+TEST_CASE("auto partition places ranks on a GPU timed by its own profile", "[actors]") {
+  model_profile cpu = uniform_profile(6);
+  cpu.layers[0].fwd_ms = 0.05;  // a cheap first layer (an embedding), the same on both
+  cpu.layers[0].bwd_ms = 0.1;
+  model_profile gpu = cpu;
+  for (std::size_t l = 1; l < gpu.layers.size(); ++l) {
+    gpu.layers[l].fwd_ms /= 10;
+    gpu.layers[l].bwd_ms /= 10;
+  }
+  auto c = parse_cluster(R"({"devices": [{"name": "core", "speed": 1},
+    {"name": "h100", "speed": 1, "profile": "gpu.json", "device": "cuda:0"}]})");
+  REQUIRE(c.ok());
+  for (planner_kind planner : {planner_kind::pipedream, planner_kind::two_bw}) {
+    CAPTURE(static_cast<int>(planner));
+    auto_partition_request rq;
+    rq.planner = planner;
+    rq.schedule = planner == planner_kind::two_bw ? schedule_kind::two_bw : schedule_kind::one_f_one_b;
+    rq.batch = 16;
+    rq.microbatches = 4;
+    rq.cores = 1;  // the GPU's rank needs no core of its own
+    rq.device_profiles.emplace("gpu.json", gpu);
+    auto a = plan_auto_partition(cpu, *c, rq);
+    REQUIRE(a.ok());
+    std::vector<int> on_gpu;
+    for (std::size_t r = 0; r < a->rank_device.size(); ++r) {
+      CHECK(a->run_devices[r] == (a->rank_device[r] == 1 ? "cuda:0" : "cpu"));
+      if (a->rank_device[r] == 1) on_gpu.push_back(static_cast<int>(r % a->p));
+    }
+    REQUIRE(on_gpu.size() == 1);
+    // The GPU's stage holds every heavy layer the CPU would be slower at.
+    const planned_stage& st = a->stages[static_cast<std::size_t>(on_gpu[0])];
+    CHECK(st.last_layer == 5);
+    CHECK(st.last_layer - st.first_layer + 1 >= 5);
+    CHECK(a->simulated_step_ms > 0);
+  }
+  // Without the profile it names, the planner refuses the device by name.
+  auto_partition_request rq;
+  rq.batch = 16;
+  rq.microbatches = 4;
+  auto none = plan_auto_partition(cpu, *c, rq);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.message().find("h100 names the profile gpu.json") != std::string::npos);
+}
+
+TEST_CASE("auto partition refuses a GPU device without its own profile or at another speed", "[actors]") {
+  auto slow = parse_cluster(R"({"devices": [{"name": "h100", "speed": 0.5, "profile": "g.json",
+    "device": "cuda"}]})");
+  REQUIRE(slow.ok());
+  const status s = check_local_speeds(*slow);
+  REQUIRE(!s);
+  CHECK(s.message().find("h100 runs on cuda at its own pace, so its speed must be 1") !=
+        std::string::npos);
+  auto bare = parse_cluster(R"({"devices": [{"name": "h100", "speed": 1, "device": "cuda:0"}]})");
+  REQUIRE(bare.ok());
+  const status t = check_local_speeds(*bare);
+  REQUIRE(!t);
+  CHECK(t.message().find("names no profile") != std::string::npos);
+  CHECK(t.message().find("pipeworks profile --device cuda:0") != std::string::npos);
 }

@@ -129,6 +129,22 @@ TEST_CASE("cluster: a device may name a profile measured on it", "[partition]") 
   CHECK(empty.message().find("profile") != std::string::npos);
 }
 
+TEST_CASE("cluster: a device may say where a local run places it", "[partition]") {
+  auto c = parse_cluster(R"({"devices": [{"name": "cpu", "speed": 1, "memory_bytes": 0},
+    {"name": "h100", "speed": 1, "memory_bytes": 0, "profile": "gpu.json", "device": "cuda:0"}]})");
+  REQUIRE(c.ok());
+  CHECK(c->devices[0].device == "cpu");
+  CHECK(c->devices[1].device == "cuda:0");
+  auto again = parse_cluster(to_json(*c));
+  REQUIRE(again.ok());
+  CHECK(again->devices[1].device == "cuda:0");
+  CHECK(again->devices[0].device == "cpu");
+  auto bad = parse_cluster(R"({"devices": [{"name": "x", "speed": 1, "device": "tpu:1"}]})");
+  REQUIRE(!bad.ok());
+  CHECK(bad.message().find("devices[0].device") != std::string::npos);
+  CHECK(bad.message().find("cpu, cuda, cuda:N") != std::string::npos);
+}
+
 TEST_CASE("cluster: errors name the field", "[partition]") {
   using Catch::Matchers::Contains;
   CHECK_THAT(error_of("{}"), Contains("give \"levels\"") && Contains("or \"devices\""));
