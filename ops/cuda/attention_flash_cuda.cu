@@ -14,6 +14,7 @@
 #include "ops/cuda/attention_flash_cuda.hpp"
 #include "ops/cuda/attention_mma_cuda.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/tile_launch.cuh"
 #include "ops/cuda/warp_reduce.cuh"
 
 namespace pipeworks::cuda {
@@ -354,15 +355,10 @@ std::size_t smem_optin() {
   return static_cast<std::size_t>(bytes);
 }
 
-// Launches kernel K (of head size D) over (tiles, B * NH) blocks with its shared memory.
+// Kernel k over (tiles, heads) blocks of THREADS with `words` floats of shared memory.
 template <class Kernel, class... Args>
-void launch(Kernel k, std::size_t floats, int tiles, int heads, void* stream, Args... args) {
-  const std::size_t bytes = floats * sizeof(float);
-  PW_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(bytes)));
-  k<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(heads)), THREADS, bytes,
-      static_cast<cudaStream_t>(stream)>>>(args...);
-  PW_CUDA(cudaGetLastError());
+void launch(Kernel k, std::size_t words, int tiles, int heads, void* stream, Args... args) {
+  launch_tiles(k, words, tiles, heads, THREADS, stream, args...);
 }
 
 template <int D>

@@ -13,6 +13,7 @@
 
 #include "ops/cuda/attention_mma_cuda.hpp"
 #include "ops/cuda/cuda_check.hpp"
+#include "ops/cuda/tile_launch.cuh"
 
 namespace pipeworks::cuda {
 namespace {
@@ -324,14 +325,10 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
+// Kernel k over (tiles, heads) blocks of THREADS with `words` floats of shared memory.
 template <class Kernel, class... Args>
 void launch(Kernel k, std::size_t words, int tiles, int heads, void* stream, Args... args) {
-  const std::size_t bytes = words * sizeof(std::uint32_t);
-  PW_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(bytes)));
-  k<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(heads)), THREADS, bytes,
-      static_cast<cudaStream_t>(stream)>>>(args...);
-  PW_CUDA(cudaGetLastError());
+  launch_tiles(k, words, tiles, heads, THREADS, stream, args...);
 }
 
 template <int D>
