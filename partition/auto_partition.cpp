@@ -5,9 +5,11 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <utility>
 
+#include "ops/device/device.hpp"
 #include "partition/profiler.hpp"
 #include "partition/two_bw_planner.hpp"
 #include "runtime/lower.hpp"
@@ -62,11 +64,15 @@ status fill_ranks(auto_partition& out, const cluster& c) {
 // The throttled ranks must fit on this machine's cores (a GPU rank's thread mostly waits).
 status check_cores(const auto_partition& out, int cores) {
   double need = 0;
+  std::size_t on_cpu = 0;
   for (std::size_t r = 0; r < out.device_speed.size(); ++r)
-    if (out.run_devices.at(r) == "cpu") need += out.device_speed[r];
+    if (out.run_devices.at(r) == "cpu") {
+      need += out.device_speed[r];
+      ++on_cpu;
+    }
   if (cores > 0 && need > cores + 1e-9)
-    return make_error("the plan uses " + std::to_string(out.device_speed.size()) +
-                      " devices whose speeds add up to " + num(need) + " cores, but this "
+    return make_error("the plan uses " + std::to_string(on_cpu) +
+                      " CPU devices whose speeds add up to " + num(need) + " cores, but this "
                       "machine has " + std::to_string(cores) + "; use a cluster with fewer or "
                       "slower devices (speeds are fractions of one core), e.g. --cluster local-cpu");
   return {};
@@ -108,10 +114,24 @@ result<pipeline_plan> plan_pipedream_dividing(const model_profile& profile, cons
 }  // namespace
 
 status check_local_speeds(const cluster& c) {
+  std::map<int, std::string> gpus;  // GPU number -> the device that runs on it
   for (std::size_t d = 0; d < c.devices.size(); ++d) {
     const device_spec& s = c.devices[d];
-    if (s.device == "cpu") continue;
     const std::string name = device_label(c, static_cast<int>(d));
+    if (s.device == "cpu") {
+      if (!s.profile.empty())
+        return make_error("the cluster's " + name + " names a profile of its own (" + s.profile +
+                          ") but runs on a core of this machine, throttled by its speed: give the "
+                          "\"device\" it was measured on (cuda:N), or plan with `pipeworks plan`");
+      continue;
+    }
+    const auto where = parse_device(s.device);  // checked when the cluster was read
+    if (where) {
+      auto [it, fresh] = gpus.try_emplace(where->index, name);
+      if (!fresh)
+        return make_error("the cluster's " + it->second + " and " + name + " both run on " +
+                          where->to_string() + ": one GPU is one device of the plan");
+    }
     if (s.speed != 1.0)
       return make_error("the cluster's " + name + " runs on " + s.device + " at its own pace, so " +
                         "its speed must be 1, not " + num(s.speed) + ": how fast it is comes " +
@@ -119,8 +139,9 @@ status check_local_speeds(const cluster& c) {
     if (s.profile.empty())
       return make_error("the cluster's " + name + " runs on " + s.device + " but names no " +
                         "profile: measure one there (pipeworks profile --device " + s.device +
-                        " --microbatch B --out gpu-profile.json, B the run's microbatch) and " +
-                        "give it as \"profile\"");
+                        " --microbatch B --out gpu-profile.json, B the run's microbatch: batch / "
+                        "microbatches, which the plan's first line names) and give it as "
+                        "\"profile\"");
   }
   for (int d = 0; d < c.device_count(); ++d) {
     const bool gpu = !c.devices.empty() && c.devices[static_cast<std::size_t>(d)].device != "cpu";
@@ -248,7 +269,7 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
   // Each stage at its slowest replica, each replica by its device's own profile when it names one.
   std::vector<const model_profile*> stage_profile(static_cast<std::size_t>(out.p), &profile);
   std::vector<double> stage_speed = slowest_replica_speeds(out.device_speed, out.p);
-  if (!rq.device_profiles.empty())
+  if (!rq.device_profiles.empty() && !c.devices.empty())
     for (int s = 0; s < out.p; ++s) {
       double slowest = -1;
       for (int j = 0; j < out.w; ++j) {

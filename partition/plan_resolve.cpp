@@ -4,10 +4,10 @@
 #include <type_traits>
 
 #include "partition/auto_partition.hpp"
-#include "partition/plan_inputs.hpp"
 #include "partition/cluster.hpp"
 #include "partition/cpu_count.hpp"
 #include "partition/even_split.hpp"
+#include "partition/plan_inputs.hpp"
 
 namespace pipeworks {
 namespace {

@@ -355,7 +355,7 @@ std::size_t smem_optin() {
   return static_cast<std::size_t>(bytes);
 }
 
-// Kernel k over (tiles, heads) blocks of THREADS with `words` floats of shared memory.
+// Kernel k over (tiles, heads) blocks of THREADS with `words` 4-byte words of shared memory.
 template <class Kernel, class... Args>
 void launch(Kernel k, std::size_t words, int tiles, int heads, void* stream, Args... args) {
   launch_tiles(k, words, tiles, heads, THREADS, stream, args...);

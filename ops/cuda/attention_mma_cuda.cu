@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-// Kernel k over (tiles, heads) blocks of THREADS with `words` floats of shared memory.
+// Kernel k over (tiles, heads) blocks of THREADS with `words` 4-byte words of shared memory.
 template <class Kernel, class... Args>
 void launch(Kernel k, std::size_t words, int tiles, int heads, void* stream, Args... args) {
   launch_tiles(k, words, tiles, heads, THREADS, stream, args...);

@@ -267,6 +267,69 @@ TEST_CASE("auto partition places ranks on a GPU timed by its own profile", "[act
   CHECK(none.message().find("h100 names the profile gpu.json") != std::string::npos);
 }
 
+// Two cores and two GPUs: whatever the planner picks, rank replica * p + stage runs where its
+// planned device says, and a stage whose replicas are all GPUs is simulated by the GPUs' profile.
+TEST_CASE("auto partition maps ranks of replicated CPU and GPU stages to their run devices", "[actors]") {
+  const model_profile cpu = uniform_profile(6);
+  model_profile gpu = cpu;
+  for (layer_profile& l : gpu.layers) {
+    l.fwd_ms /= 10;
+    l.bwd_ms /= 10;
+  }
+  auto c = parse_cluster(R"({"devices": [{"name": "core0", "speed": 1}, {"name": "core1", "speed": 1},
+    {"name": "gpu0", "speed": 1, "profile": "g.json", "device": "cuda:0"},
+    {"name": "gpu1", "speed": 1, "profile": "g.json", "device": "cuda:1"}]})");
+  REQUIRE(c.ok());
+  for (planner_kind planner : {planner_kind::pipedream, planner_kind::two_bw}) {
+    CAPTURE(static_cast<int>(planner));
+    auto_partition_request rq;
+    rq.planner = planner;
+    rq.schedule = planner == planner_kind::two_bw ? schedule_kind::two_bw : schedule_kind::one_f_one_b;
+    rq.batch = 32;
+    rq.microbatches = 8;
+    rq.cores = 2;
+    rq.device_profiles.emplace("g.json", gpu);
+    auto a = plan_auto_partition(cpu, *c, rq);
+    REQUIRE(a.ok());
+    INFO("p=" << a->p << " w=" << a->w);
+    bool all_gpu_stage = false;
+    for (int s = 0; s < a->p; ++s) {
+      bool all_gpu = true;
+      for (int j = 0; j < a->w; ++j) {
+        const auto r = static_cast<std::size_t>(j * a->p + s);
+        const int d = a->stages[static_cast<std::size_t>(s)].devices.at(static_cast<std::size_t>(j));
+        CHECK(a->rank_device[r] == d);
+        CHECK(a->run_devices[r] == c->devices[static_cast<std::size_t>(d)].device);
+        all_gpu = all_gpu && a->run_devices[r] != "cpu";
+      }
+      all_gpu_stage = all_gpu_stage || all_gpu;
+    }
+    // Every stage by the plan's (CPU) profile instead: never faster, slower when a stage is all GPUs.
+    const double scale = static_cast<double>(a->microbatch) / static_cast<double>(cpu.microbatch);
+    auto by_cpu = simulate_step_ms(
+        a->schedule, a->p, a->m, a->w,
+        profile_costs(cpu, a->boundaries, slowest_replica_speeds(a->device_speed, a->p), scale));
+    REQUIRE(by_cpu.ok());
+    CHECK(a->simulated_step_ms <= *by_cpu + 1e-9);
+    if (all_gpu_stage) CHECK(a->simulated_step_ms < *by_cpu);
+  }
+}
+
+TEST_CASE("auto partition refuses a CPU device with a profile of its own or one GPU named twice", "[actors]") {
+  auto own = parse_cluster(R"({"devices": [{"name": "other-cpu", "speed": 1, "profile": "p.json"}]})");
+  REQUIRE(own.ok());
+  const status s = check_local_speeds(*own);
+  REQUIRE(!s);
+  CHECK(s.message().find("other-cpu names a profile of its own (p.json) but runs on a core") !=
+        std::string::npos);
+  auto twice = parse_cluster(R"({"devices": [{"name": "a", "speed": 1, "profile": "g.json",
+    "device": "cuda"}, {"name": "b", "speed": 1, "profile": "g.json", "device": "cuda:0"}]})");
+  REQUIRE(twice.ok());
+  const status t = check_local_speeds(*twice);
+  REQUIRE(!t);
+  CHECK(t.message().find("a and b both run on cuda:0") != std::string::npos);
+}
+
 TEST_CASE("auto partition refuses a GPU device without its own profile or at another speed", "[actors]") {
   auto slow = parse_cluster(R"({"devices": [{"name": "h100", "speed": 0.5, "profile": "g.json",
     "device": "cuda"}]})");
