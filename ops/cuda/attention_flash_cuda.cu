@@ -355,17 +355,12 @@ std::size_t smem_optin() {
   return static_cast<std::size_t>(bytes);
 }
 
-// Kernel k over (tiles, heads) blocks of THREADS with `words` 4-byte words of shared memory.
-template <class Kernel, class... Args>
-void launch(Kernel k, std::size_t words, int tiles, int heads, void* stream, Args... args) {
-  launch_tiles(k, words, tiles, heads, THREADS, stream, args...);
-}
 
 template <int D>
 void forward(void* stream, float* out, float* lse, const float* qkv, int B, int Tn, int C, int NH) {
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
-  launch(flash_forward_kernel<D>, forward_floats(D), (Tn + TILE - 1) / TILE, B * NH, stream, out,
-         lse, qkv, Tn, C, NH, scale);
+  launch_tiles(flash_forward_kernel<D>, forward_floats(D), (Tn + TILE - 1) / TILE, B * NH, THREADS,
+               stream, out, lse, qkv, Tn, C, NH, scale);
 }
 
 template <int D>
@@ -373,10 +368,10 @@ void backward(void* stream, float* dqkv, const float* delta, const float* dout, 
               const float* lse, int B, int Tn, int C, int NH) {
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   const int tiles = (Tn + TILE - 1) / TILE;
-  launch(flash_backward_kv_kernel<D>, backward_floats(D), tiles, B * NH, stream, dqkv, dout, qkv,
-         lse, delta, Tn, C, NH, scale);
-  launch(flash_backward_q_kernel<D>, backward_floats(D), tiles, B * NH, stream, dqkv, dout, qkv,
-         lse, delta, Tn, C, NH, scale);
+  launch_tiles(flash_backward_kv_kernel<D>, backward_floats(D), tiles, B * NH, THREADS, stream,
+               dqkv, dout, qkv, lse, delta, Tn, C, NH, scale);
+  launch_tiles(flash_backward_q_kernel<D>, backward_floats(D), tiles, B * NH, THREADS, stream, dqkv,
+               dout, qkv, lse, delta, Tn, C, NH, scale);
 }
 
 }  // namespace

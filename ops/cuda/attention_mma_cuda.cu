@@ -325,17 +325,12 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-// Kernel k over (tiles, heads) blocks of THREADS with `words` 4-byte words of shared memory.
-template <class Kernel, class... Args>
-void launch(Kernel k, std::size_t words, int tiles, int heads, void* stream, Args... args) {
-  launch_tiles(k, words, tiles, heads, THREADS, stream, args...);
-}
 
 template <int D>
 void forward(void* stream, float* out, float* lse, const float* qkv, int B, int Tn, int C, int NH) {
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
-  launch(mma_forward_kernel<D>, 2 * TILE * (D + 4), (Tn + TILE - 1) / TILE, B * NH, stream, out,
-         lse, qkv, Tn, C, NH, scale);
+  launch_tiles(mma_forward_kernel<D>, 2 * TILE * (D + 4), (Tn + TILE - 1) / TILE, B * NH, THREADS,
+               stream, out, lse, qkv, Tn, C, NH, scale);
 }
 
 template <int D>
@@ -343,10 +338,10 @@ void backward(void* stream, float* dqkv, const float* delta, const float* dout, 
               const float* lse, int B, int Tn, int C, int NH) {
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   const int tiles = (Tn + TILE - 1) / TILE;
-  launch(mma_backward_kv_kernel<D>, 4 * TILE * (D + 4) + 2 * TILE, tiles, B * NH, stream, dqkv,
-         dout, qkv, lse, delta, Tn, C, NH, scale);
-  launch(mma_backward_q_kernel<D>, 2 * TILE * (D + 4), tiles, B * NH, stream, dqkv, dout, qkv,
-         lse, delta, Tn, C, NH, scale);
+  launch_tiles(mma_backward_kv_kernel<D>, 4 * TILE * (D + 4) + 2 * TILE, tiles, B * NH, THREADS,
+               stream, dqkv, dout, qkv, lse, delta, Tn, C, NH, scale);
+  launch_tiles(mma_backward_q_kernel<D>, 2 * TILE * (D + 4), tiles, B * NH, THREADS, stream, dqkv,
+               dout, qkv, lse, delta, Tn, C, NH, scale);
 }
 
 }  // namespace

@@ -27,6 +27,20 @@ cluster hetero() {
   return *c;
 }
 
+// A request for `planner` (its own schedule), a step of `batch` in `microbatches`, `cores` cores,
+// and the GPU profile `gpu` under the name the cluster gives it.
+auto_partition_request mixed_request(planner_kind planner, std::int64_t batch, int microbatches,
+                                     int cores, const char* name, const model_profile& gpu) {
+  auto_partition_request rq;
+  rq.planner = planner;
+  rq.schedule = planner == planner_kind::two_bw ? schedule_kind::two_bw : schedule_kind::one_f_one_b;
+  rq.batch = batch;
+  rq.microbatches = microbatches;
+  rq.cores = cores;
+  rq.device_profiles.emplace(name, gpu);
+  return rq;
+}
+
 }  // namespace
 
 TEST_CASE("auto partition maps every rank to its planned device and that device's speed", "[actors]") {
@@ -237,13 +251,8 @@ TEST_CASE("auto partition places ranks on a GPU timed by its own profile", "[act
   REQUIRE(c.ok());
   for (planner_kind planner : {planner_kind::pipedream, planner_kind::two_bw}) {
     CAPTURE(static_cast<int>(planner));
-    auto_partition_request rq;
-    rq.planner = planner;
-    rq.schedule = planner == planner_kind::two_bw ? schedule_kind::two_bw : schedule_kind::one_f_one_b;
-    rq.batch = 16;
-    rq.microbatches = 4;
-    rq.cores = 1;  // the GPU's rank needs no core of its own
-    rq.device_profiles.emplace("gpu.json", gpu);
+    // (one core: the GPU's rank needs no core of its own)
+    const auto_partition_request rq = mixed_request(planner, 16, 4, 1, "gpu.json", gpu);
     auto a = plan_auto_partition(cpu, *c, rq);
     REQUIRE(a.ok());
     std::vector<int> on_gpu;
@@ -282,13 +291,7 @@ TEST_CASE("auto partition maps ranks of replicated CPU and GPU stages to their r
   REQUIRE(c.ok());
   for (planner_kind planner : {planner_kind::pipedream, planner_kind::two_bw}) {
     CAPTURE(static_cast<int>(planner));
-    auto_partition_request rq;
-    rq.planner = planner;
-    rq.schedule = planner == planner_kind::two_bw ? schedule_kind::two_bw : schedule_kind::one_f_one_b;
-    rq.batch = 32;
-    rq.microbatches = 8;
-    rq.cores = 2;
-    rq.device_profiles.emplace("g.json", gpu);
+    const auto_partition_request rq = mixed_request(planner, 32, 8, 2, "g.json", gpu);
     auto a = plan_auto_partition(cpu, *c, rq);
     REQUIRE(a.ok());
     INFO("p=" << a->p << " w=" << a->w);
