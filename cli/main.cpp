@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     }
     if (!found) {
       std::cerr << "pipeworks: unknown command '" << argv[1] << "'; known commands: " << known
-                << ".\nRun 'pipeworks --help' for usage.\n";
+                << "; run 'pipeworks --help' for usage.\n";
       return cli::exit_usage;
     }
   }
@@ -71,8 +71,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "pipeworks: " << e.what() << "\n"
-              << "Run 'pipeworks --help' or 'pipeworks <command> --help' for usage.\n";
+    // One line, as every other error: what was wrong, then where the usage is.
+    const std::string cmd = argc > 1 && argv[1][0] != '-' ? std::string(argv[1]) : std::string();
+    std::cerr << "pipeworks" << (cmd.empty() ? "" : " " + cmd) << ": " << e.what()
+              << "; run 'pipeworks " << (cmd.empty() ? "" : cmd + " ") << "--help' for usage.\n";
     return cli::exit_usage;
   }
   for (auto& [sub, run] : runners) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, command one: set up, build, and run the main job: gpt-small on the fortunes text,
 # pipelined over 4 stages with PipeDream-2BW on the actor runtime, writing a trace.
-# About 3 minutes of training on 2 cores (450 steps of 8 windows of 128 bytes).
+# About 2.5 minutes of training on 2 cores (450 steps of 8 windows of 128 bytes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh

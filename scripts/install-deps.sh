@@ -31,4 +31,5 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 "${sudo_cmd[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# env inside sudo: sudo resets the environment, so a variable set before it would not reach apt-get.
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
