@@ -1,0 +1,30 @@
+// The run plan shown in the README is a plan the reader accepts: every field written and every
+// field required, so a field added to the format without the README fails here.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "runtime/run_plan.hpp"
+
+using namespace pipeworks;
+
+TEST_CASE("the README's sample run plan parses and checks", "[run_plan]") {
+  std::ifstream in(std::string(PIPEWORKS_SOURCE_DIR) + "/README.md");
+  REQUIRE(in);
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string readme = all.str();
+  const std::string start = "```json\n{\"format\": \"pipeworks-run-plan\"";
+  const std::size_t at = readme.find(start);
+  REQUIRE(at != std::string::npos);
+  const std::size_t from = at + std::string("```json\n").size();
+  const std::size_t end = readme.find("```", from);
+  REQUIRE(end != std::string::npos);
+  const result<run_plan> plan = parse_run_plan(readme.substr(from, end - from), "README.md");
+  if (!plan) FAIL(plan.message());
+  CHECK(plan->stages == 4);
+  CHECK(plan->data.batch == 8);
+  const status ok = check(*plan);
+  if (!ok) FAIL(ok.message());
+}
