@@ -15,6 +15,7 @@
 #include "cli/options.hpp"
 #include "ops/checkpoint/safetensors.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/run_checkpoints.hpp"
 
 namespace pipeworks::cli {
 namespace {
@@ -145,7 +146,7 @@ int run_inspect(const inspect_options& o) {
     if (!latest) throw pipeworks_error(latest.message());
     step = *latest;
   }
-  auto m = read_manifest(o.dir, step);
+  auto m = read_checked_manifest(o.dir, step);
   if (!m) throw pipeworks_error(m.message());
   const std::string step_path = step_dir(o.dir, step);
   std::vector<file_report> files;

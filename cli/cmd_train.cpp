@@ -29,6 +29,7 @@
 #include "ops/train/sources.hpp"
 #include "partition/plan_resolve.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/run_checkpoints.hpp"
 #include "runtime/exec/measured_costs.hpp"
 #include "runtime/simulate.hpp"
 #include "runtime/trace_chrome.hpp"
@@ -169,7 +170,7 @@ run_plan make_plan(train_options& o) {
   if (!f.resume.empty()) {
     auto step = latest_complete(f.resume);
     if (!step) throw pipeworks_error("--resume: " + step.message());
-    auto m = read_manifest(f.resume, *step);
+    auto m = read_checked_manifest(f.resume, *step);
     if (!m) throw pipeworks_error("--resume: " + m.message());
     const std::string dir = step_dir(f.resume, *step);
     if (status s = verify_files(*m, dir); !s) throw pipeworks_error("--resume: " + s.message());
@@ -228,7 +229,10 @@ int run_train(train_options& o) {
                 {{plan.data.path, "--data"},
                  {o.model, "--model"},
                  {f.plan, "--plan"},
-                 {f.cluster, "--cluster"}});
+                 {f.cluster, "--cluster"}},
+                {{f.resume, "--resume"},
+                 {f.init, "--init"},
+                 {plan.checkpoint.dir, "--checkpoint-dir"}});
 
   const loaded_data data = load_data(plan, o.eval_windows, f.given.count("--eval-windows") > 0);
   if (data.images && o.epochs > 0 && f.plan.empty() && f.resume.empty()) {

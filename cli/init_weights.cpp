@@ -7,6 +7,7 @@
 #include "ops/checkpoint/safetensors.hpp"
 #include "ops/model/param_io.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/run_checkpoints.hpp"
 
 namespace pipeworks::cli {
 
@@ -18,7 +19,7 @@ param_set load_init_weights(const std::string& path, const model<float>& net) {
   }
   auto step = latest_complete(path);
   if (!step) throw pipeworks_error("--init: " + step.message());
-  auto m = read_manifest(path, *step);
+  auto m = read_checked_manifest(path, *step);
   if (!m) throw pipeworks_error("--init: " + m.message());
   const std::string dir = step_dir(path, *step);
   if (status s = verify_files(*m, dir); !s) throw pipeworks_error("--init: " + s.message());

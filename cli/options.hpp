@@ -45,8 +45,11 @@ struct flag_path {
 
 // check_output_path for every output given (empty paths are skipped); then throws
 // CLI::ValidationError when two outputs name the same file (the later write would replace the
-// earlier) or an output names one of the inputs (it would destroy them), naming both flags.
-void check_outputs(const std::vector<flag_path>& outputs, const std::vector<flag_path>& inputs);
+// earlier), an output names one of the inputs (it would destroy them), or an output lies inside
+// one of the input directories (a checkpoint directory: it could replace a checkpoint's file),
+// naming both flags.
+void check_outputs(const std::vector<flag_path>& outputs, const std::vector<flag_path>& inputs,
+                   const std::vector<flag_path>& input_dirs = {});
 
 // --threads: CPU threads, 0 for all cores.
 void add_threads_option(CLI::App& sub, int& threads);

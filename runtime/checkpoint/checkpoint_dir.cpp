@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -156,8 +157,20 @@ result<std::vector<std::int64_t>> complete_steps(const std::string& dir) {
 result<std::int64_t> latest_complete(const std::string& dir) {
   auto dirs = step_dirs(dir);
   if (!dirs) return dirs.err();
-  for (auto it = dirs->rbegin(); it != dirs->rend(); ++it)
-    if (read_manifest(dir, it->step).ok()) return it->step;
+  for (auto it = dirs->rbegin(); it != dirs->rend(); ++it) {
+    auto m = read_manifest(dir, it->step);
+    if (m) return it->step;
+    // A manifest is written whole (temporary file, then rename): one that is there but does not
+    // read back was damaged or edited, which is never passed over in silence.
+    if (!exists_no_follow(manifest_path(dir, it->step))) continue;
+    std::string older;
+    for (auto o = std::next(it); o != dirs->rend() && older.empty(); ++o)
+      if (read_manifest(dir, o->step).ok()) older = std::to_string(o->step);
+    return make_error(m.message() + "; the newest checkpoint's manifest is damaged: restore it, or "
+                      "move " + step_dir(dir, it->step) + " out of " + dir +
+                      (older.empty() ? std::string(" (no older complete checkpoint is there)")
+                                     : " to use the checkpoint of step " + older));
+  }
   std::string message = dir + " holds no complete checkpoint (no step-*/manifest.json); ";
   if (dirs->empty())
     message += "give the directory a run wrote its checkpoints to, or start a new run";

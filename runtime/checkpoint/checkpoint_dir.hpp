@@ -19,7 +19,9 @@ inline constexpr const char* manifest_name = "manifest.json";
 // The steps of the complete checkpoints in dir, ascending: step directories whose manifest.json
 // exists, parses and records that step. A missing dir is an error naming it.
 result<std::vector<std::int64_t>> complete_steps(const std::string& dir);
-// The newest complete checkpoint's step; an error naming dir when it holds none.
+// The newest complete checkpoint's step; an error naming dir when it holds none, and an error
+// naming the manifest when the newest step directory's manifest.json is there but does not read
+// back (damaged or edited: never skipped in silence for an older checkpoint).
 result<std::int64_t> latest_complete(const std::string& dir);
 
 // Reads and parses step_dir(dir, step)/manifest.json; an error when it is absent, does not parse

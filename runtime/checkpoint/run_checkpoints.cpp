@@ -11,6 +11,21 @@
 
 namespace pipeworks {
 
+result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::int64_t step) {
+  auto m = read_manifest(dir, step);
+  if (!m) return m.err();
+  const std::string source = step_dir(dir, step) + "/" + manifest_name;
+  auto plan = parse_run_plan(m->plan.dump(), source + " (its plan)");
+  if (!plan) return plan.err();
+  const auto ranks = static_cast<std::size_t>(plan->rank_count());
+  if (m->files.size() != ranks)
+    return make_error(source + ": files lists " + std::to_string(m->files.size()) +
+                      " rank files but its plan has " + std::to_string(ranks) +
+                      " ranks; the manifest was damaged or edited: restore it, or move " +
+                      step_dir(dir, step) + " out of " + dir + " to use an older checkpoint");
+  return m;
+}
+
 result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   const checkpoint_spec& c = plan.checkpoint;
   const bool resuming = plan.data.position > 0;
@@ -22,7 +37,7 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   if (c.dir.empty())
     return make_error("data.position is " + std::to_string(plan.data.position) +
                       ", but checkpoint.dir names no directory to resume from");
-  auto m = read_manifest(c.dir, plan.data.position);
+  auto m = read_checked_manifest(c.dir, plan.data.position);
   if (!m) return m.err();
   resume_point r;
   if (m->metrics.is_object() && m->metrics.contains("samples") && m->metrics["samples"].is_number_integer())

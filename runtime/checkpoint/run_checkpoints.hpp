@@ -19,6 +19,10 @@ struct resume_point {
   std::int64_t samples = 0;  // samples seen in the steps before it
 };
 
+// read_manifest, then the plan it records parsed, and one file for each of that plan's ranks:
+// a manifest edited or damaged to list fewer or more files is an error naming it.
+result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::int64_t step);
+
 // Nothing when the run starts afresh (plan.data.position == 0).
 result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan);
 

@@ -12,6 +12,7 @@
 #include "ops/checkpoint/safetensors.hpp"
 #include "run_cli.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/run_plan.hpp"
 
 using namespace pipeworks;
 using namespace pipeworks::cli_test;
@@ -19,6 +20,21 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+
+// gpt-tiny, 1F1B over 2 stages, 4 microbatches, at data position `position`.
+run_plan two_rank_plan(std::int64_t position) {
+  run_plan p;
+  p.model = *parse_model_spec("gpt-tiny");
+  p.schedule = schedule_kind::one_f_one_b;
+  p.stages = 2;
+  p.train.steps = 100;
+  p.train.microbatches = 4;
+  p.data.source = data_source::text;
+  p.data.path = "/usr/share/games/fortunes";
+  p.data.batch = 8;
+  p.data.position = position;
+  return p;
+}
 
 // Two ranks: rank 0 holds the embedding with an older version and Adam's m and v, rank 1 the
 // head with its gradient and an in-flight activation.
@@ -37,8 +53,7 @@ void write_checkpoint(const std::string& dir, std::int64_t step) {
   checkpoint_manifest m;
   m.step = step;
   m.data_position = step + 1;
-  m.plan = {{"model", {{"type", "gpt"}, {"name", "gpt-tiny"}}},
-            {"schedule", {{"kind", "1f1b"}, {"stages", 2}, {"microbatches", 4}}}};
+  m.plan = json::parse(to_json_text(two_rank_plan(step + 1)));
   m.rng = json::object();
   m.metrics = {{"samples", 8 * step}};
   for (int r = 0; r < 2; ++r) {
@@ -68,7 +83,7 @@ TEST_CASE("checkpoint inspect reports the latest checkpoint and its tensors by g
   const std::string size1 = std::to_string(file_size(step_dir(ck, 10) + "/rank-1.safetensors"));
   const std::vector<std::string> want = {
       "checkpoint " + step_dir(ck, 10) + ": step 10, data position 11",
-      "plan: model gpt-tiny (gpt), schedule 1f1b, stages 2, microbatches 4",
+      "plan: model gpt-tiny (gpt), schedule 1f1b, stages 2, microbatches 4, replicas 1",
       "metrics: {\"samples\":80}",
       "rank 0: rank-0.safetensors, " + size0 + " bytes, sha256 OK",
       "  weights: 1 tensors, 32 bytes",
@@ -95,7 +110,7 @@ TEST_CASE("checkpoint inspect --step --json picks that step and prints one JSON 
   CHECK(j["step"] == 5);
   CHECK(j["data_position"] == 6);
   CHECK(j["verified"] == true);
-  CHECK(j["plan"] == "model gpt-tiny (gpt), schedule 1f1b, stages 2, microbatches 4");
+  CHECK(j["plan"] == "model gpt-tiny (gpt), schedule 1f1b, stages 2, microbatches 4, replicas 1");
   REQUIRE(j["files"].size() == 2);
   const json& f1 = j["files"][1];
   CHECK(f1["rank"] == 1);
@@ -151,6 +166,12 @@ TEST_CASE("checkpoint inspect exits 1 naming an unreadable manifest or an empty 
   CHECK(broken.exit_code == 1);
   CHECK(contains(broken.err, step_dir(ck, 10) + "/manifest.json: missing field \"version\""));
 
+  // The newest manifest damaged is named as such, never passed over for an older checkpoint.
+  const cli_result damaged = run_cli({"checkpoint", "inspect", ck});
+  CHECK(damaged.exit_code == 1);
+  CHECK(contains(damaged.err, "the newest checkpoint's manifest is damaged"));
+
+  fs::remove(step_dir(ck, 10) + "/manifest.json");
   const cli_result none = run_cli({"checkpoint", "inspect", ck});
   CHECK(none.exit_code == 1);
   CHECK(contains(none.err, ck + " holds no complete checkpoint"));
@@ -158,6 +179,26 @@ TEST_CASE("checkpoint inspect exits 1 naming an unreadable manifest or an empty 
   const cli_result absent = run_cli({"checkpoint", "inspect", dir / "nope"});
   CHECK(absent.exit_code == 1);
   CHECK(contains(absent.err, dir / "nope"));
+}
+
+TEST_CASE("a manifest that lists fewer files than its plan has ranks is named by inspect and resume",
+          "[cli]") {
+  scratch_dir dir;
+  const std::string ck = dir / "ck";
+  write_checkpoint(ck, 10);
+  auto m = read_manifest(ck, 10);
+  REQUIRE(m.ok());
+  m->files.pop_back();  // rank 1's entry gone: ranks 0..0 still read as a well-formed list
+  fs::remove(step_dir(ck, 10) + "/manifest.json");
+  REQUIRE(write_manifest(ck, *m).ok());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"checkpoint", "inspect", ck},
+        std::vector<std::string>{"train", "--resume", ck}}) {
+    const cli_result r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "files lists 1 rank files but its plan has 2 ranks"));
+  }
 }
 
 TEST_CASE("checkpoint with bad flags exits 2", "[cli]") {

@@ -131,3 +131,44 @@ TEST_CASE("writing an output leaves a file named like its temporary alone and le
   CHECK(pipeworks::test::names_in(dir.path()) ==
         std::vector<std::string>{"t.json", "t.json.tmp", "t.svg", "t.svg.tmp"});
 }
+
+TEST_CASE("an output inside the checkpoint directory a run reads or writes is refused", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::string ck = dir / "ck";
+  std::vector<std::string> two_steps = tiny_train(dir / "text.txt");
+  two_steps[6] = "2";  // --steps
+  const cli_result first =
+      run_cli(with(two_steps, {"--save-every", "1", "--checkpoint-dir", ck}));
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  const fs::path step = fs::path(ck) / "step-00000001";
+  const std::string rank1 = read_file(step / "rank-1.safetensors");
+  const std::string manifest = read_file(step / "manifest.json");
+  struct bad_case {
+    std::vector<std::string> args;
+    std::string flag, dir_flag;
+  };
+  const std::vector<bad_case> cases{
+      {{"train", "--resume", ck, "--save", step / "rank-1.safetensors"}, "--save", "--resume"},
+      {{"train", "--resume", ck, "--metrics", step / "manifest.json"}, "--metrics", "--resume"},
+      {{"train", "--resume", ck, "--trace", dir / "ck/t.json"}, "--trace", "--resume"},
+      {with(tiny_train(dir / "text.txt"), {"--init", ck, "--save", step / "rank-0.safetensors"}),
+       "--save", "--init"},
+      {with(tiny_train(dir / "text.txt"), {"--save-every", "1", "--checkpoint-dir", dir / "ck2",
+                                           "--save", dir / "ck2/w.safetensors"}),
+       "--save", "--checkpoint-dir"},
+  };
+  fs::create_directory(dir / "ck2");
+  for (const auto& c : cases) {
+    const cli_result r = run_cli(c.args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, c.flag));
+    CHECK(contains(r.err, "inside the " + c.dir_flag + " directory"));
+  }
+  CHECK(read_file(step / "rank-1.safetensors") == rank1);
+  CHECK(read_file(step / "manifest.json") == manifest);
+  CHECK_FALSE(fs::exists(dir / "ck/t.json"));
+  CHECK(fs::is_empty(dir / "ck2"));
+}

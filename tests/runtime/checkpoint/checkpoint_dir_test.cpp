@@ -89,6 +89,14 @@ TEST_CASE("complete_steps lists step directories with a readable manifest in ord
   auto steps = complete_steps(d.str());
   REQUIRE(steps.ok());
   CHECK(*steps == std::vector<std::int64_t>{10, 20, 30});
+  // A manifest is written whole, so one that does not read back was damaged: the newest one is
+  // named, with the older checkpoint to fall back on, never passed over in silence.
+  auto damaged = latest_complete(d.str());
+  REQUIRE_FALSE(damaged.ok());
+  CHECK_THAT(damaged.message(), Catch::Contains("step-00000050/manifest.json") &&
+                                    Catch::Contains("damaged") &&
+                                    Catch::Contains("checkpoint of step 30"));
+  fs::remove_all(step_dir(d.str(), 50));
   CHECK(latest_complete(d.str()).value() == 30);
 }
 
