@@ -133,6 +133,7 @@ class ucp_transport final : public ucx_transport {
   }
 
   const ucx_address& address() const override { return address_; }
+  bool on_progress_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
   void send(const ucx_address& peer, std::uint64_t tag, const void* data, std::size_t n,
             std::shared_ptr<const void> hold, done_fn done) override {
@@ -636,7 +637,13 @@ class ucp_transport final : public ucx_transport {
 bool ucx_transport::available() { return true; }
 
 result<std::shared_ptr<ucx_transport>> ucx_transport::open(ucx_reach reach) {
-  auto t = std::make_shared<ucp_transport>();
+  // The last owner may let go inside one of the transport's own callbacks, on its progress
+  // thread (a callback that held the last reference to what owns the transport): that thread
+  // cannot join itself, so another thread ends the transport once the callback has returned.
+  std::shared_ptr<ucp_transport> t(new ucp_transport(), [](ucp_transport* p) {
+    if (p->on_progress_thread()) std::thread([p] { delete p; }).detach();
+    else delete p;
+  });
   if (status s = t->start(reach); !s) return make_error(s.message());
   return std::shared_ptr<ucx_transport>(std::move(t));
 }

@@ -178,3 +178,33 @@ TEST_CASE("a prefetch holds no more than its budget and drops what nobody claims
   b->stop_prefetch(mask, value);
   CHECK(wait(waiting).find("cancelled") != std::string::npos);
 }
+
+TEST_CASE("a transport whose last owner lets go inside its own callback ends without joining itself", "[ucx]") {
+  auto a = open_or_skip();
+  if (!a) {
+    WARN("skipped: this build has no UCX");
+    return;
+  }
+  auto b = open_or_skip();
+  std::weak_ptr<ucx_transport> watch = a;
+  auto dropped = std::make_shared<std::atomic<bool>>(false);
+  auto called = std::make_shared<std::promise<void>>();
+  auto called_f = called->get_future();
+  auto bytes = pattern(64, 3);
+  // The callback holds the last reference once this thread has let go of its own: it is released
+  // on a's progress thread when the callback is done (before the fix: std::terminate, a thread
+  // joining itself).
+  a->send(b->address(), 0x0200000000000001ull, bytes->data(), bytes->size(), bytes,
+          [keep = a, dropped, called](const std::string&) {
+            while (!dropped->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            called->set_value();
+          });
+  a.reset();
+  dropped->store(true);
+  REQUIRE(called_f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!watch.expired() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(watch.expired());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the transport's end, elsewhere
+}
