@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "fixtures.hpp"
 #include "worker_cli.hpp"
@@ -242,6 +244,40 @@ TEST_CASE("a worker that cannot be reached is named with its address", "[cli][wo
   CHECK(r.exit_code == 1);
   CHECK(contains(r.err, "cannot reach worker 1 (" + nobody + ")"));
   CHECK(contains(r.err, "pipeworks worker --listen " + nobody));
+}
+
+TEST_CASE("a worker address whose connects are dropped is given up at the connect timeout", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  // A listener that never accepts, its backlog full: the kernel drops every further SYN, and a
+  // blocking connect() would retry for two minutes.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener, 0) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  std::vector<int> fill;
+  for (int i = 0; i < 4; ++i) {
+    fill.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+    ::connect(fill.back(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string full = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  background_cli run(gpt_args(text, "1f1b", 2, {"--workers", full, "--connect-timeout-ms", "2000"}));
+  const bool ended = run.wait_exit(std::chrono::seconds(60));  // not the kernel's two minutes
+  for (int fd : fill) ::close(fd);
+  ::close(listener);
+  REQUIRE(ended);
+  const cli_result r = run.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "cannot reach worker 1 (" + full + ")"));
+  CHECK(contains(r.err, "--connect-timeout-ms"));
 }
 
 TEST_CASE("bad worker flags are refused naming the flag", "[cli][workers]") {
