@@ -91,8 +91,11 @@ class stage_state {
     progress();
   }
 
+  // A finished rank still takes messages: a checkpoint whose cut it passed near the end of its
+  // program completes only when every peer's marker has come (and records what the peer sent
+  // before it, credits included), which can be after the rank's last action.
   void receive(message msg) {
-    if (stopped_ || finished_ || !exec_) return;  // a setup error is reported once wired
+    if (stopped_ || !exec_) return;  // a setup error is reported once wired
     try {
       exec_->deliver(std::move(msg));  // the tensors move, no copy
     } catch (const std::exception& e) {
@@ -103,7 +106,7 @@ class stage_state {
 
   // Runs the program as far as the messages allow, then reports what came of it.
   void progress() {
-    if (stopped_ || finished_ || !wired_) return;
+    if (stopped_ || !wired_) return;
     result<bool> r = false;
     try {
       r = exec_->run();  // inside the rank's device context
@@ -118,6 +121,7 @@ class stage_state {
     }
     if (!r) return fail(r.message());
     for (rank_state& snap : exec_->take_snapshots()) write_checkpoint(std::move(snap));
+    if (finished_) return;  // reported once; a late marker only completes a snapshot
     flush_trace(false);
     if (*r) finish();
   }

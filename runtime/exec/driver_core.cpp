@@ -22,7 +22,6 @@ driver_core::driver_core(std::shared_ptr<const schedule> programs, minibatch_fn 
   w_ = plan_->params.replicas;
   V_ = plan_->virtual_stages;
   steps_ = plan_->params.steps;
-  dealt_ = first_step;
   last_step_end_ = clock_ ? clock_() : 0.0;
   samples_at_[first_step] = samples;
 }
@@ -45,7 +44,7 @@ status driver_core::on_input(const input_request& req, std::vector<outgoing>& ou
                       std::to_string(first_step_ + 1) + ".." + std::to_string(steps_));
   auto it = inputs_.find(t);
   if (it == inputs_.end()) {
-    if (t < dealt_)
+    if (t < steps_done_ || dealt_.count(t))
       return make_error("microbatch " + std::to_string(req.microbatch) + " of replica " +
                         std::to_string(req.replica) + " was asked for twice");
     auto mb = data_(t);
@@ -55,7 +54,7 @@ status driver_core::on_input(const input_request& req, std::vector<outgoing>& ou
     if (!parts)
       return make_error("the minibatch of step " + std::to_string(t + 1) + ": " + parts.message());
     tallies_[t].samples = B;
-    dealt_ = std::max(dealt_, t + 1);
+    dealt_.insert(t);
     it = inputs_.emplace(t, dealt_step{std::move(*parts), w_ * m_}).first;
   }
   auto& slot = it->second.parts.at(static_cast<std::size_t>(req.replica)).at(static_cast<std::size_t>(k));
@@ -140,6 +139,11 @@ void driver_core::complete_steps() {
   for (auto it = tallies_.find(steps_done_); it != tallies_.end(); it = tallies_.find(steps_done_)) {
     step_tally& t = it->second;
     if (t.reports < V_ || t.losses < w_ * m_) return;
+    if (dealt_.insert(steps_done_).second) {
+      // A resumed run's first step whose microbatches the ranks all held at the cut: nobody
+      // asked for its minibatch, but its samples count all the same.
+      if (auto mb = data_(steps_done_); mb && mb->inputs.rank() > 0) t.samples = mb->inputs.dim(0);
+    }
     const double now = clock_ ? clock_() : 0.0;
     completed_step c;
     step_metrics& s = c.metrics;
@@ -161,6 +165,10 @@ void driver_core::complete_steps() {
     ++steps_done_;
     samples_at_[steps_done_] = samples_;
     tallies_.erase(it);
+    // Every microbatch of a complete step has been through its F's: inputs still cached for it
+    // are ones a resumed rank held at the cut and will never ask for.
+    inputs_.erase(inputs_.begin(), inputs_.lower_bound(steps_done_));
+    dealt_.erase(dealt_.begin(), dealt_.lower_bound(steps_done_));  // older ones: t < steps_done_
     completed_.push_back(std::move(c));
   }
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "base/result.hpp"
@@ -92,7 +93,10 @@ class driver_core {
   std::map<std::int64_t, dealt_step> inputs_;
   std::map<std::int64_t, step_tally> tallies_;
   std::map<std::pair<int, int>, norm_tally> norms_;  // (replica, step)
-  std::int64_t dealt_ = 0;  // steps whose minibatch has been dealt
+  // Steps whose minibatch has been dealt. A set, not a high-water mark: a resumed run deals out of
+  // order (a rank's first request skips the microbatches it held at the cut, so one replica can
+  // ask for step N+1 before another asks for step N).
+  std::set<std::int64_t> dealt_;
   std::int64_t steps_done_ = 0, samples_ = 0;
   double last_step_end_ = 0;
   step_metrics last_;
