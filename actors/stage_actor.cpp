@@ -128,7 +128,8 @@ class stage_state {
 
   // The snapshot goes to disk on the writer's thread; the driver hears when it is durable.
   void write_checkpoint(rank_state snap) {
-    if (!writer_) writer_ = std::make_unique<background_writer>();
+    // One file written and one waiting at most: a faster --save-every waits for the disk.
+    if (!writer_) writer_ = std::make_unique<background_writer>(1);
     auto state = std::make_shared<rank_state>(std::move(snap));
     const std::string dir = step_dir(checkpoint_dir_, state->step);
     const std::string file = rank_file_name(rank_);

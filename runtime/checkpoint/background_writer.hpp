@@ -1,11 +1,15 @@
 // A thread that runs file-writing jobs one after the other, so a rank keeps computing while its
 // checkpoint goes to disk. It runs at a lower priority (nice 10), so hashing and copying into the
-// page cache use the pipeline's idle moments first. Destroying the writer waits for the jobs
-// already given.
+// page cache use the pipeline's idle moments first. With max_queued, post waits while that many
+// jobs wait behind the one being written: checkpoints asked for faster than the disk takes them
+// slow training down instead of piling up in memory (as torch.distributed.checkpoint's
+// async_save waits for the previous save). Destroying the writer waits for the jobs given.
 #pragma once
 #include <condition_variable>
 #include <deque>
+#include <cstddef>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -16,7 +20,8 @@ namespace pipeworks {
 
 class background_writer {
  public:
-  background_writer() : thread_([this] { loop(); }) {}
+  explicit background_writer(std::size_t max_queued = std::numeric_limits<std::size_t>::max())
+      : max_queued_(max_queued), thread_([this] { loop(); }) {}
   ~background_writer() {
     {
       std::lock_guard lock(mu_);
@@ -30,7 +35,8 @@ class background_writer {
 
   void post(std::function<void()> job) {
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      room_.wait(lock, [this] { return jobs_.size() < max_queued_; });
       jobs_.push_back(std::move(job));
     }
     cv_.notify_one();
@@ -48,14 +54,16 @@ class background_writer {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
+      room_.notify_all();
       job();
     }
   }
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, room_;
   std::deque<std::function<void()>> jobs_;
   bool closing_ = false;
+  const std::size_t max_queued_;
   std::thread thread_;  // last: started once the rest is ready
 };
 
