@@ -243,9 +243,14 @@ int run_train(train_options& o) {
     throw CLI::ValidationError("--batch", "larger than the " + std::to_string(data.images->size()) +
                                               " training images");
   check_plan_flags(plan, net.size());
-  if (plan.checkpoint.every > 0 && plan.data.position == 0 && f.print_plan.empty())
-    if (status s = prepare_checkpoint_dir(plan.checkpoint.dir, false); !s)
-      throw CLI::ValidationError("--checkpoint-dir", s.message());
+  if (plan.checkpoint.every > 0 && f.print_plan.empty())
+    if (status s = prepare_checkpoint_dir(plan.checkpoint.dir, plan.data.position > 0); !s)
+      throw CLI::ValidationError(
+          plan.data.position > 0 ? "--resume" : "--checkpoint-dir",
+          s.message() + (plan.data.position > 0 ? " (the resumed run writes its checkpoints there; "
+                                                  "or copy the directory somewhere writable and "
+                                                  "resume from the copy)"
+                                                : ""));
   pipeline_hooks hooks;
   hooks.record_trace = !f.trace.empty();
   if (!f.inject_fault.empty()) hooks.fault = parse_fault(f.inject_fault);

@@ -117,18 +117,7 @@ void check_output_path(const std::string& path, const std::string& flag) {
     throw CLI::ValidationError(flag, "the directory " + dir.string() + " of " + path +
                                          " does not exist; create it first (mkdir -p " +
                                          dir.string() + ") or choose another path");
-  // Root passes access(W_OK) even where a write fails, so try to create a file there: an unnamed
-  // one where the file system allows, which nothing can leave behind.
-  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
-    const fs::path probe = dir / (".pipeworks-probe." + std::to_string(::getpid()));
-    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0) ::unlink(probe.c_str());
-  }
-  if (fd < 0)
-    throw CLI::ValidationError(flag, "cannot create files in " + dir.string() + " (" +
-                                         std::strerror(errno) + "); choose a writable directory");
-  ::close(fd);
+  if (status s = probe_writable_dir(dir.string()); !s) throw CLI::ValidationError(flag, s.message());
 }
 
 namespace {

@@ -286,4 +286,18 @@ status write_text_atomic(const std::string& path, std::string_view text) {
   return {};
 }
 
+status probe_writable_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    const std::string probe = dir + "/.pipeworks-probe." + std::to_string(::getpid());
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) ::unlink(probe.c_str());
+  }
+  if (fd < 0)
+    return make_error("cannot create files in " + dir + " (" + std::strerror(errno) +
+                      "); choose a writable directory");
+  ::close(fd);
+  return {};
+}
+
 }  // namespace pipeworks

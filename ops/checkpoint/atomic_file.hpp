@@ -38,6 +38,11 @@ result<written_file> write_file_atomic(const std::string& path,
 // write_file_atomic of one piece of text.
 status write_text_atomic(const std::string& path, std::string_view text);
 
+// Whether files can be created in dir: an unnamed file where the file system allows (which
+// nothing can leave behind), else a probe file removed at once. Root passes access(W_OK) where a
+// write would still fail (a read-only mount), so this tries. The error names dir and the reason.
+status probe_writable_dir(const std::string& dir);
+
 // fsyncs a directory, making the creation, renaming or removal of its entries durable.
 status fsync_directory(const std::string& dir);
 

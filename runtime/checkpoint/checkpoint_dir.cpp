@@ -204,6 +204,7 @@ status prepare_checkpoint_dir(const std::string& dir, bool resuming) {
     return make_error(dir + " exists and is not a directory: choose another --checkpoint-dir");
   fs::create_directories(dir, ec);
   if (ec) return make_error("cannot create checkpoint directory " + dir + ": " + ec.message());
+  if (status s = probe_writable_dir(dir); !s) return s;  // found now, not at the first checkpoint
   if (resuming) return {};
   auto dirs = step_dirs(dir);
   if (!dirs) return dirs.err();
