@@ -168,6 +168,19 @@ run_plan make_plan(train_options& o) {
     return *p;
   }
   if (!f.resume.empty()) {
+    if (o.epochs > 0)
+      throw CLI::ValidationError("--epochs", "a resumed run keeps the steps of its checkpoint's "
+                                             "plan: drop --epochs");
+    if (f.given.count("--checkpoint-dir") && !f.checkpoint_dir.empty() &&
+        [&] {
+          std::error_code a, b;
+          return std::filesystem::weakly_canonical(f.checkpoint_dir, a) !=
+                 std::filesystem::weakly_canonical(f.resume, b);
+        }())
+      throw CLI::ValidationError("--checkpoint-dir", "a resumed run writes its checkpoints where "
+                                                     "it reads them (--resume " + f.resume +
+                                                     "): drop --checkpoint-dir, or copy the "
+                                                     "checkpoints there and resume from it");
     auto step = latest_complete(f.resume);
     if (!step) throw pipeworks_error("--resume: " + step.message());
     auto m = read_checked_manifest(f.resume, *step);

@@ -167,7 +167,7 @@ std::optional<plan_issue> check_runtime(const run_plan& p) {
   if (c.keep < 0) return issue("checkpoint.keep", "must be 0 (keep all) or positive (got " + str(c.keep) + ")");
   if (c.every > 0 && c.dir.empty())
     return issue("checkpoint.dir", "names no directory for the checkpoints {checkpoint.every} asks for");
-  if (c.every == 0 && !c.dir.empty())
+  if (c.every == 0 && !c.dir.empty() && p.data.position == 0)  // resumed: the dir read from
     return issue("checkpoint.every", "is 0, so nothing would be written to {checkpoint.dir} " + c.dir +
                                          "; say how often to save");
   if (!c.run.empty() && (c.run.size() != 16 || c.run.find_first_not_of("0123456789abcdef") != std::string::npos))
@@ -362,6 +362,10 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
   out.weights_every = given.weights_every;
   out.checkpoint.every = given.checkpoint.every;
   out.checkpoint.keep = given.checkpoint.keep;
+  // Like the devices, the GPU ranks' precision may change on resume (the run goes on elsewhere;
+  // it is then no longer bit for bit the interrupted one).
+  out.tf32 = given.tf32;
+  out.bf16 = given.bf16;
   if (!given.checkpoint.dir.empty()) out.checkpoint.dir = given.checkpoint.dir;  // may have moved
   if (out.checkpoint.run.empty()) out.checkpoint.run = given.checkpoint.run;
   out.ranks = want.ranks.empty() ? saved.ranks : want.ranks;

@@ -188,6 +188,14 @@ TEST_CASE("a corrupt or missing checkpoint file or another model is refused nami
   r = run_cli({"train", "--resume", ckpt, "--schedule", "gpipe"});
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "--schedule"));
+  // Flags the resumed run could not honour are refused, not ignored.
+  r = run_cli({"train", "--resume", ckpt, "--epochs", "1"});
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--epochs"));
+  r = run_cli({"train", "--resume", ckpt, "--checkpoint-dir", dir / "elsewhere"});
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--checkpoint-dir"));
+  CHECK_FALSE(fs::exists(dir / "elsewhere"));
 
   // One flipped byte: the checksum names the file.
   std::string bad = good;
@@ -217,6 +225,10 @@ TEST_CASE("a corrupt or missing checkpoint file or another model is refused nami
   CHECK(contains(r.err, ".safetensors"));  // whichever rank reads its file first names it
   CHECK(contains(r.err, "pipeworks.model"));
   write_file(manifest_path, manifest);
+  // --save-every 0 resumes without writing more checkpoints.
+  r = run_cli({"train", "--resume", ckpt, "--save-every", "0", "--sample", "0", "--eval-windows", "4"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
   CHECK(run_cli({"train", "--resume", ckpt, "--sample", "0", "--eval-windows", "4"}).exit_code == 0);
 
   // A new run into a directory that holds checkpoints is refused.
