@@ -19,6 +19,7 @@
 #include "actors/type_ids.hpp"
 #include "partition/cpu_count.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/dir_lock.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
 #include "runtime/exec/rank_setup.hpp"
 #include "runtime/exec/single_device.hpp"
@@ -202,6 +203,13 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
   if (plan.schedule && plan.split.empty() && !plan.auto_partition && plan.virtual_stages() == 1)
     plan.split = {0};
   if (status s = check(plan, hooks); !s) return make_error(s.message());
+  // Held until the run returns: no other run writes, prunes or clears these checkpoints meanwhile.
+  std::optional<dir_lock> lock;
+  if (!plan.checkpoint.dir.empty() && (plan.checkpoint.every > 0 || plan.data.position > 0)) {
+    auto taken = dir_lock::take(plan.checkpoint.dir);
+    if (!taken) return taken.err();
+    lock.emplace(std::move(*taken));
+  }
   auto resume = prepare_checkpoints(plan);
   if (!resume) return resume.err();
   if (*resume) {
