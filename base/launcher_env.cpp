@@ -28,9 +28,12 @@ std::string first_slurm_host(const std::string& list) {
       out.push_back(c);
       continue;
     }
-    for (std::size_t j = i + 1; j < list.size() && list[j] != '-' && list[j] != ',' && list[j] != ']'; ++j)
-      out.push_back(list[j]);
-    break;
+    // A range list, "[1-4,7]": its first number; then on after the bracket ("rack[1-2]-a": a suffix,
+    // and further ranges, follow).
+    std::size_t j = i + 1;
+    for (; j < list.size() && list[j] != '-' && list[j] != ',' && list[j] != ']'; ++j) out.push_back(list[j]);
+    while (j < list.size() && list[j] != ']') ++j;
+    i = j;
   }
   return out;
 }

@@ -173,7 +173,8 @@ int run_worker(const worker_options& o) {
     spec->log("joined the driver at " + to_string(place->driver) + " as RANK " +
               std::to_string(place->rank) + " of WORLD_SIZE " + std::to_string(place->world_size));
   }
-  stop_signals signals;
+  stop_signals signals("pipeworks worker: stopping; further signals are ignored while the ranks "
+                       "it hosts end\n");
   int code = exit_ok;
   // A joined worker whose driver never sends its ranks (its rendezvous failed) does not wait on.
   const auto hosting_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.connect_timeout_ms);
@@ -187,7 +188,12 @@ int run_worker(const worker_options& o) {
         break;
       }
     }
-    if (stop_signals::requested()) code = exit_interrupted(stop_signals::first());
+    if (stop_signals::requested()) {
+      code = exit_interrupted(stop_signals::first());
+      std::fprintf(stderr, "pipeworks worker: stopped by %s%s\n", stop_signals::name(stop_signals::first()),
+                   ends->started > ends->runs ? " while hosting ranks of a run; its driver will "
+                                                "name them as lost" : "");
+    }
     else if (abandoned) {
       std::fprintf(stderr, "pipeworks worker: error: the driver at %s sent no ranks within %d ms "
                            "(--connect-timeout-ms) of the join; its rendezvous may have failed\n",

@@ -153,6 +153,13 @@ void add_process_flags(CLI::App& sub, pipeline_flags& f) {
 }
 
 void check_pipeline_flags(const pipeline_flags& f) {
+  if (f.given.count("--workers") && f.workers.find_first_not_of(" \t,") == std::string::npos)
+    throw CLI::ValidationError("--workers", "names no worker (an empty variable?); give "
+                                            "HOST:PORT,HOST:PORT,..., or leave --workers out to "
+                                            "run every rank in this process");
+  if (f.given.count("--workers") && f.given.count("--rendezvous"))
+    throw CLI::ValidationError("--rendezvous", "--workers names the workers and --rendezvous waits "
+                                               "for workers to join: give one of them");
   if (f.compare_sim && f.trace.empty())
     throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
   if (f.compare_sim && f.schedule == "none" && f.plan.empty() && f.resume.empty())

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 
 namespace pipeworks::cli {
 namespace {
@@ -14,18 +15,22 @@ constexpr int stop_set[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<int> first_signal{0};
 struct sigaction previous[3];
 
+const char train_line[] =
+    "pipeworks train: stopping; the weights are being saved, and further signals are ignored "
+    "until that is done (SIGKILL would lose what is not saved yet)\n";
+std::atomic<const char*> later_line{train_line};
+
 extern "C" void on_stop_signal(int sig) {
   int none = 0;
   if (first_signal.compare_exchange_strong(none, sig)) return;
-  static const char line[] =
-      "pipeworks train: stopping; the weights are being saved, and further signals are ignored "
-      "until that is done (SIGKILL would lose what is not saved yet)\n";
-  (void)!::write(STDERR_FILENO, line, sizeof line - 1);
+  const char* line = later_line.load();
+  (void)!::write(STDERR_FILENO, line, std::strlen(line));  // strlen and write: async-signal-safe
 }
 
 }  // namespace
 
-stop_signals::stop_signals() {
+stop_signals::stop_signals(const char* later) {
+  later_line = later != nullptr ? later : train_line;
   struct sigaction sa = {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);

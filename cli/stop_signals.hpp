@@ -7,7 +7,9 @@ namespace pipeworks::cli {
 // Installs the handlers for its lifetime (the previous ones come back after).
 class stop_signals {
  public:
-  stop_signals();
+  // `later`: the line a signal after the first writes (null: training's, "the weights are being
+  // saved"); it must live as long as the handlers.
+  explicit stop_signals(const char* later = nullptr);
   ~stop_signals();
   stop_signals(const stop_signals&) = delete;
   stop_signals& operator=(const stop_signals&) = delete;

@@ -54,6 +54,9 @@ TEST_CASE("a Slurm environment gives the first host of the job and its task numb
   CHECK(first_slurm_host("node5") == "node5");
   CHECK(first_slurm_host("a,b") == "a");
   CHECK(first_slurm_host("n[3]") == "n3");
+  CHECK(first_slurm_host("rack1-n[1-2]-a") == "rack1-n1-a");  // a suffix after the range
+  CHECK(first_slurm_host("r[2-3]-n[07,9],login") == "r2-n07");
+  CHECK(first_slurm_host("gpu[10-12,15],cpu1") == "gpu10");
 }
 
 TEST_CASE("missing or malformed launcher values are named") {

@@ -295,6 +295,13 @@ TEST_CASE("bad worker flags are refused naming the flag", "[cli][workers]") {
                                                              "--peer-timeout-ms", "600"}));
   CHECK(beat.exit_code == 2);
   CHECK(contains(beat.err, "--peer-timeout-ms"));
+  const cli_result empty = run_cli(gpt_args(text, "1f1b", 2, {"--workers", ""}));
+  CHECK(empty.exit_code == 2);
+  CHECK(contains(empty.err, "--workers: names no worker"));
+  const cli_result both = run_cli(gpt_args(text, "1f1b", 2, {"--workers", "127.0.0.1:7", "--rendezvous",
+                                                             "127.0.0.1:8", "--world-size", "1"}));
+  CHECK(both.exit_code == 2);
+  CHECK(contains(both.err, "give one of them"));
   const cli_result listen = run_cli({"worker", "--listen", "127.0.0.1:99999"});
   CHECK(listen.exit_code == 2);
   CHECK(contains(listen.err, "--listen"));
