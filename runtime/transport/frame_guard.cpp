@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <list>
 #include <vector>
@@ -67,6 +68,8 @@ struct relay {
   std::uint64_t frame_size = 0;  // header + payload, once the header is in
   std::string peer;
   std::uint64_t frames = 0;      // inbound frames so far
+  std::chrono::steady_clock::time_point since{};  // accepted then
+  bool greeted = false;          // its first frame (the handshake) has gone through whole
 };
 
 }  // namespace
@@ -182,6 +185,7 @@ void frame_guard::loop() {
       if (r.frame.size() == r.frame_size) {
         held -= r.frame_size - basp_header;
         r.to_inner.add(r.frame.data(), r.frame.size());
+        r.greeted = true;
         r.frame.clear();
         r.frame.shrink_to_fit();
         r.frame_size = 0;
@@ -219,7 +223,8 @@ void frame_guard::loop() {
           nonblocking(inner);
           nodelay(outer);
           nodelay(inner);
-          relays.push_back(relay{outer, inner, {}, {}, {}, 0, std::string(host) + ":" + serv, 0});
+          relays.push_back(relay{outer, inner, {}, {}, {}, 0, std::string(host) + ":" + serv, 0,
+                                 std::chrono::steady_clock::now(), false});
         } else {
           if (inner >= 0) ::close(inner);
           ::close(outer);
@@ -243,6 +248,10 @@ void frame_guard::loop() {
       }
       if (!closed && why.empty() && (!r->to_inner.flush(r->inner) || !r->to_outer.flush(r->outer)))
         closed = true;
+      // A connection that holds a slot without handshaking (slots are bounded) is let go.
+      if (!closed && why.empty() && !r->greeted &&
+          std::chrono::steady_clock::now() - r->since > std::chrono::milliseconds(lim_.handshake_ms))
+        why = "no handshake within " + std::to_string(lim_.handshake_ms) + " ms of connecting";
       if (closed || !why.empty()) r = close_relay(r, why);
       else ++r;
     }

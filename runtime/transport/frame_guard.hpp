@@ -2,7 +2,8 @@
 // each to CAF on 127.0.0.1, passing on a BASP frame from the network only once all of it has come
 // and only if its length is within bounds. CAF 0.17.6 allocates whatever length a frame header
 // claims (up to 4 GiB) before checking anything; behind the guard a peer must send the bytes it
-// claims, and the guard holds at most a bounded total for all connections.
+// claims, and the guard holds at most a bounded total for all connections, and a bounded number
+// of connections, each of which must handshake within a deadline (or it is closed).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -22,6 +23,7 @@ class frame_guard {
     std::uint32_t max_frame = 1u << 30;        // payload bytes of one BASP frame
     std::uint64_t max_held = std::uint64_t{2} << 30;  // frames being received, all connections
     int max_connections = 256;
+    int handshake_ms = 10000;  // a connection must have sent its whole handshake by then
   };
 
   // Listens on `at` (port 0: any free one) and relays every connection to 127.0.0.1:inner_port.
