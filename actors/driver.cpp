@@ -365,7 +365,11 @@ class driver_state {
     for (const auto& r : reducers_)
       if (r) self_->send_exit(r, caf::exit_reason::user_shutdown);
     if (tracer_) self_->send_exit(tracer_, caf::exit_reason::user_shutdown);
-    for (const auto& w : spec_->workers) self_->send(w, run_ended{o.ok, o.error});
+    // An interrupted run did not succeed: its workers hear so (a --once worker exits 1).
+    const std::string why = o.interrupted ? "the driver was stopped by a signal after " +
+                                                std::to_string(o.steps_done) + " steps"
+                                          : o.error;
+    for (const auto& w : spec_->workers) self_->send(w, run_ended{o.ok && !o.interrupted, why});
     if (caller_) self_->send(caller_, std::move(o));
     self_->quit();
   }

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <ucp/api/ucp.h>
+#include <ucs/config/global_opts.h>
 
 #include <algorithm>
 #include <atomic>
@@ -101,6 +102,10 @@ class ucp_transport final : public ucx_transport {
     // host's processes would talk over TCP on lo. UCX reads this transport setting only from the
     // environment (ucp_config_modify accepts it and ignores it); a value already set wins.
     ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
+    // UCX warns on stderr about what a lost peer leaves behind (requests not returned to their
+    // pool, callbacks left in a queue); pipeworks names the lost peer itself, in one line. Errors
+    // still print; UCX_LOG_LEVEL, when set, wins.
+    if (std::getenv("UCX_LOG_LEVEL") == nullptr) ucs_global_opts_set_value("LOG_LEVEL", "error");
     ucp_config_t* config = nullptr;
     if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
       return make_error("UCX: ucp_config_read failed: " + status_text(s));
