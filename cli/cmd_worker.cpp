@@ -64,8 +64,7 @@ void join(caf::actor_system& sys, const launch_place& place, const std::string& 
     auto driver = reach(sys, place.driver, std::max(left, std::chrono::milliseconds(1)), "the driver");
     if (!driver) {
       if (std::chrono::steady_clock::now() + std::chrono::milliseconds(200) >= deadline)
-        throw pipeworks_error(driver.message() + " within " + std::to_string(limit.count()) +
-                              " ms (--connect-timeout-ms); is `pipeworks train --rendezvous " +
+        throw pipeworks_error(driver.message() + "; is `pipeworks train --rendezvous " +
                               to_string(place.driver) + "` running there?");
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
