@@ -243,7 +243,8 @@ int run_train(train_options& o) {
                  {o.model, "--model"},
                  {f.plan, "--plan"},
                  {f.cluster, "--cluster"}},
-                {{f.resume, "--resume"},
+                {{plan.data.path, "--data"},
+                 {f.resume, "--resume"},
                  {f.init, "--init"},
                  {plan.checkpoint.dir, "--checkpoint-dir"}});
 

@@ -149,15 +149,16 @@ void check_outputs(const std::vector<flag_path>& outputs, const std::vector<flag
         throw CLI::ValidationError(out.flag, out.path + " is the " + in.flag + " input (" +
                                                  in.path + "): writing it would destroy what "
                                                  "the run reads; choose another path");
-    for (const flag_path& dir : input_dirs) {  // a checkpoint directory belongs to the run
+    for (const flag_path& dir : input_dirs) {  // a data or checkpoint directory belongs to the run
       if (dir.path.empty() || !std::filesystem::is_directory(dir.path)) continue;
       const auto root = resolved(dir.path);
       const auto rel = file.lexically_relative(root);
       if (!rel.empty() && *rel.begin() != "..")
         throw CLI::ValidationError(out.flag, out.path + " lies inside the " + dir.flag +
                                                  " directory " + dir.path +
-                                                 ", which holds the run's checkpoints: writing "
-                                                 "it could destroy one; choose a path outside it");
+                                                 ", which the run reads (or writes its "
+                                                 "checkpoints to): writing it could destroy what "
+                                                 "is there; choose a path outside it");
     }
     seen.emplace_back(file, &out);
   }

@@ -172,3 +172,19 @@ TEST_CASE("an output inside the checkpoint directory a run reads or writes is re
   CHECK_FALSE(fs::exists(dir / "ck/t.json"));
   CHECK(fs::is_empty(dir / "ck2"));
 }
+
+TEST_CASE("an output inside the --data directory is refused and the data is left as it was", "[cli]") {
+  scratch_dir dir;
+  fs::create_directory(dir / "data");
+  write_file(dir / "data/a.txt", small_text());
+  write_file(dir / "data/b.txt", small_text());
+  for (const std::string flag : {"--save", "--metrics"}) {
+    const cli_result r = run_cli({"train", "--model", "gpt-tiny", "--data", dir / "data", "--steps", "1",
+                                  "--sample", "0", "--eval-windows", "1", flag, dir / "data/b.txt"});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, flag));
+    CHECK(contains(r.err, "inside the --data directory"));
+  }
+  CHECK(read_file(dir / "data/b.txt") == small_text());
+}
