@@ -1,6 +1,7 @@
 // cluster.json and the presets: parses both forms (a hierarchy of levels, or a list of
 // heterogeneous devices), answers device count, speed, memory and the level between two devices.
 #include "partition/cluster.hpp"
+#include "base/input_file.hpp"
 
 #include <unistd.h>
 
@@ -265,14 +266,11 @@ result<cluster> load_cluster(const std::string& name_or_path) {
     return make_error("cluster file '" + name + "' is a directory; give the path of a "
                       "cluster.json file or a preset (" + preset_list + ")");
   }
-  std::ifstream in(name);
-  if (!in) {
-    return make_error("cannot open cluster file '" + name + "'; give the path of a cluster.json "
-                      "or a preset (" + preset_list + ")");
-  }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto c = parse_cluster(buf.str());
+  auto text = read_input_text(name, json_input_limit, "cluster file");
+  if (!text)
+    return make_error(text.message() + "; give the path of a cluster.json or a preset (" +
+                      preset_list + ")");
+  auto c = parse_cluster(*text);
   if (c) return c;
   const std::string& m = c.message();
   return make_error(name + ": " + (m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m));

@@ -1,6 +1,7 @@
 // profile.json: writes a model_profile and reads it back, refusing missing, negative or
 // non-finite fields with an error that names the field and the layer.
 #include "partition/profile.hpp"
+#include "base/input_file.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -118,11 +119,9 @@ result<model_profile> load_profile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return make_error("profile '" + path + "' is a directory; give the path of a profile.json file");
   }
-  std::ifstream in(path);
-  if (!in) return make_error("cannot open profile '" + path + "'; give the path of a profile.json");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto p = parse_profile(buf.str());
+  auto text = read_input_text(path, json_input_limit, "profile");
+  if (!text) return make_error(text.message() + "; give the path of a profile.json");
+  auto p = parse_profile(*text);
   if (p) return p;
   const std::string& m = p.message();
   return make_error(path + ": " + (m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m));

@@ -1,5 +1,6 @@
 // The simulator's cost model: checks, derived REDUCE times and the costs.json reader.
 #include "runtime/cost_model.hpp"
+#include "base/input_file.hpp"
 
 #include <climits>
 #include <cmath>
@@ -262,11 +263,9 @@ result<cost_model> load_cost_model(const std::string& path) {
     return make_error("cost file '" + path +
                       "' is a directory; give the path of a costs.json file");
   }
-  std::ifstream in(path);
-  if (!in) return make_error("cannot open cost file '" + path + "'; give the path of a costs.json");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto c = parse_cost_model(buf.str());
+  auto text = read_input_text(path, json_input_limit, "cost file");
+  if (!text) return make_error(text.message() + "; give the path of a costs.json");
+  auto c = parse_cost_model(*text);
   if (c) return c;
   const std::string& m = c.message();
   return make_error(path + ": " + (m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m));

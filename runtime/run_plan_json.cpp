@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/json_read.hpp"
+#include "base/input_file.hpp"
 #include "runtime/run_plan.hpp"
 
 namespace pipeworks {
@@ -367,11 +368,9 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
 }
 
 result<run_plan> load_run_plan(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read the run plan " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_run_plan(text.str(), path);
+  auto text = read_input_text(path, json_input_limit, "run plan");
+  if (!text) return make_error(text.message() + "; give a plan that --print-plan wrote");
+  return parse_run_plan(*text, path);
 }
 
 }  // namespace pipeworks

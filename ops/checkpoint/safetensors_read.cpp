@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/checkpoint/safetensors.hpp"
+#include "base/input_file.hpp"
 #include "base/json_read.hpp"
 
 namespace pipeworks {
@@ -188,6 +189,7 @@ result<safetensors_file> read_safetensors(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return make_error("checkpoint " + path + " is a directory; give the .safetensors file in it");
+  if (status s = check_input_file(path, "checkpoint"); !s) return make_error(s.message());
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return make_error("cannot open checkpoint " + path + " (missing or unreadable)");
   const std::streamsize size = in.tellg();

@@ -1,5 +1,6 @@
 // Parsing --model values and JSON model files.
 #include "ops/model/model_spec.hpp"
+#include "base/input_file.hpp"
 
 #include "base/json_read.hpp"
 
@@ -103,9 +104,9 @@ result<model_spec> parse_model_spec(std::string_view arg) {
   if (!path.ends_with(".json") && !std::filesystem::is_regular_file(path))
     return make_error("unknown model '" + path +
                       "' (expected mlp, gpt-tiny, gpt-small or a JSON file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot open model file " + path);
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto read = read_input_text(path, json_input_limit, "model file");
+  if (!read) return make_error(read.message() + "; give mlp, gpt-tiny, gpt-small or a model's JSON file");
+  const std::string& text = *read;
   if (status deep = check_json_depth(text, path); !deep) return make_error(deep.message());
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return make_error(path + ": not valid JSON");

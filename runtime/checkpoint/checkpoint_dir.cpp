@@ -1,6 +1,7 @@
 // Checkpoint directories on disk: names of step directories and rank files, finding complete
 // checkpoints, writing the manifest that completes one, and preparing and pruning directories.
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "base/input_file.hpp"
 
 #include <sys/stat.h>
 
@@ -126,18 +127,12 @@ std::string rank_file_name(int rank) { return "rank-" + std::to_string(rank) + "
 
 result<checkpoint_manifest> read_manifest(const std::string& dir, std::int64_t step) {
   const std::string path = manifest_path(dir, step);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int e = errno;
-    if (!exists_no_follow(path))
-      return make_error(path + " does not exist: there is no complete checkpoint of step " +
-                        std::to_string(step) + " in " + dir);
-    return make_error("cannot read " + path + ": " + std::strerror(e));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return make_error("cannot read " + path + ": " + std::strerror(errno));
-  auto m = parse_manifest(text.str(), path);
+  if (!exists_no_follow(path))
+    return make_error(path + " does not exist: there is no complete checkpoint of step " +
+                      std::to_string(step) + " in " + dir);
+  auto text = read_input_text(path, json_input_limit, "manifest");
+  if (!text) return text.err();
+  auto m = parse_manifest(*text, path);
   if (!m) return m.err();
   if (m->step != step)
     return make_error(path + ": step is " + std::to_string(m->step) + " but the manifest is in " +

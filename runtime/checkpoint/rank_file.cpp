@@ -1,6 +1,7 @@
 // rank_state <-> safetensors: tensors written from where they live (no copies), a JSON metadata
 // entry that says what each "pipeworks.*" tensor is, and a strict reader.
 #include "runtime/checkpoint/rank_file.hpp"
+#include "base/input_file.hpp"
 
 #include <cstring>
 #include <filesystem>
@@ -441,6 +442,8 @@ result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint
                                         const model<T>& m, const std::vector<int>& boundaries,
                                         const metadata_map& identity) {
   const std::string path = (std::filesystem::path(file_dir(file, dir)) / file.path).string();
+  if (status s = check_input_file(path, "checkpoint file"); !s && std::filesystem::exists(path))
+    return make_error(s.message());
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (!file.dir.empty()) return make_error(verify_file(file, dir).message());  // names its host

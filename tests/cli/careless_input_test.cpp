@@ -71,6 +71,30 @@ TEST_CASE("a named pipe given as training or evaluation data is refused instead 
   CHECK(contains(images.err, "train-images-idx3-ubyte.gz is not a regular file"));
 }
 
+TEST_CASE("a named pipe or a device given as a JSON input or a checkpoint is refused instead of read",
+          "[cli]") {
+  scratch_dir dir;
+  REQUIRE(::mkfifo((dir / "pipe.json").c_str(), 0600) == 0);
+  const std::string pipe = dir / "pipe.json";
+  const std::vector<std::vector<std::string>> cases{
+      {"plan", "--profile", pipe},
+      {"plan", "--profile", "/dev/zero"},
+      {"simulate", "--schedule", "1f1b", "--stages", "4", "--microbatches", "8", "--costs", pipe},
+      {"simulate", "--schedule", "1f1b", "--stages", "4", "--microbatches", "8", "--costs", "/dev/zero"},
+      {"train", "--plan", pipe},
+      {"train", "--model", pipe},
+      {"train", "--model", "gpt-tiny", "--steps", "1", "--auto-partition", "--cluster", pipe},
+      {"train", "--model", "gpt-tiny", "--steps", "1", "--init", pipe},
+      {"profile", "--model", pipe, "--out", dir / "p.json"},
+  };
+  for (const auto& args : cases) {
+    const cli_result r = run_cli(args);  // a blocking open would never return
+    INFO(args[0] << " " << args[1] << ": " << r.err);
+    CHECK((r.exit_code == 1 || r.exit_code == 2));
+    CHECK((contains(r.err, "is a named pipe") || contains(r.err, "is a device")));
+  }
+}
+
 TEST_CASE("a text too small for one held-out window names --data and the size that works",
           "[cli]") {
   scratch_dir dir;

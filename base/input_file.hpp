@@ -1,0 +1,24 @@
+// Reading a file that a user or a peer names as an input: a regular file only (opening a named
+// pipe blocks until a writer comes; a device such as /dev/zero never ends) and, for text such as
+// JSON, no larger than a bound, so a mistaken path is refused by name instead of hanging or
+// filling memory.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "base/result.hpp"
+
+namespace pipeworks {
+
+// The bound for a JSON input (a plan, a profile, a cluster, costs, a model, a manifest).
+inline constexpr std::uint64_t json_input_limit = std::uint64_t{64} << 20;
+
+// An error unless path is (or links to) a regular file: "cannot open <what> '<path>' (<reason>)",
+// or "<what> '<path>' is a named pipe (a device, a directory, a socket), not a regular file".
+status check_input_file(const std::string& path, const std::string& what);
+
+// The whole file, after check_input_file, refusing one of more than max_bytes by name.
+result<std::string> read_input_text(const std::string& path, std::uint64_t max_bytes,
+                                    const std::string& what);
+
+}  // namespace pipeworks
