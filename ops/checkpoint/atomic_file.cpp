@@ -216,6 +216,18 @@ status fsync_directory(const std::string& dir) {
 }
 
 status check_output_target(const std::string& path) {
+  // The temporary's name (".NAME.tmp.HOST.PID.N", room for a 10-digit PID and N) must fit the
+  // file system's limit on one name, found now rather than after the work that fills the file.
+  const std::filesystem::path target(path);
+  const std::size_t longest = temporary_prefix(target).size() + 21;
+  const long name_max = ::pathconf(target.has_parent_path() ? target.parent_path().c_str() : ".", _PC_NAME_MAX);
+  const std::size_t limit = name_max > 0 ? static_cast<std::size_t>(name_max) : 255;
+  if (longest > limit)
+    return make_error("refusing to write " + path + ": its name is " +
+                      std::to_string(target.filename().string().size()) + " bytes, and the " +
+                      "temporary it is written through (." + "NAME.tmp.HOST.PID.N) would pass the " +
+                      "file system's " + std::to_string(limit) + "; choose a name of at most " +
+                      std::to_string(target.filename().string().size() - (longest - limit)) + " bytes");
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return {};  // absent (or unreadable: the write will say)
   if (S_ISLNK(st.st_mode))

@@ -188,3 +188,15 @@ TEST_CASE("an output inside the --data directory is refused and the data is left
   }
   CHECK(read_file(dir / "data/b.txt") == small_text());
 }
+
+TEST_CASE("an output name too long for its temporary is refused before the run", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::string name = std::string(245, 'y') + ".st";  // a legal name; its temporary is not
+  const cli_result r = run_cli(with(tiny_train(dir / "text.txt"), {"--save", dir / name}));
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--save"));
+  CHECK(contains(r.err, "choose a name of at most"));
+  CHECK(pipeworks::test::names_in(dir.path()) == std::vector<std::string>{"text.txt"});
+}
