@@ -301,7 +301,10 @@ class driver_state {
                 std::to_string(r / p) + ")";
       }
     }
-    fail(text + ". Restart the worker and continue with --resume from the last checkpoint");
+    fail(text + (run_.plan.checkpoint.every > 0
+                     ? ". Restart the worker and continue with --resume from the last checkpoint"
+                     : ". Restart the worker and the run (with --save-every N --checkpoint-dir "
+                       "DIR, a run lost this way continues with --resume)"));
   }
 
   void on_down(const caf::down_msg& dm) {

@@ -79,7 +79,7 @@ const bool registered = register_command(
                    "print pipeworks' CSV: one row per rank of every replica (w * p rows), every "
                    "step, with REDUCE and STEP; the library's parse_csv reads it back, PyTorch "
                    "does not");
-      sub.add_flag("--pytorch", o->pytorch,
+      CLI::Option* pytorch = sub.add_flag("--pytorch", o->pytorch,
                    "print CSV that PyTorch's _PipelineScheduleRuntime._load_csv loads: one "
                    "pipeline (p rows, replica --for-replica) for one optimizer step "
                    "(--for-step), microbatches 0..m-1, F/B/I/W only (format compute_only: "
@@ -89,10 +89,12 @@ const bool registered = register_command(
                    "(pipedream, 2bw, ...) only with --steps 1");
       sub.add_option("--for-replica", o->for_replica,
                      "with --pytorch: the replica whose pipeline to print (default 0)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(CLI::NonNegativeNumber)
+          ->needs(pytorch);
       sub.add_option("--for-step", o->for_step,
                      "with --pytorch: the optimizer step to print (default 0)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(CLI::NonNegativeNumber)
+          ->needs(pytorch);
       sub.add_flag("--lowered", o->lowered, "add SEND/RECV pairs between devices");
       return [o] {
         try {

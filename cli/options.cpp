@@ -113,6 +113,9 @@ void check_output_path(const std::string& path, const std::string& flag) {
     throw CLI::ValidationError(flag, path + " is a directory; give a file name inside it");
   if (status s = check_output_target(path); !s) throw CLI::ValidationError(flag, s.message());
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw CLI::ValidationError(flag, dir.string() + " (in " + path + ") is a file, not a "
+                                         "directory; choose another path");
   if (!fs::is_directory(dir, ec))
     throw CLI::ValidationError(flag, "the directory " + dir.string() + " of " + path +
                                          " does not exist; create it first (mkdir -p " +

@@ -167,6 +167,14 @@ std::optional<plan_issue> check_runtime(const run_plan& p) {
   if (c.keep < 0) return issue("checkpoint.keep", "must be 0 (keep all) or positive (got " + str(c.keep) + ")");
   if (c.every > 0 && c.dir.empty())
     return issue("checkpoint.dir", "names no directory for the checkpoints {checkpoint.every} asks for");
+  if (c.every > 0 && p.data.position == 0 && c.every >= p.train.steps)
+    return issue("checkpoint.every", "is " + str(c.every) + ", not below {schedule.steps} " +
+                                         str(p.train.steps) + ", so no checkpoint would be written "
+                                         "(one is taken after every multiple below the last step; "
+                                         "the final weights go to --save)");
+  if (c.every == 0 && c.keep > 0 && p.data.position == 0)
+    return issue("checkpoint.keep", "is " + str(c.keep) + ", but {checkpoint.every} is 0: there "
+                                        "are no checkpoints to keep; say how often to save");
   if (c.every == 0 && !c.dir.empty() && p.data.position == 0)  // resumed: the dir read from
     return issue("checkpoint.every", "is 0, so nothing would be written to {checkpoint.dir} " + c.dir +
                                          "; say how often to save");
