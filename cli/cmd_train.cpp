@@ -535,6 +535,7 @@ const bool registered = register_command(
           ->check(positive_number)
           ->capture_default_str();
       sub.add_option("--min-lr-ratio", o->min_lr_ratio, "the cosine schedule ends at lr times this")
+          ->check(nonnegative_number)
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
       sub.add_option("--warmup", o->warmup,

@@ -155,7 +155,10 @@ int run_worker(const worker_options& o) {
   auto started = frame_guard::start(*at, *inner, lim, spec->log);
   if (!started) {
     caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
-    throw pipeworks_error(started.message() + "; choose another port, or 0 for any free one");
+    const bool in_use = started.message().find("in use") != std::string::npos;
+    throw pipeworks_error(started.message() + (in_use ? "; choose another port, or 0 for any free one"
+                                                      : "; give an address of this machine (or "
+                                                        "0.0.0.0 for all of them) in --listen"));
   }
   guard = std::move(*started);
   const std::uint16_t port_number = guard->port();

@@ -62,6 +62,11 @@ result<model_spec> model_spec_from_json(const nlohmann::json& j, std::string nam
     const double params = 2.0 * c.vocab * C + c.context * C + c.layers * (12 * C * C + 13 * C);
     if (status s = check_size(params, name, "width, layers or context"); !s)
       return make_error(s.message());
+    // No silent defaults for the shape: a key left out is named (vocab alone may be, 256).
+    for (const char* key : {"context", "layers", "heads", "width"})
+      if (!j.contains(key))
+        return make_error(name + ": \"" + key + "\" is missing; a gpt needs context, layers, "
+                          "heads and width (vocab is 256)");
     return model_spec{std::move(name), c};
   }
   if (type == "mlp") {

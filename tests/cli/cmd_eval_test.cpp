@@ -173,7 +173,7 @@ TEST_CASE("eval: a directory as --checkpoint and a model too big for memory fail
   CHECK(contains(dir.err, "is a directory"));
   CHECK_FALSE(contains(dir.err, "bad_alloc"));
   // Attention saves context^2 x heads scores per sample: 2^32 x 64 x 4 bytes is a terabyte.
-  write_file(t.dir / "wide.json", R"({"type": "gpt", "context": 65536, "heads": 64})");
+  write_file(t.dir / "wide.json", R"({"type": "gpt", "context": 65536, "layers": 2, "heads": 64, "width": 64})");
   const cli_result big = eval(t.dir / "wide.json", t.ckpt, t.text, 1);
   INFO(big.err);
   CHECK(big.exit_code == 2);

@@ -61,6 +61,8 @@ TEST_CASE("JSON specs too large to index, or with widths past int, are refused",
   REQUIRE_THAT(bad(R"({"type": "mlp", "hidden": [1000000, 1000000]})"),
                Catch::Contains("parameters") && Catch::Contains("hidden widths"));
   REQUIRE_THAT(bad(R"({"type": "gpt", "context": 2.5})"), Catch::Contains("context"));
+  REQUIRE_THAT(bad(R"({"type": "gpt", "context": 64, "layers": 2, "heads": 2})"),
+               Catch::Contains("\"width\" is missing"));
   REQUIRE_THAT(bad(R"({"type": "gpt", "heads": 99999999999})"), Catch::Contains("heads"));
   REQUIRE(model_spec_from_json(nlohmann::json::parse(R"({"type": "mlp", "hidden": [1048576]})"),
                                "m.json")
