@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -200,8 +201,19 @@ run_plan make_plan(train_options& o) {
     if (!merged) {
       const std::string& msg = merged.message();
       const std::string field = msg.substr(0, msg.find(' '));
-      throw CLI::ValidationError(flag_of(field) + ": " + msg.substr(msg.find(' ') + 1) +
-                                 " (the checkpoint in " + dir + " has it as its plan says)");
+      // Both values, as the plan's JSON writes them ("optimizer.lr" is /optimizer/lr).
+      std::string values;
+      try {
+        std::string pointer = "/" + field;
+        std::replace(pointer.begin(), pointer.end(), '.', '/');
+        const auto at = nlohmann::json::json_pointer(pointer);
+        const auto was = nlohmann::json::parse(to_json_text(*saved)).at(at);
+        const auto now = nlohmann::json::parse(to_json_text(given)).at(at);
+        values = ": " + now.dump() + " given, " + was.dump() + " in the checkpoint";
+      } catch (const std::exception&) {
+      }
+      throw CLI::ValidationError(flag_of(field) + ": " + msg.substr(msg.find(' ') + 1) + values +
+                                 " (" + dir + ")");
     }
     return *merged;
   }
