@@ -1,12 +1,12 @@
 // `pipeworks train`: builds the run plan from the flags (or reads it with --plan, or from a
 // checkpoint with --resume), loads the data, trains on one device or pipelined, and ends with an
 // evaluation, a text sample and the outputs (checkpoint, metrics, trace).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
