@@ -106,6 +106,7 @@ program_walker::program_walker(const schedule& s, walk_options options) : s_(s),
   reduces_done_.assign(static_cast<std::size_t>(w_) * stages_, 0);
   arrived_count_.assign(stages_, {});
   arrived_step_.assign(stages_, {});
+  passed_count_.assign(stages_, {});
 }
 
 bool program_walker::run() {
@@ -222,8 +223,16 @@ void program_walker::advance(int r) {
       case make_kind::reduce_arrival:
         ++reduces_done_[q * stages_ + f.reduce.stage];
         arrived_[r] = 0;
-        for (int other = 0; other < w_; ++other)
-          if (other != q) wake(rank_of(other, f.reduce.stage));
+        {
+          // The first replica past the REDUCE wakes the others, which all wait there (every one
+          // arrived); the later ones wake nobody: w wake-ups per REDUCE, not w^2.
+          std::vector<int>& passed = passed_count_[f.reduce.stage];
+          const std::size_t k = static_cast<std::size_t>(f.reduce.occurrence);
+          if (passed.size() <= k) passed.resize(k + 1, 0);
+          if (++passed[k] == 1)
+            for (int other = 0; other < w_; ++other)
+              if (other != q) wake(rank_of(other, f.reduce.stage));
+        }
         break;
     }
     ++pc;

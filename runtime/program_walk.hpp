@@ -124,6 +124,7 @@ class program_walker {
   std::vector<int> credit_step_;           // [link * window + n % window]: step of RECV n
   std::vector<int> reduces_done_;          // [replica * stages + stage]
   std::vector<std::vector<int>> arrived_count_, arrived_step_;  // [stage][occurrence]
+  std::vector<std::vector<int>> passed_count_;  // [stage][occurrence]: replicas past the REDUCE
   std::vector<char> arrived_;              // [rank]: counted at the REDUCE it is at
   std::vector<int> worklist_;
 };
