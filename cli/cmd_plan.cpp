@@ -141,6 +141,13 @@ int run_plan(const plan_options& o) {
   auto own = load_device_profiles(*c, o.cluster);
   if (!own) throw CLI::ValidationError("--cluster", own.message());
   po.device_profiles = std::move(*own);
+  // The inputs' own figures, checked before planning: a bad one is a bad input (exit 2).
+  if (status st = check_plan_inputs(*prof, *c); !st) {
+    const bool of_profile = st.message().rfind("layer ", 0) == 0 || st.message().rfind("the profile", 0) == 0;
+    throw CLI::ValidationError(of_profile ? "--profile" : "--cluster", st.message());
+  }
+  if (status st = check_device_profiles(*prof, *c, po.device_profiles); !st)
+    throw CLI::ValidationError("--cluster", st.message());
   if (o.planner == "2bw") return print_two_bw(o, *prof, *c, std::move(po.device_profiles));
   // A list of devices is planned with each device's own speed, memory and profile.
   auto plan = plan_pipedream(*prof, *c, po);

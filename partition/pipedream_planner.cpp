@@ -218,7 +218,10 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
                         std::to_string(static_cast<std::int64_t>(largest_bytes)) +
                         " bytes (a link or an all-reduce) would take longer than a double holds");
     units *= lv.count;
-    if (units > (1 << 24)) return make_error("the cluster has too many devices to plan for");
+    if (units > (1 << 24))
+      return make_error("the cluster's levels multiply to more than 2^24 = 16777216 devices (at "
+                        "level " + lv.name + ", count " + std::to_string(lv.count) +
+                        "), more than the planner searches; lower a level's count");
   }
   const long long n = options.max_devices > 0 ? std::min<long long>(options.max_devices, units) : units;
   // The levels in use: full counts while a unit of the level fits in n, then ⌊n / unit⌋.
