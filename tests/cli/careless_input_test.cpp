@@ -132,12 +132,12 @@ TEST_CASE("plan refuses a profile time or microbatch that would overflow and a 1
     INFO(planner);
     cli_result r = run_cli({"plan", "--profile", dir / "inf.json", "--cluster", dir / "two.json",
                             "--planner", planner});
-    CHECK(r.exit_code == 1);
-    CHECK(contains(r.err, "layer 1 (b): fwd_ms 1.5e+308 is outside 0..1e9 ms"));
+    CHECK(r.exit_code == 2);  // a bad input file, found before planning
+    CHECK(contains(r.err, "--profile: layer 1 (b): fwd_ms 1.5e+308 is outside 0..1e9 ms"));
     r = run_cli({"plan", "--profile", dir / "mb.json", "--cluster", dir / "two.json", "--planner",
                  planner});
-    CHECK(r.exit_code == 1);
-    CHECK(contains(r.err, "microbatch 4611686018427387904 is outside 1..2^31-1"));
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "--profile: the profile's microbatch 4611686018427387904 is outside 1..2^31-1"));
     r = run_cli({"plan", "--profile", dir / "mb.json", "--cluster", dir / "slow.json",
                  "--planner", planner});
     CHECK(r.exit_code == 2);
