@@ -73,7 +73,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // One line, as every other error: what was wrong, then where the usage is.
     const std::string cmd = argc > 1 && argv[1][0] != '-' ? std::string(argv[1]) : std::string();
-    std::cerr << "pipeworks" << (cmd.empty() ? "" : " " + cmd) << ": " << e.what()
+    // CLI11 checks required flags before unknown ones: a mistyped flag ("--schedul") is what
+    // went wrong, not the flag it failed to give.
+    std::string what = e.what();
+    if (e.get_name() == "RequiredError" && !cmd.empty()) {
+      std::string unknown;
+      for (CLI::App* sub : app.get_subcommands())
+        for (const std::string& a : sub->remaining())
+          if (unknown.empty() && a.size() > 1 && a[0] == '-') unknown = a;
+      if (!unknown.empty()) what = "unknown flag " + unknown + " (mistyped?)";
+    }
+    std::cerr << "pipeworks" << (cmd.empty() ? "" : " " + cmd) << ": " << what
               << "; run 'pipeworks " << (cmd.empty() ? "" : cmd + " ") << "--help' for usage.\n";
     return cli::exit_usage;
   }

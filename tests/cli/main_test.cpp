@@ -73,3 +73,10 @@ TEST_CASE("a missing required flag exits 2 and names it", "[cli]") {
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "--schedule"));
 }
+
+TEST_CASE("a mistyped flag is named even when a required flag is missing with it", "[cli]") {
+  const cli_result r = run_cli({"schedule", "--schedul", "1f1b", "--stages", "2", "--microbatches", "2"});
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "unknown flag --schedul"));
+  CHECK(nonempty_lines(r.err).size() == 1);  // one line, as every error
+}
