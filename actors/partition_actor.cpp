@@ -4,6 +4,7 @@
 // replies must carry the plan back unchanged. It answers one plan_atom, then quits.
 #include "actors/partition_actor.hpp"
 #include "base/exception_text.hpp"
+#include "base/thread_budget.hpp"
 
 #include <exception>
 #include <filesystem>
@@ -94,51 +95,74 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   // per replica and stage, in its rank's process; else one reducer per stage, here.
   const bool sharded = workers > 0 && plan.replicas > 1;
   wiring.reducers.resize(static_cast<std::size_t>(sharded ? plan.replicas * V : V));
-  for (int r = 0; r < programs.ranks(); ++r) {
-    const int device = r % plan.stages;
-    const int process = plan.ranks.empty() ? 0 : plan.ranks[static_cast<std::size_t>(r)].process;
-    std::vector<param_set> initial;
-    if (!spec.resume)
-      for (int s = 0; s < V; ++s)
-        if (programs.device_of[static_cast<std::size_t>(s)] == device)
-          initial.push_back(pieces[static_cast<std::size_t>(s)].clone());
-    if (process > 0) {
-      host_request& q = requests[static_cast<std::size_t>(process - 1)];
-      q.ranks.push_back(r);
-      if (spec.resume) {
-        q.resume.push_back(spec.resume->files.at(static_cast<std::size_t>(r)));
-      } else {
-        std::vector<param_snapshot> mine;
-        for (param_set& p : initial) mine.push_back(std::make_shared<const param_set>(std::move(p)));
-        q.initial.push_back(std::move(mine));
-      }
-      continue;
-    }
-    auto st = make_stage_spec<T>(*run, r, spec.net, spec.start, spec.hooks, spec.board, spec.driver);
-    st->link = spec.link;
-    if (spec.resume) {
-      st->resume_dir = step_dir(plan.checkpoint.dir, spec.resume->step);
-      st->resume = spec.resume->files.at(static_cast<std::size_t>(r));
-    } else {
-      st->initial = std::move(initial);
-    }
-    // With workers every actor of the run is pooled (see spawn_driver in actors/driver.cpp).
-    wiring.ranks[static_cast<std::size_t>(r)] = spawn_stage<T>(sys, plan.detached && workers == 0, std::move(st));
-    if (sharded) {
-      const int replica = r / plan.stages;
-      for (int s = 0; s < V; ++s)
-        if (programs.device_of[static_cast<std::size_t>(s)] == device)
-          wiring.reducers[static_cast<std::size_t>(replica * V + s)] =
-              spawn_shard(sys, s, replica, plan.replicas, spec.driver, spec.link);
-    }
+  if (plan.detached && workers == 0) {  // each rank and reducer a thread of its own
+    const std::size_t threads = static_cast<std::size_t>(programs.ranks()) +
+                                (plan.replicas > 1 ? static_cast<std::size_t>(V) : 0);
+    if (status fits = check_thread_budget(threads); !fits)
+      return make_error("the run's detached actors: " + fits.message() +
+                        "; use --actors pooled (ranks share a pool of threads), or fewer "
+                        "--replicas or --stages");
   }
-  for (int k = 1; k <= workers; ++k)
-    if (!requests[static_cast<std::size_t>(k - 1)].ranks.empty())
-      out.requests.emplace_back(k, std::move(requests[static_cast<std::size_t>(k - 1)]));
-  if (plan.replicas > 1 && !sharded)
-    for (int s = 0; s < V; ++s)
-      wiring.reducers[static_cast<std::size_t>(s)] =
-          spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, spec.driver, spec.link);
+  // Spawning may fail part way (a thread that cannot be created, with many detached ranks and a
+  // memory limit): the actors already spawned wait for a wiring that never comes, and the actor
+  // system would wait for them for ever. They are stopped, and the error says what to change.
+  try {
+    for (int r = 0; r < programs.ranks(); ++r) {
+      const int device = r % plan.stages;
+      const int process = plan.ranks.empty() ? 0 : plan.ranks[static_cast<std::size_t>(r)].process;
+      std::vector<param_set> initial;
+      if (!spec.resume)
+        for (int s = 0; s < V; ++s)
+          if (programs.device_of[static_cast<std::size_t>(s)] == device)
+            initial.push_back(pieces[static_cast<std::size_t>(s)].clone());
+      if (process > 0) {
+        host_request& q = requests[static_cast<std::size_t>(process - 1)];
+        q.ranks.push_back(r);
+        if (spec.resume) {
+          q.resume.push_back(spec.resume->files.at(static_cast<std::size_t>(r)));
+        } else {
+          std::vector<param_snapshot> mine;
+          for (param_set& p : initial) mine.push_back(std::make_shared<const param_set>(std::move(p)));
+          q.initial.push_back(std::move(mine));
+        }
+        continue;
+      }
+      auto st = make_stage_spec<T>(*run, r, spec.net, spec.start, spec.hooks, spec.board, spec.driver);
+      st->link = spec.link;
+      if (spec.resume) {
+        st->resume_dir = step_dir(plan.checkpoint.dir, spec.resume->step);
+        st->resume = spec.resume->files.at(static_cast<std::size_t>(r));
+      } else {
+        st->initial = std::move(initial);
+      }
+      // With workers every actor of the run is pooled (see spawn_driver in actors/driver.cpp).
+      wiring.ranks[static_cast<std::size_t>(r)] = spawn_stage<T>(sys, plan.detached && workers == 0, std::move(st));
+      if (sharded) {
+        const int replica = r / plan.stages;
+        for (int s = 0; s < V; ++s)
+          if (programs.device_of[static_cast<std::size_t>(s)] == device)
+            wiring.reducers[static_cast<std::size_t>(replica * V + s)] =
+                spawn_shard(sys, s, replica, plan.replicas, spec.driver, spec.link);
+      }
+    }
+    for (int k = 1; k <= workers; ++k)
+      if (!requests[static_cast<std::size_t>(k - 1)].ranks.empty())
+        out.requests.emplace_back(k, std::move(requests[static_cast<std::size_t>(k - 1)]));
+    if (plan.replicas > 1 && !sharded)
+      for (int s = 0; s < V; ++s)
+        wiring.reducers[static_cast<std::size_t>(s)] =
+            spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, spec.driver, spec.link);
+  } catch (const std::exception& e) {
+    for (const caf::actor& a : wiring.ranks)
+      if (a) caf::anon_send_exit(a, caf::exit_reason::kill);
+    for (const caf::actor& a : wiring.reducers)
+      if (a) caf::anon_send_exit(a, caf::exit_reason::kill);
+    throw pipeworks_error("starting the run's " + std::to_string(programs.ranks()) +
+                          " ranks failed: " + exception_text(e) +
+                          (plan.detached ? "; each detached rank is a thread of its own: use "
+                                           "--actors pooled, or fewer --replicas or --stages"
+                                         : ""));
+  }
   return out;
 }
 
