@@ -132,8 +132,10 @@ result<connected_worker> connect_worker(caf::actor_system& sys, const host_port&
   caf::scoped_actor self{sys};
   std::string error;
   connected_worker out;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-  self->request(*worker, std::max(left, std::chrono::milliseconds(1)), hello_msg{remote_protocol_version, "driver", {}, {}, {}})
+  // A worker reached late in the window still gets a moment for the handshake.
+  const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
+                             std::chrono::milliseconds(2000));
+  self->request(*worker, left, hello_msg{remote_protocol_version, "driver", {}, {}, {}})
       .receive(
           [&](const hello_msg& h) {
             out.ucx = h.ucx;
@@ -146,7 +148,7 @@ result<connected_worker> connect_worker(caf::actor_system& sys, const host_port&
           },
           [&](caf::error& e) {
             error = e == caf::sec::request_timeout
-                        ? "no answer to the handshake within " + std::to_string(limit.count()) + " ms"
+                        ? "no answer to the handshake within " + std::to_string(left.count()) + " ms"
                         : error_text(sys, e);
           });
   if (!error.empty()) return make_error(where + ": " + error);

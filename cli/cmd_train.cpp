@@ -270,7 +270,9 @@ int run_train(train_options& o) {
                                               " training images");
   check_plan_flags(plan, net.size());
   if (plan.checkpoint.every > 0 && f.print_plan.empty())
-    if (status s = prepare_checkpoint_dir(plan.checkpoint.dir, plan.data.position > 0); !s)
+    if (status s = plan.data.position > 0 ? probe_writable_dir(plan.checkpoint.dir)
+                                          : prepare_checkpoint_dir(plan.checkpoint.dir, false);
+        !s)
       throw CLI::ValidationError(
           plan.data.position > 0 ? "--resume" : "--checkpoint-dir",
           s.message() + (plan.data.position > 0 ? " (the resumed run writes its checkpoints there; "

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "runtime/transport/ucx_transport.hpp"
 #include "ops/cpu_threads.hpp"
 #include "base/exception_text.hpp"
 #include "base/result.hpp"
@@ -89,6 +90,10 @@ int main(int argc, char** argv) {
   }
   for (auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
+    // UCX's transports end here, their threads joined, not beside static destruction at exit.
+    struct end_transports {
+      ~end_transports() { ucx_transport::end_process_transports(); }
+    } at_the_end;
     try {
       return run();
     } catch (const CLI::ParseError& e) {

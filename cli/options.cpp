@@ -153,8 +153,15 @@ void check_outputs(const std::vector<flag_path>& outputs, const std::vector<flag
                                                  in.path + "): writing it would destroy what "
                                                  "the run reads; choose another path");
     for (const flag_path& dir : input_dirs) {  // a data or checkpoint directory belongs to the run
-      if (dir.path.empty() || !std::filesystem::is_directory(dir.path)) continue;
+      if (dir.path.empty()) continue;
       const auto root = resolved(dir.path);
+      if (!std::filesystem::exists(dir.path)) {  // made by the run (a new --checkpoint-dir)
+        if (root == file)
+          throw CLI::ValidationError(out.flag, out.path + " is the " + dir.flag + " directory the "
+                                               "run will make; choose another path");
+        continue;
+      }
+      if (!std::filesystem::is_directory(dir.path)) continue;
       const auto rel = file.lexically_relative(root);
       if (!rel.empty() && *rel.begin() != "..")
         throw CLI::ValidationError(out.flag, out.path + " lies inside the " + dir.flag +

@@ -161,8 +161,8 @@ result<std::int64_t> latest_complete(const std::string& dir) {
     std::string older;
     for (auto o = std::next(it); o != dirs->rend() && older.empty(); ++o)
       if (read_manifest(dir, o->step).ok()) older = std::to_string(o->step);
-    return make_error(m.message() + "; the newest checkpoint's manifest is damaged: restore it, or "
-                      "move " + step_dir(dir, it->step) + " out of " + dir +
+    return make_error(m.message() + "; the newest checkpoint's manifest is unreadable or damaged: "
+                      "restore it, or move " + step_dir(dir, it->step) + " out of " + dir +
                       (older.empty() ? std::string(" (no older complete checkpoint is there)")
                                      : " to use the checkpoint of step " + older));
   }
@@ -199,8 +199,8 @@ status prepare_checkpoint_dir(const std::string& dir, bool resuming) {
     return make_error(dir + " exists and is not a directory: choose another --checkpoint-dir");
   fs::create_directories(dir, ec);
   if (ec) return make_error("cannot create checkpoint directory " + dir + ": " + ec.message());
+  if (resuming) return {};  // read from; run_checkpoints probes it when it will be written to
   if (status s = probe_writable_dir(dir); !s) return s;  // found now, not at the first checkpoint
-  if (resuming) return {};
   auto dirs = step_dirs(dir);
   if (!dirs) return dirs.err();
   if (!dirs->empty())

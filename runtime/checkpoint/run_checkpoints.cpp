@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "ops/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 
 namespace pipeworks {
@@ -44,6 +45,8 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
     r.samples = m->metrics["samples"].get<std::int64_t>();
   r.manifest = std::move(*m);
   if (status s = prepare_checkpoint_dir(c.dir, true); !s) return make_error(s.message());
+  if (c.every > 0)  // more checkpoints go there
+    if (status s = probe_writable_dir(c.dir); !s) return make_error(s.message());
   for (std::int64_t n = plan.data.position + std::max<std::int64_t>(c.every, 1);
        c.every > 0 && n < plan.train.steps; n += c.every)
     if (std::filesystem::exists(step_dir(c.dir, n)))

@@ -25,6 +25,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 #endif
 
 namespace pipeworks {
@@ -52,6 +53,7 @@ result<std::shared_ptr<ucx_transport>> ucx_transport::open(ucx_reach) {
                     "tensors cannot go over UCX; use --transport caf");
 }
 result<std::shared_ptr<ucx_transport>> ucx_transport::process(ucx_reach r) { return open(r); }
+void ucx_transport::end_process_transports() {}
 
 #else
 
@@ -641,29 +643,75 @@ class ucp_transport final : public ucx_transport {
 
 bool ucx_transport::available() { return true; }
 
+namespace {
+
+// The threads that end transports let go on their own progress thread; joined by
+// end_process_transports (never destroyed: threads may still be added during exit).
+std::mutex& reaper_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::vector<std::thread>& reapers() {
+  static auto* threads = new std::vector<std::thread>;
+  return *threads;
+}
+
+// The process's transports (ucx_transport::process), kept until end_process_transports.
+std::mutex& process_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::shared_ptr<ucx_transport>* process_ones() {
+  static auto* ones = new std::shared_ptr<ucx_transport>[2];
+  return ones;
+}
+
+}  // namespace
+
 result<std::shared_ptr<ucx_transport>> ucx_transport::open(ucx_reach reach) {
   // The last owner may let go inside one of the transport's own callbacks, on its progress
   // thread (a callback that held the last reference to what owns the transport): that thread
-  // cannot join itself, so another thread ends the transport once the callback has returned.
+  // cannot join itself, so another thread ends the transport once the callback has returned
+  // (joined by end_process_transports).
   std::shared_ptr<ucp_transport> t(new ucp_transport(), [](ucp_transport* p) {
-    if (p->on_progress_thread()) std::thread([p] { delete p; }).detach();
-    else delete p;
+    if (!p->on_progress_thread()) return delete p;
+    std::lock_guard<std::mutex> lock(reaper_mu());
+    try {
+      reapers().emplace_back([p] { delete p; });
+    } catch (const std::exception&) {  // no thread to be had: leave it to the process's end
+    }
   });
   if (status s = t->start(reach); !s) return make_error(s.message());
   return std::shared_ptr<ucx_transport>(std::move(t));
 }
 
 result<std::shared_ptr<ucx_transport>> ucx_transport::process(ucx_reach reach) {
-  static std::mutex mu;
-  static std::shared_ptr<ucx_transport> ones[2];
-  std::lock_guard<std::mutex> lock(mu);
-  auto& one = ones[reach == ucx_reach::local ? 0 : 1];
+  std::lock_guard<std::mutex> lock(process_mu());
+  auto& one = process_ones()[reach == ucx_reach::local ? 0 : 1];
   if (!one) {
     auto t = open(reach);
     if (!t) return t.err();
     one = std::move(*t);
   }
   return one;
+}
+
+void ucx_transport::end_process_transports() {
+  std::shared_ptr<ucx_transport> ending[2];
+  {
+    std::lock_guard<std::mutex> lock(process_mu());
+    for (int k = 0; k < 2; ++k) ending[k] = std::move(process_ones()[k]);
+  }
+  for (auto& t : ending) t.reset();  // here, on this thread, unless a run still holds one
+  for (;;) {
+    std::vector<std::thread> done;
+    {
+      std::lock_guard<std::mutex> lock(reaper_mu());
+      done.swap(reapers());
+    }
+    if (done.empty()) return;
+    for (std::thread& t : done) t.join();
+  }
 }
 
 #endif

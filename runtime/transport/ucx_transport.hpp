@@ -35,6 +35,10 @@ class ucx_transport {
   static result<std::shared_ptr<ucx_transport>> open(ucx_reach reach = ucx_reach::local);
   // The process's transport of each reach, opened on first use and kept until the process ends.
   static result<std::shared_ptr<ucx_transport>> process(ucx_reach reach);
+  // Ends the process's transports, and any transport let go on its own progress thread, joining
+  // their threads here; call it once no run uses them (the CLI does, before exit), so that UCX is
+  // never torn down beside the process's static destruction. A later process() opens anew.
+  static void end_process_transports();
   // Where this process may share memory: its boot, network namespace and IPC namespace. Two
   // processes of equal scope use the local transport, others the network one.
   static std::string scope();

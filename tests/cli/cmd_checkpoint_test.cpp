@@ -169,7 +169,7 @@ TEST_CASE("checkpoint inspect exits 1 naming an unreadable manifest or an empty 
   // The newest manifest damaged is named as such, never passed over for an older checkpoint.
   const cli_result damaged = run_cli({"checkpoint", "inspect", ck});
   CHECK(damaged.exit_code == 1);
-  CHECK(contains(damaged.err, "the newest checkpoint's manifest is damaged"));
+  CHECK(contains(damaged.err, "the newest checkpoint's manifest is unreadable or damaged"));
 
   fs::remove(step_dir(ck, 10) + "/manifest.json");
   const cli_result none = run_cli({"checkpoint", "inspect", ck});

@@ -1,5 +1,5 @@
-// The run plan shown in the README is a plan the reader accepts: every field written and every
-// field required, so a field added to the format without the README fails here.
+// The run plan shown in the README is a plan the reader accepts and checks: a required field
+// added to the format without the README, or a field renamed, fails here.
 #include <catch2/catch.hpp>
 
 #include <fstream>
