@@ -143,12 +143,21 @@ class worker_state {
   static inline const char* name = "pipeworks.worker";
 
   explicit worker_state(caf::event_based_actor* self) : self_(self) {}
+  std::uint64_t unexpected_ = 0;  // messages of no kind it takes
 
   caf::behavior make_behavior(std::shared_ptr<worker_spec> spec) {
     spec_ = std::move(spec);
     self_->set_down_handler([this](caf::down_msg& dm) {
       if (run_.driver && dm.source == run_.driver.address())
         end_run(false, "its driver was lost (" + self_->system().render(dm.reason) + ")");
+    });
+    // A message of no kind the worker takes (a hostile or confused peer): one line in its log,
+    // not CAF's "*** unexpected message" dump on stderr for each; then every 1000th.
+    self_->set_default_handler([this](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> {
+      if (unexpected_++ % 1000 == 0)
+        log("refused a message of a kind a worker does not take (" + std::to_string(unexpected_) +
+            " so far)");
+      return caf::sec::unexpected_message;
     });
     return {
         [this](const hello_msg& h) -> caf::result<hello_msg> {
