@@ -233,6 +233,11 @@ int run_train(train_options& o) {
   const model_spec& spec = plan.model;
   if (o.epochs > 0 && spec.is_gpt())
     throw CLI::ValidationError("--epochs", "--epochs is for mlp; use --steps for gpt");
+  if (!spec.is_gpt())
+    for (const char* flag : {"--sample", "--temperature", "--eval-windows"})
+      if (o.pipe.given.count(flag))
+        throw CLI::ValidationError(flag, std::string(flag) + " is for gpt models (text); an mlp "
+                                         "reports its test accuracy: drop it");
   if (!plan.schedule)
     for (const char* flag : {"--trace", "--credits", "--actors", "--inject-fault", "--chunks",
                              "--replicas", "--stages", "--split"})

@@ -89,6 +89,11 @@ struct run_ends {
 
 int run_worker(const worker_options& o) {
   const bool joins = !o.launch.driver.empty() || launched(getenv_of);
+  if (!joins && (o.launch.rank >= 0 || o.launch.world_size >= 0))
+    throw CLI::ValidationError(o.launch.rank >= 0 ? "--rank" : "--world-size",
+                               "says where this worker joins a driver's rendezvous: give --driver "
+                               "HOST:PORT too (or MASTER_ADDR and MASTER_PORT), or drop it for a "
+                               "worker that a driver's --workers names");
   std::optional<launch_place> place;
   if (joins) {
     auto p = find_place(o.launch, getenv_of);

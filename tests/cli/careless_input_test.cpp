@@ -95,6 +95,15 @@ TEST_CASE("a named pipe or a device given as a JSON input or a checkpoint is ref
   }
 }
 
+TEST_CASE("text-generation flags given to an mlp are refused naming the flag", "[cli]") {
+  for (const char* flag : {"--sample", "--temperature", "--eval-windows"}) {
+    const cli_result r = run_cli(mlp_train({flag, "1"}));
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, std::string(flag) + " is for gpt models"));
+  }
+}
+
 TEST_CASE("a text too small for one held-out window names --data and the size that works",
           "[cli]") {
   scratch_dir dir;

@@ -302,6 +302,10 @@ TEST_CASE("bad worker flags are refused naming the flag", "[cli][workers]") {
                                                              "127.0.0.1:8", "--world-size", "1"}));
   CHECK(both.exit_code == 2);
   CHECK(contains(both.err, "give one of them"));
+  const cli_result lone_rank = run_cli({"worker", "--listen", "127.0.0.1:0", "--rank", "1"});
+  CHECK(lone_rank.exit_code == 2);
+  CHECK(contains(lone_rank.err, "--rank"));
+  CHECK(contains(lone_rank.err, "--driver"));
   const cli_result listen = run_cli({"worker", "--listen", "127.0.0.1:99999"});
   CHECK(listen.exit_code == 2);
   CHECK(contains(listen.err, "--listen"));
