@@ -311,12 +311,18 @@ int run_train(train_options& o) {
   param_set initial = plan.init_from.empty() ? net.init_params(plan.init_seed)
                                              : load_init_weights(plan.init_from, net);
   if (!o.json) {
+    // With --auto-partition the planner may choose the batch and microbatches (then printed with
+    // the plan): the header says so rather than the values it starts from.
+    const bool chosen = plan.auto_partition && !(plan.auto_partition->keep_batch &&
+                                                 plan.auto_partition->keep_microbatches);
+    const std::string batch = chosen ? std::string("the planner's batch")
+                                     : "batch " + std::to_string(plan.data.batch) + " (" +
+                                           std::to_string(plan.train.microbatches) + " microbatches)";
     std::printf(
-        "pipeworks train: %s (%lld parameters, %d blocks) on %s, %lld steps of batch %lld"
-        " (%d microbatches), %s lr %g, %d threads, BLAS core %s\n",
+        "pipeworks train: %s (%lld parameters, %d blocks) on %s, %lld steps of %s, %s lr %g, "
+        "%d threads, BLAS core %s\n",
         spec.name.c_str(), static_cast<long long>(net.param_count()), net.size(),
-        plan.data.path.c_str(), static_cast<long long>(plan.train.steps),
-        static_cast<long long>(plan.data.batch), plan.train.microbatches,
+        plan.data.path.c_str(), static_cast<long long>(plan.train.steps), batch.c_str(),
         std::string(optimizer_kind_name(plan.train.optim.kind)).c_str(), plan.train.optim.lr,
         cpu_threads(), blas_core_name().c_str());
     // Where the ranks run, when not all on the CPU: "ranks on cuda:0" or "ranks on cpu, cuda:0 x3".
