@@ -215,6 +215,7 @@ class driver_state {
     checkpoints_left_.erase(n);
     if (spec_->callbacks.on_checkpoint)
       spec_->callbacks.on_checkpoint(n, step_dir(run_.plan.checkpoint.dir, n));
+    if (interrupting_) return end_interrupt_when_drained();
     maybe_finish();
   }
 
@@ -230,7 +231,11 @@ class driver_state {
       }
     }
     if (!d.finished) {
-      if (interrupting_ && --replies_left_ == 0) finish(true);
+      if (interrupting_ && --replies_left_ == 0) {
+        replies_in_ = true;
+        drain_to_ = core_ ? core_->steps_done() : 0;
+        end_interrupt_when_drained();
+      }
       return;
     }
     ++ranks_done_;
@@ -256,6 +261,15 @@ class driver_state {
               [this](caf::error& e) {
                 fail("collecting the trace failed: " + error_text(self_->system(), e));
               });
+  }
+
+  // Once the weights are in, and every checkpoint of a step complete by then has its manifest
+  // (its files were being written: a stop does not throw them away; at most 5 s in all).
+  void end_interrupt_when_drained() {
+    if (!replies_in_) return;
+    for (std::int64_t n : checkpoints_left_)
+      if (n <= drain_to_) return;  // its manifest is coming
+    finish(true);
   }
 
   // Ctrl-C: ask replica 0's ranks for their latest weights, then end (at most 5 s later).
@@ -391,6 +405,8 @@ class driver_state {
   std::vector<stage_stats> stats_;
   std::map<std::int64_t, std::vector<checkpoint_file>> files_;
   std::set<std::int64_t> checkpoints_left_;
+  bool replies_in_ = false;
+  std::int64_t drain_to_ = 0;  // at a stop: checkpoints up to this step get their manifests          // at a stop: every weights reply came
   step_metrics last_;
   timeline trace_;
   int ranks_done_ = 0, replies_left_ = 0;
