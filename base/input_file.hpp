@@ -1,7 +1,5 @@
-// Reading a file that a user or a peer names as an input: a regular file only (opening a named
-// pipe blocks until a writer comes; a device such as /dev/zero never ends) and, for text such as
-// JSON, no larger than a bound, so a mistaken path is refused by name instead of hanging or
-// filling memory.
+// Reading an input file a user or peer names: a regular file only (a named pipe blocks the open,
+// /dev/zero never ends), and text such as JSON within a bound; else refused by name.
 #pragma once
 #include <cstdint>
 #include <string>

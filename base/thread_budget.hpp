@@ -1,6 +1,5 @@
-// Whether this process can start n more threads under its address-space limit (ulimit -v):
-// each reserves a stack of RLIMIT_STACK's size. Checked before spawning many detached actors,
-// since a thread that cannot be made leaves CAF waiting for an actor that never runs.
+// Whether n more threads fit this process's address-space limit (ulimit -v), each with a stack of
+// RLIMIT_STACK's size: checked before spawning detached actors (a failed thread hangs CAF).
 #pragma once
 #include <cstddef>
 

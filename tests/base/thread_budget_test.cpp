@@ -1,6 +1,5 @@
-// check_thread_budget: no limit, no refusal; under an address-space limit, threads whose stacks
-// would not fit are refused naming the limit, and a few that fit are not. Run in a child process,
-// which alone takes the limit.
+// check_thread_budget: no limit, no refusal; under an address-space limit (set in a child process)
+// threads whose stacks would not fit are refused naming the limit, and a few that fit are not.
 #include "base/thread_budget.hpp"
 
 #include <sys/resource.h>

@@ -1,6 +1,5 @@
-// driver_core after a resume: the ranks' first requests skip the microbatches they held at the
-// cut, so one replica may ask for step N+1 before another asks for step N; both are dealt, a true
-// second request is still refused, and a step nobody asked for still counts its samples.
+// driver_core after a resume, where one replica may ask for step N+1 before another asks for step
+// N: both are dealt, a second request is refused, and a step nobody asked for counts its samples.
 #include "runtime/exec/driver_core.hpp"
 
 #include <catch2/catch.hpp>
