@@ -60,6 +60,9 @@ int run_profile(const profile_options& o) {
   if (where.kind == device_kind::cuda) {
     gpu.emplace(device_context::cuda(where.index, gpu_math_of(o.tf32, o.bf16)));
     po.device = &*gpu;
+  } else if (o.tf32 || o.bf16) {  // as train says it: the CPU stays fp32
+    std::fprintf(stderr, "pipeworks profile: note: %s concerns a GPU, and this profile is taken on "
+                         "the CPU, in fp32\n", o.bf16 ? "--bf16" : "--tf32");
   }
   auto prof = profile_model(net, random_sample(spec, o.microbatch), po);
   if (!prof) throw pipeworks_error(prof.message());
