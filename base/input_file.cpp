@@ -10,19 +10,20 @@
 #include <cstring>
 
 namespace pipeworks {
-namespace {
 
-const char* kind_of(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a named pipe";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+const char* file_kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a named pipe";
   if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
   return "not a regular file";
 }
 
+namespace {
+
 status regular(const struct stat& st, const std::string& path, const std::string& what) {
   if (S_ISREG(st.st_mode)) return {};
-  return make_error(what + " '" + path + "' is " + kind_of(st.st_mode) + ", not a regular file");
+  return make_error(what + " '" + path + "' is " + file_kind(st.st_mode) + ", not a regular file");
 }
 
 }  // namespace

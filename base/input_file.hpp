@@ -1,12 +1,18 @@
 // Reading an input file a user or peer names: a regular file only (a named pipe blocks the open,
 // /dev/zero never ends), and text such as JSON within a bound; else refused by name.
 #pragma once
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
 #include "base/result.hpp"
 
 namespace pipeworks {
+
+// What a file of this mode is, for messages: "a named pipe", "a device", "a directory",
+// "a socket", or "not a regular file".
+const char* file_kind(mode_t mode);
 
 // The bound for a JSON input (a plan, a profile, a cluster, costs, a model, a manifest).
 inline constexpr std::uint64_t json_input_limit = std::uint64_t{64} << 20;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/input_file.hpp"
 #include "base/sha256.hpp"
 
 namespace pipeworks {
@@ -35,14 +36,6 @@ constexpr std::uint64_t write_behind = std::uint64_t{32} << 20;    // written, n
 constexpr std::uint64_t stream_after = std::uint64_t{256} << 20;
 
 std::string os_reason(int e) { return std::strerror(e); }
-
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a named pipe";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  return "not a regular file";
-}
 
 // Hashes the parts: inline for small files, else in a thread of its own that runs alongside the
 // writes (both only read the caller's memory). digest() waits for it.
@@ -235,7 +228,7 @@ status check_output_target(const std::string& path) {
                       ": it is a symbolic link, which would not be replaced; give the path of a "
                       "file (readlink -f " + path + ") or remove the link");
   if (!S_ISREG(st.st_mode))
-    return make_error("refusing to write " + path + ": it is " + kind_of(st.st_mode) +
+    return make_error("refusing to write " + path + ": it is " + file_kind(st.st_mode) +
                       ", not a regular file, and would be replaced; give the path of a regular "
                       "file");
   return {};
