@@ -168,16 +168,22 @@ TEST_CASE("train --auto-partition refuses a cluster with a device faster than on
 }
 
 TEST_CASE("train --auto-partition plans a CPU and a GPU with the GPU's own profile", "[cli]") {
-  // The GPU's profile: the CPU's of the same model and microbatch (4: batch 16 in 2 per device),
-  // ten times faster. Planned and printed here; running it needs the GPU.
+  // The GPU's profile: the layers and bytes of the CPU's (the same model and microbatch, 4: batch
+  // 16 in 2 per device) with fixed times: the embedding 1e9 ms (the most a profile may say), the
+  // transformer blocks and the head free. The one fastest plan is then the embedding alone on the
+  // CPU and the rest on the GPU for any live times of the CPU (below 5e8 ms for the embedding, and
+  // above 0 for a block): no live timing decides it. Planned and printed here; running it needs
+  // the GPU.
   scratch_dir dir;
-  const cli_result prof = run_cli({"profile", "--model", "gpt-tiny", "--microbatch", "4", "--out",
-                                   dir / "cpu.json"});
+  const cli_result prof = run_cli({"profile", "--model", "gpt-tiny", "--microbatch", "4", "--repeats",
+                                   "1", "--out", dir / "cpu.json"});
   REQUIRE(prof.exit_code == 0);
   nlohmann::json gpu = nlohmann::json::parse(read_file(dir / "cpu.json"));
+  REQUIRE(gpu["layers"].size() == 4);
+  REQUIRE(gpu["layers"][0]["name"] == "embedding");
   for (auto& l : gpu["layers"]) {
-    l["fwd_ms"] = l["fwd_ms"].get<double>() / 10;
-    l["bwd_ms"] = l["bwd_ms"].get<double>() / 10;
+    l["fwd_ms"] = l["name"] == "embedding" ? 1e9 : 0.0;
+    l["bwd_ms"] = 0.0;
   }
   write_file(dir / "gpu.json", gpu.dump());
   write_file(dir / "mixed.json", R"({"devices": [{"name": "cpu", "speed": 1},
