@@ -17,7 +17,7 @@
 #include "actors/rendezvous.hpp"
 #include "actors/partition_actor.hpp"
 #include "actors/type_ids.hpp"
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/dir_lock.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"

@@ -11,6 +11,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/type_ids.hpp"
+#include "base/cpu_count.hpp"
 
 namespace pipeworks {
 
@@ -84,7 +85,7 @@ wire_link::wire_link(caf::actor_system& sys, wire_endpoints ucx, int process,
   const auto here = me < peers_.scopes.size()
                         ? std::count(peers_.scopes.begin(), peers_.scopes.end(), peers_.scopes[me])
                         : 1;
-  const bool crowded = here > static_cast<std::ptrdiff_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const bool crowded = here > static_cast<std::ptrdiff_t>(usable_cores());
   for (auto* t : {ucx_.local.get(), ucx_.network.get()})
     if (t) t->set_crowded(crowded);
   for (auto* t : {ucx_.local.get(), ucx_.network.get()})

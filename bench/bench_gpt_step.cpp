@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "ops/blas_core.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/model/gpt.hpp"
 #include "ops/train/trainer.hpp"
@@ -47,7 +48,7 @@ double sgemm_gflops(int n, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  reexec_without_openblas_coretype(argv);
+  run_with_best_blas_kernels(argv);
   CLI::App app{"bench_gpt_step: gpt-small training step time and achieved FLOP/s"};
   int batch = 8, threads = 2, warmup = 3, steps = 10, sgemm_n = 1024;
   bool json = false;

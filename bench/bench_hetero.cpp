@@ -10,11 +10,12 @@
 
 #include "partition/auto_partition.hpp"
 #include "actors/pipeline.hpp"
+#include "ops/blas_core.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/data/text.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/train/sources.hpp"
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 #include "partition/even_split.hpp"
 
 using namespace pipeworks;
@@ -96,7 +97,7 @@ std::string shape(const config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  reexec_without_openblas_coretype(argv);
+  run_with_best_blas_kernels(argv);
   bench_options o;
   CLI::App app{"bench_hetero: auto plan against an even split on a throttled heterogeneous cluster"};
   app.add_option("--model", o.model, "mlp, gpt-tiny, gpt-small or a model JSON")->capture_default_str();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/blas_core.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/kernels/gemm.hpp"
 #include "ops/layers/activation.hpp"
@@ -75,7 +76,7 @@ struct row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  reexec_without_openblas_coretype(argv);
+  run_with_best_blas_kernels(argv);
   CLI::App app{"bench_layers: ms per forward and backward of each layer at gpt-small sizes"};
   int threads = 2, rounds = 5, B = 8, Tn = 128, C = 256, NH = 4, V = 256, L = 8;
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);

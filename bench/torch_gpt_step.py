@@ -1,6 +1,7 @@
 # The PyTorch baseline for bench/bench_gpt_step: one GPT-2 training step (forward, backward,
 # AdamW) of the same model, batch and thread count, timed the same way. Prints one JSON line.
 import argparse
+import ctypes
 import json
 import math
 import time
@@ -72,6 +73,18 @@ def time_steps(step, warmup, steps):
     return sorted(times)
 
 
+def blas_core():
+    """The core of the OpenBLAS that this process loaded (through torch), or "none"."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "blas" in line and "/" in line}
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)  # already loaded: the same handle
+        if hasattr(lib, "openblas_get_corename"):
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode()
+    return "none"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ctx", type=int, default=128)
@@ -99,6 +112,7 @@ def main():
 
     times = time_steps(step, a.warmup, a.steps)
     print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": a.threads,
+                      "blas_core": blas_core(),
                       "ms_per_step_median": 1000 * times[len(times) // 2],
                       "ms_per_step_min": 1000 * times[0]}))
 

@@ -23,7 +23,7 @@
 #include "cli/stop_signals.hpp"
 #include "ops/cpu_threads.hpp"
 #include "runtime/transport/frame_guard.hpp"
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 
 namespace pipeworks::cli {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "cli/command.hpp"
 #include "runtime/transport/ucx_transport.hpp"
+#include "ops/blas_core.hpp"
 #include "ops/cpu_threads.hpp"
 #include "base/exception_text.hpp"
 #include "base/result.hpp"
@@ -40,7 +41,7 @@ static std::string memory_hint(const std::string& command) {
 
 int main(int argc, char** argv) {
   using namespace pipeworks;
-  reexec_without_openblas_coretype(argv);
+  run_with_best_blas_kernels(argv);
 
   CLI::App app{"pipeworks: pipeline-parallel training of neural networks on the actor model"};
   app.require_subcommand(1);

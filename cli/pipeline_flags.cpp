@@ -5,7 +5,6 @@
 
 #include "cli/options.hpp"
 #include "ops/device/device.hpp"
-#include "partition/even_split.hpp"
 
 namespace pipeworks::cli {
 

@@ -7,7 +7,7 @@
 #include "cli/options.hpp"
 #include "ops/data/fashion_mnist.hpp"
 #include "ops/data/text.hpp"
-#include "partition/even_split.hpp"
+#include "cli/split_flag.hpp"
 
 namespace pipeworks::cli {
 namespace {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "actors/pipeline.hpp"
+#include "ops/blas_core.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/data/text.hpp"
 #include "ops/model/model_spec.hpp"
@@ -116,7 +117,7 @@ volatile std::sig_atomic_t interrupted = 0;
 }  // namespace
 
 int main(int argc, char** argv) {
-  reexec_without_openblas_coretype(argv);
+  run_with_best_blas_kernels(argv);
   if (argc == 2 && std::string_view(argv[1]) == "--help") {
     std::fputs(usage, stdout);
     return 0;

@@ -2,6 +2,7 @@
 // validate and simulate a zero-bubble schedule, all through the library without the CLI.
 #include <cstdio>
 
+#include "ops/blas_core.hpp"
 #include "ops/cpu_threads.hpp"
 #include "ops/data/text.hpp"
 #include "ops/model/gpt.hpp"
@@ -14,7 +15,7 @@
 using namespace pipeworks;
 
 int main(int, char** argv) {
-  reexec_without_openblas_coretype(argv);
+  run_with_best_blas_kernels(argv);
   set_cpu_threads(0);
 
   // A model is an ordered list of cuttable blocks; weights are immutable snapshots.

@@ -1,15 +1,15 @@
-// oneTBB and OpenBLAS thread caps, and the OPENBLAS_CORETYPE re-exec.
+// oneTBB and OpenBLAS thread caps, and the name of the OpenBLAS kernels loaded.
 #include "ops/cpu_threads.hpp"
 
 #include <cblas.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <tbb/global_control.h>
+
+#include "base/cpu_count.hpp"
 
 namespace pipeworks {
 namespace {
@@ -19,7 +19,7 @@ int g_threads = 0;
 }  // namespace
 
 void set_cpu_threads(int n) {
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n <= 0) n = usable_cores();
   std::lock_guard lock(g_mutex);
   g_tbb_cap.reset();
   g_tbb_cap = std::make_unique<tbb::global_control>(
@@ -33,21 +33,12 @@ void set_cpu_threads(int n) {
 int cpu_threads() {
   std::lock_guard lock(g_mutex);
   if (g_threads > 0) return g_threads;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return usable_cores();
 }
 
 std::string blas_core_name() {
   const char* name = openblas_get_corename();
   return name ? name : "unknown";
-}
-
-void reexec_without_openblas_coretype(char** argv) {
-  if (!std::getenv("OPENBLAS_CORETYPE")) return;
-  const char* keep = std::getenv("PIPEWORKS_KEEP_OPENBLAS_CORETYPE");
-  if (keep && std::string(keep) == "1") return;
-  unsetenv("OPENBLAS_CORETYPE");
-  execv("/proc/self/exe", argv);
-  // execv failed: carry on with the forced kernels rather than stop.
 }
 
 }  // namespace pipeworks

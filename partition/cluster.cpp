@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/device/device.hpp"
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 #include "base/json_read.hpp"
 
 namespace pipeworks {

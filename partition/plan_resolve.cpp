@@ -5,7 +5,7 @@
 
 #include "partition/auto_partition.hpp"
 #include "partition/cluster.hpp"
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 #include "partition/even_split.hpp"
 #include "partition/plan_inputs.hpp"
 

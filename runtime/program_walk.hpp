@@ -129,4 +129,8 @@ class program_walker {
   std::vector<int> worklist_;
 };
 
+// The smallest credit window per link that runs the lowered schedule without deadlock (at most
+// the largest number of messages any link carries); every larger window is also safe.
+int min_credit_window(const schedule& lowered);
+
 }  // namespace pipeworks

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "base/host_port.hpp"
-#include "runtime/exec/executor.hpp"
 #include "runtime/lower.hpp"
+#include "runtime/program_walk.hpp"
 
 namespace pipeworks {
 namespace {

@@ -155,8 +155,4 @@ class stage_executor {
   std::unique_ptr<impl> impl_;
 };
 
-// The smallest credit window per link that runs the lowered schedule without deadlock (at most
-// the largest number of messages any link carries); every larger window is also safe.
-int min_credit_window(const schedule& lowered);
-
 }  // namespace pipeworks

@@ -10,6 +10,7 @@
 #include "ops/model/param_split.hpp"
 #include "runtime/exec/driver_core.hpp"
 #include "runtime/exec/reducer.hpp"
+#include "runtime/program_walk.hpp"
 
 namespace pipeworks {
 

@@ -2,6 +2,7 @@
 #include "runtime/exec/rank_setup.hpp"
 
 #include "runtime/lower.hpp"
+#include "runtime/program_walk.hpp"
 #include "runtime/validate.hpp"
 
 namespace pipeworks {

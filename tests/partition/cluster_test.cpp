@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 
 using namespace pipeworks;
 

@@ -12,6 +12,7 @@
 #include "ops/model/mlp.hpp"
 #include "ops/model/param_split.hpp"
 #include "runtime/exec/local_run.hpp"
+#include "runtime/program_walk.hpp"
 #include "runtime/validate.hpp"
 #include "tests/runtime/exec/semantics_fixture.hpp"
 

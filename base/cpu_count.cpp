@@ -1,5 +1,5 @@
 // usable_cores(): the affinity mask and cgroup v2 quota of this process (see cpu_count.hpp).
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 
 #include <sched.h>
 #include <unistd.h>

@@ -6,7 +6,6 @@
 #include <map>
 #include <tuple>
 
-#include "runtime/exec/executor.hpp"
 #include "runtime/program_walk.hpp"
 
 namespace pipeworks {

@@ -1,5 +1,5 @@
-// Tests for partition/cpu_count.hpp: the cgroup v2 cpu.max parser and usable_cores' bounds.
-#include "partition/cpu_count.hpp"
+// Tests for base/cpu_count.hpp: the cgroup v2 cpu.max parser and usable_cores' bounds.
+#include "base/cpu_count.hpp"
 
 #include <sched.h>
 
@@ -7,7 +7,7 @@
 
 using namespace pipeworks;
 
-TEST_CASE("cpu_max_cores rounds a quota up and reads max as no limit", "[partition]") {
+TEST_CASE("cpu_max_cores rounds a quota up and reads max as no limit", "[base]") {
   CHECK(cpu_max_cores("max 100000") == std::nullopt);
   CHECK(cpu_max_cores("200000 100000") == 2);
   CHECK(cpu_max_cores("150000 100000\n") == 2);
@@ -18,7 +18,7 @@ TEST_CASE("cpu_max_cores rounds a quota up and reads max as no limit", "[partiti
   CHECK(cpu_max_cores("100000 0") == std::nullopt);
 }
 
-TEST_CASE("usable_cores is at least 1 and at most the affinity mask", "[partition]") {
+TEST_CASE("usable_cores is at least 1 and at most the affinity mask", "[base]") {
   cpu_set_t set;
   CPU_ZERO(&set);
   REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
@@ -27,7 +27,7 @@ TEST_CASE("usable_cores is at least 1 and at most the affinity mask", "[partitio
   CHECK(cores <= CPU_COUNT(&set));
 }
 
-TEST_CASE("usable_cores follows a narrowed affinity mask", "[partition]") {
+TEST_CASE("usable_cores follows a narrowed affinity mask", "[base]") {
   cpu_set_t before;
   CPU_ZERO(&before);
   REQUIRE(sched_getaffinity(0, sizeof before, &before) == 0);
