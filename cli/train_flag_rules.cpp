@@ -1,0 +1,109 @@
+// The flag rules of `pipeworks train`: contradictions between flags, flags that do not fit the
+// plan's model or schedule, outputs that would clash, memory, and the checkpoint directory.
+#include "cli/train_flag_rules.hpp"
+
+#include <algorithm>
+
+#include "cli/auto_partition.hpp"
+#include "cli/options.hpp"
+#include "cli/pipeline_flags.hpp"
+#include "cli/train_report.hpp"
+#include "ops/checkpoint/atomic_file.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+
+namespace pipeworks::cli {
+
+void check_flags(train_options& o) {
+  pipeline_flags& f = o.pipe;
+  check_auto_partition_flags(f);
+  check_pipeline_flags(f);  // before the data loads and the profile runs
+  check_cluster_flag(f);
+  if (o.temperature <= 0) throw CLI::ValidationError("--temperature", "must be > 0");
+}
+
+void check_flags_against_plan(const train_options& o, const run_plan& plan) {
+  const pipeline_flags& f = o.pipe;
+  if (o.epochs > 0 && plan.model.is_gpt())
+    throw CLI::ValidationError("--epochs", "--epochs is for mlp; use --steps for gpt");
+  if (!plan.model.is_gpt())
+    for (const char* flag : {"--sample", "--temperature", "--eval-windows"})
+      if (f.given.count(flag))
+        throw CLI::ValidationError(flag, std::string(flag) + " is for gpt models (text); an mlp "
+                                         "reports its test accuracy: drop it");
+  if (!plan.schedule)
+    for (const char* flag : {"--trace", "--credits", "--actors", "--inject-fault", "--chunks",
+                             "--replicas", "--stages", "--split"})
+      if (f.given.count(flag) && (std::string(flag) != "--stages" || f.stages != 1))
+        throw CLI::ValidationError("--schedule", "--schedule none runs on one device without "
+                                                 "actors; pick a schedule (e.g. --schedule 1f1b) "
+                                                 "to use --stages, --replicas, --chunks, --split, "
+                                                 "--trace, --credits, --actors or --inject-fault");
+}
+
+void check_train_memory(const model<float>& net, const model_spec& spec, std::int64_t batch,
+                        std::int64_t microbatch, const std::string& flag, const std::string& hint) {
+  const double batch_bytes =
+      spec.is_gpt() ? 4.0 * static_cast<double>(batch) * spec.gpt().context * sizeof(int) : 0;
+  check_memory(net, 5, microbatch, batch_bytes, flag, hint);
+}
+
+void check_batch_memory(const model<float>& net, const run_plan& plan) {
+  if (plan.data.batch % plan.train.microbatches == 0)
+    check_train_memory(net, plan.model, plan.data.batch, plan.data.batch / plan.train.microbatches,
+                       "--batch", "lower --batch, or raise --microbatches to split each batch");
+}
+
+void check_train_outputs(const train_options& o, const run_plan& plan) {
+  const pipeline_flags& f = o.pipe;
+  // --save may replace the --init file (training continues in place); no other input.
+  check_outputs({{o.save, "--save"},
+                 {o.metrics, "--metrics"},
+                 {f.trace, "--trace"},
+                 {f.compare_sim ? sim_trace_path(f.trace) : std::string(), "--compare-sim"},
+                 {f.print_plan, "--print-plan"}},
+                {{plan.data.path, "--data"},
+                 {o.model, "--model"},
+                 {f.plan, "--plan"},
+                 {f.cluster, "--cluster"}},
+                {{plan.data.path, "--data"},
+                 {f.resume, "--resume"},
+                 {f.init, "--init"},
+                 {plan.checkpoint.dir, "--checkpoint-dir"}});
+}
+
+void fit_plan_to_images(const train_options& o, std::optional<std::int64_t> images,
+                        run_plan& plan) {
+  const pipeline_flags& f = o.pipe;
+  if (!images) return;
+  if (o.epochs > 0 && f.plan.empty() && f.resume.empty()) {
+    plan.train.steps = o.epochs * (*images / std::max<std::int64_t>(1, plan.data.batch));
+    if (o.warmup < 0) plan.train.warmup_steps = std::min<std::int64_t>(plan.train.steps / 10, 100);
+  }
+  if (plan.data.batch > *images)
+    throw CLI::ValidationError("--batch", "larger than the " + std::to_string(*images) +
+                                              " training images");
+}
+
+void check_checkpoint_dir(const train_options& o, const run_plan& plan) {
+  if (plan.checkpoint.every <= 0 || !o.pipe.print_plan.empty()) return;
+  const bool resumed = plan.data.position > 0;
+  if (status s = resumed ? probe_writable_dir(plan.checkpoint.dir)
+                         : prepare_checkpoint_dir(plan.checkpoint.dir, false);
+      !s)
+    throw CLI::ValidationError(
+        resumed ? "--resume" : "--checkpoint-dir",
+        s.message() + (resumed ? " (the resumed run writes its checkpoints there; or copy the "
+                                 "directory somewhere writable and resume from the copy)"
+                               : ""));
+}
+
+pipeline_hooks hooks_of(const train_options& o, const run_plan& plan) {
+  const pipeline_flags& f = o.pipe;
+  pipeline_hooks hooks;
+  hooks.record_trace = !f.trace.empty();
+  if (!f.inject_fault.empty()) hooks.fault = parse_fault(f.inject_fault);
+  if (status s = check(plan, hooks); !s) throw CLI::ValidationError("--inject-fault", s.message());
+  return hooks;
+}
+
+}  // namespace pipeworks::cli
