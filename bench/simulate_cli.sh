@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: `pipeworks simulate` end to end (start, generate, lower, simulate, print) at the
 # issue's sizes, and `pipeworks plan` on 10,000 layers; prints a markdown table of best and
-# median wall times against each target (no other tool simulates or plans these; see README).
+# median wall times against each target (no other tool simulates or plans these; see bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats="${REPEATS:-5}"

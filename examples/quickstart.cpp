@@ -1,4 +1,4 @@
-// The README's library example: train gpt-tiny on a few steps of text, then generate, lower,
+// The library example of docs/embedding.md: train gpt-tiny on a few steps of text, then generate, lower,
 // validate and simulate a zero-bubble schedule, all through the library without the CLI.
 #include <cstdio>
 
