@@ -1,5 +1,5 @@
-// The library example of docs/embedding.md: train gpt-tiny on a few steps of text, then generate, lower,
-// validate and simulate a zero-bubble schedule, all through the library without the CLI.
+// The library example of docs/embedding.md: train gpt-tiny on a few steps of text, then
+// generate, lower, validate and simulate a zero-bubble schedule, all without the CLI.
 #include <cstdio>
 
 #include "ops/blas_core.hpp"
