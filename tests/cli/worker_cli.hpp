@@ -16,7 +16,7 @@ class worker_cli {
                       const std::vector<std::string>& launcher = {})
       : proc_(args(std::move(more), listen), launcher) {
     const std::string prefix = "listening on ";
-    proc_.wait_for([&] { return contains(proc_.output_so_far(), "\n"); }, std::chrono::seconds(30));
+    proc_.wait_for([&] { return contains(proc_.output_so_far(), "\n"); });
     const std::string out = proc_.output_so_far();
     const auto at = out.find(prefix);
     if (at == std::string::npos) throw std::runtime_error("the worker did not start: " + out);

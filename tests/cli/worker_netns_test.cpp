@@ -108,8 +108,7 @@ TEST_CASE("a driver and workers in two network namespaces reach the in-process w
   // Between namespaces UCX used TCP, never shared memory (which would stall: its wake-ups go
   // through sockets of one namespace). A worker logs its transports when a run ends.
   for (worker_cli* w : {&a, &b}) {
-    for (int i = 0; i < 100 && count_of(w->process().errors_so_far(), "the run ended") < 2; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    w->process().wait_for([&] { return count_of(w->process().errors_so_far(), "the run ended") >= 2; });
     const std::string log = w->process().errors_so_far();
     INFO(log);
     CHECK(count_of(log, "hosting ranks of a run for its driver (tensors over UCX)") == 2);
