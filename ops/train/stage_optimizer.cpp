@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "ops/device/device_memory.hpp"
 #include "ops/device/device_ops.hpp"
+#include "ops/device/optimizer_update.hpp"
 #include "ops/optim/lr_schedule.hpp"
 
 namespace pipeworks {
@@ -63,19 +63,17 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
       unheld ? std::move(spare_) : std::make_shared<param_set>(latest->uninitialized_like());
   spare_.reset();
   const double lr = lr_for(step);
-  if (latest->where().kind != device_kind::cpu) {
-    if (status s = apply_on_gpu(*latest, g, *next, lr); !s) return make_error(s.message());
-  } else {
   const auto& entries = latest->entries();
+  if (on_device_.size() != entries.size()) on_device_.resize(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const param_entry& e = entries[i];
     optimizer_config oc = cfg_.optim;
     if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
-    if (status s = optimizer_step<T>(oc, lr, latest->values<T>(e), std::as_const(g).values<T>(e),
-                                     state_[i], next->values<T>(e), e.name);
+    if (status s = optimizer_update<T>(oc, lr, latest->arena(), std::as_const(g).arena(),
+                                       next->arena(), e.offset, e.numel(), state_[i],
+                                       on_device_[i], e.name);
         !s)
       return make_error(s.message());
-  }
   }
   // Keep the retired version's buffer when it is one this optimizer made.
   if (mine_ == latest.get()) spare_ = std::const_pointer_cast<param_set>(latest);
@@ -84,55 +82,16 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
 }
 
 template <class T>
-status stage_optimizer<T>::apply_on_gpu(const param_set& latest, const param_set& g,
-                                        param_set& next, double lr) {
-  const auto& entries = latest.entries();
-  if (gpu_m_.empty()) {  // first update here, or moments restored from a checkpoint
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      const std::int64_t n = entries[i].numel();
-      auto upload = [&](const std::vector<T>& host) {
-        tensor t = latest.arena().zeros_beside({n}, dtype_of<T>());
-        if (host.empty()) return t;
-        if (static_cast<std::int64_t>(host.size()) != n)
-          throw pipeworks_error("optimizer state of " + entries[i].name + " has " +
-                                std::to_string(host.size()) + " elements, the weights " +
-                                std::to_string(n));
-        copy_bytes(t.bytes(), t.where(), host.data(), device::cpu(), t.nbytes(), t.stream());
-        return t;
-      };
-      gpu_m_.push_back(upload(state_[i].m));
-      gpu_v_.push_back(upload(state_[i].v));
-    }
-  }
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const param_entry& e = entries[i];
-    optimizer_config oc = cfg_.optim;
-    if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
-    gpu_optimizer_step(oc, lr, latest.arena(), g.arena(), next.arena(), e.offset, e.numel(),
-                       gpu_m_[i], gpu_v_[i], state_[i].step + 1);
-    ++state_[i].step;
-  }
-  return {};
-}
-
-template <class T>
 const std::vector<optimizer_state<T>>& stage_optimizer<T>::state() const {
-  for (std::size_t i = 0; i < gpu_m_.size(); ++i) {
-    auto down = [](const tensor& d, std::vector<T>& host) {
-      const tensor h = d.copy_to(device::cpu());
-      host.assign(h.span<T>().begin(), h.span<T>().end());
-    };
-    down(gpu_m_[i], state_[i].m);
-    if (cfg_.optim.kind == optimizer_kind::adamw) down(gpu_v_[i], state_[i].v);
-  }
+  for (std::size_t i = 0; i < on_device_.size(); ++i)
+    read_moments<T>(on_device_[i], cfg_.optim.kind, state_[i]);
   return state_;
 }
 
 template <class T>
 void stage_optimizer<T>::set_state(std::vector<optimizer_state<T>> s) {
   state_ = std::move(s);
-  gpu_m_.clear();  // the next GPU update uploads the restored moments
-  gpu_v_.clear();
+  on_device_.clear();  // the next update on a GPU uploads the restored moments
 }
 
 template class stage_optimizer<float>;

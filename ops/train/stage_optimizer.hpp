@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "ops/device/optimizer_update.hpp"
 #include "ops/model/param_set.hpp"
 #include "ops/optim/optimizer.hpp"
 #include "base/result.hpp"
@@ -35,12 +36,8 @@ class stage_optimizer {
 
  private:
   train_config cfg_;
-  // A GPU update: the moments live on the GPU (gpu_m_, gpu_v_, one per tensor), state_ keeps
-  // the counts and receives the moments when state() is asked for.
-  status apply_on_gpu(const param_set& latest, const param_set& g, param_set& next, double lr);
-
   mutable std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
-  std::vector<tensor> gpu_m_, gpu_v_;
+  std::vector<device_moments> on_device_;  // a GPU's copies of the moments, one per tensor
   std::shared_ptr<param_set> spare_;       // the version before the latest: reused when unheld
   const param_set* mine_ = nullptr;        // the latest version this optimizer made
   double last_grad_norm_ = 0;

@@ -1,0 +1,33 @@
+// The optimizer's update of one tensor on the device its weights live on: the seam STEP goes
+// through, so that nothing above it branches on the device.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "base/result.hpp"
+#include "ops/optim/optimizer.hpp"
+#include "ops/tensor.hpp"
+
+namespace pipeworks {
+
+// A GPU's copy of one tensor's moments (m; v for AdamW), made on the first update there; empty
+// on the CPU, whose moments are the host vectors of optimizer_state.
+struct device_moments {
+  tensor m, v;
+};
+
+// One update of elements [begin, begin + n) of the arenas w and g into w_out, on their device,
+// at rate lr: on the CPU with `state`'s moments (optimizer_step: sized on first use, sizes
+// checked naming `name`); on a GPU (f32 only) with `on_device`, uploaded from `state` when
+// empty. state.step counts the update on either.
+template <class T>
+status optimizer_update(const optimizer_config& c, double lr, const tensor& w, const tensor& g,
+                        tensor& w_out, std::int64_t begin, std::int64_t n,
+                        optimizer_state<T>& state, device_moments& on_device,
+                        std::string_view name);
+
+// state's moments brought up to date from a GPU's copy (nothing when there is none).
+template <class T>
+void read_moments(const device_moments& on_device, optimizer_kind kind, optimizer_state<T>& state);
+
+}  // namespace pipeworks
