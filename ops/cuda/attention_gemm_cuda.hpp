@@ -1,8 +1,8 @@
 // Causal multi-head self-attention on the GPU (fp32) on cuBLAS: the scores, the weighted values
 // and every gradient are strided-batched GEMMs over the heads (tensor cores under TF32), with a
 // masked softmax kernel between them. ops/layers/attention.hpp's contract, the same as the simple
-// kernels of attention_cuda.hpp (the reference it is tested against). Device pointers; `blas` is
-// a cuBLAS handle on the caller's stream.
+// kernels of tests/ops/cuda/attention_reference_cuda.hpp (the tests' reference). Device pointers;
+// `blas` is a cuBLAS handle on the caller's stream.
 #pragma once
 #include "ops/cuda/linear_cuda.hpp"
 

@@ -6,7 +6,7 @@
 #include "gpu_test_util.hpp"
 #include "ops/layers/attention.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
-#include "ops/cuda/attention_cuda.hpp"
+#include "tests/ops/cuda/attention_reference_cuda.hpp"
 #endif
 
 using namespace pipeworks;

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "ops/cuda/attention_cuda.hpp"
+#include "tests/ops/cuda/attention_reference_cuda.hpp"
 #include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/warp_reduce.cuh"
 

@@ -1,6 +1,6 @@
-// Causal multi-head self-attention on the GPU (fp32), the simple version that materialises the
-// T x T probabilities, as the CPU does (ops/layers/attention.hpp's contract): the reference for
-// a flash-style kernel. Device pointers, on `stream` (a cudaStream_t; null: the default one).
+// Causal attention on the GPU (fp32), the simple version that materialises the T x T
+// probabilities as the CPU does (ops/layers/attention.hpp's contract): the tests' reference for
+// the flash kernels, built with the tests only. Device pointers, on `stream` (null: the default).
 #pragma once
 #include <cstdint>
 
