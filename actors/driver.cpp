@@ -64,6 +64,12 @@ class driver_state {
     int index;
   };
 
+  // The lowered run (an empty one until the partition actor's wiring came).
+  const lowered_run& run() const {
+    static const lowered_run none;
+    return lowered_ ? *lowered_ : none;
+  }
+
   double elapsed() const {
     return std::chrono::duration<double>(clock_type::now() - spec_->start).count();
   }
@@ -87,20 +93,18 @@ class driver_state {
               });
   }
 
+  // The run comes lowered from the partition actor: the driver reads or lowers no plan itself.
   void wire(pipeline_wiring w) {
-    auto plan = parse_run_plan(w.plan, "the resolved plan", spec_->blocks);
-    if (!plan) return fail(plan.message());
-    auto run = lower_run(std::move(*plan), spec_->blocks);
-    if (!run) return fail(run.message());
-    run_ = std::move(*run);
+    if (!w.run) return fail("the partition actor sent no plan");
+    lowered_ = std::move(w.run);
     report_ = std::move(w.report);
     summary_ = std::move(w.summary);
-    const run_plan& p = run_.plan;
+    const run_plan& p = run().plan;
     if (spec_->callbacks.on_plan)
       if (status s = spec_->callbacks.on_plan(p, report_); !s) return fail(s.message());
     auto data = spec_->data(p);
     if (!data) return fail("the data: " + data.message());
-    core_.emplace(run_.programs, std::move(*data), [this] { return elapsed(); }, p.data.position,
+    core_.emplace(run().programs, std::move(*data), [this] { return elapsed(); }, p.data.position,
                   spec_->resume_samples);
     ranks_ = std::move(w.ranks);
     reducers_ = std::move(w.reducers);
@@ -116,7 +120,7 @@ class driver_state {
     for (std::size_t s = 0; s < reducers_.size(); ++s)
       if (reducers_[s]) watch(reducers_[s], {who_kind::reducer, static_cast<int>(s)});
     if (spec_->record_trace) {
-      tracer_ = spawn_tracer(self_->system(), run_.ranks(), p.stages,
+      tracer_ = spawn_tracer(self_->system(), run().ranks(), p.stages,
                              std::string(schedule_name(*p.schedule)) + " p=" +
                                  std::to_string(p.stages) + " m=" +
                                  std::to_string(p.train.microbatches) + " (measured)");
@@ -169,7 +173,7 @@ class driver_state {
 
   // A checkpoint whose files are all durable and whose step is complete gets its manifest, last.
   void write_due_manifests() {
-    const run_plan& p = run_.plan;
+    const run_plan& p = run().plan;
     for (std::int64_t n : core_->due_checkpoints()) {
       checkpoint_manifest m = manifest_of(p, n, core_->samples_at(n), elapsed(), std::move(files_[n]));
       files_.erase(n);
@@ -200,7 +204,7 @@ class driver_state {
 
   // The host of the worker that holds rank r, as the plan addresses it.
   std::string host_of(int r) const {
-    const run_plan& p = run_.plan;
+    const run_plan& p = run().plan;
     const int process = p.ranks.empty() ? 0 : p.ranks.at(static_cast<std::size_t>(r)).process;
     if (process < 1 || process > static_cast<int>(p.processes.workers.size())) return "localhost";
     const std::string& address = p.processes.workers[static_cast<std::size_t>(process - 1)];
@@ -214,13 +218,13 @@ class driver_state {
       for (const auto& w : spec_->workers) self_->send(w, kept);
     checkpoints_left_.erase(n);
     if (spec_->callbacks.on_checkpoint)
-      spec_->callbacks.on_checkpoint(n, step_dir(run_.plan.checkpoint.dir, n));
+      spec_->callbacks.on_checkpoint(n, step_dir(run().plan.checkpoint.dir, n));
     if (interrupting_) return end_interrupt_when_drained();
     maybe_finish();
   }
 
   void on_rank_done(rank_done d) {
-    const int V = run_.plan.virtual_stages();
+    const int V = run().plan.virtual_stages();
     for (std::size_t i = 0; i < d.stages.size(); ++i) {
       const int s = d.stages[i];
       if (s < 0 || s >= V) continue;
@@ -280,7 +284,7 @@ class driver_state {
       return;
     }
     interrupting_ = true;
-    const int p = run_.plan.stages;
+    const int p = run().plan.stages;
     replies_left_ = p;
     for (int d = 0; d < p; ++d) self_->send(ranks_.at(static_cast<std::size_t>(d)), weights_atom::value);
     self_->delayed_send(self_, std::chrono::seconds(5), poll_atom::value);
@@ -289,8 +293,8 @@ class driver_state {
   // The virtual stages of device d, as "stage 1" or "stages 1,3".
   std::string stages_of(int device) const {
     std::vector<int> mine;
-    for (int s = 0; s < run_.plan.virtual_stages(); ++s)
-      if (run_.programs->device_of[static_cast<std::size_t>(s)] == device) mine.push_back(s);
+    for (int s = 0; s < run().plan.virtual_stages(); ++s)
+      if (run().programs->device_of[static_cast<std::size_t>(s)] == device) mine.push_back(s);
     std::string out = mine.size() == 1 ? "stage " : "stages ";
     for (std::size_t k = 0; k < mine.size(); ++k) {
       if (k) out += ',';
@@ -306,16 +310,16 @@ class driver_state {
     if (process >= 1 && static_cast<std::size_t>(process) <= names.size())
       text += " at " + names[static_cast<std::size_t>(process - 1)];
     text += " was lost (" + why + ")";
-    if (run_.programs) {
-      const std::vector<int> ranks = ranks_in_process(run_.plan, process);
+    if (run().programs) {
+      const std::vector<int> ranks = ranks_in_process(run().plan, process);
       text += ranks.size() == 1 ? "; it held rank " : "; it held ranks ";
       for (std::size_t i = 0; i < ranks.size(); ++i) {
-        const int r = ranks[i], p = run_.plan.stages;
+        const int r = ranks[i], p = run().plan.stages;
         text += (i ? ", " : "") + std::to_string(r) + " (" + stages_of(r % p) + ", replica " +
                 std::to_string(r / p) + ")";
       }
     }
-    fail(text + (run_.plan.checkpoint.every > 0
+    fail(text + (run().plan.checkpoint.every > 0
                      ? ". Restart the worker and continue with --resume from the last checkpoint"
                      : ". Restart the worker and the run (with --save-every N --checkpoint-dir "
                        "DIR, a run lost this way continues with --resume)"));
@@ -329,8 +333,8 @@ class driver_state {
     const who w = it->second;
     if (w.kind == who_kind::worker) return lost_process(w.index, why);
     if (w.kind == who_kind::rank && dm.reason == caf::exit_reason::remote_link_unreachable &&
-        !run_.plan.ranks.empty())
-      return lost_process(run_.plan.ranks.at(static_cast<std::size_t>(w.index)).process, why);
+        !run().plan.ranks.empty())
+      return lost_process(run().plan.ranks.at(static_cast<std::size_t>(w.index)).process, why);
     if (w.kind == who_kind::reducer)
       return fail("the reducer of stage " + std::to_string(w.index) + " died (" + why + ")");
     if (w.kind == who_kind::tracer) return fail("the tracer died (" + why + ")");
@@ -338,7 +342,7 @@ class driver_state {
       if (dm.reason) fail("the partition actor died (" + why + ")");
       return;  // it quits once it has answered
     }
-    const int p = run_.plan.stages;
+    const int p = run().plan.stages;
     const int replica = w.index / p, device = w.index % p;
     const std::optional<action> at = spec_->board ? spec_->board->at(w.index) : std::nullopt;
     const std::string stage = at ? "stage " + std::to_string(at->stage) : stages_of(device);
@@ -363,7 +367,7 @@ class driver_state {
   run_outcome outcome(bool interrupted) {
     run_outcome o;
     o.interrupted = interrupted;
-    if (!run_.plan.model.name.empty() || run_.programs) o.plan = to_json_text(run_.plan);
+    o.run = lowered_;
     o.report = report_;
     o.summary = summary_;
     o.weights = weights_;
@@ -394,7 +398,7 @@ class driver_state {
   caf::event_based_actor* self_;
   std::unique_ptr<background_writer> writer_;  // manifests; joined when the driver goes
   std::shared_ptr<driver_spec> spec_;
-  lowered_run run_;
+  std::shared_ptr<const lowered_run> lowered_;  // null until wired
   std::string report_, summary_;
   std::optional<driver_core> core_;
   caf::actor caller_, tracer_;

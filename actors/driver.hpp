@@ -1,4 +1,4 @@
-// The driver actor: gets the resolved plan and the ranks from the partition actor, feeds
+// The driver actor: gets the lowered run and the ranks from the partition actor, feeds
 // microbatches and sums global norms through driver_core, reports steps, writes each
 // checkpoint's manifest once every rank's file is durable, detects failures (failure messages
 // and CAF monitoring), polls stop_requested, and ends the run by stopping every actor it knows.
@@ -21,7 +21,6 @@ namespace pipeworks {
 struct driver_spec {
   data_factory data;
   pipeline_callbacks callbacks;
-  int blocks = 0;                         // the model's block count
   bool record_trace = false;
   std::int64_t resume_samples = 0;        // samples seen before a resumed run's position
   std::chrono::milliseconds poll_interval{50};

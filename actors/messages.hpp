@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/exec/rank_setup.hpp"
 #include "runtime/transport/caf_inspect.hpp"
 
 namespace pipeworks {
@@ -69,10 +70,10 @@ struct checkpoints_kept {
   std::vector<std::int64_t> steps;  // ascending
 };
 
-// Partition actor → driver: the resolved plan (JSON), what the planner said, and the actors it
-// spawned for it.
+// Partition actor → driver: the run, resolved, checked and lowered once (the driver is handed
+// it), what the planner said, and the actors it spawned for it.
 struct pipeline_wiring {
-  std::string plan;
+  std::shared_ptr<const lowered_run> run;
   std::string report;
   std::string summary;  // the planner's plan as JSON, or ""
   std::vector<caf::actor> ranks;
@@ -84,7 +85,7 @@ struct run_outcome {
   bool ok = true;
   std::string error;       // why it failed
   bool interrupted = false;
-  std::string plan;        // the resolved plan (JSON)
+  std::shared_ptr<const lowered_run> run;  // the run as lowered once (null if it failed before)
   std::string report;      // the planner's report, when it planned
   std::string summary;     // the planner's plan as JSON, when it planned
   std::vector<param_snapshot> weights;  // every virtual stage's latest (replica 0)
@@ -162,10 +163,35 @@ typename Inspector::result_type inspect(Inspector& f, checkpoints_kept& x) {
   return f(caf::meta::type_name("pipeworks.checkpoints_kept"), x.steps);
 }
 
+// A lowered run crosses a process as its plan's JSON ("" for none), which the reader parses,
+// checks and lowers (read_lowered_run); inside one process it is handed over as it is.
+template <class Inspector>
+caf::error inspect_lowered_run(Inspector& f, std::shared_ptr<const lowered_run>& run) {
+  std::string text;
+  if constexpr (transport::saves<Inspector>)
+    if (run) text = to_json_text(run->plan);
+  if (auto err = f(text)) return err;
+  if constexpr (transport::loads<Inspector>) {
+    run.reset();
+    if (text.empty()) return caf::none;
+    auto read = read_lowered_run(text, "the plan in a message");
+    if (!read) return transport::bad(read.message());
+    run = std::make_shared<const lowered_run>(std::move(*read));
+  }
+  return caf::none;
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pipeline_wiring& x) {
-  return f(caf::meta::type_name("pipeworks.pipeline_wiring"), x.plan, x.report, x.summary, x.ranks,
-           x.reducers);
+  if constexpr (!transport::serial<Inspector>) {
+    return f(caf::meta::type_name("pipeworks.pipeline_wiring"), x.report, x.summary, x.ranks,
+             x.reducers);
+  } else {
+    if (auto err = f(caf::meta::type_name("pipeworks.pipeline_wiring"), x.report, x.summary,
+                     x.ranks, x.reducers))
+      return err;
+    return inspect_lowered_run(f, x.run);
+  }
 }
 
 template <class Inspector>
@@ -175,9 +201,9 @@ typename Inspector::result_type inspect(Inspector& f, run_outcome& x) {
              x.steps_done);
   } else {
     if (auto err = f(caf::meta::type_name("pipeworks.run_outcome"), x.ok, x.error, x.interrupted,
-                     x.plan, x.report, x.summary, x.weight_steps, x.stages, x.last, x.steps_done,
-                     x.trace))
+                     x.report, x.summary, x.weight_steps, x.stages, x.last, x.steps_done, x.trace))
       return err;
+    if (auto err = inspect_lowered_run(f, x.run)) return err;
     return transport::inspect_param_list(f, x.weights);
   }
 }

@@ -1,4 +1,4 @@
-// The partition actor: resolve_plan, place_ranks, lower_run, then one stage actor per rank
+// The partition actor: resolve_plan, place_ranks, lower_run (once), then one stage actor per rank
 // (make_stage_spec, the initial weights or the rank's checkpoint file) and one reducer per virtual
 // stage when w > 1. Ranks on worker processes are asked of the workers (host_request), whose
 // replies must carry the plan back unchanged. It answers one plan_atom, then quits.
@@ -51,12 +51,14 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     if (!fn) return fn.err();
     return (*fn)(at.data.position);
   };
+  // The run's one resolution and lowering: the driver, the caller and the workers are handed it.
   auto resolved = resolve_plan(spec.plan, net, sample);
   if (!resolved) return resolved.err();
   run_plan placed = resolved->plan;
   place_ranks(placed);
-  auto run = lower_run(std::move(placed), net.size());
-  if (!run) return run.err();
+  auto lowered = lower_run(std::move(placed), net.size());
+  if (!lowered) return lowered.err();
+  const auto run = std::make_shared<const lowered_run>(std::move(*lowered));
   const schedule& programs = *run->programs;
   const run_plan& plan = run->plan;
   const int V = plan.virtual_stages();
@@ -69,7 +71,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   }
   pending_wiring out;
   pipeline_wiring& wiring = out.wiring;
-  wiring.plan = to_json_text(plan);
+  wiring.run = run;
   wiring.report = resolved->report;
   if (!resolved->summary.is_null()) wiring.summary = resolved->summary.dump();
   wiring.ranks.resize(static_cast<std::size_t>(programs.ranks()));
@@ -77,11 +79,13 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   if (static_cast<int>(spec.workers.size()) != workers)
     return make_error("the plan names " + std::to_string(workers) + " workers, but " +
                       std::to_string(spec.workers.size()) + " are connected");
+  // A worker in another process reads the plan's JSON (read_lowered_run).
+  const std::string sent = workers > 0 ? to_json_text(plan) : std::string();
   std::vector<host_request> requests(static_cast<std::size_t>(workers));
   for (int k = 1; k <= workers; ++k) {
     host_request& q = requests[static_cast<std::size_t>(k - 1)];
     q.dtype = sizeof(T) == 4 ? "float32" : "float64";
-    q.plan = wiring.plan;
+    q.plan = sent;
     q.process = k;
     q.driver = spec.driver;
     q.fault = spec.hooks.fault;

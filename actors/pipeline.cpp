@@ -1,6 +1,6 @@
-// train_pipeline: checks the plan and its checkpoint directory, then starts a CAF actor system
-// with the driver and the partition actor, waits for the driver's outcome and shuts everything
-// down. `--schedule none` runs the single-device trainer instead (runtime/exec/single_device).
+// train_pipeline: checks the plan (unless the caller did) and its checkpoint directory, then
+// starts a CAF actor system with the driver and the partition actor, waits for the driver's
+// outcome and shuts everything down. `--schedule none` runs the single-device trainer instead.
 #include "actors/pipeline.hpp"
 #include "base/exception_text.hpp"
 
@@ -117,7 +117,6 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     auto ds = std::make_shared<driver_spec>();
     ds->data = data;
     ds->callbacks = cb;
-    ds->blocks = net.size();
     ds->record_trace = hooks.record_trace;
     ds->resume_samples = resume ? resume->samples : 0;
     ds->start = t0;
@@ -165,16 +164,15 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
   }
   if (!outcome) return make_error(lost);
   if (!outcome->ok) return make_error(outcome->error);
+  if (!outcome->run) return make_error("the driver's outcome has no plan");
+  // The run as the partition actor lowered it, handed over: not read or lowered again.
+  const lowered_run& run = *outcome->run;
   pipeline_result res;
-  auto resolved = parse_run_plan(outcome->plan, "the resolved plan", net.size());
-  if (!resolved) return resolved.err();
-  auto run = lower_run(*resolved, net.size());
-  if (!run) return run.err();
-  res.plan = std::move(*resolved);
+  res.plan = run.plan;
   res.report = std::move(outcome->report);
   res.plan_summary = std::move(outcome->summary);
-  res.programs = run->programs;
-  res.boundaries = run->boundaries;
+  res.programs = run.programs;
+  res.boundaries = run.boundaries;
   res.weights = std::move(outcome->weights);
   res.weight_steps = std::move(outcome->weight_steps);
   res.stages = std::move(outcome->stages);
@@ -193,9 +191,23 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
                                        const run_plan& given, const data_factory& data,
                                        const pipeline_callbacks& callbacks,
                                        const pipeline_hooks& hooks) {
-  if (status s = check(given, m.size()); !s) return make_error(s.message());
+  auto checked = check_plan(given, m.size());
+  if (!checked) return checked.err();
+  return train_pipeline(m, initial, *checked, data, callbacks, hooks);
+}
+
+template <class T>
+result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initial,
+                                       const checked_plan& checked, const data_factory& data,
+                                       const pipeline_callbacks& callbacks,
+                                       const pipeline_hooks& hooks) {
   if (!data) return make_error("train_pipeline needs a data callback");
-  run_plan plan = given;
+  if (checked.blocks() != m.size())
+    return make_error("the plan was checked for a model of " + std::to_string(checked.blocks()) +
+                      " blocks, not for this one of " + std::to_string(m.size()));
+  // What follows keeps the plan checked: an absolute directory, the one split of one stage, a
+  // run name of the right form; a resumed run's merged plan, when it differs, is checked anew.
+  run_plan plan = checked.get();
   // Workers may run elsewhere in the file tree: they get the checkpoint directory absolute.
   if ((!plan.processes.workers.empty() || !plan.processes.rendezvous.empty()) &&
       !plan.checkpoint.dir.empty())
@@ -217,6 +229,9 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
     if (!saved) return saved.err();
     auto merged = resume_plan(*saved, plan);
     if (!merged) return make_error(step_dir(plan.checkpoint.dir, plan.data.position) + ": " + merged.message());
+    if (to_json_text(*merged) != to_json_text(plan))  // the checkpoint's partitioning, say
+      if (status s = check(*merged, m.size()); !s)
+        return make_error(step_dir(plan.checkpoint.dir, plan.data.position) + ": " + s.message());
     plan = std::move(*merged);
   }
   // Workers with checkpoint directories of their own keep this run's files apart from other runs'.
@@ -251,6 +266,10 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
 #define PIPEWORKS_TRAIN_PIPELINE(T)                                                             \
   template result<pipeline_result> train_pipeline<T>(const model<T>&, const param_set&,         \
                                                      const run_plan&, const data_factory&,      \
+                                                     const pipeline_callbacks&,                 \
+                                                     const pipeline_hooks&);                    \
+  template result<pipeline_result> train_pipeline<T>(const model<T>&, const param_set&,         \
+                                                     const checked_plan&, const data_factory&,  \
                                                      const pipeline_callbacks&,                 \
                                                      const pipeline_hooks&);                    \
   template result<pipeline_result> train_pipeline<T>(const model<T>&, const param_set&,         \

@@ -12,6 +12,7 @@
 
 #include "base/result.hpp"
 #include "ops/model/model.hpp"
+#include "runtime/checked_plan.hpp"
 #include "runtime/exec/run_api.hpp"
 
 namespace pipeworks {
@@ -21,10 +22,19 @@ namespace pipeworks {
 // data and the callbacks run on the driver's thread, one call at a time, in step order.
 // Failures (an exception in a stage, a non-finite loss, an actor that dies, a bad checkpoint)
 // end the run within a second with an error naming the stage, the replica, the action and the
-// cause. Errors about the plan name its fields (check()).
+// cause. Errors about the plan name its fields (check_plan).
 template <class T>
 result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initial,
                                        const run_plan& plan, const data_factory& data,
+                                       const pipeline_callbacks& callbacks = {},
+                                       const pipeline_hooks& hooks = {});
+
+// The same with a plan the caller has checked (check_plan, for `m`'s blocks): it is not checked
+// again. The plan is resolved and lowered once; the driver, each worker and the result are handed
+// the lowered run.
+template <class T>
+result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initial,
+                                       const checked_plan& plan, const data_factory& data,
                                        const pipeline_callbacks& callbacks = {},
                                        const pipeline_hooks& hooks = {});
 

@@ -36,11 +36,12 @@ struct hosted_run {
 template <class T>
 caf::result<host_reply> host(caf::actor_system& sys, host_request& q, const std::string& own_dir,
                              hosted_run& out) {
-  auto plan = parse_run_plan(q.plan, "the driver's plan");
-  if (!plan) return refuse("plan:", plan.message());
-  auto net = std::make_shared<const model<T>>(build_model<T>(plan->model));
-  auto run = lower_run(*plan, net->size());
+  // The plan comes from another process: read and checked here, as input from elsewhere must be,
+  // then lowered once (the driver's lowered schedule would be larger to send and would need the
+  // same checks); the ranks are handed that one lowering.
+  auto run = read_lowered_run(q.plan, "the driver's plan");
   if (!run) return refuse("plan:", run.message());
+  auto net = std::make_shared<const model<T>>(build_model<T>(run->plan.model));
   const auto workers = static_cast<int>(run->plan.processes.workers.size());
   if (q.process < 1 || q.process > workers)
     return refuse("process", "is " + std::to_string(q.process) + ", but the plan has workers 1.." +

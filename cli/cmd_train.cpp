@@ -99,10 +99,11 @@ run_plan make_plan(train_options& o) {
   return plan_from_flags(o, run_plan{}, true, threads, 0);
 }
 
-
-// --print-plan: the plan resolved (split, or the planner's plan) and written; nothing trains.
-int print_plan(const train_options& o, const run_plan& plan, const model<float>& net,
+// --print-plan: the plan, checked, resolved (split, or the planner's plan) and written; nothing
+// trains.
+int print_plan(const train_options& o, const checked_plan& checked, const model<float>& net,
                const data_factory& factory) {
+  const run_plan& plan = checked.get();
   auto resolved = resolve_plan(plan, net, [&](std::int64_t rows) -> result<minibatch> {
     run_plan at = plan;
     at.data.batch = rows;
@@ -131,11 +132,11 @@ int run_train(train_options& o) {
 
   const loaded_data data = load_data(plan, o.eval_windows, f.given.count("--eval-windows") > 0);
   fit_plan_to_images(o, data.images ? std::optional(data.images->size()) : std::nullopt, plan);
-  check_plan_flags(plan, net.size());
+  const checked_plan checked = check_plan_flags(plan, net.size());  // the run's one check
   check_checkpoint_dir(o, plan);
   const pipeline_hooks hooks = hooks_of(o, plan);
   const data_factory factory = data_of(data, plan);
-  if (!f.print_plan.empty()) return print_plan(o, plan, net, factory);
+  if (!f.print_plan.empty()) return print_plan(o, checked, net, factory);
 
   param_set initial = plan.init_from.empty() ? net.init_params(plan.init_seed)
                                              : load_init_weights(plan.init_from, net);
@@ -144,7 +145,7 @@ int run_train(train_options& o) {
   train_reporter reporter(o, plan, net);
   // The handlers stay until this command returns, so a second signal cannot cut the save.
   const stop_signals signals;
-  auto run = train_pipeline<float>(net, initial, plan, factory, reporter.callbacks(), hooks);
+  auto run = train_pipeline<float>(net, initial, checked, factory, reporter.callbacks(), hooks);
   reporter.finish_progress();
   if (!run) throw pipeworks_error(run.message());
   return report_run(o, plan, net, data.held_out, *run, reporter);

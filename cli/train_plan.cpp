@@ -81,9 +81,10 @@ std::string flag_of(std::string_view field) {
   return std::string(field);
 }
 
-void check_plan_flags(const run_plan& plan, int blocks) {
-  if (auto i = first_issue(plan, blocks))
-    throw CLI::ValidationError(render(*i, [](std::string_view f) { return flag_of(f); }));
+checked_plan check_plan_flags(const run_plan& plan, int blocks) {
+  auto checked = check_plan(plan, blocks, [](std::string_view f) { return flag_of(f); });
+  if (!checked) throw CLI::ValidationError(checked.message());
+  return std::move(*checked);
 }
 
 void apply_device_flags(const train_options& o, run_plan& p) {

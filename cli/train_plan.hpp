@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/pipeline_flags.hpp"
+#include "runtime/checked_plan.hpp"
 #include "runtime/run_plan.hpp"
 
 namespace pipeworks::cli {
@@ -41,7 +42,8 @@ void apply_device_flags(const train_options& o, run_plan& p);
 // The flag that sets a plan field ("schedule.stages" -> "--stages").
 std::string flag_of(std::string_view field);
 
-// Throws CLI::ValidationError with the plan's first problem, written with flag names.
-void check_plan_flags(const run_plan& plan, int blocks);
+// The run's one check of its plan (check_plan), for a model of `blocks` blocks: throws
+// CLI::ValidationError with the plan's first problem, written with flag names.
+checked_plan check_plan_flags(const run_plan& plan, int blocks);
 
 }  // namespace pipeworks::cli

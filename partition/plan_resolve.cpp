@@ -93,7 +93,6 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
 
 template <class T>
 result<resolved_plan> resolve_plan(run_plan plan, const model<T>& net, const sample_fn& sample) {
-  if (status s = check(plan, net.size()); !s) return make_error(s.message());
   if (plan.auto_partition) {
     if constexpr (std::is_same_v<T, float>) {
       return plan_automatically(std::move(plan), net, sample);

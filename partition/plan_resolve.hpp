@@ -25,7 +25,8 @@ struct resolved_plan {
 // One real sample of `samples` rows, drawn like step 0's (the profile's input).
 using sample_fn = std::function<result<minibatch>(std::int64_t samples)>;
 
-// Resolves the plan. Automatic partitioning (plan.auto_partition): loads the cluster, profiles
+// Resolves the plan, which must be checked (check_plan): it is not checked again; the planner's
+// plan, a new one, is. Automatic partitioning (plan.auto_partition): loads the cluster, profiles
 // `net` on one core at the run's microbatch (PipeDream without keep_microbatches: 2 microbatches
 // per cluster device, or the largest divisor of the batch below that), plans for the usable
 // cores, and writes stages, replicas, split, microbatches, batch and each rank's device speed and

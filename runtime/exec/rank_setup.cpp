@@ -1,6 +1,7 @@
 // lower_run and rank_setup: the one place that turns a run plan into the ranks' setups.
 #include "runtime/exec/rank_setup.hpp"
 
+#include "ops/model/model.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/program_walk.hpp"
 #include "runtime/validate.hpp"
@@ -25,7 +26,6 @@ result<std::shared_ptr<const schedule>> plan_programs(const run_plan& plan) {
 }
 
 result<lowered_run> lower_run(run_plan plan, int blocks) {
-  if (status s = check(plan, blocks); !s) return make_error(s.message());
   if (plan.auto_partition)
     return make_error("the plan asks for automatic partitioning, which has not run yet");
   lowered_run out;
@@ -47,6 +47,13 @@ result<lowered_run> lower_run(run_plan plan, int blocks) {
   out.credit_window = plan.credits > 0 ? plan.credits : min_credit_window(*out.programs);
   out.plan = std::move(plan);
   return out;
+}
+
+result<lowered_run> read_lowered_run(std::string_view text, const std::string& source, int blocks) {
+  auto plan = parse_run_plan(text, source, blocks);
+  if (!plan) return plan.err();
+  if (blocks < 0) blocks = build_model<float>(plan->model).size();
+  return lower_run(std::move(*plan), blocks);
 }
 
 executor_setup rank_setup(const lowered_run& run, int rank) {

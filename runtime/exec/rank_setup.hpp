@@ -3,6 +3,8 @@
 // in-process runner, the partition actor and the driver all call these; none copies plan fields.
 #pragma once
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
@@ -20,10 +22,16 @@ struct lowered_run {
   int ranks() const { return programs ? programs->ranks() : 1; }
 };
 
-// Checks the plan (check()), then lowers and validates its schedule. The plan must be resolved:
-// a split for every virtual stage (or one virtual stage), no automatic partitioning pending.
-// blocks: the model's block count.
+// Lowers and validates the plan's schedule, once per run: whoever needs the lowered run is handed
+// it. The plan must be checked (check_plan) and resolved: a split for every virtual stage (or one
+// virtual stage), no automatic partitioning pending. blocks: the model's block count.
 result<lowered_run> lower_run(run_plan resolved, int blocks);
+
+// A lowered run as a process that did not lower it reads it (a worker, a message from another
+// process): the plan's JSON parsed and checked, as input from elsewhere must be, then lowered.
+// blocks: the model's block count (-1: the plan's model's).
+result<lowered_run> read_lowered_run(std::string_view text, const std::string& source,
+                                     int blocks = -1);
 
 // The programs a run executes: the lowered schedule, with each rank's STEPs of a step gathered
 // when the plan clips by the global norm (gather_steps), validated.

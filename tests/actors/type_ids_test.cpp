@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "ops/model/mlp.hpp"
+#include "tests/actors/fixtures.hpp"
 
 using namespace pipeworks;
 
@@ -192,21 +193,34 @@ TEST_CASE("the actor layer's messages cross CAF serialisation unchanged", "[acto
   REQUIRE(d2.weights.size() == 2);
   CHECK(same_params(d2.weights[0], d.weights[0]));
   CHECK_FALSE(d2.weights[1]);
+  // A lowered run crosses as its plan, which the reader lowers again: the same plan and programs.
+  run_plan plan = test::one_f_one_b(2, 4, 3);
+  plan.split = {0, 1};
+  auto lowered = lower_run(plan, test::small_mlp().size());
+  INFO((lowered ? std::string() : lowered.message()));
+  REQUIRE(lowered);
+  const auto run = std::make_shared<const lowered_run>(std::move(*lowered));
   run_outcome o;
   o.ok = false;
   o.error = "why";
-  o.plan = "{}";
+  o.run = run;
   o.weights = {awkward_params()};
   o.weight_steps = {3};
   o.last.loss = -0.0;
   o.trace.title = "t";
   const run_outcome o2 = round_trip_message(*f.sys, o);
-  CHECK((!o2.ok && o2.error == "why" && o2.plan == "{}" && o2.weight_steps == o.weight_steps));
+  CHECK((!o2.ok && o2.error == "why" && o2.weight_steps == o.weight_steps));
+  REQUIRE(o2.run);
+  CHECK(to_json_text(o2.run->plan) == to_json_text(run->plan));
+  CHECK((o2.run->boundaries == run->boundaries && o2.run->programs->programs == run->programs->programs));
   CHECK(std::signbit(o2.last.loss));
   CHECK(same_params(o2.weights[0], o.weights[0]));
   CHECK(o2.trace.title == "t");
-  const pipeline_wiring pw = round_trip_message(*f.sys, pipeline_wiring{"plan", "report", "{}", {}, {}});
-  CHECK((pw.plan == "plan" && pw.report == "report"));
+  const pipeline_wiring pw = round_trip_message(*f.sys, pipeline_wiring{nullptr, "report", "{}", {}, {}});
+  CHECK((!pw.run && pw.report == "report"));
+  const pipeline_wiring pw2 = round_trip_message(*f.sys, pipeline_wiring{run, "", "", {}, {}});
+  REQUIRE(pw2.run);
+  CHECK(to_json_text(pw2.run->plan) == to_json_text(run->plan));
   rank_wiring rw;
   rw.reducers.resize(2);
   CHECK(round_trip_message(*f.sys, rw).reducers.size() == 2);
