@@ -226,6 +226,19 @@ typename Inspector::result_type inspect_params(Inspector& f, std::shared_ptr<con
   }
 }
 
+// A message of plain fields that, when it is (de)serialised, carries one more part as bytes (a
+// tensor or a parameter set): `tail()` inspects that part. A printing inspector sees the fields.
+template <class Inspector, class Tail, class... Fields>
+typename Inspector::result_type fields_then(Inspector& f, const char* name, Tail tail,
+                                            Fields&... fields) {
+  if constexpr (!serial<Inspector>) {
+    return f(caf::meta::type_name(name), fields...);
+  } else {
+    if (auto err = f(caf::meta::type_name(name), fields...)) return err;
+    return tail();
+  }
+}
+
 }  // namespace transport
 
 template <class Inspector>
@@ -235,12 +248,9 @@ typename Inspector::result_type inspect(Inspector& f, tensor_payload& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, microbatch_ctx& x) {
-  if constexpr (!transport::serial<Inspector>) {
-    return f(caf::meta::type_name("pipeworks.microbatch_ctx"), x.batch);
-  } else {
-    if (auto err = f(caf::meta::type_name("pipeworks.microbatch_ctx"), x.batch)) return err;
-    return transport::inspect_tensor(f, x.targets);
-  }
+  return transport::fields_then(
+      f, "pipeworks.microbatch_ctx", [&] { return transport::inspect_tensor(f, x.targets); },
+      x.batch);
 }
 
 template <class Inspector>
@@ -287,23 +297,16 @@ typename Inspector::result_type inspect(Inspector& f, input_request& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_request& x) {
-  if constexpr (!transport::serial<Inspector>) {
-    return f(caf::meta::type_name("pipeworks.reduce_request"), x.stage, x.replica, x.step);
-  } else {
-    if (auto err = f(caf::meta::type_name("pipeworks.reduce_request"), x.stage, x.replica, x.step))
-      return err;
-    return transport::inspect_params(f, x.grads);
-  }
+  return transport::fields_then(
+      f, "pipeworks.reduce_request", [&] { return transport::inspect_params(f, x.grads); },
+      x.stage, x.replica, x.step);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_result& x) {
-  if constexpr (!transport::serial<Inspector>) {
-    return f(caf::meta::type_name("pipeworks.reduce_result"), x.stage, x.step);
-  } else {
-    if (auto err = f(caf::meta::type_name("pipeworks.reduce_result"), x.stage, x.step)) return err;
-    return transport::inspect_params(f, x.sum);
-  }
+  return transport::fields_then(
+      f, "pipeworks.reduce_result", [&] { return transport::inspect_params(f, x.sum); }, x.stage,
+      x.step);
 }
 
 template <class Inspector>
@@ -337,14 +340,9 @@ typename Inspector::result_type inspect(Inspector& f, norm_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_report& x) {
   transport::exact grad_sq{&x.grad_sq}, lr{&x.lr};
-  if constexpr (!transport::serial<Inspector>) {
-    return f(caf::meta::type_name("pipeworks.step_report"), x.stage, x.replica, x.step, grad_sq, lr);
-  } else {
-    if (auto err = f(caf::meta::type_name("pipeworks.step_report"), x.stage, x.replica, x.step,
-                     grad_sq, lr))
-      return err;
-    return transport::inspect_params(f, x.weights);
-  }
+  return transport::fields_then(
+      f, "pipeworks.step_report", [&] { return transport::inspect_params(f, x.weights); },
+      x.stage, x.replica, x.step, grad_sq, lr);
 }
 
 template <class Inspector>
