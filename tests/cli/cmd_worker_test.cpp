@@ -182,7 +182,7 @@ TEST_CASE("the surviving worker keeps listening after a peer worker is killed", 
     background_cli run(args);
     REQUIRE(run.wait_for([&] { return contains(run.output_so_far(), "\"step\""); }));
     w2.process().kill(SIGKILL);
-    REQUIRE(run.wait_exit(std::chrono::seconds(30)));
+    REQUIRE(run.wait_exit(std::chrono::seconds(120)));  // a guard against a hang
     CHECK(run.wait().exit_code == 1);
   }
   const bool ended = w1.process().wait_exit(std::chrono::milliseconds(1000));
@@ -217,7 +217,7 @@ TEST_CASE("a frozen worker is found by heartbeats and the run resumes on one pro
     background_cli run(args);
     REQUIRE(run.wait_for([&] { return has_manifest(ckpt, 2); }));
     w2.process().kill(SIGSTOP);
-    REQUIRE(run.wait_exit(std::chrono::seconds(60)));
+    REQUIRE(run.wait_exit(std::chrono::seconds(120)));  // 5 s of silence, then the stop
     const cli_result r = run.wait();
     INFO(r.err);
     CHECK(r.exit_code == 1);

@@ -127,7 +127,7 @@ TEST_CASE("a checkpoint one step before the end completes with one microbatch an
     INFO(whole.err);
     REQUIRE(whole.exit_code == 0);
     background_cli run(one_mb({"--save-every", "5", "--checkpoint-dir", tag + "-ckpt"}));
-    REQUIRE(run.wait_exit(std::chrono::seconds(60)));
+    REQUIRE(run.wait_exit(std::chrono::seconds(120)));  // a guard against the hang it once had
     const cli_result saved = run.wait();
     INFO(saved.err);
     REQUIRE(saved.exit_code == 0);
