@@ -91,7 +91,8 @@ void apply_device_flags(const train_options& o, run_plan& p) {
   const pipeline_flags& f = o.pipe;
   if (f.given.count("--device")) {  // only when given: else the plan's own placements stay
     if (static_cast<int>(p.ranks.size()) != p.rank_count()) p.ranks.assign(p.rank_count(), {});
-    for (rank_placement& r : p.ranks) r.device = f.device;
+    const named_device device = parse_named_device(f.device).value();  // the flag's check parsed it
+    for (rank_placement& r : p.ranks) r.device = device;
   }
   if (f.given.count("--tf32")) p.tf32 = f.tf32;
   if (f.given.count("--bf16")) p.bf16 = f.bf16;

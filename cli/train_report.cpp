@@ -256,7 +256,8 @@ void print_train_header(const run_plan& plan, const model<float>& net) {
   // Where the ranks run, when not all on the CPU: "ranks on cuda:0" or "ranks on cpu, cuda:0 x3".
   std::vector<std::pair<std::string, int>> devices;
   for (const rank_placement& r : plan.ranks) {
-    if (devices.empty() || devices.back().first != r.device) devices.push_back({r.device, 0});
+    const std::string name = r.device.to_string();
+    if (devices.empty() || devices.back().first != name) devices.push_back({name, 0});
     ++devices.back().second;
   }
   const bool gpu_flags = plan.tf32 || plan.bf16;

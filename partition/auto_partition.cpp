@@ -48,7 +48,7 @@ status fill_ranks(auto_partition& out, const cluster& c) {
   out.rank_device.assign(static_cast<std::size_t>(out.p * out.w), 0);
   out.device_speed.assign(out.rank_device.size(), 1.0);
   out.device_names.assign(out.rank_device.size(), "");
-  out.run_devices.assign(out.rank_device.size(), "cpu");
+  out.run_devices.assign(out.rank_device.size(), named_device{});
   for (int j = 0; j < out.w; ++j)
     for (int s = 0; s < out.p; ++s) {
       const int d = out.stages[static_cast<std::size_t>(s)].devices[static_cast<std::size_t>(j)];
@@ -66,7 +66,7 @@ status check_cores(const auto_partition& out, int cores) {
   double need = 0;
   std::size_t on_cpu = 0;
   for (std::size_t r = 0; r < out.device_speed.size(); ++r)
-    if (out.run_devices.at(r) == "cpu") {
+    if (!out.run_devices.at(r).on_gpu()) {
       need += out.device_speed[r];
       ++on_cpu;
     }
@@ -118,33 +118,31 @@ status check_local_speeds(const cluster& c) {
   for (std::size_t d = 0; d < c.devices.size(); ++d) {
     const device_spec& s = c.devices[d];
     const std::string name = device_label(c, static_cast<int>(d));
-    if (s.device == "cpu") {
+    if (!s.device.on_gpu()) {
       if (!s.profile.empty())
         return make_error("the cluster's " + name + " names a profile of its own (" + s.profile +
                           ") but runs on a core of this machine, throttled by its speed: give the "
                           "\"device\" it was measured on (cuda:N), or plan with `pipeworks plan`");
       continue;
     }
-    const auto where = parse_device(s.device);  // checked when the cluster was read
-    if (where) {
-      auto [it, fresh] = gpus.try_emplace(where->index, name);
-      if (!fresh)
-        return make_error("the cluster's " + it->second + " and " + name + " both run on " +
-                          where->to_string() + ": one GPU is one device of the plan");
-    }
+    const std::string on = s.device.to_string();
+    auto [it, fresh] = gpus.try_emplace(s.device.where.index, name);
+    if (!fresh)
+      return make_error("the cluster's " + it->second + " and " + name + " both run on " +
+                        s.device.where.to_string() + ": one GPU is one device of the plan");
     if (s.speed != 1.0)
-      return make_error("the cluster's " + name + " runs on " + s.device + " at its own pace, so " +
+      return make_error("the cluster's " + name + " runs on " + on + " at its own pace, so " +
                         "its speed must be 1, not " + num(s.speed) + ": how fast it is comes " +
                         "from the profile measured there");
     if (s.profile.empty())
-      return make_error("the cluster's " + name + " runs on " + s.device + " but names no " +
-                        "profile: measure one there (pipeworks profile --device " + s.device +
+      return make_error("the cluster's " + name + " runs on " + on + " but names no " +
+                        "profile: measure one there (pipeworks profile --device " + on +
                         " --microbatch B --out gpu-profile.json, B the run's microbatch: batch / "
                         "microbatches, which the plan's first line names) and give it as "
                         "\"profile\"");
   }
   for (int d = 0; d < c.device_count(); ++d) {
-    const bool gpu = !c.devices.empty() && c.devices[static_cast<std::size_t>(d)].device != "cpu";
+    const bool gpu = !c.devices.empty() && c.devices[static_cast<std::size_t>(d)].device.on_gpu();
     if (!gpu && c.speed(d) > 1.0)
       return make_error("the cluster's " + device_label(c, d) + " has speed " + num(c.speed(d)) +
                         ", but a local run throttles CPU cores: speeds are relative to one core "

@@ -47,7 +47,7 @@ struct auto_partition {
   std::vector<int> rank_device;       // per rank (replica · p + stage): the cluster's device
   std::vector<double> device_speed;   // per rank: cluster.speed of its device
   std::vector<std::string> device_names;  // per rank
-  std::vector<std::string> run_devices;   // per rank: where it runs (its device's "device")
+  std::vector<named_device> run_devices;  // per rank: where it runs (its device's "device")
   double planner_step_ms = 0;         // the planner's own prediction (its assumptions)
   double simulated_step_ms = 0;       // the run's schedule simulated on the profile's costs
 };

@@ -200,9 +200,11 @@ result<cluster> parse_cluster(const std::string& json_text) {
                             "on that device, or leave the key out");
       }
       if (ds[i].contains("device")) {
-        PW_TRY(read_string(ds[i], at, "device", d.device));
-        if (auto where = parse_device(d.device); !where)
-          return make_error(prefix + at.path + ".device: " + where.message());
+        std::string name;
+        PW_TRY(read_string(ds[i], at, "device", name));
+        auto named = parse_named_device(name);
+        if (!named) return make_error(prefix + at.path + ".device: " + named.message());
+        d.device = *named;
       }
       c.devices.push_back(std::move(d));
     }
@@ -286,7 +288,7 @@ std::string to_json(const cluster& c) {
     for (const device_spec& d : c.devices) {
       ds.push_back({{"name", d.name}, {"speed", d.speed}, {"memory_bytes", d.memory_bytes}});
       if (!d.profile.empty()) ds.back()["profile"] = d.profile;
-      if (d.device != "cpu") ds.back()["device"] = d.device;
+      if (d.device.on_gpu()) ds.back()["device"] = d.device.to_string();
     }
     j["devices"] = std::move(ds);
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "ops/device/device.hpp"
 
 namespace pipeworks {
 
@@ -30,8 +31,9 @@ struct device_spec {
   std::int64_t memory_bytes = 0;    // 0: unlimited
   std::string profile;              // a profile measured on this kind of device; "": the plan's
   // Where `train --auto-partition` runs the ranks planned on it: "cpu" (a throttled core),
-  // "cuda" or "cuda:N" (that GPU, at its own pace: speed 1 and a profile measured there).
-  std::string device = "cpu";
+  // "cuda" or "cuda:N" (that GPU, at its own pace: speed 1 and a profile measured there); parsed
+  // when the cluster is read.
+  named_device device;
 };
 
 struct cluster {

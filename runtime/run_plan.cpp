@@ -124,11 +124,8 @@ std::optional<plan_issue> check_ranks(const run_plan& p) {
     if (!(rp.speed > 0.0 && rp.speed <= 1.0))
       return issue(at + ".speed", "is " + num(rp.speed) +
                                       ", not in (0, 1] (1 is one full core of this machine)");
-    if (const auto d = parse_device(rp.device); !d)
-      return issue(at + ".device", "is \"" + rp.device + "\": " + d.message() +
-                                       " (cpu, cuda or cuda:N)");
-    else if (d->kind != device_kind::cpu && rp.speed != 1.0)
-      return issue(at + ".speed", "is " + num(rp.speed) + " on " + rp.device +
+    if (rp.device.on_gpu() && rp.speed != 1.0)
+      return issue(at + ".speed", "is " + num(rp.speed) + " on " + rp.device.to_string() +
                                       ": a GPU rank runs at its own speed, 1");
     const auto workers = static_cast<int>(p.processes.workers.size());
     if (rp.process < 0 || rp.process > workers)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "ops/device/device.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/train/trainer_config.hpp"
 #include "runtime/schedule.hpp"
@@ -22,9 +23,10 @@ std::string planner_name(planner_kind k);  // "pipedream", "2bw"
 result<planner_kind> parse_planner_kind(std::string_view name);
 
 // Where a rank runs. A device of speed s < 1 is throttled to s of one core (runtime/exec).
-// process 0 is the driver's own; process k >= 1 is the worker processes.workers[k - 1].
+// process 0 is the driver's own; process k >= 1 is the worker processes.workers[k - 1]. The device
+// is parsed where the plan is read (JSON, flags, a cluster): a typed value from there on.
 struct rank_placement {
-  std::string device = "cpu";
+  named_device device;  // cpu unless named
   double speed = 1.0;
   std::string name;  // the cluster's name for the device, for people ("" when none)
   int process = 0;

@@ -141,7 +141,8 @@ std::string to_json_text(const run_plan& p) {
   model["name"] = p.model.name;
   json ranks = json::array();
   for (const rank_placement& r : p.ranks)
-    ranks.push_back({{"device", r.device}, {"speed", r.speed}, {"name", r.name}, {"process", r.process}});
+    ranks.push_back({{"device", r.device.to_string()}, {"speed", r.speed}, {"name", r.name},
+                     {"process", r.process}});
   json ap = nullptr;
   if (p.auto_partition)
     ap = {{"planner", planner_name(p.auto_partition->planner)},
@@ -276,10 +277,16 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
       const reader r(list[i], source, "ranks[" + std::to_string(i) + "]");
       PW_TRY(r.keys({"device", "speed", "name", "process"}));
       rank_placement rp;
-      PW_TRY(r.text("device", rp.device));
+      std::string device;  // parsed here, once: the plan holds a typed device
+      PW_TRY(r.text("device", device));
       PW_TRY(r.number("speed", rp.speed));
       PW_TRY(r.text("name", rp.name));
       PW_TRY(r.whole("process", rp.process, 0, int_max));
+      auto named = parse_named_device(device);
+      if (!named)  // worded as the plan's check words its problems
+        return make_error(source + ": ranks[" + std::to_string(i) + "].device: is \"" + device +
+                          "\": " + named.message() + " (cpu, cuda or cuda:N)");
+      rp.device = *named;
       p.ranks.push_back(std::move(rp));
     }
   }

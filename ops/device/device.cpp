@@ -1,4 +1,5 @@
-// parse_device, device::to_string and the names of a GPU's kinds of matrix products.
+// parse_device, named devices, device::to_string and the names of a GPU's kinds of matrix
+// products.
 #include "ops/device/device.hpp"
 
 #include <charconv>
@@ -18,6 +19,21 @@ result<device> parse_device(std::string_view text) {
   }
   return make_error("device \"" + std::string(text.substr(0, 40)) +
                     "\" is not one of cpu, cuda, cuda:N (N: a GPU's number, from 0)");
+}
+
+result<named_device> parse_named_device(std::string_view text) {
+  auto d = parse_device(text);
+  if (!d) return d.err();
+  named_device n;
+  n.where = *d;
+  n.numbered = text.substr(0, 5) == "cuda:";
+  return n;
+}
+
+named_device::named_device(const char* text) : named_device(parse_named_device(text).value()) {}
+
+std::string named_device::to_string() const {
+  return where.kind == device_kind::cuda && !numbered ? "cuda" : where.to_string();
 }
 
 std::string device::to_string() const {

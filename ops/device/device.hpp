@@ -24,6 +24,23 @@ struct device {
 // "cpu", "cuda" (GPU 0) or "cuda:N"; anything else is an error naming the text and the forms.
 result<device> parse_device(std::string_view text);
 
+// A device as a run plan or a cluster names it, parsed once where the plan is read: the device,
+// and whether it was written with its number ("cuda:0") or without ("cuda"), so that it is
+// written back as it was read.
+struct named_device {
+  device where;
+  bool numbered = false;  // "cuda:N" rather than "cuda"
+
+  named_device() = default;
+  // A name written in code ("cpu", "cuda:1"); throws pipeworks_error when it names no device.
+  named_device(const char* text);
+  std::string to_string() const;  // "cpu", "cuda" or "cuda:N", as read
+  bool on_gpu() const { return where.kind == device_kind::cuda; }
+  bool operator==(const named_device&) const = default;
+};
+// parse_device, keeping how the device was written; the same errors.
+result<named_device> parse_named_device(std::string_view text);
+
 // The GPUs CUDA reports. count is 0 with `why` saying so when there are none: a build without
 // the toolkit, no driver, or cudaGetDeviceCount's error (35, no driver, on machines without a
 // GPU: not 0 devices). Never throws.

@@ -26,6 +26,10 @@ device_context device_context::cuda(int index, gpu_math math) {
   return c;
 }
 
+device_context device_context::open(const device& where, gpu_math math, int cpu_threads) {
+  return where.kind == device_kind::cuda ? cuda(where.index, math) : cpu(cpu_threads);
+}
+
 void* device_context::stream() const {
 #ifdef PIPEWORKS_HAVE_CUDA
   if (gpu_) return gpu_->stream();

@@ -22,6 +22,9 @@ class device_context {
   // GPU `index`, its matrix products run as `math` says: throws pipeworks_error naming it and
   // why when it cannot be had (open_gpu).
   static device_context cuda(int index, gpu_math math = gpu_math::fp32);
+  // The one way to open a rank's device from its device value: cuda(where.index, math) for a
+  // GPU, cpu(cpu_threads) for the CPU.
+  static device_context open(const device& where, gpu_math math, int cpu_threads);
   device_context(device_context&&) noexcept;
   device_context& operator=(device_context&&) noexcept;
   ~device_context();

@@ -18,9 +18,7 @@ namespace pipeworks {
 template <class T>
 stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
     : model_(mdl), setup(std::move(su)), send(std::move(out)),
-      context(setup.where.kind == device_kind::cuda
-                  ? device_context::cuda(setup.where.index, gpu_math_of(setup.tf32, setup.bf16))
-                  : device_context::cpu(setup.threads)),
+      context(device_context::open(setup.where, gpu_math_of(setup.tf32, setup.bf16), setup.threads)),
       plan(*setup.plan),
       prog(plan.programs.at(plan.rank_of(setup.replica, setup.device))),
       timer(setup.speed, setup.clock, setup.record_trace, setup.cpu_clock, setup.sleep),

@@ -66,13 +66,11 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
   s.train = p.train;
   s.credit_window = run.credit_window;
   s.speed = p.ranks.empty() ? 1.0 : p.ranks.at(static_cast<std::size_t>(rank)).speed;
-  // The plan's device names were checked when it was (check_ranks): they parse.
-  if (!p.ranks.empty())
-    s.where = parse_device(p.ranks.at(static_cast<std::size_t>(rank)).device).value();
+  if (!p.ranks.empty()) s.where = p.ranks.at(static_cast<std::size_t>(rank)).device.where;
   s.tf32 = p.tf32;
   s.bf16 = p.bf16;
   for (const rank_placement& r : p.ranks) {
-    s.rank_devices.push_back(parse_device(r.device).value());
+    s.rank_devices.push_back(r.device.where);
     s.rank_processes.push_back(r.process);
   }
   s.global_clip = p.clips_globally() && p.train.clip_grad_norm > 0;

@@ -28,11 +28,8 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
   auto data = make_data(plan);
   if (!data) return make_error("the data: " + data.message());
   // The one rank's device: the plan's (cpu, or cuda:N for --device).
-  const device where =
-      plan.ranks.empty() ? device::cpu() : parse_device(plan.ranks.at(0).device).value();
-  const device_context dev = where.kind == device_kind::cuda
-                                 ? device_context::cuda(where.index, gpu_math_of(plan.tf32, plan.bf16))
-                                 : device_context::cpu(0);
+  const device where = plan.ranks.empty() ? device::cpu() : plan.ranks.at(0).device.where;
+  const device_context dev = device_context::open(where, gpu_math_of(plan.tf32, plan.bf16), 0);
   trainer<T> t(net, initial.clone(), plan.train, dev);
   std::int64_t samples = 0;
   const std::vector<int> whole{0, net.size()};

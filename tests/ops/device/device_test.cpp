@@ -19,6 +19,24 @@ TEST_CASE("devices parse from cpu cuda and cuda:N and print back", "[ops][device
   }
 }
 
+TEST_CASE("a named device keeps how it was written and parses as parse_device does", "[ops][device]") {
+  for (const char* name : {"cpu", "cuda", "cuda:0", "cuda:3"}) {
+    auto n = parse_named_device(name);
+    REQUIRE(n.ok());
+    CHECK(n->to_string() == name);
+    CHECK(n->where == parse_device(name).value());
+    CHECK(named_device(name) == *n);
+  }
+  CHECK_FALSE(named_device("cuda") == named_device("cuda:0"));  // written back as each was read
+  CHECK(named_device("cuda").where == named_device("cuda:0").where);
+  CHECK_FALSE(named_device().on_gpu());
+  CHECK(named_device("cuda:1").on_gpu());
+  auto bad = parse_named_device("tpu");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == parse_device("tpu").message());
+  CHECK_THROWS_AS(named_device("gpu0"), pipeworks_error);
+}
+
 TEST_CASE("the GPU census never throws and says why there are none", "[ops][device]") {
   const gpu_census c = find_gpus();
   CHECK(c.count >= 0);
