@@ -8,7 +8,7 @@
 
 #include "partition/auto_partition.hpp"
 #include "fixtures.hpp"
-#include "partition/cpu_count.hpp"
+#include "base/cpu_count.hpp"
 #include "run_cli.hpp"
 
 using namespace pipeworks::cli_test;
