@@ -1,5 +1,5 @@
-// The driver's state and behavior: the wiring of a resolved plan, driver_core for inputs, norms
-// and step tallies, checkpoint manifests, failure detection and the end of the run.
+// The driver's state and behavior: the wiring of the lowered run, driver_core for inputs, norms
+// and step tallies, the manifest collector, the stage results, failure detection and the end.
 #include "actors/driver.hpp"
 #include "base/exception_text.hpp"
 
@@ -11,10 +11,9 @@
 #include <string>
 #include <utility>
 
+#include "actors/manifest_collector.hpp"
 #include "actors/tracer_actor.hpp"
 #include "actors/type_ids.hpp"
-#include "base/host_port.hpp"
-#include "runtime/checkpoint/background_writer.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
 #include "runtime/exec/rank_setup.hpp"
@@ -23,6 +22,47 @@ namespace pipeworks {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+
+// What the ranks send back for the run's outcome: per virtual stage the latest weights (replica
+// 0's) and the steps they saw, and the peaks, the max over the replicas; the last step's metrics
+// and the trace.
+struct stage_results {
+  std::vector<param_snapshot> weights;
+  std::vector<int> weight_steps;
+  std::vector<stage_stats> stats;
+  step_metrics last;
+  timeline trace;
+
+  void start(int V) {
+    stats.resize(static_cast<std::size_t>(V));
+    weights.resize(static_cast<std::size_t>(V));
+    weight_steps.assign(static_cast<std::size_t>(V), 0);
+    for (int s = 0; s < V; ++s) stats[static_cast<std::size_t>(s)].stage = s;
+  }
+  // A rank's peaks when it finished, and its weights when it sends them (replica 0).
+  void add(const rank_done& d) {
+    const auto V = static_cast<int>(stats.size());
+    for (std::size_t i = 0; i < d.stages.size(); ++i) {
+      const int s = d.stages[i];
+      if (s < 0 || s >= V) continue;
+      if (d.finished && i < d.stats.size())
+        merge_max(stats[static_cast<std::size_t>(s)], d.stats[i]);
+      if (i < d.weights.size()) {
+        weights[static_cast<std::size_t>(s)] = d.weights[i];
+        weight_steps[static_cast<std::size_t>(s)] = d.steps.at(i);
+      }
+    }
+  }
+};
+
+// A stop signal's course: replica 0's ranks are asked for their weights; once all replied, the
+// checkpoints of steps complete by then get their manifests, and the run ends (within 5 s).
+struct stop_state {
+  bool asked = false;
+  int replies_left = 0;
+  bool replies_in = false;    // every weights reply came
+  std::int64_t drain_to = 0;  // checkpoints up to this step get their manifests
+};
 
 class driver_state {
  public:
@@ -109,13 +149,8 @@ class driver_state {
     ranks_ = std::move(w.ranks);
     reducers_ = std::move(w.reducers);
     const int V = p.virtual_stages();
-    stats_.resize(static_cast<std::size_t>(V));
-    weights_.resize(static_cast<std::size_t>(V));
-    weight_steps_.assign(static_cast<std::size_t>(V), 0);
-    for (int s = 0; s < V; ++s) stats_[static_cast<std::size_t>(s)].stage = s;
-    for (std::int64_t n = p.checkpoint.every; p.checkpoint.every > 0 && n < p.train.steps;
-         n += p.checkpoint.every)
-      if (n > p.data.position) checkpoints_left_.insert(n);
+    results_.start(V);
+    manifests_.start(p);
     for (std::size_t r = 0; r < ranks_.size(); ++r) watch(ranks_[r], {who_kind::rank, static_cast<int>(r)});
     for (std::size_t s = 0; s < reducers_.size(); ++s)
       if (reducers_[s]) watch(reducers_[s], {who_kind::reducer, static_cast<int>(s)});
@@ -155,7 +190,7 @@ class driver_state {
           wire_send(spec_->link, self_, ranks_.at(static_cast<std::size_t>(o.to.index)), std::move(m));
         }, o.msg);
       for (completed_step& c : core_->take_completed()) {
-        last_ = c.metrics;
+        results_.last = c.metrics;
         if (spec_->callbacks.on_step) spec_->callbacks.on_step(c.metrics);
         if (c.weights && spec_->callbacks.on_weights) spec_->callbacks.on_weights(c.weights);
       }
@@ -166,78 +201,32 @@ class driver_state {
   void on_file(const checkpoint_written& c) {
     if (!core_) return;
     if (status s = core_->file_written(c.rank, c.step); !s) return fail(s.message());
-    files_[c.step].push_back(checkpoint_file{c.rank, c.file, c.bytes, c.sha256,
-                                             c.dir.empty() ? std::string() : host_of(c.rank), c.dir});
+    manifests_.add(c, run().plan);
     write_due_manifests();
   }
 
   // A checkpoint whose files are all durable and whose step is complete gets its manifest, last.
   void write_due_manifests() {
-    const run_plan& p = run().plan;
-    for (std::int64_t n : core_->due_checkpoints()) {
-      checkpoint_manifest m = manifest_of(p, n, core_->samples_at(n), elapsed(), std::move(files_[n]));
-      files_.erase(n);
-      // The manifest's fsync can wait for the whole file system's journal: off the driver's
-      // thread, which keeps feeding the ranks meanwhile.
-      if (!writer_) writer_ = std::make_unique<background_writer>();
-      caf::actor me = caf::actor_cast<caf::actor>(self_);
-      const std::string dir = p.checkpoint.dir;
-      const int keep = p.checkpoint.keep;
-      writer_->post([me, dir, keep, m = std::move(m)] {
-        status s = write_manifest(dir, m);
-        if (!s) {
-          caf::anon_send(me, stage_failure{"writing the checkpoint of step " +
-                                           std::to_string(m.step) + ": " + s.message()});
-          return;
-        }
-        if (status pr = prune_checkpoints(dir, keep); !pr) {
-          caf::anon_send(me, stage_failure{"removing old checkpoints: " + pr.message()});
-          return;
-        }
-        checkpoints_kept kept;
-        if (keep > 0)
-          if (auto steps = complete_steps(dir)) kept.steps = std::move(*steps);
-        caf::anon_send(me, manifest_atom::value, m.step, std::move(kept));
-      });
-    }
-  }
-
-  // The host of the worker that holds rank r, as the plan addresses it.
-  std::string host_of(int r) const {
-    const run_plan& p = run().plan;
-    const int process = p.ranks.empty() ? 0 : p.ranks.at(static_cast<std::size_t>(r)).process;
-    if (process < 1 || process > static_cast<int>(p.processes.workers.size())) return "localhost";
-    const std::string& address = p.processes.workers[static_cast<std::size_t>(process - 1)];
-    auto at = parse_host_port(address);
-    return at ? at->host : address;
+    manifests_.write_due(*core_, run().plan, elapsed(), caf::actor_cast<caf::actor>(self_));
   }
 
   void on_manifest(std::int64_t n, checkpoints_kept kept) {
     // Workers with checkpoint directories of their own prune them as the driver pruned its own.
     if (!kept.steps.empty())
       for (const auto& w : spec_->workers) self_->send(w, kept);
-    checkpoints_left_.erase(n);
+    manifests_.written(n);
     if (spec_->callbacks.on_checkpoint)
       spec_->callbacks.on_checkpoint(n, step_dir(run().plan.checkpoint.dir, n));
-    if (interrupting_) return end_interrupt_when_drained();
+    if (stop_.asked) return end_interrupt_when_drained();
     maybe_finish();
   }
 
   void on_rank_done(rank_done d) {
-    const int V = run().plan.virtual_stages();
-    for (std::size_t i = 0; i < d.stages.size(); ++i) {
-      const int s = d.stages[i];
-      if (s < 0 || s >= V) continue;
-      if (d.finished && i < d.stats.size()) merge_max(stats_[static_cast<std::size_t>(s)], d.stats[i]);
-      if (i < d.weights.size()) {
-        weights_[static_cast<std::size_t>(s)] = d.weights[i];
-        weight_steps_[static_cast<std::size_t>(s)] = d.steps.at(i);
-      }
-    }
+    results_.add(d);
     if (!d.finished) {
-      if (interrupting_ && --replies_left_ == 0) {
-        replies_in_ = true;
-        drain_to_ = core_ ? core_->steps_done() : 0;
+      if (stop_.asked && --stop_.replies_left == 0) {
+        stop_.replies_in = true;
+        stop_.drain_to = core_ ? core_->steps_done() : 0;
         end_interrupt_when_drained();
       }
       return;
@@ -248,18 +237,18 @@ class driver_state {
 
   // The run is over once every rank ran its program and every checkpoint it owes is written.
   void maybe_finish() {
-    if (ended_ || interrupting_ || collecting_ || !core_ ||
+    if (ended_ || stop_.asked || collecting_ || !core_ ||
         ranks_done_ < static_cast<int>(ranks_.size()))
       return;
     if (!core_->all_steps_done())
       return fail("every rank finished its program, but only " + std::to_string(core_->steps_done()) +
                   " of " + std::to_string(core_->steps()) + " steps were reported complete");
-    if (!checkpoints_left_.empty()) return;  // the last files are still being written
+    if (!manifests_.all_written()) return;  // the last files are still being written
     if (!tracer_) return finish(false);
     collecting_ = true;  // no second finish while the trace is collected
     self_->request(tracer_, std::chrono::seconds(10), collect_atom::value)
         .then([this](timeline& t) {
-                trace_ = std::move(t);
+                results_.trace = std::move(t);
                 finish(false);
               },
               [this](caf::error& e) {
@@ -270,22 +259,21 @@ class driver_state {
   // Once the weights are in, and every checkpoint of a step complete by then has its manifest
   // (its files were being written: a stop does not throw them away; at most 5 s in all).
   void end_interrupt_when_drained() {
-    if (!replies_in_) return;
-    for (std::int64_t n : checkpoints_left_)
-      if (n <= drain_to_) return;  // its manifest is coming
+    if (!stop_.replies_in) return;
+    if (manifests_.owes_up_to(stop_.drain_to)) return;  // its manifest is coming
     finish(true);
   }
 
   // Ctrl-C: ask replica 0's ranks for their latest weights, then end (at most 5 s later).
   void poll() {
-    if (interrupting_) return finish(true);  // not every rank answered in time
+    if (stop_.asked) return finish(true);  // not every rank answered in time
     if (!spec_->callbacks.stop_requested()) {
       self_->delayed_send(self_, spec_->poll_interval, poll_atom::value);
       return;
     }
-    interrupting_ = true;
+    stop_.asked = true;
     const int p = run().plan.stages;
-    replies_left_ = p;
+    stop_.replies_left = p;
     for (int d = 0; d < p; ++d) self_->send(ranks_.at(static_cast<std::size_t>(d)), weights_atom::value);
     self_->delayed_send(self_, std::chrono::seconds(5), poll_atom::value);
   }
@@ -370,12 +358,12 @@ class driver_state {
     o.run = lowered_;
     o.report = report_;
     o.summary = summary_;
-    o.weights = weights_;
-    o.weight_steps = weight_steps_;
-    o.stages = stats_;
-    o.last = last_;
+    o.weights = results_.weights;
+    o.weight_steps = results_.weight_steps;
+    o.stages = results_.stats;
+    o.last = results_.last;
     o.steps_done = core_ ? core_->steps_done() : 0;
-    o.trace = std::move(trace_);
+    o.trace = std::move(results_.trace);
     return o;
   }
 
@@ -396,7 +384,7 @@ class driver_state {
   }
 
   caf::event_based_actor* self_;
-  std::unique_ptr<background_writer> writer_;  // manifests; joined when the driver goes
+  manifest_collector manifests_;  // its writer thread is joined when the driver goes
   std::shared_ptr<driver_spec> spec_;
   std::shared_ptr<const lowered_run> lowered_;  // null until wired
   std::string report_, summary_;
@@ -404,17 +392,10 @@ class driver_state {
   caf::actor caller_, tracer_;
   std::vector<caf::actor> ranks_, reducers_;
   std::map<caf::actor_addr, who> watched_;
-  std::vector<param_snapshot> weights_;
-  std::vector<int> weight_steps_;
-  std::vector<stage_stats> stats_;
-  std::map<std::int64_t, std::vector<checkpoint_file>> files_;
-  std::set<std::int64_t> checkpoints_left_;
-  bool replies_in_ = false;
-  std::int64_t drain_to_ = 0;  // at a stop: checkpoints up to this step get their manifests          // at a stop: every weights reply came
-  step_metrics last_;
-  timeline trace_;
-  int ranks_done_ = 0, replies_left_ = 0;
-  bool ended_ = false, interrupting_ = false, collecting_ = false;
+  stage_results results_;
+  stop_state stop_;
+  int ranks_done_ = 0;
+  bool ended_ = false, collecting_ = false;
 };
 
 caf::behavior driver_actor(caf::stateful_actor<driver_state>* self,

@@ -24,11 +24,9 @@ stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
       timer(setup.speed, setup.clock, setup.record_trace, setup.cpu_clock, setup.sleep),
       trace(setup.record_trace, plan.rank_of(setup.replica, setup.device), setup.replica,
             plan.virtual_stages, plan.total_microbatches()) {
-  p = plan.params.stages;
-  S = plan.virtual_stages;
-  m = plan.params.microbatches;
-  w = plan.params.replicas;
+  const int p = plan.params.stages, w = plan.params.replicas;
   rank = plan.rank_of(setup.replica, setup.device);
+  mail.window = setup.credit_window;
   if (setup.replica < 0 || setup.replica >= w || setup.device < 0 || setup.device >= p)
     throw pipeworks_error("executor: replica " + std::to_string(setup.replica) + ", device " +
                           std::to_string(setup.device) + " is not in the schedule's " +
@@ -37,18 +35,17 @@ stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
     throw pipeworks_error("executor: the device speed " + std::to_string(setup.speed) +
                           " of rank " + std::to_string(rank) +
                           " is not in (0, 1] (1 is one full core of this machine)");
-  natural_latest = is_flush(plan.kind) || plan.kind == schedule_kind::pipedream ||
-                   plan.custom_programs;
-  if (static_cast<int>(setup.boundaries.size()) != S + 1)
+  if (static_cast<int>(setup.boundaries.size()) != plan.virtual_stages + 1)
     throw pipeworks_error("executor: " + std::to_string(setup.boundaries.size()) +
-                          " boundaries for " + std::to_string(S) + " virtual stages");
-  index_of.assign(S, -1);
+                          " boundaries for " + std::to_string(plan.virtual_stages) +
+                          " virtual stages");
+  index_of.assign(plan.virtual_stages, -1);
 }
 
 template <class T>
 void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
   std::size_t next = 0;
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < plan.virtual_stages; ++s) {
     if (plan.device_of[s] != setup.device) continue;
     if (next >= initial.size())
       throw pipeworks_error("executor: rank " + std::to_string(rank) +
@@ -70,7 +67,7 @@ void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
 template <class T>
 void stage_executor<T>::impl::init_program_tables() {
   for (const action& a : prog)
-    if (a.kind == action_kind::forward && a.stage == 0) stage0_inputs.push_back(a.microbatch);
+    if (a.kind == action_kind::forward && a.stage == 0) mail.stage0_inputs.push_back(a.microbatch);
   // For each version, the last F that names it: a version no later F names can go.
   for (auto& st : stages) {
     std::size_t i = 0;
@@ -79,48 +76,18 @@ void stage_executor<T>::impl::init_program_tables() {
         st.last_named[plan.versions.at(st.stage).at(a.microbatch).forward] = ++i;
     st.note_peaks();
   }
-  // The checkpoint cuts: right after this rank's last STEP of step N, for every N that is a
-  // multiple of checkpoint_every and not the last step (runtime/checkpoint/cut.hpp).
-  cut_before.assign(prog.size() + 1, 0);
-  if (setup.checkpoint_every > 0) {
-    std::map<int, std::vector<std::size_t>> step_at;  // stage -> positions of its STEPs
-    for (std::size_t i = 0; i < prog.size(); ++i)
-      if (prog[i].kind == action_kind::step) step_at[prog[i].stage].push_back(i);
-    const std::int64_t steps = plan.params.steps;
-    for (std::int64_t n = setup.checkpoint_every; n < steps; n += setup.checkpoint_every) {
-      std::size_t cut = 0;
-      for (const auto& [stage, at] : step_at)
-        if (static_cast<std::int64_t>(at.size()) >= n) cut = std::max(cut, at[n - 1] + 1);
-      if (cut > 0) cut_before[cut] = static_cast<int>(n);
-    }
-  }
-  // The F's whose microbatch is still held at a cut (its B or I comes after it): they keep their
-  // input, which a checkpoint stores in place of the stash.
-  keeps_input.assign(prog.size(), false);
-  std::vector<std::size_t> cuts;
-  for (std::size_t i = 0; i < cut_before.size(); ++i)
-    if (cut_before[i] > 0) cuts.push_back(i);
-  if (!cuts.empty()) {
-    std::map<message_key, std::size_t> backward_at;
-    for (std::size_t i = 0; i < prog.size(); ++i)
-      if (prog[i].kind == action_kind::backward || prog[i].kind == action_kind::input_grad)
-        backward_at[{prog[i].stage, prog[i].microbatch}] = i;
-    for (std::size_t i = 0; i < prog.size(); ++i) {
-      if (prog[i].kind != action_kind::forward) continue;
-      const auto next_cut = std::upper_bound(cuts.begin(), cuts.end(), i);
-      auto b = backward_at.find({prog[i].stage, prog[i].microbatch});
-      keeps_input[i] = next_cut != cuts.end() && b != backward_at.end() && b->second >= *next_cut;
-    }
-  }
+  // The checkpoint cuts and the F's whose input a cut will need.
+  cuts.plan(prog, setup.checkpoint_every, plan.params.steps);
   for (const auto& st : stages) {
     for (int nb : {st.stage - 1, st.stage + 1})
-      if (nb >= 0 && nb < S && plan.device_of[nb] != setup.device) peers.insert(rank_of_stage(nb));
+      if (nb >= 0 && nb < plan.virtual_stages && plan.device_of[nb] != setup.device)
+        cuts.peers.insert(rank_of_stage(nb));
   }
 }
 
 template <class T>
 virtual_stage_state<T>& stage_executor<T>::impl::state(int s) {
-  if (s < 0 || s >= S || index_of[s] < 0)
+  if (s < 0 || s >= plan.virtual_stages || index_of[s] < 0)
     throw pipeworks_error("rank " + std::to_string(rank) + " does not run virtual stage " +
                           std::to_string(s));
   return stages[static_cast<std::size_t>(index_of[s])];
@@ -137,10 +104,11 @@ template <class T>
 void stage_executor<T>::impl::request_inputs() {
   const std::size_t window = static_cast<std::size_t>(std::max(1, setup.input_window));
   const std::size_t done = index_of[0] < 0 ? 0 : stages[index_of[0]].forwards_done;
-  while (next_input < static_cast<int>(stage0_inputs.size()) &&
-         static_cast<std::size_t>(next_input) < done + window) {
-    emit(endpoint_kind::driver, 0, input_request{setup.replica, stage0_inputs[next_input]});
-    ++next_input;
+  while (mail.next_input < static_cast<int>(mail.stage0_inputs.size()) &&
+         static_cast<std::size_t>(mail.next_input) < done + window) {
+    const int mb = mail.stage0_inputs[static_cast<std::size_t>(mail.next_input)];
+    emit(endpoint_kind::driver, 0, input_request{setup.replica, mb});
+    ++mail.next_input;
   }
 }
 
@@ -167,13 +135,8 @@ void stage_executor<T>::impl::note_rank_peaks() {
     inflight += static_cast<int>(st.held.size());
     bytes += st.activation_bytes;
   }
-  rank_peak_inflight = std::max(rank_peak_inflight, inflight);
-  rank_peak_bytes = std::max(rank_peak_bytes, bytes);
-}
-
-template <class T>
-void stage_executor<T>::impl::note_buffered() {
-  peak_buffered = std::max(peak_buffered, static_cast<int>(inbox_f.size() + inbox_b.size()));
+  peaks.inflight = std::max(peaks.inflight, inflight);
+  peaks.activation_bytes = std::max(peaks.activation_bytes, bytes);
 }
 
 template <class T>
@@ -192,9 +155,9 @@ bool stage_executor<T>::impl::ready(const action& a) {
     case wait_kind::input:
     case wait_kind::message: {
       const message_key key{f.awaited.link.stage, f.awaited.microbatch};
-      return f.awaited.link.forward ? inbox_f.count(key) > 0 : inbox_b.count(key) > 0;
+      return f.awaited.link.forward ? mail.inbox_f.count(key) > 0 : mail.inbox_b.count(key) > 0;
     }
-    case wait_kind::credit: return has_credit(f.awaited.link.stage, f.awaited.link.forward);
+    case wait_kind::credit: return mail.has_credit({f.awaited.link.stage, f.awaited.link.forward});
     case wait_kind::reduce: {
       auto& st = state(a.stage);
       if (!st.reduce_sent) send_reduce(a, st);
@@ -204,21 +167,10 @@ bool stage_executor<T>::impl::ready(const action& a) {
   }
   if (a.kind == action_kind::step && setup.global_clip) {
     const int t = state(a.stage).latest;
-    if (norms_sent < t) send_norms(t);
-    return global_sq.count(t) > 0;
+    if (reports.norms_sent < t) send_norms(t);
+    return reports.global_sq.count(t) > 0;
   }
   return true;
-}
-
-template <class T>
-bool stage_executor<T>::impl::has_credit(int consumer, bool forward) {
-  if (setup.credit_window <= 0) return true;
-  return credits.try_emplace({consumer, forward}, setup.credit_window).first->second > 0;
-}
-
-template <class T>
-void stage_executor<T>::impl::take_credit(int consumer, bool forward) {
-  if (setup.credit_window > 0) --credits.at({consumer, forward});
 }
 
 template <class T>
@@ -271,17 +223,17 @@ void stage_executor<T>::impl::send_norms(int t) {
   for (std::size_t i = 0; i < stages.size(); ++i)
     emit(endpoint_kind::driver, 0,
          norm_request{setup.replica, stages[i].stage, t, std::move(squares[i])});
-  norms_sent = t;
+  reports.norms_sent = t;
   if (wait_start < 0) wait_start = now();
 }
 
 template <class T>
 void stage_executor<T>::impl::run_forward(const action& a) {
   auto& st = state(a.stage);
-  auto node = inbox_f.extract({a.stage, a.microbatch});
+  auto node = mail.inbox_f.extract({a.stage, a.microbatch});
   activation_msg in = std::move(node.mapped().msg);
   const int v = plan.versions.at(a.stage).at(a.microbatch).forward;
-  if (natural_latest && v != st.latest)
+  if (natural_latest() && v != st.latest)
     throw pipeworks_error("the version rule says version " + std::to_string(v) +
                           " but the latest version, which this schedule's F must use, is " +
                           std::to_string(st.latest));
@@ -298,7 +250,7 @@ void stage_executor<T>::impl::run_forward(const action& a) {
   // A microbatch that a checkpoint's cut will find held keeps its input until the backward: the
   // checkpoint stores it and a restored rank recomputes the stash from it, rather than storing
   // the stash, which is many times larger.
-  tensor kept = keeps_input[pc] ? input.clone() : tensor{};
+  tensor kept = cuts.keeps_input(pc) ? input.clone() : tensor{};
   const double t0 = timer.begin();
   stage_forward out = forward_blocks(context, model_, *weights, std::move(input), in.ctx);
   if (fault_here(a, fault_kind::nan)) {  // what is sent is corrupt; what this stage saved is not
@@ -313,7 +265,7 @@ void stage_executor<T>::impl::run_forward(const action& a) {
   h.input = std::move(kept);
   for (const auto& s : out.saved)
     for (const auto& t : s.saved) h.bytes += static_cast<std::int64_t>(t.nbytes());
-  if (a.stage == S - 1) {
+  if (a.stage == plan.virtual_stages - 1) {
     const double loss = static_cast<double>(loss_value<T>(out.output));
     if (!std::isfinite(loss)) {
       std::ostringstream o;
@@ -321,18 +273,18 @@ void stage_executor<T>::impl::run_forward(const action& a) {
       throw pipeworks_error(o.str());
     }
     const loss_report rep{setup.replica, a.microbatch, loss};
-    if (setup.checkpoint_every > 0) recent_losses[a.microbatch] = rep;
+    if (setup.checkpoint_every > 0) reports.recent_losses[a.microbatch] = rep;
     emit(endpoint_kind::driver, 0, rep);
   } else {
     activation_msg next{setup.replica, a.stage + 1, a.microbatch, a.stage == 0 ? v : in.version,
                         tensor_payload(to_wire(std::move(out.output), rank_of_stage(a.stage + 1))),
                         in.ctx};
     if (plan.device_of[a.stage + 1] == setup.device) {
-      inbox_f.emplace(message_key{a.stage + 1, a.microbatch},
-                      buffered<activation_msg>{std::move(next)});
-      note_buffered();
+      mail.inbox_f.emplace(message_key{a.stage + 1, a.microbatch},
+                           buffered<activation_msg>{std::move(next)});
+      mail.note_buffered();
     } else {
-      out_f.emplace(message_key{a.stage, a.microbatch}, std::move(next));
+      mail.out_f.emplace(message_key{a.stage, a.microbatch}, std::move(next));
     }
   }
   h.stash = stage_stash{std::move(weights), std::move(out.saved), std::move(in.ctx)};
@@ -357,10 +309,11 @@ void stage_executor<T>::impl::run_backward(const action& a) {
     throw pipeworks_error("the version rule says version " + std::to_string(v) +
                           " but the forward stashed version " + std::to_string(h.version));
   tensor dout;
-  if (a.stage == S - 1) {
-    dout = scalar_tensor<T>(T(1) / static_cast<T>(m * w));
+  if (a.stage == plan.virtual_stages - 1) {
+    const int parts = plan.params.microbatches * plan.params.replicas;  // m * w
+    dout = scalar_tensor<T>(T(1) / static_cast<T>(parts));
   } else {
-    auto node = inbox_b.extract({a.stage, a.microbatch});
+    auto node = mail.inbox_b.extract({a.stage, a.microbatch});
     dout = node.mapped().msg.data.take();
   }
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
@@ -379,12 +332,12 @@ void stage_executor<T>::impl::run_backward(const action& a) {
   trace.record(stream_kind::compute, a, t0, timer.end(t0), v);
   if (a.stage > 0) {
     if (plan.device_of[a.stage - 1] == setup.device) {
-      inbox_b.emplace(message_key{a.stage - 1, a.microbatch},
-                      buffered<gradient_msg>{gradient_msg{setup.replica, a.stage - 1, a.microbatch,
-                                                          tensor_payload(std::move(din))}});
-      note_buffered();
+      gradient_msg g{setup.replica, a.stage - 1, a.microbatch, tensor_payload(std::move(din))};
+      mail.inbox_b.emplace(message_key{a.stage - 1, a.microbatch},
+                           buffered<gradient_msg>{std::move(g)});
+      mail.note_buffered();
     } else {
-      out_b.emplace(message_key{a.stage, a.microbatch}, std::move(din));
+      mail.out_b.emplace(message_key{a.stage, a.microbatch}, std::move(din));
     }
   }
   st.activation_bytes -= h.bytes;
@@ -419,7 +372,7 @@ void stage_executor<T>::impl::run_weight_grad(const action& a) {
 
 template <class T>
 void stage_executor<T>::impl::run_reduce(const action& a) {
-  if (w == 1) return;
+  if (plan.params.replicas == 1) return;
   auto& st = state(a.stage);
   reduce_result r = std::move(*st.reduced);
   st.reduced.reset();
@@ -439,7 +392,7 @@ void stage_executor<T>::impl::run_step(const action& a) {
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
   const int t = st.latest;
   std::optional<double> sq;
-  if (setup.global_clip) sq = global_sq.at(t);
+  if (setup.global_clip) sq = reports.global_sq.at(t);
   const double t0 = timer.begin();
   auto next = st.optimizer->apply(st.versions.at(st.latest), st.grads, st.latest, sq);
   if (!next) throw pipeworks_error(next.message());
@@ -456,9 +409,11 @@ void stage_executor<T>::impl::run_step(const action& a) {
   // The global norms of this step are used once every stage of the rank has stepped.
   bool all_stepped = true;
   for (const auto& other : stages) all_stepped = all_stepped && other.latest > t;
-  if (all_stepped) global_sq.erase(t);
-  if (a.stage == S - 1)  // losses of steps before the latest are never needed by a later cut
-    recent_losses.erase(recent_losses.begin(), recent_losses.lower_bound(st.latest * m));
+  if (all_stepped) reports.global_sq.erase(t);
+  if (a.stage == plan.virtual_stages - 1) {  // losses of steps before the latest are never needed
+    auto& losses = reports.recent_losses;     // by a later cut
+    losses.erase(losses.begin(), losses.lower_bound(st.latest * plan.params.microbatches));
+  }
   const bool publish = setup.weights_every > 0 &&
                        (st.latest % setup.weights_every == 0 || st.latest == plan.params.steps);
   emit(endpoint_kind::driver, 0,
@@ -471,13 +426,13 @@ void stage_executor<T>::impl::run_send(const action& a) {
   const bool fwd = a.kind == action_kind::send_f;
   const int consumer = fwd ? a.stage + 1 : a.stage - 1;
   const double t = now();
-  take_credit(consumer, fwd);
+  mail.take_credit({consumer, fwd});
   if (fwd) {
-    auto node = out_f.extract({a.stage, a.microbatch});
+    auto node = mail.out_f.extract({a.stage, a.microbatch});
     if (node.empty()) throw pipeworks_error("SEND_F before its F");
     emit(endpoint_kind::rank, rank_of_stage(consumer), std::move(node.mapped()));
   } else {
-    auto node = out_b.extract({a.stage, a.microbatch});
+    auto node = mail.out_b.extract({a.stage, a.microbatch});
     if (node.empty()) throw pipeworks_error("SEND_B before its B");
     emit(endpoint_kind::rank, rank_of_stage(consumer),
          gradient_msg{setup.replica, consumer, a.microbatch, tensor_payload(std::move(node.mapped()))});
@@ -517,10 +472,7 @@ result<bool> stage_executor<T>::impl::run() {
     return make_error("rank " + std::to_string(rank) + " (replica " +
                       std::to_string(setup.replica) + "): " + bad_message);
   while (pc < prog.size()) {
-    if (const int n = cut_before[pc]; n > recorded_step) {
-      record_snapshot(n);
-      recorded_step = n;
-    }
+    if (const int n = cuts.due(pc)) record_snapshot(n);
     const action& a = prog[pc];
     if (fault_here(a, fault_kind::kill)) {
       killed = true;
@@ -549,30 +501,29 @@ void stage_executor<T>::impl::deliver(message msg) {
   };
   const int from = sender_of(msg);
   const bool peer = from >= 0 && from != rank && !std::holds_alternative<marker_msg>(msg);
-  if (peer) note_arrival(from, msg);
-  const int after = peer ? marker_from[from] : 0;
+  if (peer) cuts.note_arrival(from, msg);
+  const int after = peer ? cuts.marker_of(from) : 0;
   if (auto* a = std::get_if<activation_msg>(&msg)) {
     const message_key key{a->stage, a->microbatch};
     if (!runs(a->stage))
       return reject("an activation for stage " + std::to_string(a->stage) +
                     ", which this rank does not run");
-    if (!inbox_f.emplace(key, buffered<activation_msg>{std::move(*a), after, a->stage == 0}).second)
+    const bool from_driver = a->stage == 0;
+    if (!mail.inbox_f.emplace(key, buffered<activation_msg>{std::move(*a), after, from_driver}).second)
       return reject("a second activation for stage " + std::to_string(key.first) +
                     ", microbatch " + std::to_string(key.second));
-    note_buffered();
+    mail.note_buffered();
   } else if (auto* g = std::get_if<gradient_msg>(&msg)) {
     const message_key key{g->stage, g->microbatch};
     if (!runs(g->stage))
       return reject("a gradient for stage " + std::to_string(g->stage) +
                     ", which this rank does not run");
-    if (!inbox_b.emplace(key, buffered<gradient_msg>{std::move(*g), after}).second)
+    if (!mail.inbox_b.emplace(key, buffered<gradient_msg>{std::move(*g), after}).second)
       return reject("a second gradient for stage " + std::to_string(key.first) +
                     ", microbatch " + std::to_string(key.second));
-    note_buffered();
+    mail.note_buffered();
   } else if (auto* c = std::get_if<credit_msg>(&msg)) {
-    if (setup.credit_window <= 0) return;
-    int& have = credits.try_emplace({c->stage, c->forward}, setup.credit_window).first->second;
-    if (++have > setup.credit_window)
+    if (!mail.return_credit({c->stage, c->forward}))
       return reject("more credits for stage " + std::to_string(c->stage) + " than its window of " +
                     std::to_string(setup.credit_window));
   } else if (auto* r = std::get_if<reduce_result>(&msg)) {
@@ -584,9 +535,9 @@ void stage_executor<T>::impl::deliver(message msg) {
     if (!setup.global_clip) return reject("a global norm, but this rank clips each stage alone");
     if (n->replica != setup.replica)
       return reject("the global norm of replica " + std::to_string(n->replica));
-    global_sq[n->step] = n->sq;
+    reports.global_sq[n->step] = n->sq;
   } else if (auto* mk = std::get_if<marker_msg>(&msg)) {
-    on_marker(*mk);
+    if (std::string why = cuts.on_marker(*mk); !why.empty()) reject(why);
   } else {
     reject("a message of a kind ranks do not receive (variant index " +
            std::to_string(msg.index()) + ")");
@@ -637,8 +588,8 @@ stage_executor<T>::~stage_executor() = default;
 template <class T>
 void stage_executor<T>::start() {
   if (impl_->index_of[0] >= 0) impl_->request_inputs();
-  for (loss_report& l : impl_->resend_losses) impl_->emit(endpoint_kind::driver, 0, l);
-  impl_->resend_losses.clear();
+  for (loss_report& l : impl_->reports.resend_losses) impl_->emit(endpoint_kind::driver, 0, l);
+  impl_->reports.resend_losses.clear();
 }
 
 template <class T>
@@ -696,9 +647,9 @@ std::vector<stage_stats> stage_executor<T>::stats() const {
   std::vector<stage_stats> out;
   for (const auto& st : impl_->stages) {
     stage_stats s = st.stats;
-    s.peak_buffered = impl_->peak_buffered;
-    s.rank_peak_inflight = impl_->rank_peak_inflight;
-    s.rank_peak_activation_bytes = impl_->rank_peak_bytes;
+    s.peak_buffered = impl_->mail.peak_buffered;
+    s.rank_peak_inflight = impl_->peaks.inflight;
+    s.rank_peak_activation_bytes = impl_->peaks.activation_bytes;
     s.device_peak_bytes = static_cast<std::int64_t>(impl_->context.memory_stats().peak_in_use);
     out.push_back(s);
   }
@@ -723,7 +674,7 @@ std::vector<timeline_event> stage_executor<T>::take_events() {
 
 template <class T>
 std::vector<rank_state> stage_executor<T>::take_snapshots() {
-  return std::exchange(impl_->done, {});
+  return impl_->cuts.take_complete();
 }
 
 template class stage_executor<float>;

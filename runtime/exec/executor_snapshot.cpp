@@ -1,9 +1,9 @@
 // Checkpoints of a stage executor as a consistent cut (Chandy–Lamport with fixed cut points):
 // right after its own last STEP of step N a rank records its state and sends a marker to every
-// peer; what a peer sent before its marker but arrived after the cut is recorded too, and what
-// it sent after its marker is left out (it will be sent again). runtime/checkpoint/cut.hpp
-// checks that no message crosses such a cut backwards for every schedule. restore() rebuilds a
-// rank from what it recorded.
+// peer; the cut recorder (cut_recorder.hpp) adds what a peer sent before its marker but arrived
+// after the cut, and leaves out what it sent after its marker (it will be sent again).
+// runtime/checkpoint/cut.hpp checks that no message crosses such a cut backwards for every
+// schedule. restore() rebuilds a rank from what it recorded.
 #include <algorithm>
 
 #include "runtime/exec/executor_state.hpp"
@@ -37,13 +37,6 @@ std::vector<T> tensor_vector(const tensor& t, std::size_t n, const std::string& 
   return {s.begin(), s.end()};
 }
 
-// A message as a checkpoint keeps it: its tensor on the host.
-message on_host(message m) {
-  if (auto* a = std::get_if<activation_msg>(&m)) a->data = a->data.on_host();
-  if (auto* g = std::get_if<gradient_msg>(&m)) g->data = g->data.on_host();
-  return m;
-}
-
 bool all_zero(const param_set& g) {
   if (g.where().kind != device_kind::cpu) return all_zero(g.on(host_context()));
   const std::byte* b = g.arena().bytes();
@@ -56,22 +49,11 @@ template <class T>
 int stage_executor<T>::impl::sender_of(const message& msg) const {
   if (auto* a = std::get_if<activation_msg>(&msg))
     return a->stage == 0 ? -1 : rank_of_stage(std::max(0, a->stage - 1));
-  if (auto* g = std::get_if<gradient_msg>(&msg)) return rank_of_stage(std::min(S - 1, g->stage + 1));
-  if (auto* c = std::get_if<credit_msg>(&msg)) return rank_of_stage(std::clamp(c->stage, 0, S - 1));
+  const int last = plan.virtual_stages - 1;
+  if (auto* g = std::get_if<gradient_msg>(&msg)) return rank_of_stage(std::min(last, g->stage + 1));
+  if (auto* c = std::get_if<credit_msg>(&msg)) return rank_of_stage(std::clamp(c->stage, 0, last));
   if (auto* mk = std::get_if<marker_msg>(&msg)) return mk->from_rank;
   return -1;
-}
-
-// A message from a peer: recorded by every open checkpoint whose marker from that peer has not
-// arrived (it was sent before the peer's cut); a credit after a marker is counted, so a later
-// cut can leave it out of its credit count.
-template <class T>
-void stage_executor<T>::impl::note_arrival(int from, const message& msg) {
-  const int marker = marker_from[from];
-  for (auto& [step, snap] : open)
-    if (marker < step && snap.waiting.count(from)) snap.state.deliver.push_back(on_host(msg));
-  if (auto* c = std::get_if<credit_msg>(&msg); c && marker > recorded_step)
-    ++credits_after_marker[{{c->stage, c->forward}, marker}];
 }
 
 template <class T>
@@ -113,53 +95,20 @@ void stage_executor<T>::impl::record_snapshot(int n) {
       s.held.push_back(std::move(hs));
     }
   }
-  for (const auto& [key, msg] : out_f) s.to_send_f.push_back(std::get<activation_msg>(on_host(msg)));
-  for (const auto& [key, t] : out_b)
+  for (const auto& [key, msg] : mail.out_f)
+    s.to_send_f.push_back(std::get<activation_msg>(on_host(msg)));
+  for (const auto& [key, t] : mail.out_b)
     s.to_send_b.push_back(gradient_msg{setup.replica, key.first - 1, key.second,
                                        tensor_payload(t.copy_to(device::cpu()))});
-  for (const auto& [key, b] : inbox_f)
+  for (const auto& [key, b] : mail.inbox_f)
     if (!b.from_driver && b.after_marker < n) s.deliver.push_back(on_host(b.msg));
-  for (const auto& [key, b] : inbox_b)
+  for (const auto& [key, b] : mail.inbox_b)
     if (b.after_marker < n) s.deliver.push_back(on_host(b.msg));
-  s.credits = credits;
-  for (const auto& [key, count] : credits_after_marker)
-    if (key.second >= n) s.credits[key.first] -= count;
-  for (const auto& [mb, l] : recent_losses)
-    if (mb / m >= n) s.losses.push_back(l);
-  std::erase_if(credits_after_marker, [n](const auto& kv) { return kv.first.second <= n; });
-
-  open_snapshot o{std::move(s), {}};
-  for (int q : peers) {
-    emit(endpoint_kind::rank, q, marker_msg{rank, n});
-    if (marker_from[q] < n) o.waiting.insert(q);
-  }
-  const bool complete = o.waiting.empty();
-  open.emplace(n, std::move(o));
-  if (complete) finish_snapshot(n);
-}
-
-template <class T>
-void stage_executor<T>::impl::on_marker(const marker_msg& mk) {
-  if (!peers.count(mk.from_rank)) {
-    if (bad_message.empty())
-      bad_message = "a checkpoint marker from rank " + std::to_string(mk.from_rank) +
-                    ", which sends this rank nothing";
-    return;
-  }
-  int& seen = marker_from[mk.from_rank];
-  seen = std::max(seen, mk.step);
-  std::vector<int> complete;
-  for (auto& [step, snap] : open)
-    if (step <= mk.step && snap.waiting.erase(mk.from_rank) && snap.waiting.empty())
-      complete.push_back(step);
-  for (int step : complete) finish_snapshot(step);
-}
-
-template <class T>
-void stage_executor<T>::impl::finish_snapshot(int n) {
-  auto it = open.find(n);
-  done.push_back(std::move(it->second.state));
-  open.erase(it);
+  s.credits = cuts.credits_at(mail.credits, n);
+  for (const auto& [mb, l] : reports.recent_losses)
+    if (mb / plan.params.microbatches >= n) s.losses.push_back(l);
+  for (int q : cuts.peers) emit(endpoint_kind::rank, q, marker_msg{rank, n});
+  cuts.open(n, std::move(s));
 }
 
 template <class T>
@@ -169,7 +118,7 @@ void stage_executor<T>::impl::restore(rank_state s) {
   if (s.rank != rank)
     throw pipeworks_error(who + " was recorded by rank " + std::to_string(s.rank));
   std::vector<int> mine;
-  for (int st = 0; st < S; ++st)
+  for (int st = 0; st < plan.virtual_stages; ++st)
     if (plan.device_of[st] == setup.device) mine.push_back(st);
   if (s.stages.size() != mine.size())
     throw pipeworks_error(who + " holds " + std::to_string(s.stages.size()) +
@@ -272,28 +221,25 @@ void stage_executor<T>::impl::restore(rank_state s) {
                           ", but this rank's cut after step " + std::to_string(s.step) + " is at " +
                           std::to_string(cut) + ": the checkpoint was made with another schedule");
   pc = cut;
-  next_input = index_of[0] >= 0 ? static_cast<int>(stages[index_of[0]].forwards_done) : 0;
+  mail.next_input = index_of[0] >= 0 ? static_cast<int>(stages[index_of[0]].forwards_done) : 0;
   for (activation_msg& a : s.to_send_f) {
     const message_key key{a.stage - 1, a.microbatch};
-    out_f.emplace(key, std::move(a));
+    mail.out_f.emplace(key, std::move(a));
   }
-  for (gradient_msg& g : s.to_send_b) out_b.emplace(message_key{g.stage + 1, g.microbatch}, g.data.take());
-  credits = std::move(s.credits);
-  recorded_step = static_cast<int>(s.step);
-  for (int q : peers) marker_from[q] = recorded_step;
-  norms_sent = recorded_step - 1;
-  for (const loss_report& l : s.losses) recent_losses[l.microbatch] = l;
-  resend_losses = std::move(s.losses);
+  for (gradient_msg& g : s.to_send_b)
+    mail.out_b.emplace(message_key{g.stage + 1, g.microbatch}, g.data.take());
+  mail.credits = std::move(s.credits);
+  cuts.restored(static_cast<int>(s.step));
+  reports.norms_sent = static_cast<int>(s.step) - 1;
+  for (const loss_report& l : s.losses) reports.recent_losses[l.microbatch] = l;
+  reports.resend_losses = std::move(s.losses);
   for (message& msg : s.deliver) deliver(std::move(msg));
   if (!bad_message.empty()) throw pipeworks_error(who + ": " + bad_message);
 }
 
 #define PIPEWORKS_SNAPSHOT_MEMBERS(T)                                              \
   template int stage_executor<T>::impl::sender_of(const message&) const;           \
-  template void stage_executor<T>::impl::note_arrival(int, const message&);        \
   template void stage_executor<T>::impl::record_snapshot(int);                     \
-  template void stage_executor<T>::impl::on_marker(const marker_msg&);             \
-  template void stage_executor<T>::impl::finish_snapshot(int);                     \
   template void stage_executor<T>::impl::restore(rank_state);
 PIPEWORKS_SNAPSHOT_MEMBERS(float)
 PIPEWORKS_SNAPSHOT_MEMBERS(double)
