@@ -1,6 +1,7 @@
 // `pipeworks checkpoint inspect DIR`: the latest complete checkpoint (or --step N) in a checkpoint
 // directory: its step, data position and plan, and each rank file checked by size and sha256,
 // with its tensors grouped by kind (weights, older versions, optimizer state, in-flight state).
+// A checkpoint pruned while it is inspected (a run with --keep) is never reported as damaged.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -14,8 +15,7 @@
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "ops/checkpoint/safetensors.hpp"
-#include "runtime/checkpoint/checkpoint_dir.hpp"
-#include "runtime/checkpoint/run_checkpoints.hpp"
+#include "runtime/checkpoint/read_checkpoint.hpp"
 
 namespace pipeworks::cli {
 namespace {
@@ -140,25 +140,29 @@ void print_report(const std::string& step_path, const checkpoint_manifest& m,
 }
 
 int run_inspect(const inspect_options& o) {
-  std::int64_t step = o.step;
-  if (step < 0) {
-    auto latest = latest_complete(o.dir);
-    if (!latest) throw pipeworks_error(latest.message());
-    step = *latest;
-  }
-  auto m = read_checked_manifest(o.dir, step);
-  if (!m) throw pipeworks_error(m.message());
-  const std::string step_path = step_dir(o.dir, step);
+  // A run pruning the directory meanwhile makes read_checkpoint read the newest checkpoint again:
+  // the reports are of the last checkpoint read.
   std::vector<file_report> files;
   bool ok = true;
-  for (int rank = 0; rank < static_cast<int>(m->files.size()); ++rank)
-    for (const checkpoint_file& f : m->files)
-      if (f.rank == rank) {
-        files.push_back(inspect_file(f, step_path));
-        ok = ok && files.back().error.empty();
-      }
-  if (o.json) std::cout << report_json(step_path, *m, files, ok).dump() << std::endl;
-  else print_report(step_path, *m, files);
+  auto got = read_checkpoint(o.dir, o.step, [&](const chosen_checkpoint& c) -> status {
+    files.clear();
+    ok = true;
+    std::string first_error;
+    for (int rank = 0; rank < static_cast<int>(c.manifest.files.size()); ++rank)
+      for (const checkpoint_file& f : c.manifest.files)
+        if (f.rank == rank) {
+          files.push_back(inspect_file(f, c.dir));
+          ok = ok && files.back().error.empty();
+          if (first_error.empty())
+            first_error = !files.back().error.empty() ? files.back().error : files.back().tensors_error;
+        }
+    return first_error.empty() ? status{} : status{make_error(first_error)};
+  });
+  if (!got) throw pipeworks_error(got.message());
+  const std::string& step_path = got->checkpoint.dir;
+  const checkpoint_manifest& m = got->checkpoint.manifest;
+  if (o.json) std::cout << report_json(step_path, m, files, ok).dump() << std::endl;
+  else print_report(step_path, m, files);
   for (const file_report& r : files)
     if (!r.error.empty()) std::cerr << "pipeworks checkpoint inspect: " << r.error << "\n";
   if (!ok) return exit_failure;

@@ -21,6 +21,7 @@
 #include "ops/cpu_threads.hpp"
 #include "partition/plan_resolve.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/read_checkpoint.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
 
 namespace pipeworks::cli {
@@ -59,13 +60,14 @@ run_plan make_plan(train_options& o) {
                                                      "it reads them (--resume " + f.resume +
                                                      "): drop --checkpoint-dir, or copy the "
                                                      "checkpoints there and resume from it");
-    auto step = latest_complete(f.resume);
-    if (!step) throw pipeworks_error("--resume: " + step.message());
-    auto m = read_checked_manifest(f.resume, *step);
-    if (!m) throw pipeworks_error("--resume: " + m.message());
-    const std::string dir = step_dir(f.resume, *step);
-    if (status s = verify_files(*m, dir); !s) throw pipeworks_error("--resume: " + s.message());
-    auto saved = parse_run_plan(m->plan.dump(), dir + "/" + manifest_name);
+    // The newest checkpoint, read again when a run pruning the directory removes it meanwhile.
+    auto got = read_checkpoint(f.resume, -1, [](const chosen_checkpoint& c) {
+      return verify_files(c.manifest, c.dir);
+    });
+    if (!got) throw pipeworks_error("--resume: " + got.message());
+    if (!got->read) throw pipeworks_error("--resume: " + got->read.message());
+    const std::string dir = got->checkpoint.dir;
+    auto saved = parse_run_plan(got->checkpoint.manifest.plan.dump(), dir + "/" + manifest_name);
     if (!saved) throw pipeworks_error("--resume: " + saved.message());
     saved->checkpoint.dir = f.resume;
     run_plan given = plan_from_flags(o, *saved, false, threads, 0);
@@ -147,6 +149,11 @@ int run_train(train_options& o) {
   const stop_signals signals;
   auto run = train_pipeline<float>(net, initial, checked, factory, reporter.callbacks(), hooks);
   reporter.finish_progress();
+  if (plan.checkpoint.keep > 0 && plan.checkpoint.every > 0)  // what --keep did not remove
+    if (auto left = foreign_step_dirs(plan.checkpoint.dir))
+      for (const std::string& l : *left)
+        std::fprintf(stderr, "pipeworks train: --keep left %s: only pipeworks' own files were "
+                             "removed from it\n", l.c_str());
   if (!run) throw pipeworks_error(run.message());
   return report_run(o, plan, net, data.held_out, *run, reporter);
 }

@@ -10,6 +10,7 @@
 #include "cli/train_report.hpp"
 #include "ops/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/run_checkpoints.hpp"
 
 namespace pipeworks::cli {
 
@@ -95,6 +96,9 @@ void check_checkpoint_dir(const train_options& o, const run_plan& plan) {
         s.message() + (resumed ? " (the resumed run writes its checkpoints there; or copy the "
                                  "directory somewhere writable and resume from the copy)"
                                : ""));
+  if (resumed)  // a complete checkpoint after the position: another history in the directory
+    if (status s = check_resume_dir(plan); !s)
+      throw CLI::ValidationError(o.pipe.resume.empty() ? "--plan" : "--resume", s.message());
 }
 
 pipeline_hooks hooks_of(const train_options& o, const run_plan& plan) {

@@ -1,9 +1,11 @@
 // Checkpoint directories on disk: names of step directories and rank files, finding complete
-// checkpoints, writing the manifest that completes one, and preparing and pruning directories.
+// checkpoints, writing the manifest that completes one, and preparing and pruning directories
+// (removing only pipeworks' own files, by name).
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "base/input_file.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -84,31 +87,118 @@ std::string name_list(const std::vector<step_entry>& steps) {
   return out;
 }
 
-// Removes everything inside `path`, keeping the directory itself.
-status empty_directory(const std::string& path) {
-  std::error_code ec;
-  fs::directory_iterator it(path, ec);
-  std::vector<fs::path> entries;
-  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) entries.push_back(it->path());
-  if (ec) return make_error("cannot list " + path + " to empty it: " + ec.message());
-  for (const auto& e : entries)
-    if (fs::remove_all(e, ec); ec)
-      return make_error("cannot remove " + e.string() + ": " + ec.message());
-  return fsync_directory(path);
+// Whether a step directory's entry `name` is one pipeworks writes there: manifest.json,
+// rank-R.safetensors, or the temporary either is written through (".NAME.tmp.HOST.PID.N", see
+// write_file_atomic). Only these are ever removed from a step directory.
+bool own_name(const std::string& name) {
+  auto is_target = [](const std::string& n) {
+    if (n == manifest_name) return true;
+    const std::string prefix = "rank-", suffix = ".safetensors";
+    if (n.size() <= prefix.size() + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 ||
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return false;
+    const std::string digits = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+    if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(),
+                                          [](char c) { return c >= '0' && c <= '9'; }))
+      return false;
+    return rank_file_name(std::stoi(digits)) == n;  // "rank-01.safetensors" is not ours
+  };
+  if (is_target(name)) return true;
+  const std::string tmp = ".tmp.";
+  if (name.size() < 2 || name[0] != '.') return false;
+  const auto at = name.find(tmp, 1);
+  return at != std::string::npos && at + tmp.size() < name.size() &&
+         is_target(name.substr(1, at - 1));
 }
 
-// Removes one step directory: its manifest first (made durable), so that a crash partway
-// leaves an incomplete checkpoint rather than one that looks complete but lacks files.
-status remove_step_dir(const std::string& path) {
-  const std::string manifest = (fs::path(path) / manifest_name).string();
-  if (exists_no_follow(manifest)) {
-    if (::unlink(manifest.c_str()) != 0)
-      return make_error("cannot remove " + manifest + ": " + std::strerror(errno));
-    if (auto s = fsync_directory(path); !s) return s;
-  }
+struct step_contents {
+  std::vector<std::string> own;      // regular files of own_name, manifest.json first
+  std::vector<std::string> foreign;  // everything else, sorted
+};
+
+// What a step directory holds, split into pipeworks' own files and the rest. A directory gone
+// meanwhile (another process removed it) holds nothing.
+result<step_contents> contents_of(const std::string& path) {
+  step_contents out;
   std::error_code ec;
-  if (fs::remove_all(path, ec); ec) return make_error("cannot remove " + path + ": " + ec.message());
+  fs::directory_iterator it(path, ec);
+  if (ec == std::errc::no_such_file_or_directory) return out;
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code type_ec;
+    const bool regular = it->symlink_status(type_ec).type() == fs::file_type::regular;
+    (regular && own_name(name) ? out.own : out.foreign).push_back(name);
+  }
+  if (ec) return make_error("cannot list " + path + ": " + ec.message());
+  std::sort(out.own.begin(), out.own.end(), [](const std::string& a, const std::string& b) {
+    return (a == manifest_name) != (b == manifest_name) ? a == manifest_name : a < b;
+  });
+  std::sort(out.foreign.begin(), out.foreign.end());
+  return out;
+}
+
+// "sub, notes.txt, .hidden, ..." (the first three).
+std::string entry_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 3) out += ", ... (" + std::to_string(names.size()) + " entries)";
+  return out;
+}
+
+// Removes pipeworks' own files from a step directory, its manifest first (made durable), so that
+// a crash partway leaves an incomplete checkpoint rather than one that looks complete but lacks
+// files; then, when remove_dir, the directory itself if nothing else is in it. Anything else in
+// it stays where it is: the names of what stayed (none when the directory went). A file or the
+// directory gone meanwhile is no error: two workers of one host may share a directory.
+result<std::vector<std::string>> clear_own_files(const std::string& path, bool remove_dir) {
+  auto contents = contents_of(path);
+  if (!contents) return contents.err();
+  bool removed = false;
+  for (const std::string& name : contents->own) {
+    const std::string file = (fs::path(path) / name).string();
+    if (::unlink(file.c_str()) != 0 && errno != ENOENT)
+      return make_error("cannot remove " + file + ": " + std::strerror(errno));
+    removed = true;
+    if (name == manifest_name)
+      if (auto s = fsync_directory(path); !s) return make_error(s.message());
+  }
+  if (!remove_dir || !contents->foreign.empty()) {
+    if (removed)
+      if (auto s = fsync_directory(path); !s) return make_error(s.message());
+    return std::move(contents->foreign);
+  }
+  if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return std::vector<std::string>{};
+  if (errno != ENOTEMPTY && errno != EEXIST)
+    return make_error("cannot remove " + path + ": " + std::strerror(errno));
+  auto now = contents_of(path);  // something was put there meanwhile
+  if (!now) return now.err();
+  return std::move(now->foreign);
+}
+
+// Removes one step directory as clear_own_files does; what it leaves is named in `left`.
+status remove_step_dir(const std::string& path, std::vector<std::string>& left) {
+  auto kept = clear_own_files(path, true);
+  if (!kept) return kept.err();
+  if (!kept->empty())
+    left.push_back(path + " (it holds " + entry_list(*kept) + ", which pipeworks did not write)");
   return {};
+}
+
+// Whether any step directory in dirs has a manifest.json (complete, or damaged).
+bool any_manifest(const std::string& dir, const std::vector<step_entry>& dirs) {
+  return std::any_of(dirs.begin(), dirs.end(), [&](const step_entry& e) {
+    return exists_no_follow(manifest_path(dir, e.step));
+  });
+}
+
+// Why dir, whose step directories have no manifest, holds nothing to resume, and what to do.
+std::string nothing_to_resume(const std::string& dir, const std::vector<step_entry>& dirs) {
+  const bool one = dirs.size() == 1;
+  return dir + " holds no complete checkpoint (no step-*/manifest.json): " + name_list(dirs) +
+         (one ? " was" : " were") + " cut short before " + (one ? "its" : "their") +
+         " manifest was written, so there is nothing to resume or read, and a new run does not "
+         "start beside " + (one ? "it" : "them") + "; move " + (one ? "it" : "them") + " out of " +
+         dir + " to start the run there again, or give the run another checkpoint directory";
 }
 
 }  // namespace
@@ -149,31 +239,44 @@ result<std::vector<std::int64_t>> complete_steps(const std::string& dir) {
   return out;
 }
 
+std::string other_checkpoint_advice(const std::string& dir, std::int64_t step) {
+  std::int64_t newer = -1, older = -1;
+  if (auto steps = complete_steps(dir))
+    for (std::int64_t n : *steps) {
+      if (n > step && newer < 0) newer = n;
+      if (n < step) older = n;
+    }
+  const std::string path = step_dir(dir, step);
+  if (newer >= 0)
+    return "restore it (the newer checkpoint of step " + std::to_string(newer) +
+           " does not depend on it)";
+  if (older >= 0)
+    return "restore it, or move " + path + " out of " + dir + " to use the checkpoint of step " +
+           std::to_string(older);
+  return "restore it (no other complete checkpoint is in " + dir + ")";
+}
+
 result<std::int64_t> latest_complete(const std::string& dir) {
-  auto dirs = step_dirs(dir);
-  if (!dirs) return dirs.err();
-  for (auto it = dirs->rbegin(); it != dirs->rend(); ++it) {
-    auto m = read_manifest(dir, it->step);
-    if (m) return it->step;
-    // A manifest is written whole (temporary file, then rename): one that is there but does not
-    // read back was damaged or edited, which is never passed over in silence.
-    if (!exists_no_follow(manifest_path(dir, it->step))) continue;
-    std::string older;
-    for (auto o = std::next(it); o != dirs->rend() && older.empty(); ++o)
-      if (read_manifest(dir, o->step).ok()) older = std::to_string(o->step);
-    return make_error(m.message() + "; the newest checkpoint's manifest is unreadable or damaged: "
-                      "restore it, or move " + step_dir(dir, it->step) + " out of " + dir +
-                      (older.empty() ? std::string(" (no older complete checkpoint is there)")
-                                     : " to use the checkpoint of step " + older));
+  // A run pruning dir meanwhile may complete a newer checkpoint after this passed over it and then
+  // remove the older one before this reaches it; it never removes its newest complete one, so a
+  // scan that finds none is made again (the race needs a whole checkpoint written within a scan).
+  for (int scan = 0;; ++scan) {
+    auto dirs = step_dirs(dir);
+    if (!dirs) return dirs.err();
+    for (auto it = dirs->rbegin(); it != dirs->rend(); ++it) {
+      auto m = read_manifest(dir, it->step);
+      if (m) return it->step;
+      // A manifest is written whole (temporary file, then rename): one that is there but does not
+      // read back was damaged or edited, which is never passed over in silence.
+      if (!exists_no_follow(manifest_path(dir, it->step))) continue;
+      return make_error(m.message() + "; the newest checkpoint's manifest is unreadable or "
+                        "damaged: " + other_checkpoint_advice(dir, it->step));
+    }
+    if (dirs->empty())
+      return make_error(dir + " holds no complete checkpoint (no step-*/manifest.json); give the "
+                        "directory a run wrote its checkpoints to, or start a new run");
+    if (scan == 2) return make_error(nothing_to_resume(dir, *dirs));
   }
-  std::string message = dir + " holds no complete checkpoint (no step-*/manifest.json); ";
-  if (dirs->empty())
-    message += "give the directory a run wrote its checkpoints to, or start a new run";
-  else
-    message += name_list(*dirs) + (dirs->size() == 1 ? " was" : " were") +
-               " cut short before its manifest was written (or the manifest is unreadable: "
-               "check with `pipeworks checkpoint inspect`); start the run again";
-  return make_error(message);
 }
 
 status write_manifest(const std::string& dir, const checkpoint_manifest& m) {
@@ -203,11 +306,13 @@ status prepare_checkpoint_dir(const std::string& dir, bool resuming) {
   if (status s = probe_writable_dir(dir); !s) return s;  // found now, not at the first checkpoint
   auto dirs = step_dirs(dir);
   if (!dirs) return dirs.err();
-  if (!dirs->empty())
-    return make_error(dir + " already holds checkpoints (" + name_list(*dirs) +
-                      "): continue that run with --resume " + dir +
-                      ", or choose another --checkpoint-dir");
-  return {};
+  if (dirs->empty()) return {};
+  // Only step directories without a manifest: --resume has nothing to take either, so the advice
+  // is the one it gives.
+  if (!any_manifest(dir, *dirs)) return make_error(nothing_to_resume(dir, *dirs));
+  return make_error(dir + " already holds checkpoints (" + name_list(*dirs) +
+                    "): continue that run with --resume " + dir +
+                    ", or choose another --checkpoint-dir");
 }
 
 status prepare_step_dir(const std::string& dir, std::int64_t step) {
@@ -215,13 +320,18 @@ status prepare_step_dir(const std::string& dir, std::int64_t step) {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode))
-      return make_error(path + " exists and is not a directory; remove it to write the checkpoint "
-                        "of step " + std::to_string(step));
+      return make_error(path + " exists and is not a directory (pipeworks did not write it); move "
+                        "it out of " + dir + " to write the checkpoint of step " +
+                        std::to_string(step) + " there");
     if (exists_no_follow((fs::path(path) / manifest_name).string()))
-      return make_error(path + " already holds a checkpoint (its manifest.json exists); a "
-                        "complete checkpoint is never overwritten: remove it by hand if it is "
-                        "unwanted");
-    return empty_directory(path);  // a checkpoint cut short before its manifest
+      return make_error(path + " already holds a checkpoint (its manifest.json exists), and a "
+                        "complete checkpoint is never overwritten: another run wrote it after "
+                        "this one's position; resume from the newest checkpoint in " + dir +
+                        ", or give this run a checkpoint directory of its own");
+    // A checkpoint cut short before its manifest: its own files go, anything else stays.
+    auto kept = clear_own_files(path, false);
+    if (!kept) return kept.err();
+    return {};
   }
   std::error_code ec;
   fs::create_directories(path, ec);
@@ -229,26 +339,52 @@ status prepare_step_dir(const std::string& dir, std::int64_t step) {
   return fsync_directory(dir);
 }
 
+namespace {
+
+// The step directories prune_checkpoints removes: complete ones older than the newest `keep`,
+// and incomplete ones older than the newest complete one. Nothing while none is complete.
+std::vector<step_entry> doomed_steps(const std::string& dir, const std::vector<step_entry>& dirs,
+                                     int keep) {
+  std::vector<step_entry> complete, incomplete, out;
+  for (const step_entry& e : dirs) (read_manifest(dir, e.step).ok() ? complete : incomplete).push_back(e);
+  if (complete.empty()) return out;  // nothing to keep yet: leave checkpoints being written alone
+  const std::int64_t newest = complete.back().step;
+  const std::size_t old = complete.size() > static_cast<std::size_t>(keep)
+                              ? complete.size() - static_cast<std::size_t>(keep)
+                              : 0;
+  out.assign(complete.begin(), complete.begin() + static_cast<std::ptrdiff_t>(old));
+  for (const step_entry& e : incomplete)
+    if (e.step < newest) out.push_back(e);
+  return out;
+}
+
+}  // namespace
+
 status prune_checkpoints(const std::string& dir, int keep) {
   if (keep <= 0) return {};
   auto dirs = step_dirs(dir);
   if (!dirs) return dirs.err();
-  std::vector<const step_entry*> complete, incomplete;
-  for (const step_entry& e : *dirs)
-    (read_manifest(dir, e.step).ok() ? complete : incomplete).push_back(&e);
-  if (complete.empty()) return {};  // nothing to keep yet: leave checkpoints being written alone
-  const std::int64_t newest = complete.back()->step;
-  std::vector<const step_entry*> doomed;
-  const std::size_t old = complete.size() > static_cast<std::size_t>(keep)
-                              ? complete.size() - static_cast<std::size_t>(keep)
-                              : 0;
-  doomed.assign(complete.begin(), complete.begin() + static_cast<std::ptrdiff_t>(old));
-  for (const step_entry* e : incomplete)
-    if (e->step < newest) doomed.push_back(e);
-  for (const step_entry* e : doomed)
-    if (auto s = remove_step_dir((fs::path(dir) / e->name).string()); !s) return s;
+  const std::vector<step_entry> doomed = doomed_steps(dir, *dirs, keep);
+  std::vector<std::string> left;  // named by foreign_step_dirs, when the caller asks
+  for (const step_entry& e : doomed)
+    if (auto s = remove_step_dir((fs::path(dir) / e.name).string(), left); !s) return s;
   if (doomed.empty()) return {};
   return fsync_directory(dir);
+}
+
+result<std::vector<std::string>> foreign_step_dirs(const std::string& dir) {
+  auto dirs = step_dirs(dir);
+  if (!dirs) return dirs.err();
+  std::vector<std::string> out;
+  for (const step_entry& e : doomed_steps(dir, *dirs, std::numeric_limits<int>::max())) {
+    const std::string path = (fs::path(dir) / e.name).string();
+    auto contents = contents_of(path);
+    if (!contents) return contents.err();
+    if (!contents->foreign.empty())
+      out.push_back(path + " (it holds " + entry_list(contents->foreign) +
+                    ", which pipeworks did not write)");
+  }
+  return out;
 }
 
 status prune_kept_steps(const std::string& dir, const std::vector<std::int64_t>& kept) {
@@ -257,14 +393,19 @@ status prune_kept_steps(const std::string& dir, const std::vector<std::int64_t>&
   if (!dirs) return dirs.err();
   const std::int64_t newest = *std::max_element(kept.begin(), kept.end());
   bool removed = false;
+  std::vector<std::string> left;
   for (const step_entry& e : *dirs) {
     if (e.step >= newest || std::find(kept.begin(), kept.end(), e.step) != kept.end()) continue;
-    const std::string path = (fs::path(dir) / e.name).string();
     // Two workers of one host may share the directory and both remove it: gone is done.
-    if (auto s = remove_step_dir(path); !s && exists_no_follow(path)) return s;
+    if (auto s = remove_step_dir((fs::path(dir) / e.name).string(), left); !s) return s;
     removed = true;
   }
-  return removed ? fsync_directory(dir) : status{};
+  if (removed)
+    if (status s = fsync_directory(dir); !s) return s;
+  if (left.empty()) return {};
+  std::string names;
+  for (const std::string& l : left) names += (names.empty() ? "" : "; ") + l;
+  return make_error("left " + names + ": only pipeworks' own files were removed");
 }
 
 }  // namespace pipeworks

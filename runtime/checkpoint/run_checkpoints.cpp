@@ -22,9 +22,26 @@ result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::i
   if (m->files.size() != ranks)
     return make_error(source + ": files lists " + std::to_string(m->files.size()) +
                       " rank files but its plan has " + std::to_string(ranks) +
-                      " ranks; the manifest was damaged or edited: restore it, or move " +
-                      step_dir(dir, step) + " out of " + dir + " to use an older checkpoint");
+                      " ranks; the manifest was damaged or edited: " +
+                      other_checkpoint_advice(dir, step));
   return m;
+}
+
+status check_resume_dir(const run_plan& plan) {
+  const checkpoint_spec& c = plan.checkpoint;
+  if (c.every <= 0 || plan.data.position <= 0) return {};
+  auto steps = complete_steps(c.dir);
+  if (!steps) return steps.err();
+  if (steps->empty() || steps->back() <= plan.data.position) return probe_writable_dir(c.dir);
+  const std::string newest = std::to_string(steps->back());
+  const std::string at = std::to_string(plan.data.position);
+  return make_error(
+      c.dir + " holds a complete checkpoint of step " + newest + ", after step " + at +
+      " that this run resumes from (data.position): the run's checkpoints would mix with that "
+      "later history's in one directory, and checkpoint.keep would prune them together. To "
+      "resume the newest, set data.position to " + newest + "; to go on from step " + at +
+      " beside it, copy " + step_dir(c.dir, plan.data.position) +
+      " into a new directory and make that the checkpoint.dir");
 }
 
 result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
@@ -38,6 +55,7 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   if (c.dir.empty())
     return make_error("data.position is " + std::to_string(plan.data.position) +
                       ", but checkpoint.dir names no directory to resume from");
+  if (status s = check_resume_dir(plan); !s) return make_error(s.message());
   auto m = read_checked_manifest(c.dir, plan.data.position);
   if (!m) return m.err();
   resume_point r;
@@ -45,8 +63,6 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
     r.samples = m->metrics["samples"].get<std::int64_t>();
   r.manifest = std::move(*m);
   if (status s = prepare_checkpoint_dir(c.dir, true); !s) return make_error(s.message());
-  if (c.every > 0)  // more checkpoints go there
-    if (status s = probe_writable_dir(c.dir); !s) return make_error(s.message());
   for (std::int64_t n = plan.data.position + std::max<std::int64_t>(c.every, 1);
        c.every > 0 && n < plan.train.steps; n += c.every)
     if (std::filesystem::exists(step_dir(c.dir, n)))

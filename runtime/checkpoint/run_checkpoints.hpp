@@ -1,5 +1,6 @@
 // A run's checkpoint directory: getting it ready (a new run refuses one that holds checkpoints; a
-// resumed run reads the manifest of its position and clears checkpoints cut short after it), and
+// resumed run reads the manifest of its position, refuses a directory with a complete checkpoint
+// after it and clears pipeworks' files of checkpoints cut short after it), and
 // the manifest of a checkpoint whose files are written. Shared by the driver and the single-device
 // run.
 #pragma once
@@ -22,6 +23,12 @@ struct resume_point {
 // read_manifest, then the plan it records parsed, and one file for each of that plan's ranks:
 // a manifest edited or damaged to list fewer or more files is an error naming it.
 result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::int64_t step);
+
+// A run that resumes at plan.data.position and writes checkpoints (checkpoint.every > 0): its
+// checkpoint.dir must be writable and hold no complete checkpoint after that position (the two
+// histories would mix, and pruning would take the later one's checkpoints with them). The error
+// says how to resume from the newest, or to go on from the position in a directory of its own.
+status check_resume_dir(const run_plan& plan);
 
 // Nothing when the run starts afresh (plan.data.position == 0).
 result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan);
