@@ -9,6 +9,7 @@
 
 #include "ops/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/dir_lock.hpp"
 
 namespace pipeworks {
 
@@ -27,21 +28,39 @@ result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::i
   return m;
 }
 
-status check_resume_dir(const run_plan& plan) {
+namespace {
+
+// check_resume_dir's refusal of a complete checkpoint after the position, whoever holds the lock.
+status check_nothing_after(const run_plan& plan) {
   const checkpoint_spec& c = plan.checkpoint;
   if (c.every <= 0 || plan.data.position <= 0) return {};
   auto steps = complete_steps(c.dir);
   if (!steps) return steps.err();
-  if (steps->empty() || steps->back() <= plan.data.position) return probe_writable_dir(c.dir);
+  if (steps->empty() || steps->back() <= plan.data.position) return {};
   const std::string newest = std::to_string(steps->back());
   const std::string at = std::to_string(plan.data.position);
   return make_error(
       c.dir + " holds a complete checkpoint of step " + newest + ", after step " + at +
       " that this run resumes from (data.position): the run's checkpoints would mix with that "
       "later history's in one directory, and checkpoint.keep would prune them together. To "
-      "resume the newest, set data.position to " + newest + "; to go on from step " + at +
-      " beside it, copy " + step_dir(c.dir, plan.data.position) +
-      " into a new directory and make that the checkpoint.dir");
+      "resume the newest, set data.position to " + newest + " (resuming the directory again "
+      "takes it); to go on from step " + at + " beside it, copy " +
+      step_dir(c.dir, plan.data.position) + " into a new directory and make that the "
+      "checkpoint.dir");
+}
+
+}  // namespace
+
+status check_resume_dir(const run_plan& plan) {
+  const checkpoint_spec& c = plan.checkpoint;
+  if (c.every <= 0 || plan.data.position <= 0) return {};
+  if (status s = check_nothing_after(plan); !s) {
+    // A run still writing there made the newer checkpoint: its lock is what to report, and the
+    // run's own dir_lock::take reports it.
+    if (!dir_lock::take(c.dir)) return {};
+    return s;
+  }
+  return probe_writable_dir(c.dir);
 }
 
 result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
@@ -55,7 +74,8 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   if (c.dir.empty())
     return make_error("data.position is " + std::to_string(plan.data.position) +
                       ", but checkpoint.dir names no directory to resume from");
-  if (status s = check_resume_dir(plan); !s) return make_error(s.message());
+  // Under the run's lock (actors/pipeline.cpp): no other run can be writing there now.
+  if (status s = check_nothing_after(plan); !s) return make_error(s.message());
   auto m = read_checked_manifest(c.dir, plan.data.position);
   if (!m) return m.err();
   resume_point r;
@@ -63,6 +83,8 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
     r.samples = m->metrics["samples"].get<std::int64_t>();
   r.manifest = std::move(*m);
   if (status s = prepare_checkpoint_dir(c.dir, true); !s) return make_error(s.message());
+  if (c.every > 0)  // more checkpoints go there
+    if (status s = probe_writable_dir(c.dir); !s) return make_error(s.message());
   for (std::int64_t n = plan.data.position + std::max<std::int64_t>(c.every, 1);
        c.every > 0 && n < plan.train.steps; n += c.every)
     if (std::filesystem::exists(step_dir(c.dir, n)))

@@ -28,6 +28,9 @@ result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::i
 // checkpoint.dir must be writable and hold no complete checkpoint after that position (the two
 // histories would mix, and pruning would take the later one's checkpoints with them). The error
 // says how to resume from the newest, or to go on from the position in a directory of its own.
+// For a check before the run takes its lock: a newer checkpoint that a run still holding the
+// directory wrote is no error here, since taking the lock then names that run.
+// prepare_checkpoints, under the lock, refuses such a directory in any case.
 status check_resume_dir(const run_plan& plan);
 
 // Nothing when the run starts afresh (plan.data.position == 0).

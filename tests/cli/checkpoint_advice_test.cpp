@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fixtures.hpp"
+#include "runtime/checkpoint/dir_lock.hpp"
 
 using namespace pipeworks::cli_test;
 using nlohmann::json;
@@ -60,6 +61,18 @@ TEST_CASE("a plan resumed behind a newer checkpoint exits 2 naming it, and both 
                         "checkpoint.dir"));
   check_no_removal(r.err);
   CHECK(files_under(ck) == before);  // nothing lost, nothing written
+  {
+    // While a run holds the directory (and may have written the newer checkpoint), that run is
+    // named, not the checkpoint.
+    auto running = pipeworks::dir_lock::take(ck);
+    REQUIRE(running.ok());
+    const cli_result in_use = run_cli({"train", "--plan", dir / "at10.json"});
+    INFO(in_use.err);
+    CHECK(in_use.exit_code == 1);
+    CHECK(contains(in_use.err, "checkpoint directory " + ck + " is in use by another run"));
+    CHECK_FALSE(contains(in_use.err, "after step 10"));
+    CHECK(files_under(ck) == before);
+  }
 
   // Resuming the newest, as it says.
   plan["data"]["position"] = 15;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/dir_lock.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
 #include "tests/runtime/checkpoint/checkpoint_fixture.hpp"
 #include "tests/scratch_dir.hpp"
@@ -99,9 +100,19 @@ TEST_CASE("resuming behind a newer complete checkpoint is refused, and both ways
         dir + " holds a complete checkpoint of step 15, after step 10 that this run resumes from "
               "(data.position): the run's checkpoints would mix with that later history's in one "
               "directory, and checkpoint.keep would prune them together. To resume the newest, set "
-              "data.position to 15; to go on from step 10 beside it, copy " + step_dir(dir, 10) +
+              "data.position to 15 (resuming the directory again takes it); to go on from step 10 "
+              "beside it, copy " + step_dir(dir, 10) +
               " into a new directory and make that the checkpoint.dir");
   check_no_removal(behind.message());
+  {
+    // A run still writing there made the newer checkpoint: taking the lock names that run.
+    auto running = dir_lock::take(dir);
+    REQUIRE(running.ok());
+    CHECK(check_resume_dir(resumed_at(dir, 10)).ok());
+    auto taken = dir_lock::take(dir);
+    REQUIRE_FALSE(taken.ok());
+    CHECK_THAT(taken.message(), Catch::Contains("is in use by another run"));
+  }
   // The library refuses it too, before it touches anything.
   auto prepared = prepare_checkpoints(resumed_at(dir, 10));
   REQUIRE_FALSE(prepared.ok());
