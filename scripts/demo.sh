@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, command one: set up, build, and run the main job: gpt-small on the fortunes text,
 # pipelined over 4 stages with PipeDream-2BW on the actor runtime, writing a trace.
-# About 2.5 minutes of training on 2 cores (450 steps of 8 windows of 128 bytes).
+# About a minute of training on 2 AVX-512 cores (450 steps of 8 windows; see bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
