@@ -4,22 +4,11 @@
 
 #include "ops/model/model.hpp"
 #include "runtime/checked_plan.hpp"
+#include "tests/runtime/mlp_plan_fixture.hpp"
 
 using namespace pipeworks;
 
-namespace {
-
-run_plan mlp_plan() {
-  run_plan p;
-  p.model = *parse_model_spec("mlp");
-  p.stages = 2;
-  p.train.microbatches = 2;
-  p.train.steps = 4;
-  p.data.batch = 8;
-  return p;
-}
-
-}  // namespace
+using test::mlp_plan;
 
 TEST_CASE("check_plan hands back the plan it checked and the block count", "[runtime]") {
   auto c = check_plan(mlp_plan(), 3);

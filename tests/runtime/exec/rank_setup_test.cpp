@@ -3,18 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/exec/rank_setup.hpp"
+#include "tests/runtime/mlp_plan_fixture.hpp"
 
 using namespace pipeworks;
 
 namespace {
 
-run_plan mlp_plan() {
-  run_plan p;
-  p.model = *parse_model_spec("mlp");
-  p.stages = 2;
-  p.train.microbatches = 2;
-  p.train.steps = 4;
-  p.data.batch = 8;
+run_plan mlp_plan() {  // the shared plan, split after the first block
+  run_plan p = test::mlp_plan();
   p.split = {0, 1};
   return p;
 }
