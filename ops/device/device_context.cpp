@@ -60,7 +60,7 @@ tensor device_context::uninitialized(shape_t shape, dtype dt) const {
 }
 
 tensor device_context::output(shape_t shape, dtype dt) const {
-  return gpu_ ? uninitialized(std::move(shape), dt) : zeros(std::move(shape), dt);
+  return uninitialized(std::move(shape), dt);
 }
 
 tensor device_context::adopt(tensor t) const {

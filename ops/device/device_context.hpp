@@ -38,8 +38,8 @@ class device_context {
   // caller to write.
   tensor zeros(shape_t shape, dtype dt) const;
   tensor uninitialized(shape_t shape, dtype dt) const;
-  // The output of an op that writes every element: on a GPU left unset (every CUDA kernel and
-  // GEMM there writes its whole output), on the CPU zeroed as before.
+  // The output of an op that writes every element, left unset: every forward kernel, CPU and
+  // CUDA, writes its whole output (zero-filling them first cost 3% of a gpt-small CPU step).
   tensor output(shape_t shape, dtype dt) const;
   // t itself when it is on this device (on this context's stream), else a copy here: the explicit
   // crossing of devices, or a device-to-device copy from another rank's stream on the same GPU.
