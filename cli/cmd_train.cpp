@@ -140,8 +140,11 @@ int run_train(train_options& o) {
   const data_factory factory = data_of(data, plan);
   if (!f.print_plan.empty()) return print_plan(o, checked, net, factory);
 
-  param_set initial = plan.init_from.empty() ? net.init_params(plan.init_seed)
-                                             : load_init_weights(plan.init_from, net);
+  param_set initial =
+      plan.init_from.empty()
+          ? net.init_params(plan.init_seed)
+          : load_init_weights(plan.init_from, net, plan.init_seed, f.init_partial,
+                              f.given.count("--init") ? "--init" : "--plan");
   if (!o.json) print_train_header(plan, net);
   std::fflush(stdout);
   train_reporter reporter(o, plan, net);

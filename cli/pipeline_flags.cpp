@@ -115,7 +115,12 @@ void add_checkpoint_flags(CLI::App& sub, pipeline_flags& f) {
                  "for bit (its plan; flags that would change the results are refused)");
   sub.add_option("--init", f.init,
                  "start a new run from these weights: a safetensors file (such as --save writes) "
-                 "or a checkpoint directory (its latest checkpoint)");
+                 "or a checkpoint directory (its latest checkpoint); refused unless every tensor "
+                 "fits the model");
+  sub.add_flag("--init-partial", f.init_partial,
+               "with --init (or a plan's init.from): load only the tensors that fit the model, "
+               "like load_state_dict(strict=False); the others keep their seeded values, and both "
+               "are listed");
   sub.add_option("--print-plan", f.print_plan,
                  "write the run plan (JSON; with --auto-partition, after profiling and planning) "
                  "to FILE and exit");

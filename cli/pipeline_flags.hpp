@@ -31,6 +31,7 @@ struct pipeline_flags {
   std::string checkpoint_dir;
   int keep = 0;
   std::string resume, init, print_plan, plan;
+  bool init_partial = false;  // --init-partial: load the tensors that fit, list the others
   // Worker processes (--workers h1:p1,h2:p2) and failure detection.
   std::string workers, rendezvous;
   int world_size = 0;

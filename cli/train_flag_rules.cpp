@@ -3,6 +3,7 @@
 #include "cli/train_flag_rules.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "cli/auto_partition.hpp"
 #include "cli/options.hpp"
@@ -39,6 +40,9 @@ void check_flags_against_plan(const train_options& o, const run_plan& plan) {
                                                  "actors; pick a schedule (e.g. --schedule 1f1b) "
                                                  "to use --stages, --replicas, --chunks, --split, "
                                                  "--trace, --credits, --actors or --inject-fault");
+  if (f.init_partial && (plan.init_from.empty() || plan.data.position > 0))
+    throw CLI::ValidationError("--init-partial", "there are no --init weights to load in part: "
+                                                 "give --init FILE or DIR, or drop --init-partial");
 }
 
 void check_train_memory(const model<float>& net, const model_spec& spec, std::int64_t batch,
@@ -54,8 +58,41 @@ void check_batch_memory(const model<float>& net, const run_plan& plan) {
                        "--batch", "lower --batch, or raise --microbatches to split each batch");
 }
 
+namespace {
+
+// The file a path names, resolved as far as it exists (symbolic links, "..", "."), to compare.
+std::filesystem::path resolved(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? std::filesystem::path(path).lexically_normal() : p;
+}
+
+// The checkpoint directory the run writes is an output: refused inside (or as) the data
+// directory, however it was given (--checkpoint-dir, a plan's checkpoint.dir, --resume).
+void check_checkpoints_outside_data(const train_options& o, const run_plan& plan) {
+  const pipeline_flags& f = o.pipe;
+  const std::string& dir = plan.checkpoint.dir;
+  if (dir.empty() || plan.data.path.empty() || !std::filesystem::is_directory(plan.data.path))
+    return;
+  if (plan.checkpoint.every <= 0 && !f.given.count("--checkpoint-dir")) return;  // none written
+  const auto rel = resolved(dir).lexically_relative(resolved(plan.data.path));
+  if (rel.empty() || *rel.begin() == "..") return;
+  const std::string flag = f.given.count("--checkpoint-dir") ? "--checkpoint-dir"
+                           : !f.resume.empty()               ? "--resume"
+                           : !f.plan.empty()                 ? "--plan"
+                                                             : "--checkpoint-dir";
+  throw CLI::ValidationError(
+      flag, "the checkpoint directory " + dir + (rel == "." ? " is" : " lies inside") +
+                " the --data directory " + plan.data.path +
+                ", which the run reads: checkpoints written there could destroy the data; "
+                "choose a directory outside it");
+}
+
+}  // namespace
+
 void check_train_outputs(const train_options& o, const run_plan& plan) {
   const pipeline_flags& f = o.pipe;
+  check_checkpoints_outside_data(o, plan);
   // --save may replace the --init file (training continues in place); no other input.
   check_outputs({{o.save, "--save"},
                  {o.metrics, "--metrics"},
