@@ -50,8 +50,19 @@ std::optional<plan_issue> check_train(const run_plan& p) {
     return issue("clip.max_norm", "must be 0 (off) or positive (got " + num(t.clip_grad_norm) + ")");
   if (!std::isfinite(t.optim.weight_decay) || t.optim.weight_decay < 0)
     return issue("optimizer.weight_decay", "must be 0 or positive (got " + num(t.optim.weight_decay) + ")");
-  if (t.optim.kind == optimizer_kind::adamw && !(t.optim.beta2 >= 0 && t.optim.beta2 < 1))
-    return issue("optimizer.beta2", "must be in [0, 1) (got " + num(t.optim.beta2) + ")");
+  if (t.optim.weight_decay > 1)
+    return issue("optimizer.weight_decay", "must be in [0, 1] (got " + num(t.optim.weight_decay) +
+                                               "); typical values are 0 to 0.1");
+  // Every field the plan writes is bounded, whichever optimizer reads it: a plan is one value, and
+  // one that switches kind must still make sense.
+  for (auto [field, v] : {std::pair{"optimizer.momentum", t.optim.momentum},
+                          {"optimizer.beta1", t.optim.beta1},
+                          {"optimizer.beta2", t.optim.beta2}})
+    if (!(v >= 0 && v < 1))
+      return issue(field, "must be in [0, 1) (got " + num(v) + "); 0.9 is usual for momentum and "
+                          "beta1, 0.999 for beta2");
+  if (!(t.optim.eps > 0 && t.optim.eps < 1))
+    return issue("optimizer.eps", "must be in (0, 1) (got " + num(t.optim.eps) + "); 1e-08 is usual");
   if (status s = validate(t); !s) return issue("optimizer", s.message());
   return std::nullopt;
 }
@@ -121,9 +132,10 @@ std::optional<plan_issue> check_ranks(const run_plan& p) {
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
     const rank_placement& rp = p.ranks[r];
     const std::string at = "ranks[" + str(static_cast<std::int64_t>(r)) + "]";
-    if (!(rp.speed > 0.0 && rp.speed <= 1.0))
-      return issue(at + ".speed", "is " + num(rp.speed) +
-                                      ", not in (0, 1] (1 is one full core of this machine)");
+    if (!(rp.speed >= min_rank_speed && rp.speed <= 1.0))
+      return issue(at + ".speed", "is " + num(rp.speed) + ", not in [" + num(min_rank_speed) +
+                                      ", 1]: give the device's speed as a share of one core of "
+                                      "this machine (1 is a full core)");
     if (rp.device.on_gpu() && rp.speed != 1.0)
       return issue(at + ".speed", "is " + num(rp.speed) + " on " + rp.device.to_string() +
                                       ": a GPU rank runs at its own speed, 1");

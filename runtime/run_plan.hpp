@@ -22,6 +22,10 @@ enum class planner_kind { pipedream, two_bw };
 std::string planner_name(planner_kind k);  // "pipedream", "2bw"
 result<planner_kind> parse_planner_kind(std::string_view name);
 
+// The slowest device a rank may be throttled to: a millionth of a core (the plan's speeds are in
+// [min_rank_speed, 1]).
+constexpr double min_rank_speed = 1e-6;
+
 // Where a rank runs. A device of speed s < 1 is throttled to s of one core (runtime/exec).
 // process 0 is the driver's own; process k >= 1 is the worker processes.workers[k - 1]. The device
 // is parsed where the plan is read (JSON, flags, a cluster): a typed value from there on.
@@ -137,6 +141,8 @@ status check(const run_plan& plan, int blocks = -1);
 // The plan read is checked (first_issue) with `blocks` (-1: the plan's model's).
 std::string to_json_text(const run_plan& plan);
 result<run_plan> parse_run_plan(std::string_view text, const std::string& source, int blocks = -1);
+// A plan file: parse_run_plan, and it must name its model, and a data.position above 0 needs the
+// checkpoint.dir it resumes.
 result<run_plan> load_run_plan(const std::string& path);
 
 // Gives every rank a process when the plan has workers and names none: the ranks, in order

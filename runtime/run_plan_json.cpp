@@ -199,12 +199,8 @@ std::string to_json_text(const run_plan& p) {
 namespace {
 
 status read_processes(const reader& r, run_plan& p) {
-  // "transport" came later: plans and manifests written before it read as "ucx".
-  if (r.has("transport"))
-    PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms", "rendezvous", "world_size",
-                   "transport"}));
-  else
-    PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms", "rendezvous", "world_size"}));
+  PW_TRY(r.keys({"workers", "heartbeat_ms", "timeout_ms", "connect_ms", "rendezvous", "world_size",
+                 "transport"}));
   const json& list = r.at("workers");
   if (!list.is_array() || list.size() > 65536)
     return r.fail("workers", "must be a list of \"host:port\" strings, not " + list.dump());
@@ -217,7 +213,28 @@ status read_processes(const reader& r, run_plan& p) {
   PW_TRY(r.whole("connect_ms", p.processes.connect_ms, 0, int_max));
   PW_TRY(r.text("rendezvous", p.processes.rendezvous));
   PW_TRY(r.whole("world_size", p.processes.world_size, 0, int_max));
-  if (r.has("transport")) PW_TRY(r.text("transport", p.processes.transport));
+  PW_TRY(r.text("transport", p.processes.transport));
+  return {};
+}
+
+// The model's fields are all required (a model file may leave vocab to its default; a plan may
+// not), and its name is the preset it names, with that preset's fields, or the model file's path
+// ("" only for a library's own model: a plan file must name one, see load_run_plan).
+status check_model_fields(const reader& r, const json& given, const model_spec& spec,
+                          const std::string& name) {
+  const json fields = to_json(spec);
+  for (const auto& [k, v] : fields.items())
+    if (!given.contains(k)) return r.fail(k, "is missing; a plan gives every field of its model");
+  if (name.size() > 4096 || name.find_first_of(std::string("\0\n\r\t", 4)) != std::string::npos)
+    return r.fail("name", "must be the model's name (mlp, gpt-tiny, gpt-small) or its JSON file's "
+                          "path, not \"" + name.substr(0, 80) + "\"");
+  for (const char* preset : {"mlp", "gpt-tiny", "gpt-small"}) {
+    if (name != preset) continue;
+    if (to_json(*parse_model_spec(preset)) != to_json(spec))
+      return r.fail("name", "is \"" + name + "\", but the fields are not " + name + "'s (" +
+                                to_json(*parse_model_spec(preset)).dump() + "); give the fields' "
+                                "model file's path as the name, or " + name + "'s fields");
+  }
   return {};
 }
 
@@ -228,16 +245,9 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   if (!parsed) return parsed.err();
   const json& j = *parsed;
   const reader top(j, source, "");
-  // "processes" came with runs across processes; plans and checkpoints written before have none.
-  if (j.is_object() && j.contains("processes")) {
-    PW_TRY(top.keys({"format", "version", "model", "schedule", "split", "ranks", "optimizer",
-                     "lr_schedule", "clip", "data", "init", "runtime", "checkpoint",
-                     "auto_partition", "processes"}));
-  } else {
-    PW_TRY(top.keys({"format", "version", "model", "schedule", "split", "ranks", "optimizer",
-                     "lr_schedule", "clip", "data", "init", "runtime", "checkpoint",
-                     "auto_partition"}));
-  }
+  PW_TRY(top.keys({"format", "version", "model", "schedule", "split", "ranks", "optimizer",
+                   "lr_schedule", "clip", "data", "init", "runtime", "checkpoint", "auto_partition",
+                   "processes"}));
   std::string format;
   PW_TRY(top.text("format", format));
   if (format != format_name)
@@ -257,6 +267,7 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
     m.erase("name");
     auto spec = model_spec_from_json(m, source + ": model");
     if (!spec) return spec.err();
+    PW_TRY(check_model_fields(top.sub("model"), m, *spec, name));
     p.model = std::move(*spec);
     p.model.name = name;
   }
@@ -331,10 +342,9 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   {
     const reader r = top.sub("runtime");
-    // "tf32" came with GPU ranks, "bf16" after it: plans written before them lack them (false).
     PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"}));
-    if (r.has("tf32")) PW_TRY(r.flag("tf32", p.tf32));
-    if (r.has("bf16")) PW_TRY(r.flag("bf16", p.bf16));
+    PW_TRY(r.flag("tf32", p.tf32));
+    PW_TRY(r.flag("bf16", p.bf16));
     PW_TRY(r.whole("credits", p.credits, 0, int_max));
     PW_TRY(r.whole("threads_per_stage", p.threads_per_stage, 1, 4096));
     std::string actors;
@@ -368,7 +378,7 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
     PW_TRY(r.flag("keep_microbatches", a.keep_microbatches));
     p.auto_partition = a;
   }
-  if (j.contains("processes")) PW_TRY(read_processes(top.sub("processes"), p));
+  PW_TRY(read_processes(top.sub("processes"), p));
   if (auto i = first_issue(p, blocks))
     return make_error(source + ": " + render(*i, [](std::string_view f) { return std::string(f); }));
   return p;
@@ -377,7 +387,18 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
 result<run_plan> load_run_plan(const std::string& path) {
   auto text = read_input_text(path, json_input_limit, "run plan");
   if (!text) return make_error(text.message() + "; give a plan that --print-plan wrote");
-  return parse_run_plan(*text, path);
+  auto plan = parse_run_plan(*text, path);
+  if (!plan) return plan;
+  // A library run may leave its own model unnamed; a plan file names the model it trains.
+  if (plan->model.name.empty())
+    return make_error(path + ": model.name must be the model's name (mlp, gpt-tiny, gpt-small) or "
+                             "its JSON file's path, not \"\"");
+  // A checkpoint's plan is read with the directory it came from; a plan file has only its own.
+  if (plan->data.position > 0 && plan->checkpoint.dir.empty())
+    return make_error(path + ": data.position: is " + std::to_string(plan->data.position) +
+                      ", a resumed run's first step, but checkpoint.dir names no checkpoint "
+                      "directory to resume from; give 0 to start a new run, or the directory");
+  return plan;
 }
 
 }  // namespace pipeworks

@@ -219,6 +219,7 @@ TEST_CASE("a corrupt or missing checkpoint file or another model is refused nami
   const std::string manifest = read_file(manifest_path);
   json m = json::parse(manifest);
   m["plan"]["model"]["layers"] = 3;
+  m["plan"]["model"]["name"] = "three-layers.json";  // gpt-tiny's name needs gpt-tiny's fields
   write_file(manifest_path, m.dump());
   r = run_cli({"train", "--resume", ckpt});
   CHECK(r.exit_code == 1);

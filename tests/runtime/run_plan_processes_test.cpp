@@ -1,6 +1,6 @@
 // The run plan's processes: workers are checked field by field, ranks are placed on them in
-// contiguous blocks unless the plan places them, the JSON round trip keeps them, a plan written
-// before runs spanned processes (no "processes") still reads, and a resumed run may move its ranks.
+// contiguous blocks unless the plan places them, the JSON round trip keeps them, a plan without
+// "processes" is refused (every field is required), and a resumed run may move its ranks.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -94,7 +94,7 @@ TEST_CASE("place_ranks spreads the ranks over the workers in contiguous blocks")
   CHECK(s.ranks.empty());
 }
 
-TEST_CASE("the processes survive the JSON round trip and old plans without them still read") {
+TEST_CASE("the processes survive the JSON round trip and plans without them are refused") {
   run_plan p = two_stage_plan();
   p.processes.workers = {"10.0.0.1:7001", "[fe80::1]:7002"};
   p.processes.heartbeat_ms = 100;
@@ -109,8 +109,8 @@ TEST_CASE("the processes survive the JSON round trip and old plans without them 
   nlohmann::json old = nlohmann::json::parse(to_json_text(two_stage_plan()));
   old.erase("processes");
   auto read = parse_run_plan(old.dump(), "old.json");
-  REQUIRE(read.ok());
-  CHECK(read->processes == process_spec{});
+  REQUIRE_FALSE(read.ok());
+  CHECK_THAT(read.message(), Catch::Contains("old.json: processes is missing"));
   nlohmann::json extra = nlohmann::json::parse(text);
   extra["processes"]["ports"] = 1;
   auto refused = parse_run_plan(extra.dump(), "plan.json");
