@@ -13,6 +13,7 @@
 #include "run_cli.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/run_plan.hpp"
+#include "tests/runtime/checkpoint/checkpoint_fixture.hpp"
 
 using namespace pipeworks;
 using namespace pipeworks::cli_test;
@@ -20,21 +21,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-// gpt-tiny, 1F1B over 2 stages, 4 microbatches, at data position `position`.
-run_plan two_rank_plan(std::int64_t position) {
-  run_plan p;
-  p.model = *parse_model_spec("gpt-tiny");
-  p.schedule = schedule_kind::one_f_one_b;
-  p.stages = 2;
-  p.train.steps = 100;
-  p.train.microbatches = 4;
-  p.data.source = data_source::text;
-  p.data.path = "/usr/share/games/fortunes";
-  p.data.batch = 8;
-  p.data.position = position;
-  return p;
-}
 
 // Two ranks: rank 0 holds the embedding with an older version and Adam's m and v, rank 1 the
 // head with its gradient and an in-flight activation.
@@ -53,7 +39,7 @@ void write_checkpoint(const std::string& dir, std::int64_t step) {
   checkpoint_manifest m;
   m.step = step;
   m.data_position = step + 1;
-  m.plan = json::parse(to_json_text(two_rank_plan(step + 1)));
+  m.plan = json::parse(to_json_text(test::small_plan(2, step + 1)));
   m.rng = json::object();
   m.metrics = {{"samples", 8 * step}};
   for (int r = 0; r < 2; ++r) {
