@@ -16,6 +16,7 @@
 
 #include "actors/type_ids.hpp"
 #include "actors/wire.hpp"
+#include "tests/eventually.hpp"
 
 using namespace pipeworks;
 
@@ -63,16 +64,7 @@ wire_peers two_processes(const caf::actor_system& sys, const wire_endpoints& eps
   return peers;
 }
 
-// Polls `ready` until it holds; false after two minutes (a guard against a hang, not a deadline).
-template <class F>
-bool eventually(F ready) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
+using test::eventually;
 
 }  // namespace
 

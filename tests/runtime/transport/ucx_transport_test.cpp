@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/transport/ucx_transport.hpp"
+#include "tests/eventually.hpp"
 
 using namespace pipeworks;
 
@@ -36,16 +37,7 @@ std::string wait(std::future<std::string>& f) {
   return f.get();
 }
 
-// Polls `ready` until it holds; false after two minutes (a guard against a hang, not a deadline).
-template <class F>
-bool eventually(F ready) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
+using test::eventually;
 
 }  // namespace
 
