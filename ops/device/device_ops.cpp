@@ -66,10 +66,12 @@ void linear_forward(const device_context& d, T* out, const T* inp, const T* weig
 template <class T>
 void linear_backward(const device_context& d, T* dinp, T* dweight, T* dbias, const T* dout,
                      const T* inp, const T* weight, std::int64_t N, int C, int OC,
-                     weight_layout layout) {
+                     weight_layout layout, grad_into dinp_into) {
+  if (dinp && dinp_into == grad_into::overwrite && d.on_gpu())
+    zero_bytes(dinp, d.where(), sizeof(T) * std::size_t(N) * std::size_t(C), d.stream());
   PW_ON_GPU(d, cuda::linear_backward(g->blas(), dinp, dweight, dbias, dout, inp, weight, N, C, OC,
                                      layout));
-  linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, layout);
+  linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, layout, dinp_into);
 }
 
 template <class T>
@@ -95,9 +97,12 @@ void gelu_forward(const device_context& d, T* out, const T* inp, std::int64_t n)
 }
 
 template <class T>
-void gelu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n) {
+void gelu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n,
+                   grad_into into) {
+  if (into == grad_into::overwrite && d.on_gpu())
+    zero_bytes(dinp, d.where(), sizeof(T) * std::size_t(n), d.stream());
   PW_ON_GPU(d, cuda::gelu_backward(dinp, dout, inp, n, g->stream()));
-  gelu_backward(dinp, dout, inp, n);
+  gelu_backward(dinp, dout, inp, n, into);
 }
 
 template <class T>
@@ -278,13 +283,14 @@ void gpu_optimizer_step(const optimizer_config& c, double lr, const tensor& w, c
   template void linear_forward<T>(const device_context&, T*, const T*, const T*, const T*,       \
                                   std::int64_t, int, int, weight_layout);                        \
   template void linear_backward<T>(const device_context&, T*, T*, T*, const T*, const T*,        \
-                                   const T*, std::int64_t, int, int, weight_layout);             \
+                                   const T*, std::int64_t, int, int, weight_layout, grad_into);  \
   template void layernorm_forward<T>(const device_context&, T*, T*, T*, const T*, const T*,      \
                                      const T*, std::int64_t, int);                               \
   template void layernorm_backward<T>(const device_context&, T*, T*, T*, const T*, const T*,     \
                                       const T*, const T*, const T*, std::int64_t, int);          \
   template void gelu_forward<T>(const device_context&, T*, const T*, std::int64_t);              \
-  template void gelu_backward<T>(const device_context&, T*, const T*, const T*, std::int64_t);   \
+  template void gelu_backward<T>(const device_context&, T*, const T*, const T*, std::int64_t,     \
+                                 grad_into);                                                     \
   template void relu_forward<T>(const device_context&, T*, const T*, std::int64_t);              \
   template void relu_backward<T>(const device_context&, T*, const T*, const T*, std::int64_t);   \
   template void attention_forward<T>(const device_context&, T*, T*, const T*, int, int, int, int); \

@@ -15,10 +15,11 @@ namespace pipeworks {
 template <class T>
 void linear_forward(const device_context& d, T* out, const T* inp, const T* weight, const T* bias,
                     std::int64_t N, int C, int OC, weight_layout layout);
+// dinp_into: as the CPU kernel; a GPU's kernels add, so there overwrite zeroes dinp first.
 template <class T>
 void linear_backward(const device_context& d, T* dinp, T* dweight, T* dbias, const T* dout,
                      const T* inp, const T* weight, std::int64_t N, int C, int OC,
-                     weight_layout layout);
+                     weight_layout layout, grad_into dinp_into = grad_into::accumulate);
 
 template <class T>
 void layernorm_forward(const device_context& d, T* out, T* mean, T* rstd, const T* inp,
@@ -30,7 +31,8 @@ void layernorm_backward(const device_context& d, T* dinp, T* dweight, T* dbias, 
 
 template <class T> void gelu_forward(const device_context& d, T* out, const T* inp, std::int64_t n);
 template <class T>
-void gelu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n);
+void gelu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n,
+                   grad_into into = grad_into::accumulate);
 template <class T> void relu_forward(const device_context& d, T* out, const T* inp, std::int64_t n);
 template <class T>
 void relu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n);

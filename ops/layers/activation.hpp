@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/layers/grad_into.hpp"
 #include "ops/layers/layer_cost.hpp"
 
 namespace pipeworks {
@@ -12,8 +13,10 @@ template <class T> void relu_backward(T* dinp, const T* dout, const T* inp, std:
 
 // out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 template <class T> void gelu_forward(T* out, const T* inp, std::int64_t n);
-// dinp += dout * gelu'(inp)
-template <class T> void gelu_backward(T* dinp, const T* dout, const T* inp, std::int64_t n);
+// dinp += dout * gelu'(inp), or = with grad_into::overwrite
+template <class T>
+void gelu_backward(T* dinp, const T* dout, const T* inp, std::int64_t n,
+                   grad_into into = grad_into::accumulate);
 
 // elements per sample; saved: the input.
 layer_cost relu_cost(std::int64_t elements, int elem_bytes);

@@ -1,6 +1,7 @@
 // Linear layer over the gemm kernel: out = inp · W + b, in GPT-2's Conv1D layout or nn.Linear's.
 #include "ops/layers/linear.hpp"
 
+#include <algorithm>
 #include <climits>
 
 #include "ops/kernels/gemm.hpp"
@@ -41,11 +42,13 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, std::i
 
 template <class T>
 void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                     std::int64_t N, int C, int OC, weight_layout layout) {
+                     std::int64_t N, int C, int OC, weight_layout layout, grad_into dinp_into) {
   const bool out_in = layout == weight_layout::out_in;
   const int rows = checked_rows(N);
-  if (dinp)  // dinp (N, C) += dout (N, OC) · W^T
-    gemm(false, !out_in, rows, C, OC, T(1), dout, OC, weight, out_in ? C : OC, T(1), dinp, C);
+  if (dinp) {  // dinp (N, C) += dout (N, OC) · W^T, or = with beta 0
+    const T beta = dinp_into == grad_into::overwrite ? T(0) : T(1);
+    gemm(false, !out_in, rows, C, OC, T(1), dout, OC, weight, out_in ? C : OC, beta, dinp, C);
+  }
   if (dweight) {
     if (out_in)  // dW (OC, C) += dout^T (OC, N) · inp (N, C)
       gemm(true, false, OC, C, rows, T(1), dout, OC, inp, C, T(1), dweight, C);
@@ -56,8 +59,19 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
     const std::int64_t col_grain =
         std::max<std::int64_t>(32, bias_grain / std::max<std::int64_t>(N, 1));
     parallel_for(OC, col_grain, [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t n = 0; n < N; n++)
-        for (std::int64_t o = lo; o < hi; o++) dbias[o] += dout[n * OC + o];
+      // Each column adds its rows in order onto dbias, as ever; the running sums live in a local
+      // array, which dout cannot alias, so they stay in cache lines the compiler keeps at hand.
+      constexpr std::int64_t width = 64;
+      for (std::int64_t o0 = lo; o0 < hi; o0 += width) {
+        const std::int64_t w = std::min(width, hi - o0);
+        T acc[width];
+        std::copy_n(dbias + o0, w, acc);
+        for (std::int64_t n = 0; n < N; n++) {
+          const T* row = dout + n * OC + o0;
+          for (std::int64_t j = 0; j < w; j++) acc[j] += row[j];
+        }
+        std::copy_n(acc, w, dbias + o0);
+      }
     });
   }
 }
@@ -76,7 +90,7 @@ layer_cost linear_cost(std::int64_t positions, int C, int OC, bool bias, int ele
   template void linear_forward<T>(T*, const T*, const T*, const T*, std::int64_t, int, int,     \
                                   weight_layout);                                               \
   template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, std::int64_t, int, \
-                                   int, weight_layout);
+                                   int, weight_layout, grad_into);
 PIPEWORKS_LINEAR(float)
 PIPEWORKS_LINEAR(double)
 #undef PIPEWORKS_LINEAR

@@ -159,6 +159,9 @@ tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const
   const int B = static_cast<int>(s[s_x].dim(0)), Tn = static_cast<int>(s[s_x].dim(1));
   const std::int64_t N = static_cast<std::int64_t>(B) * Tn;
   auto make = [&](shape_t sh) { return dev.zeros(std::move(sh), dtype_of<T>()); };
+  // For a gradient the next op writes whole (grad_into::overwrite): no zero fill first.
+  auto fresh = [&](shape_t sh) { return dev.output(std::move(sh), dtype_of<T>()); };
+  constexpr auto over = grad_into::overwrite;
   auto W = [&](int k) { return w + off_[k]; };
   auto d = [&](int i) { return s[i].template data<T>(); };
   std::vector<tensor> l(l_count);
@@ -168,29 +171,29 @@ tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const
   // dres2: the gradient of res2, from dout through the residual; dout itself is c_proj's.
   tensor dres2_t = dout.clone();  // on dout's device and stream: this block's
   T* dres2 = dres2_t.data<T>();
-  tensor dfch_gelu = make({B, Tn, 4 * C});
+  tensor dfch_gelu = fresh({B, Tn, 4 * C});
   linear_backward<T>(dev, dfch_gelu.data<T>(), nullptr, nullptr, dout.data<T>(), nullptr, W(fcp_w), N,
-                     4 * C, C, in_out);
-  tensor dfch = make({B, Tn, 4 * C});
-  gelu_backward(dev, dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C);
+                     4 * C, C, in_out, over);
+  tensor dfch = fresh({B, Tn, 4 * C});
+  gelu_backward(dev, dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C, over);
   dfch_gelu = tensor();
-  tensor dln2 = make({B, Tn, C});
+  tensor dln2 = fresh({B, Tn, C});
   linear_backward<T>(dev, dln2.data<T>(), nullptr, nullptr, dfch.data<T>(), nullptr, W(fc_w), N, C,
-                     4 * C, in_out);
+                     4 * C, in_out, over);
   layernorm_backward(dev, dres2, dln + 2 * C, dln + 3 * C, dln2.data<T>(), d(s_res2), W(ln2_w),
                      d(s_ln2_mean), d(s_ln2_rstd), N, C);
   dln2 = tensor();
   // dres2 is attn.c_proj's dout; dx goes on from a copy of it.
   tensor dx = dres2_t.clone();
-  tensor datty = make({B, Tn, C});
-  linear_backward<T>(dev, datty.data<T>(), nullptr, nullptr, dres2, nullptr, W(proj_w), N, C, C, in_out);
+  tensor datty = fresh({B, Tn, C});
+  linear_backward<T>(dev, datty.data<T>(), nullptr, nullptr, dres2, nullptr, W(proj_w), N, C, C, in_out,
+                     over);
   tensor dqkv = make({B, Tn, 3 * C});
   attention_backward(dev, dqkv.data<T>(), datty.data<T>(), d(s_atty), d(s_qkv), d(s_att), B, Tn, C,
                      NH);
-  tensor dln1 = std::move(datty);  // reuse: same shape, zeroed here
-  zero(dln1);
+  tensor dln1 = std::move(datty);  // reuse: same shape, written whole
   linear_backward<T>(dev, dln1.data<T>(), nullptr, nullptr, dqkv.data<T>(), nullptr, W(attn_w), N, C,
-                     3 * C, in_out);
+                     3 * C, in_out, over);
   // dx = dres2 (the residual) + the gradient through ln_1.
   layernorm_backward(dev, dx.data<T>(), dln, dln + C, dln1.data<T>(), d(s_x), W(ln1_w), d(s_ln1_mean),
                      d(s_ln1_rstd), N, C);

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 
 #include "tests/ops/gradcheck.hpp"
 
@@ -85,4 +86,16 @@ TEST_CASE("activation cost saves the input and has no parameters", "[ops]") {
   CHECK(g.saved_bytes_per_sample == 128 * 1024 * 4);
   CHECK(g.output_bytes_per_sample == 128 * 1024 * 4);
   CHECK(g.flops_per_sample > relu_cost(128 * 1024, 4).flops_per_sample);
+}
+
+TEST_CASE("gelu backward overwrite gives the bits of adding into zeros", "[ops]") {
+  const std::int64_t n = 100003;  // several oneTBB chunks and a ragged tail
+  const auto x = to_float(random_values(n, 8, -10, 10));
+  auto dy = to_float(random_values(n, 9));
+  dy[5] = -0.0f;  // a negative zero comes out as +0 both ways
+  std::vector<float> added(n, 0.0f), over(n, std::nanf(""));
+  gelu_backward(added.data(), dy.data(), x.data(), n);
+  gelu_backward(over.data(), dy.data(), x.data(), n, grad_into::overwrite);
+  REQUIRE(std::memcmp(added.data(), over.data(), added.size() * sizeof(float)) == 0);
+  CHECK(!std::signbit(over[5]));
 }

@@ -1,8 +1,11 @@
 // Tests for the linear layer: a naive reference product, finite-difference gradients in both
-// weight layouts with and without bias, accumulation into gradients, float against double.
+// weight layouts with and without bias, accumulation into gradients (and overwrite as adding into
+// zeros), float against double.
 #include "ops/layers/linear.hpp"
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
 
 #include "tests/ops/gradcheck.hpp"
 
@@ -105,4 +108,20 @@ TEST_CASE("linear cost counts weights, bias, saved input and multiply-adds", "[o
   CHECK(c.output_bytes_per_sample == 128 * 768 * 4);
   CHECK(c.flops_per_sample == 2LL * 128 * 256 * 768 + 128 * 768);
   CHECK(linear_cost(1, 784, 10, false, 4).param_bytes == 7840 * 4);
+}
+
+TEST_CASE("linear backward overwrite gives the bits of adding into zeros", "[ops]") {
+  // Large enough for gemm's oneTBB blocks; the overwritten buffer starts as garbage (NaN).
+  constexpr std::int64_t n = 512;
+  constexpr int c = 96, oc = 80;
+  const auto x = to_float(random_values(n * c, 21)), w = to_float(random_values(c * oc, 22)),
+             dy = to_float(random_values(n * oc, 23));
+  for (auto layout : {weight_layout::in_out, weight_layout::out_in}) {
+    std::vector<float> added(n * c, 0.0f), over(n * c, std::nanf(""));
+    linear_backward<float>(added.data(), nullptr, nullptr, dy.data(), x.data(), w.data(), n, c, oc,
+                           layout);
+    linear_backward<float>(over.data(), nullptr, nullptr, dy.data(), x.data(), w.data(), n, c, oc,
+                           layout, grad_into::overwrite);
+    REQUIRE(std::memcmp(added.data(), over.data(), added.size() * sizeof(float)) == 0);
+  }
 }
