@@ -15,6 +15,7 @@
 #include "runtime/checkpoint/background_writer.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/rank_file.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
 
 namespace pipeworks {
 
@@ -274,8 +275,7 @@ std::shared_ptr<stage_spec<T>> make_stage_spec(const lowered_run& run, int rank,
   st->board = std::move(board);
   st->driver = std::move(driver);
   st->checkpoint_dir = plan.checkpoint.dir;
-  st->identity = {{"pipeworks.model", to_json(plan.model).dump()},
-                  {"pipeworks.schedule", std::string(schedule_name(*plan.schedule))}};
+  st->identity = rank_identity(plan, rank);
   executor_setup& es = st->setup;
   es = rank_setup(run, rank);
   es.clock = [start] {

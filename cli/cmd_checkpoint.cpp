@@ -1,6 +1,7 @@
 // `pipeworks checkpoint inspect DIR`: the latest complete checkpoint (or --step N) in a checkpoint
-// directory: its step, data position and plan, and each rank file checked by size and sha256,
-// with its tensors grouped by kind (weights, older versions, optimizer state, in-flight state).
+// directory: its step, data position, plan and data, and each rank file checked by size, sha256,
+// step, rank and plan fields, with its tensors grouped by kind (weights, older versions,
+// optimizer state, in-flight state).
 // A checkpoint pruned while it is inspected (a run with --keep) is never reported as damaged.
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "ops/checkpoint/safetensors.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
 #include "runtime/checkpoint/read_checkpoint.hpp"
 
 namespace pipeworks::cli {
@@ -85,12 +87,18 @@ std::string plan_summary(const json& plan) {
   return out;
 }
 
-file_report inspect_file(const checkpoint_file& f, const std::string& step_path) {
+// The file by size and sha256, then, when those match, its step, rank and plan fields against the
+// manifest's (a rank file of another checkpoint copied in, its sha256 updated, is named).
+file_report inspect_file(const checkpoint_file& f, const std::string& step_path,
+                         const checkpoint_manifest& m, const run_plan* plan) {
   file_report r{f, {}, {}, {}};
   if (auto s = verify_file(f, step_path); !s) r.error = s.message();
-  auto st = read_safetensors(file_dir(f, step_path) + "/" + f.path);
+  const std::string path = file_dir(f, step_path) + "/" + f.path;
+  auto st = read_safetensors(path);
   if (st) r.groups = group_tensors(*st);
   else r.tensors_error = st.message();
+  if (st && r.error.empty() && plan)
+    if (status s = check_rank_metadata(st->metadata, path, m, *plan, f.rank); !s) r.error = s.message();
   return r;
 }
 
@@ -116,6 +124,7 @@ json report_json(const std::string& step_path, const checkpoint_manifest& m,
           {"data_position", m.data_position},
           {"plan", plan_summary(m.plan)},
           {"metrics", m.metrics},
+          {"data", m.data ? json(record_json(*m.data)) : json(nullptr)},
           {"files", out_files},
           {"verified", ok}};
 }
@@ -127,6 +136,16 @@ void print_report(const std::string& step_path, const checkpoint_manifest& m,
   const std::string plan = plan_summary(m.plan);
   std::printf("plan: %s\n", plan.empty() ? "(no model or schedule recorded)" : plan.c_str());
   if (m.metrics.is_object() && !m.metrics.empty()) std::printf("metrics: %s\n", m.metrics.dump().c_str());
+  if (m.data) {
+    const data_fingerprint& d = m.data->fingerprint;
+    std::printf("data: %s, %llu bytes in %llu file%s, sha256 %s\n", d.path.c_str(),
+                static_cast<unsigned long long>(d.bytes), static_cast<unsigned long long>(d.files),
+                d.files == 1 ? "" : "s", d.sha256.c_str());
+    if (m.data->replaced)
+      std::printf("  resumed on other data at step %lld (--resume-on-other-data), replacing %s "
+                  "(sha256 %s)\n", static_cast<long long>(m.data->replaced_at),
+                  m.data->replaced->path.c_str(), m.data->replaced->sha256.c_str());
+  }
   for (const file_report& r : files) {
     const std::string where = r.file.dir.empty() ? "" : " (in " + r.file.dir + " on " + r.file.host + ")";
     std::printf("rank %d: %s%s, %llu bytes, %s\n", r.file.rank, r.file.path.c_str(), where.c_str(),
@@ -148,10 +167,11 @@ int run_inspect(const inspect_options& o) {
     files.clear();
     ok = true;
     std::string first_error;
+    auto plan = parse_run_plan(c.manifest.plan.dump(), c.dir + "/manifest.json (its plan)");
     for (int rank = 0; rank < static_cast<int>(c.manifest.files.size()); ++rank)
       for (const checkpoint_file& f : c.manifest.files)
         if (f.rank == rank) {
-          files.push_back(inspect_file(f, c.dir));
+          files.push_back(inspect_file(f, c.dir, c.manifest, plan ? &*plan : nullptr));
           ok = ok && files.back().error.empty();
           if (first_error.empty())
             first_error = !files.back().error.empty() ? files.back().error : files.back().tensors_error;
@@ -184,7 +204,8 @@ const bool registered = register_command(
           ->check(nonnegative_int);
       inspect->add_flag("--json", o->json,
                         "one JSON object: {\"step_dir\", \"step\", \"data_position\", \"plan\" (a "
-                        "one-line summary), \"metrics\", \"files\": [{\"rank\", \"path\", "
+                        "one-line summary), \"metrics\", \"data\" (its path and fingerprint; "
+                        "null when the program supplied it), \"files\": [{\"rank\", \"path\", "
                         "\"bytes\", \"sha256\", \"verified\", \"error\" (when not verified), "
                         "\"tensors\": [{\"group\", \"count\", \"bytes\"}]}], \"verified\"}");
       return [o] { return run_inspect(*o); };

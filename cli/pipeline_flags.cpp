@@ -112,7 +112,12 @@ void add_checkpoint_flags(CLI::App& sub, pipeline_flags& f) {
       ->check(nonnegative_int);
   sub.add_option("--resume", f.resume,
                  "continue the run whose checkpoints are in DIR from its latest complete one, bit "
-                 "for bit (its plan; flags that would change the results are refused)");
+                 "for bit (its plan; flags that would change the results are refused; data other "
+                 "than the checkpoint's is refused)");
+  sub.add_flag("--resume-on-other-data", f.resume_on_other_data,
+               "a resumed run (--resume, or a --plan with data.position) goes on although its "
+               "data is not the checkpoint's (another path, size or sha256); its new "
+               "checkpoints record the data it replaced");
   sub.add_option("--init", f.init,
                  "start a new run from these weights: a safetensors file (such as --save writes) "
                  "or a checkpoint directory (its latest checkpoint); refused unless every tensor "

@@ -32,6 +32,7 @@ struct pipeline_flags {
   int keep = 0;
   std::string resume, init, print_plan, plan;
   bool init_partial = false;  // --init-partial: load the tensors that fit, list the others
+  bool resume_on_other_data = false;  // a resumed run may train on data its checkpoint did not
   // Worker processes (--workers h1:p1,h2:p2) and failure detection.
   std::string workers, rendezvous;
   int world_size = 0;

@@ -11,6 +11,7 @@
 #include "cli/train_report.hpp"
 #include "ops/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
 
 namespace pipeworks::cli {
@@ -122,7 +123,34 @@ void fit_plan_to_images(const train_options& o, std::optional<std::int64_t> imag
                                               " training images");
 }
 
+void check_resumed_checkpoint(const train_options& o, const run_plan& plan) {
+  const pipeline_flags& f = o.pipe;
+  if (plan.data.position <= 0) {
+    if (f.resume_on_other_data)
+      throw CLI::ValidationError("--resume-on-other-data",
+                                 "only a resumed run (--resume DIR, or a --plan whose "
+                                 "data.position is above 0) goes on from a checkpoint's data: "
+                                 "drop it");
+    return;
+  }
+  if (!f.print_plan.empty() || plan.checkpoint.dir.empty()) return;
+  const char* flag = f.resume.empty() ? "--plan" : "--resume";
+  auto m = read_checked_manifest(plan.checkpoint.dir, plan.data.position);
+  if (!m) return;  // the run itself reports it, as it always has
+  const std::string dir = step_dir(plan.checkpoint.dir, plan.data.position);
+  if (status s = verify_files(*m, dir); !s) throw pipeworks_error(std::string(flag) + ": " + s.message());
+  if (status s = check_rank_files(*m, dir); !s) throw CLI::ValidationError(flag, s.message());
+  if (f.resume_on_other_data) return;
+  if (status s = check_resume_data(*m, plan); !s)
+    throw CLI::ValidationError(
+        flag, s.message() + " (" + dir + "); nothing was trained. Give the data the checkpoint "
+                            "read (a relative path is resolved in the working directory), or add "
+                            "--resume-on-other-data to go on training on this data (its new "
+                            "checkpoints record the data it replaced)");
+}
+
 void check_checkpoint_dir(const train_options& o, const run_plan& plan) {
+  check_resumed_checkpoint(o, plan);
   if (plan.checkpoint.every <= 0 || !o.pipe.print_plan.empty()) return;
   const bool resumed = plan.data.position > 0;
   if (status s = resumed ? probe_writable_dir(plan.checkpoint.dir)

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <filesystem>
 #include <map>
+#include <span>
 
 #include "base/json_read.hpp"
 #include "base/sha256.hpp"
@@ -154,7 +155,10 @@ status check_ranks(const std::vector<checkpoint_file>& files, const std::string&
 
 }  // namespace
 
-std::string to_json(const checkpoint_manifest& m) {
+namespace {
+
+// The manifest's fields in their fixed order, without manifest_sha256.
+nlohmann::ordered_json content_of(const checkpoint_manifest& m) {
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const checkpoint_file& f : m.files) {
     files.push_back({{"rank", f.rank}, {"path", f.path}, {"bytes", f.bytes}, {"sha256", f.sha256}});
@@ -166,14 +170,32 @@ std::string to_json(const checkpoint_manifest& m) {
   auto opaque = [](const json& j) {
     return j.is_null() ? nlohmann::ordered_json::object() : nlohmann::ordered_json(j);
   };
-  const nlohmann::ordered_json out = {{"format", checkpoint_format},
-                                      {"version", m.format_version},
-                                      {"step", m.step},
-                                      {"data_position", m.data_position},
-                                      {"plan", opaque(m.plan)},
-                                      {"rng", opaque(m.rng)},
-                                      {"metrics", opaque(m.metrics)},
-                                      {"files", std::move(files)}};
+  nlohmann::ordered_json out = {{"format", checkpoint_format},
+                                {"version", m.format_version},
+                                {"step", m.step},
+                                {"data_position", m.data_position},
+                                {"plan", opaque(m.plan)},
+                                {"rng", opaque(m.rng)},
+                                {"metrics", opaque(m.metrics)}};
+  if (m.data) out["data"] = record_json(*m.data);
+  out["files"] = std::move(files);
+  return out;
+}
+
+std::string digest_of(const nlohmann::ordered_json& content) {
+  const std::string text = content.dump(2) + "\n";
+  sha256 h;
+  h.update(std::as_bytes(std::span(text.data(), text.size())));
+  return h.hex_digest();
+}
+
+}  // namespace
+
+std::string manifest_digest(const checkpoint_manifest& m) { return digest_of(content_of(m)); }
+
+std::string to_json(const checkpoint_manifest& m) {
+  nlohmann::ordered_json out = content_of(m);
+  out["manifest_sha256"] = digest_of(out);
   return out.dump(2) + "\n";
 }
 
@@ -184,7 +206,8 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
   const std::string prefix = source + ": ";
   if (!j.is_object()) return make_error(prefix + "the manifest must be a JSON object, not " + shown(j));
   PW_TRY(only_keys(j, prefix, "the manifest",
-                   {"format", "version", "step", "data_position", "plan", "rng", "metrics", "files"}));
+                   {"format", "version", "step", "data_position", "plan", "rng", "metrics", "data",
+                    "files", "manifest_sha256"}));
   const object_reader r{j, prefix, ""};
   auto format = r.string("format");
   if (!format) return format.err();
@@ -193,6 +216,12 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
                       "\": this is not a pipeworks checkpoint manifest");
   auto version = r.count("version", max_rank);
   if (!version) return version.err();
+  if (*version == 1)
+    return make_error(prefix + "version 1 is an older checkpoint format, written before a manifest "
+                      "carried the sha256 of its own content and the fingerprint of its data; this "
+                      "pipeworks reads checkpoint version " +
+                      std::to_string(checkpoint_format_version) + " only: resume it with the "
+                      "pipeworks that wrote it, or start the run again");
   if (*version != checkpoint_format_version)
     return make_error(prefix + "version " + std::to_string(*version) +
                       " is not supported; this pipeworks reads checkpoint version " +
@@ -212,6 +241,11 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
     if (!v) return v.err();
     *out = std::move(*v);
   }
+  if (j.contains("data")) {
+    auto data = parse_record(j["data"], prefix, "data");
+    if (!data) return data.err();
+    m.data = std::move(*data);
+  }
   auto files = r.get("files");
   if (!files) return files.err();
   if (!(*files)->is_array() || (*files)->empty())
@@ -223,6 +257,12 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
     m.files.push_back(std::move(*f));
   }
   PW_TRY(check_ranks(m.files, prefix));
+  auto recorded = r.string("manifest_sha256");
+  if (!recorded) return recorded.err();
+  if (const std::string digest = manifest_digest(m); *recorded != digest)
+    return make_error(prefix + "manifest_sha256 is " + recorded->substr(0, 64) + ", but the "
+                      "manifest's content has sha256 " + digest + ": the manifest was edited or "
+                      "is corrupt since pipeworks wrote it");
   return m;
 }
 

@@ -1,14 +1,17 @@
-// A checkpoint's manifest.json: the step, the run plan, the data position, RNG states, metrics and
-// each rank's file with its size and sha256. Written last, so its presence marks the checkpoint
-// complete; parsed strictly, and checked against the files it lists.
+// A checkpoint's manifest.json: the step, the run plan, the data position, RNG states, metrics, the
+// data the run read, each rank's file with its size and sha256, and the sha256 of its own content.
+// Written last, so its presence marks the checkpoint complete; parsed strictly, and checked
+// against the files it lists.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
+#include "runtime/checkpoint/data_fingerprint.hpp"
 
 namespace pipeworks {
 
@@ -26,27 +29,36 @@ struct checkpoint_file {
 };
 
 struct checkpoint_manifest {
-  int format_version = 1;          // "format": "pipeworks-checkpoint", "version": 1 in JSON
+  int format_version = 2;          // "format": "pipeworks-checkpoint", "version": 2 in JSON
   std::int64_t step = 0;           // optimizer steps done
   nlohmann::json plan;             // the run plan (an object; opaque here)
   std::int64_t data_position = 0;  // the step index of the next minibatch the data stream gives
   nlohmann::json rng;              // the RNG states (an object; opaque here)
   nlohmann::json metrics;          // e.g. samples seen, elapsed seconds (an object; opaque here)
+  // The data the run read (--data); nullopt when the program supplied it (data.source callback).
+  std::optional<data_record> data;
   std::vector<checkpoint_file> files;  // one per rank, ranks 0..n-1 each exactly once
 };
 
 inline constexpr const char* checkpoint_format = "pipeworks-checkpoint";
-inline constexpr int checkpoint_format_version = 1;
+// 2: the manifest carries "data" and "manifest_sha256"; version 1 (before them) is refused,
+// naming its version.
+inline constexpr int checkpoint_format_version = 2;
 
 // The manifest as pretty-printed JSON, fields in a fixed order:
-// {"format", "version", "step", "data_position", "plan", "rng", "metrics", "files": [{"rank",
-// "path", "bytes", "sha256"[, "host", "dir"]}, ...]}.
+// {"format", "version", "step", "data_position", "plan", "rng", "metrics"[, "data"], "files":
+// [{"rank", "path", "bytes", "sha256"[, "host", "dir"]}, ...], "manifest_sha256"}.
+// manifest_sha256 is the sha256 of the same text without that last field (manifest_digest).
 std::string to_json(const checkpoint_manifest& m);
+// The sha256 of the manifest's content: of to_json's text without its manifest_sha256 field.
+std::string manifest_digest(const checkpoint_manifest& m);
 
 // Refuses unknown and missing fields, wrong types, another format or version, duplicate or
 // missing ranks, file paths that are not plain names in the step directory and sha256 values that
 // are not 64 hex digits (upper case is read as lower case). Every message starts with `source`
 // (the file) and names the field: "<source>: files[2].sha256 must be 64 hexadecimal digits".
+// Last, the content's sha256 against manifest_sha256: a manifest edited by hand or damaged in a
+// way that still parses is refused saying so.
 result<checkpoint_manifest> parse_manifest(std::string_view text, const std::string& source);
 
 // The directory that holds the file: its own (on file.host) or else the manifest's step_dir.

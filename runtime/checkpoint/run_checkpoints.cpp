@@ -9,6 +9,7 @@
 
 #include "ops/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/data_fingerprint.hpp"
 #include "runtime/checkpoint/dir_lock.hpp"
 
 namespace pipeworks {
@@ -25,6 +26,19 @@ result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::i
                       " rank files but its plan has " + std::to_string(ranks) +
                       " ranks; the manifest was damaged or edited: " +
                       other_checkpoint_advice(dir, step));
+  // The data stream's whole state is the step: a position elsewhere is impossible.
+  if (m->data_position != step || plan->data.position != step || step > plan->train.steps)
+    return make_error(
+        source + ": " +
+        (m->data_position != step
+             ? "data_position is " + std::to_string(m->data_position) + ", but the checkpoint is of step " +
+                   std::to_string(step) + " (the next minibatch of a checkpoint is its step's)"
+         : plan->data.position != step
+             ? "plan.data.position is " + std::to_string(plan->data.position) +
+                   ", but the checkpoint is of step " + std::to_string(step)
+             : "step " + std::to_string(step) + " is beyond the plan's " +
+                   std::to_string(plan->train.steps) + " steps (schedule.steps)") +
+        "; the manifest was damaged or edited: " + other_checkpoint_advice(dir, step));
   return m;
 }
 
@@ -51,6 +65,41 @@ status check_nothing_after(const run_plan& plan) {
 
 }  // namespace
 
+status note_run_data(const run_plan& plan, const checkpoint_manifest* resumed) {
+  if (plan.data.source == data_source::callback) {
+    set_run_data(plan.checkpoint.dir, std::nullopt);
+    return {};
+  }
+  // Data the program hands over itself (a path the run does not read) has no fingerprint here.
+  auto now = fingerprint_data(plan.data.path);
+  if (!now) {
+    set_run_data(plan.checkpoint.dir, std::nullopt);
+    return {};
+  }
+  data_record r{*now, std::nullopt, 0};
+  if (resumed && resumed->data) {
+    if (!data_changes(resumed->data->fingerprint, *now).empty()) {
+      r.replaced = resumed->data->fingerprint;  // resumed on other data: said in every manifest
+      r.replaced_at = resumed->step;
+    } else {
+      r.replaced = resumed->data->replaced;  // the same data: an earlier choice stays recorded
+      r.replaced_at = resumed->data->replaced_at;
+    }
+  }
+  set_run_data(plan.checkpoint.dir, std::move(r));
+  return {};
+}
+
+status check_resume_data(const checkpoint_manifest& m, const run_plan& plan) {
+  if (!m.data || plan.data.source == data_source::callback) return {};
+  auto now = fingerprint_data(plan.data.path);
+  if (!now) return now.err();
+  const std::string changes = data_changes(m.data->fingerprint, *now);
+  if (changes.empty()) return {};
+  return make_error("the data " + plan.data.path + " is not what the checkpoint of step " +
+                    std::to_string(m.step) + " was trained on: " + changes);
+}
+
 status check_resume_dir(const run_plan& plan) {
   const checkpoint_spec& c = plan.checkpoint;
   if (c.every <= 0 || plan.data.position <= 0) return {};
@@ -67,8 +116,10 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   const checkpoint_spec& c = plan.checkpoint;
   const bool resuming = plan.data.position > 0;
   if (!resuming) {
-    if (c.every > 0)
+    if (c.every > 0) {
       if (status s = prepare_checkpoint_dir(c.dir, false); !s) return make_error(s.message());
+      if (status s = note_run_data(plan, nullptr); !s) return make_error(s.message());
+    }
     return std::optional<resume_point>{};
   }
   if (c.dir.empty())
@@ -81,6 +132,7 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   resume_point r;
   if (m->metrics.is_object() && m->metrics.contains("samples") && m->metrics["samples"].is_number_integer())
     r.samples = m->metrics["samples"].get<std::int64_t>();
+  if (status s = note_run_data(plan, &*m); !s) return make_error(s.message());
   r.manifest = std::move(*m);
   if (status s = prepare_checkpoint_dir(c.dir, true); !s) return make_error(s.message());
   if (c.every > 0)  // more checkpoints go there
@@ -113,6 +165,12 @@ checkpoint_manifest manifest_of(const run_plan& plan, std::int64_t step, std::in
            {"data", "step t's minibatch is drawn from (data_seed, t) alone, so data_position is the "
                     "whole state of the data stream; no layer draws random numbers while training"}};
   m.metrics = {{"samples", samples}, {"elapsed_s", elapsed}};
+  if (plan.data.source != data_source::callback) {
+    // The data as the run read it at its start (prepare_checkpoints), or as it is now.
+    m.data = run_data(plan.checkpoint.dir);
+    if (!m.data)
+      if (auto now = fingerprint_data(plan.data.path)) m.data = data_record{*now, std::nullopt, 0};
+  }
   m.files = std::move(files);
   std::sort(m.files.begin(), m.files.end(),
             [](const checkpoint_file& a, const checkpoint_file& b) { return a.rank < b.rank; });

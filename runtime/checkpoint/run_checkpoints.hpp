@@ -20,8 +20,9 @@ struct resume_point {
   std::int64_t samples = 0;  // samples seen in the steps before it
 };
 
-// read_manifest, then the plan it records parsed, and one file for each of that plan's ranks:
-// a manifest edited or damaged to list fewer or more files is an error naming it.
+// read_manifest, then the plan it records parsed, one file for each of that plan's ranks, a
+// data_position and a plan.data.position equal to the step (within the plan's steps): a manifest
+// edited or damaged otherwise is an error naming it.
 result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::int64_t step);
 
 // A run that resumes at plan.data.position and writes checkpoints (checkpoint.every > 0): its
@@ -33,14 +34,26 @@ result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::i
 // prepare_checkpoints, under the lock, refuses such a directory in any case.
 status check_resume_dir(const run_plan& plan);
 
-// Nothing when the run starts afresh (plan.data.position == 0).
+// Whether plan.data.path is the data the checkpoint m was trained on (data_changes): an error naming
+// the path and what changed. No error when the plan's data comes from the program (callback).
+status check_resume_data(const checkpoint_manifest& m, const run_plan& plan);
+
+// The data record the run's manifests carry (set_run_data for its checkpoint.dir): the data's
+// fingerprint now (none when it cannot be read: the program supplies it) and, for a run resumed from `resumed`, the data it replaced when it differs from
+// that checkpoint's (or the checkpoint's own earlier replacement when it does not). Nothing is
+// checked here: a resumed run on other data was allowed by whoever called check_resume_data.
+status note_run_data(const run_plan& plan, const checkpoint_manifest* resumed);
+
+// Nothing when the run starts afresh (plan.data.position == 0). A run that writes checkpoints
+// notes its data (note_run_data).
 result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan);
 
 // A fresh checkpoint_spec::run: 16 random hex digits.
 std::string new_run_name();
 
 // The manifest after `step`: the plan at that position, the RNG states, samples and time so far,
-// and the files (one per rank, in rank order).
+// the data (the run's noted record, else the fingerprint of plan.data.path now; none for a
+// callback) and the files (one per rank, in rank order).
 checkpoint_manifest manifest_of(const run_plan& plan, std::int64_t step, std::int64_t samples,
                                 double elapsed, std::vector<checkpoint_file> files);
 

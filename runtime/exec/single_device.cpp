@@ -5,6 +5,7 @@
 
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/rank_file.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
 
 namespace pipeworks {
 namespace {
@@ -36,8 +37,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
   if (resume) {
     auto state = load_rank_checkpoint(step_dir(plan.checkpoint.dir, resume->manifest.step),
                                       resume->manifest.files.at(0), net, whole,
-                                      {{"pipeworks.model", to_json(plan.model).dump()},
-                                       {"pipeworks.schedule", "none"}});
+                                      rank_identity(plan, 0));
     if (!state) return state.err();
     stage_state& st = state->stages.at(0);
     std::vector<optimizer_state<T>> opt(st.updates.size());
@@ -97,9 +97,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
       const std::string dir = step_dir(plan.checkpoint.dir, n);
       if (status p = prepare_step_dir(plan.checkpoint.dir, n); !p) return make_error(p.message());
       const std::string file = rank_file_name(0);
-      auto written = write_rank_file(dir + "/" + file, s,
-                                     {{"pipeworks.model", to_json(plan.model).dump()},
-                                      {"pipeworks.schedule", "none"}});
+      auto written = write_rank_file(dir + "/" + file, s, rank_identity(plan, 0));
       if (!written) return make_error("writing the checkpoint of step " + std::to_string(n) + ": " + written.message());
       if (status w = write_manifest(plan.checkpoint.dir,
                                     manifest_of(plan, n, samples, since(t0),

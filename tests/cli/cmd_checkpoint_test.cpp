@@ -12,6 +12,7 @@
 #include "ops/checkpoint/safetensors.hpp"
 #include "run_cli.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
 #include "runtime/run_plan.hpp"
 #include "tests/runtime/checkpoint/checkpoint_fixture.hpp"
 
@@ -38,13 +39,16 @@ void write_checkpoint(const std::string& dir, std::int64_t step) {
        entry_of("pipeworks.inflight.mb3/activation", {3}, std::span(act))}};
   checkpoint_manifest m;
   m.step = step;
-  m.data_position = step + 1;
-  m.plan = json::parse(to_json_text(test::small_plan(2, step + 1)));
+  m.data_position = step;  // the next minibatch is the step's: pipeworks refuses any other
+  m.plan = json::parse(to_json_text(test::small_plan(2, step)));
   m.rng = json::object();
   m.metrics = {{"samples", 8 * step}};
   for (int r = 0; r < 2; ++r) {
     const std::string name = rank_file_name(r);
-    auto w = write_safetensors(step_dir(dir, step) + "/" + name, ranks[static_cast<std::size_t>(r)]);
+    // The metadata a rank file of this plan, rank and step carries (its identity and state).
+    metadata_map md = rank_identity(test::small_plan(2, step), r);
+    md["pipeworks.rank_state"] = json{{"rank", r}, {"step", step}}.dump();
+    auto w = write_safetensors(step_dir(dir, step) + "/" + name, ranks[static_cast<std::size_t>(r)], md);
     REQUIRE(w.ok());
     m.files.push_back({r, name, w->bytes, w->sha256});
   }
@@ -68,7 +72,7 @@ TEST_CASE("checkpoint inspect reports the latest checkpoint and its tensors by g
   const std::string size0 = std::to_string(file_size(step_dir(ck, 10) + "/rank-0.safetensors"));
   const std::string size1 = std::to_string(file_size(step_dir(ck, 10) + "/rank-1.safetensors"));
   const std::vector<std::string> want = {
-      "checkpoint " + step_dir(ck, 10) + ": step 10, data position 11",
+      "checkpoint " + step_dir(ck, 10) + ": step 10, data position 10",
       "plan: model gpt-tiny (gpt), schedule 1f1b, stages 2, microbatches 4, replicas 1",
       "metrics: {\"samples\":80}",
       "rank 0: rank-0.safetensors, " + size0 + " bytes, sha256 OK",
@@ -94,7 +98,7 @@ TEST_CASE("checkpoint inspect --step --json picks that step and prints one JSON 
   REQUIRE(r.exit_code == 0);
   const json j = json::parse(r.out);
   CHECK(j["step"] == 5);
-  CHECK(j["data_position"] == 6);
+  CHECK(j["data_position"] == 5);
   CHECK(j["verified"] == true);
   CHECK(j["plan"] == "model gpt-tiny (gpt), schedule 1f1b, stages 2, microbatches 4, replicas 1");
   REQUIRE(j["files"].size() == 2);

@@ -10,6 +10,7 @@
 
 #include "background_cli.hpp"
 #include "fixtures.hpp"
+#include "manifest_edit.hpp"
 
 using namespace pipeworks::cli_test;
 using nlohmann::json;
@@ -214,16 +215,18 @@ TEST_CASE("a corrupt or missing checkpoint file or another model is refused nami
   CHECK(contains(r.err, "rank-1.safetensors"));
   write_file(rank1, good);
 
-  // A manifest that names another model: the field is named.
+  // A manifest that names another model: the field is named. The manifest's own sha256 is made
+  // to match (else it is refused as edited, exit 1); the rank files' recorded model is then
+  // checked against it before any rank starts (exit 2).
   const std::string manifest_path = (step / "manifest.json").string();
   const std::string manifest = read_file(manifest_path);
-  json m = json::parse(manifest);
-  m["plan"]["model"]["layers"] = 3;
-  m["plan"]["model"]["name"] = "three-layers.json";  // gpt-tiny's name needs gpt-tiny's fields
-  write_file(manifest_path, m.dump());
+  edit_manifest(manifest_path, [](nlohmann::ordered_json& m) {
+    m["plan"]["model"]["layers"] = 3;
+    m["plan"]["model"]["name"] = "three-layers.json";  // gpt-tiny's name needs gpt-tiny's fields
+  }, true);
   r = run_cli({"train", "--resume", ckpt});
-  CHECK(r.exit_code == 1);
-  CHECK(contains(r.err, ".safetensors"));  // whichever rank reads its file first names it
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "rank-0.safetensors"));  // the first rank's file names it
   CHECK(contains(r.err, "pipeworks.model"));
   write_file(manifest_path, manifest);
   // --save-every 0 resumes without writing more checkpoints.

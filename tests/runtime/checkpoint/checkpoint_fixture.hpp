@@ -12,6 +12,7 @@
 
 #include "ops/checkpoint/safetensors.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
 #include "runtime/run_plan.hpp"
 
 namespace pipeworks::test {
@@ -33,7 +34,7 @@ inline run_plan small_plan(int ranks, std::int64_t position) {
 }
 
 // A complete checkpoint of `step` in dir with `ranks` rank files holding one small tensor each
-// (2 or more: one per stage of small_plan).
+// (2 or more: one per stage of small_plan), their metadata that of small_plan's ranks at `step`.
 inline checkpoint_manifest write_small_checkpoint(const std::string& dir, std::int64_t step,
                                                   int ranks = 2) {
   REQUIRE(prepare_step_dir(dir, step).ok());
@@ -47,7 +48,11 @@ inline checkpoint_manifest write_small_checkpoint(const std::string& dir, std::i
     const std::vector<float> w(16, static_cast<float>(step + r));
     const std::vector<safetensors_entry> e = {entry_of("h.0.w", {4, 4}, std::span(w))};
     const std::string name = rank_file_name(r);
-    auto written = write_safetensors((std::filesystem::path(step_dir(dir, step)) / name).string(), e);
+    // The metadata a rank file of this plan, rank and step carries (rank_identity, rank_state).
+    metadata_map md = rank_identity(small_plan(ranks, step), r);
+    md["pipeworks.rank_state"] = nlohmann::json{{"rank", r}, {"step", step}}.dump();
+    auto written =
+        write_safetensors((std::filesystem::path(step_dir(dir, step)) / name).string(), e, md);
     REQUIRE(written.ok());
     m.files.push_back({r, name, written->bytes, written->sha256});
   }

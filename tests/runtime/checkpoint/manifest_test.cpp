@@ -46,11 +46,11 @@ result<checkpoint_manifest> parse_edited(const std::function<void(json&)>& edit)
 TEST_CASE("a manifest round trips through to_json and parse_manifest", "[runtime][checkpoint]") {
   const checkpoint_manifest m = sample();
   const std::string text = to_json(m);
-  CHECK(text.rfind("{\n  \"format\": \"pipeworks-checkpoint\",\n  \"version\": 1,\n  \"step\": 10,",
+  CHECK(text.rfind("{\n  \"format\": \"pipeworks-checkpoint\",\n  \"version\": 2,\n  \"step\": 10,",
                    0) == 0);
   auto back = parse_manifest(text, "manifest.json");
   REQUIRE(back.ok());
-  CHECK(back->format_version == 1);
+  CHECK(back->format_version == 2);
   CHECK(back->step == 10);
   CHECK(back->data_position == 11);
   CHECK(back->plan == m.plan);
@@ -99,7 +99,7 @@ TEST_CASE("parse_manifest refuses each bad field and names the file and the fiel
        "metrics must be a JSON object"},
       {"another format", [](json& j) { j["format"] = "other"; }, "format is \"other\""},
       {"format as a number", [](json& j) { j["format"] = 1; }, "format must be a string"},
-      {"version 2", [](json& j) { j["version"] = 2; }, "version 2 is not supported"},
+      {"version 3", [](json& j) { j["version"] = 3; }, "version 3 is not supported"},
       {"no files", [](json& j) { j["files"] = json::array(); }, "files must be a non-empty array"},
       {"files as an object", [](json& j) { j["files"] = json::object(); },
        "files must be a non-empty array"},
@@ -257,4 +257,71 @@ TEST_CASE("verify_files leaves another host's files to their reader and names th
   CHECK_THAT(s.message(), Catch::Contains("rank-1.safetensors (rank 1's file) is not on this machine") &&
                               Catch::Contains("a worker on host 10.0.0.3 wrote it") &&
                               Catch::Contains("Place rank 1 on a worker of that host"));
+}
+
+TEST_CASE("an edited manifest is refused naming that it was edited or is corrupt",
+          "[runtime][checkpoint]") {
+  const std::string good = to_json(sample());
+  REQUIRE(parse_manifest(good, "m.json").ok());
+  // Each edit parses as a manifest; only its own sha256 finds it.
+  const std::vector<std::pair<const char*, std::function<void(json&)>>> edits = {
+      {"optimizer", [](json& j) { j["plan"]["optimizer"] = {{"kind", "sgd"}}; }},
+      {"step", [](json& j) { j["step"] = 12; }},
+      {"data position", [](json& j) { j["data_position"] = 1000000000000; }},
+      {"a file's size", [](json& j) { j["files"][0]["bytes"] = 101; }},
+      {"metrics", [](json& j) { j["metrics"]["samples"] = 641; }},
+      {"the checksum itself", [](json& j) { j["manifest_sha256"] = std::string(64, '0'); }},
+  };
+  for (const auto& [what, edit] : edits) {
+    INFO(what);
+    json j = json::parse(good);
+    edit(j);
+    auto m = parse_manifest(j.dump(2), "DIR/step-00000010/manifest.json");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.message(), Catch::StartsWith("DIR/step-00000010/manifest.json: manifest_sha256 is ") &&
+                                Catch::Contains("the manifest was edited or is corrupt"));
+  }
+  // Whitespace and key order are not content: the same manifest written compactly still reads.
+  CHECK(parse_manifest(json::parse(good).dump(), "m.json").ok());
+  // A manifest without its checksum is refused naming the field.
+  json j = json::parse(good);
+  j.erase("manifest_sha256");
+  auto m = parse_manifest(j.dump(), "m.json");
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.message(), Catch::Contains("missing field \"manifest_sha256\""));
+}
+
+TEST_CASE("a version 1 manifest is refused naming its format version", "[runtime][checkpoint]") {
+  json j = json::parse(to_json(sample()));
+  j["version"] = 1;
+  j.erase("manifest_sha256");  // version 1 had none
+  auto m = parse_manifest(j.dump(), "DIR/step-00000010/manifest.json");
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.message(), Catch::StartsWith("DIR/step-00000010/manifest.json: version 1 is an older "
+                                            "checkpoint format") &&
+                              Catch::Contains("reads checkpoint version 2"));
+}
+
+TEST_CASE("a manifest's data record round trips with the data it replaced", "[runtime][checkpoint]") {
+  checkpoint_manifest m = sample();
+  const data_fingerprint now{"/data/b.txt", 120, 1700000000000000001, 1, digest_b};
+  const data_fingerprint was{"/data/a.txt", 100, 1600000000000000000, 1, digest_a};
+  m.data = data_record{now, was, 6};
+  const std::string text = to_json(m);
+  auto back = parse_manifest(text, "m.json");
+  REQUIRE(back.ok());
+  REQUIRE(back->data.has_value());
+  CHECK(*back->data == *m.data);
+  CHECK(to_json(*back) == text);
+  // Its fields are checked and named like the others'.
+  json j = json::parse(text);
+  j["data"]["path"] = "relative.txt";
+  auto bad = parse_manifest(j.dump(), "m.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.message(), Catch::Contains("data.path must be an absolute path"));
+  j = json::parse(text);
+  j["data"]["replaced"].erase("step");
+  bad = parse_manifest(j.dump(), "m.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.message(), Catch::Contains("data.replaced.step must be a whole number"));
 }
