@@ -150,7 +150,9 @@ void attention_forward(const device_context& d, T* out, T* att, const T* qkv, in
 
 template <class T>
 void attention_backward(const device_context& d, T* dqkv, const T* dout, const T* out, const T* qkv,
-                        const T* att, int B, int Tn, int C, int NH) {
+                        const T* att, int B, int Tn, int C, int NH, grad_into into) {
+  if (into == grad_into::overwrite && d.on_gpu())
+    zero_bytes(dqkv, d.where(), sizeof(T) * std::size_t(B) * Tn * 3 * C, d.stream());
   PW_ON_GPU(d, {
     if (flash_attention(d, B, C, NH)) {
       tensor delta = d.uninitialized({B, NH, Tn}, dtype::f32);
@@ -163,7 +165,7 @@ void attention_backward(const device_context& d, T* dqkv, const T* dout, const T
     }
   });
   (void)out;
-  attention_backward(dqkv, dout, qkv, att, B, Tn, C, NH);
+  attention_backward(dqkv, dout, qkv, att, B, Tn, C, NH, into);
 }
 
 template <class T>
@@ -295,7 +297,7 @@ void gpu_optimizer_step(const optimizer_config& c, double lr, const tensor& w, c
   template void relu_backward<T>(const device_context&, T*, const T*, const T*, std::int64_t);   \
   template void attention_forward<T>(const device_context&, T*, T*, const T*, int, int, int, int); \
   template void attention_backward<T>(const device_context&, T*, const T*, const T*, const T*,   \
-                                      const T*, int, int, int, int);                             \
+                                      const T*, int, int, int, int, grad_into);                  \
   template T cross_entropy_forward<T>(const device_context&, T*, const T*, const tensor&,        \
                                       std::int64_t, int);                                        \
   template void cross_entropy_backward<T>(const device_context&, T*, const T*, const tensor&, T, \

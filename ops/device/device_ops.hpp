@@ -47,7 +47,8 @@ void attention_forward(const device_context& d, T* out, T* att, const T* qkv, in
 // out: attention_forward's output (the flash kernels read it; the others do not).
 template <class T>
 void attention_backward(const device_context& d, T* dqkv, const T* dout, const T* out, const T* qkv,
-                        const T* att, int B, int Tn, int C, int NH);
+                        const T* att, int B, int Tn, int C, int NH,
+                        grad_into into = grad_into::accumulate);
 
 // targets: i32 (N) on any device (copied here when elsewhere). Returns the mean loss (on a GPU
 // it waits for the stream). A target outside [0, V) throws, naming it.

@@ -2,6 +2,7 @@
 // Rows are processed in blocks so that the products skip most of the masked upper triangle.
 #include "ops/layers/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/kernels/gemm.hpp"
@@ -54,7 +55,7 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int N
 // dq += scale dp k; dk += scale dp^T q.
 template <class T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int C,
-                        int NH) {
+                        int NH, grad_into into) {
   const int hs = C / NH, C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(hs));
   parallel_for(std::int64_t(B) * NH, 1, [&](std::int64_t lo, std::int64_t hi) {
@@ -70,6 +71,9 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int 
       T* dv = dq + 2 * C;
       const T* a = att + bh * Tn * Tn;
       const T* dyo = dout + b * Tn * C + h * hs;
+      if (into == grad_into::overwrite)
+        for (int t = 0; t < Tn; t++)
+          for (T* part : {dq, dk, dv}) std::fill_n(part + std::int64_t(t) * C3, hs, T(0));
       for (int r0 = 0; r0 < Tn; r0 += row_block) {
         const int r1 = std::min(Tn, r0 + row_block), rows = r1 - r0;
         const T* ar = a + std::int64_t(r0) * Tn;
@@ -112,7 +116,8 @@ layer_cost attention_cost(int Tn, int C, int NH, int elem_bytes) {
 
 #define PIPEWORKS_ATTENTION(T)                                              \
   template void attention_forward<T>(T*, T*, const T*, int, int, int, int); \
-  template void attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int);
+  template void attention_backward<T>(T*, const T*, const T*, const T*, int, int, int, int,    \
+                                      grad_into);
 PIPEWORKS_ATTENTION(float)
 PIPEWORKS_ATTENTION(double)
 #undef PIPEWORKS_ATTENTION

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/layers/grad_into.hpp"
 #include "ops/layers/layer_cost.hpp"
 
 namespace pipeworks {
@@ -13,10 +14,11 @@ namespace pipeworks {
 template <class T>
 void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH);
 
-// dqkv (B, T, 3C) +=; dout (B, T, C); qkv and att as saved by the forward.
+// dqkv (B, T, 3C) += (or = with grad_into::overwrite: each head's task zeroes its own columns
+// first, in parallel and just before it adds); dout (B, T, C); qkv and att as saved by the forward.
 template <class T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int B, int Tn, int C,
-                        int NH);
+                        int NH, grad_into into = grad_into::accumulate);
 
 // saved: qkv and att; output: (T, C).
 layer_cost attention_cost(int Tn, int C, int NH, int elem_bytes);

@@ -188,9 +188,9 @@ tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const
   tensor datty = fresh({B, Tn, C});
   linear_backward<T>(dev, datty.data<T>(), nullptr, nullptr, dres2, nullptr, W(proj_w), N, C, C, in_out,
                      over);
-  tensor dqkv = make({B, Tn, 3 * C});
+  tensor dqkv = fresh({B, Tn, 3 * C});
   attention_backward(dev, dqkv.data<T>(), datty.data<T>(), d(s_atty), d(s_qkv), d(s_att), B, Tn, C,
-                     NH);
+                     NH, over);
   tensor dln1 = std::move(datty);  // reuse: same shape, written whole
   linear_backward<T>(dev, dln1.data<T>(), nullptr, nullptr, dqkv.data<T>(), nullptr, W(attn_w), N, C,
                      3 * C, in_out, over);

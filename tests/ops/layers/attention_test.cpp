@@ -1,10 +1,11 @@
 // Tests for causal self-attention: a naive reference (loops, no GEMMs), finite-difference
 // gradients for qkv at a tiny size and at one spanning several row blocks, the saved
-// probabilities, accumulation, and float against double.
+// probabilities, accumulation (and overwrite as adding into zeros), and float against double.
 #include "ops/layers/attention.hpp"
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 
 #include "tests/ops/gradcheck.hpp"
 
@@ -98,6 +99,19 @@ TEST_CASE("attention backward adds into dqkv", "[ops]") {
   attention_backward(a.data(), dy.data(), qkv.data(), att.data(), B, Tn, C, NH);
   attention_backward(b.data(), dy.data(), qkv.data(), att.data(), B, Tn, C, NH);
   for (std::size_t i = 0; i < a.size(); i++) REQUIRE(b[i] == Approx(a[i] + 1.0));
+}
+
+TEST_CASE("attention backward overwrite gives the bits of adding into zeros", "[ops]") {
+  const int B = 2, Tn = 70, C = 32, NH = 4;  // several row blocks and (b, h) tasks
+  const auto qkv = to_float(random_values(std::int64_t(B) * Tn * 3 * C, 9, -2, 2));
+  const auto dy = to_float(random_values(std::int64_t(B) * Tn * C, 10));
+  std::vector<float> out(dy.size()), att(std::size_t(B) * NH * Tn * Tn);
+  attention_forward(out.data(), att.data(), qkv.data(), B, Tn, C, NH);
+  std::vector<float> added(qkv.size(), 0.0f), over(qkv.size(), std::nanf(""));
+  attention_backward(added.data(), dy.data(), qkv.data(), att.data(), B, Tn, C, NH);
+  attention_backward(over.data(), dy.data(), qkv.data(), att.data(), B, Tn, C, NH,
+                     grad_into::overwrite);
+  REQUIRE(std::memcmp(added.data(), over.data(), added.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("attention in float agrees with double", "[ops]") {
