@@ -4,6 +4,7 @@
 #include "base/exception_text.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <set>
@@ -86,13 +87,15 @@ class driver_state {
         [this](norm_request& m) { from_rank(std::move(m)); },
         [this](rank_done& d) { guarded([&] { on_rank_done(std::move(d)); }); },
         [this](const checkpoint_written& c) { guarded([&] { on_file(c); }); },
-        [this](const stage_failure& f) { fail(f.message); },
+        [this](const stage_failure& f) {
+          if (!stopped_self(f.message)) fail(f.message);
+        },
         [this](poll_atom) { guarded([&] { poll(); }); },
         [this](manifest_atom, std::int64_t n, checkpoints_kept& k) {
           guarded([&] { on_manifest(n, std::move(k)); });
         },
         [this](wire_msg& w) {
-          if (spec_->link) spec_->link->accept(self_, std::move(w));
+          if (spec_->link) spec_->link->accept(self_, std::move(w), "the driver");
         },
     };
   }
@@ -140,6 +143,7 @@ class driver_state {
     report_ = std::move(w.report);
     summary_ = std::move(w.summary);
     const run_plan& p = run().plan;
+    if (spec_->link) spec_->link->set_microbatches(p.train.microbatches);
     if (spec_->callbacks.on_plan)
       if (status s = spec_->callbacks.on_plan(p, report_); !s) return fail(s.message());
     auto data = spec_->data(p);
@@ -291,8 +295,32 @@ class driver_state {
     return out;
   }
 
+  // Whether the driver's own process was stopped (SIGSTOP, a debugger, swapping) or starved for
+  // longer than a peer may be silent, recently: then every worker's heartbeats looked late, and
+  // the loss `what` is the driver's doing. If so, the run fails saying so, naming no worker.
+  bool stopped_self(const std::string& what) {
+    if (!spec_->own_clock || !run().programs) return false;
+    const process_spec& ps = run().plan.processes;
+    const auto timeout = std::chrono::milliseconds(ps.timeout_ms);
+    const auto threshold = std::max(std::chrono::milliseconds(100),
+                                    timeout - std::chrono::milliseconds(ps.heartbeat_ms));
+    const stall_clock::gap g = spec_->own_clock->longest_recent(timeout + std::chrono::seconds(10));
+    if (g.length() < threshold) return false;
+    const double s = std::chrono::duration<double>(g.length()).count();
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", s);
+    fail("the driver itself was stopped or starved of CPU for " + std::string(secs) +
+         " s (its own clock did not tick meanwhile), longer than a peer may be silent (" +
+         std::to_string(ps.timeout_ms) + " ms, --peer-timeout-ms): every worker's heartbeats "
+         "looked late, so the workers were not at fault (it saw: " + what + "). Continue with "
+         "--resume from the last checkpoint; if this process is paused (SIGSTOP, a debugger, "
+         "swapping) or starved, raise --peer-timeout-ms");
+    return true;
+  }
+
   // A worker process is gone: every rank it held is lost with it.
   void lost_process(int process, const std::string& why) {
+    if (stopped_self("worker " + std::to_string(process) + " went silent (" + why + ")")) return;
     const std::vector<std::string>& names = spec_->worker_addresses;
     std::string text = "worker " + std::to_string(process);
     if (process >= 1 && static_cast<std::size_t>(process) <= names.size())

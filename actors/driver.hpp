@@ -14,6 +14,7 @@
 
 #include "actors/pipeline.hpp"
 #include "actors/rank_board.hpp"
+#include "actors/stall_clock.hpp"
 #include "actors/wire.hpp"
 
 namespace pipeworks {
@@ -32,6 +33,9 @@ struct driver_spec {
   std::vector<std::string> worker_addresses;  // "host:port", for messages
   // Tensors over UCX: the link messages to and from other processes take (null: inside CAF's).
   std::shared_ptr<wire_link> link;
+  // With workers: the driver process's own clock, so that a worker lost while the driver itself
+  // was stopped (every worker's heartbeats then look late) is not blamed.
+  std::shared_ptr<stall_clock> own_clock;
 };
 
 // The driver runs on a thread of its own (it calls data and the user's callbacks). Send it

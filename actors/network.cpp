@@ -141,6 +141,7 @@ result<connected_worker> connect_worker(caf::actor_system& sys, const host_port&
             out.ucx = h.ucx;
             out.ucx_network = h.ucx_network;
             out.scope = h.scope;
+            out.max_frame = h.max_frame;
             if (h.protocol != remote_protocol_version)
               error = "its protocol is version " + std::to_string(h.protocol) + ", the driver's " +
                       std::to_string(remote_protocol_version) +

@@ -27,6 +27,7 @@ struct connected_worker {
   caf::actor actor;
   ucx_address ucx, ucx_network;
   std::string scope;
+  std::uint64_t max_frame = 0;  // the largest CAF frame it accepts (0: no bound)
 };
 
 // Connects to the worker actor published at `at` and exchanges hellos, all within `limit`.

@@ -187,6 +187,28 @@ void ask_workers(caf::event_based_actor* self, std::shared_ptr<partition_spec<T>
   for (auto& [process, request] : pending.requests) {
     const std::string who = "worker " + std::to_string(process) + " at " +
                             spec->plan.processes.workers.at(static_cast<std::size_t>(process - 1));
+    // The request travels in one CAF frame, the initial weights inside it: a worker whose frame
+    // guard refuses a frame that large would close the connection, and look lost.
+    const auto k = static_cast<std::size_t>(process - 1);
+    const std::uint64_t limit_bytes = k < spec->worker_frames.size() ? spec->worker_frames[k] : 0;
+    if (limit_bytes > 0) {
+      std::uint64_t bytes = request.plan.size() + (std::uint64_t{1} << 16);  // the rest, generously
+      for (const auto& list : request.initial)
+        for (const param_snapshot& p : list)
+          if (p) bytes += p->nbytes() + 64 * p->entries().size();
+      if (bytes > limit_bytes) {
+        const std::uint64_t need_mb = (bytes + (std::uint64_t{1} << 20) - 1) >> 20;
+        rp.deliver(caf::make_error(
+            caf::sec::runtime_error,
+            who + " would refuse the frame that hands it its ranks' initial weights: about " +
+                std::to_string(need_mb) + " MiB (" + std::to_string(bytes) + " bytes), more than the " +
+                std::to_string(limit_bytes >> 20) + " MiB it accepts (" + std::to_string(limit_bytes) +
+                " bytes); restart it with `pipeworks worker --max-frame-mb " + std::to_string(need_mb) +
+                "` or more"));
+        self->quit();
+        return;
+      }
+    }
     const std::vector<int> ranks = request.ranks;
     const std::string sent = request.plan;
     auto fail = [self, g, rp](const std::string& why) mutable {

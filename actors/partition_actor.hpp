@@ -30,6 +30,8 @@ struct partition_spec {
   caf::actor driver;
   // Worker k of the plan's processes (k >= 1) at workers[k - 1], connected and greeted.
   std::vector<caf::actor> workers;
+  // The largest CAF frame each of them accepts (its --max-frame-mb; 0: no bound).
+  std::vector<std::uint64_t> worker_frames;
   // Tensors over UCX: this process's link and what the workers must know to join it (null: the
   // tensors go inside CAF's messages).
   std::shared_ptr<wire_link> link;

@@ -66,11 +66,19 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
   std::unique_ptr<frame_guard> rendezvous_guard;
   {
     caf::actor_system sys{config};
+    // The rendezvous actor the joined workers monitor lives until the run's end; its end before
+    // they hold their ranks (any error return below) tells them the driver gave up.
+    caf::actor rendezvous;
+    struct end_at_exit {
+      caf::actor& kept;
+      std::string why = "the driver gave up before the run started";
+      ~end_at_exit() { end_rendezvous(kept, why); }
+    } rendezvous_end{rendezvous};
     if (!procs.rendezvous.empty()) {  // the workers join and say where they listen
       auto at = parse_host_port(procs.rendezvous);
       if (!at) return at.err();
       auto joined = await_workers(sys, *at, procs.world_size, std::chrono::milliseconds(procs.connect_ms),
-                                  rendezvous_guard);
+                                  rendezvous_guard, rendezvous);
       if (!joined) return joined.err();
       procs.workers = std::move(*joined);
       procs.rendezvous.clear();
@@ -83,7 +91,10 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
       if (!at) return at.err();
       auto w = connect_worker(sys, *at, std::chrono::milliseconds(procs.connect_ms),
                               "worker " + std::to_string(k + 1));
-      if (!w) return w.err();
+      if (!w) {
+        rendezvous_end.why = w.message();
+        return w.err();
+      }
       workers.push_back(w->actor);
       greeted.push_back(std::move(*w));
     }
@@ -124,6 +135,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ds->workers = workers;
     ds->worker_addresses = procs.workers;
     ds->link = link;
+    if (!workers.empty()) ds->own_clock = std::make_shared<stall_clock>();
     caf::actor driver = spawn_driver(sys, ds);
     if (link) link->set_driver(driver);
 
@@ -137,6 +149,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ps->start = t0;
     ps->board = board;
     ps->driver = driver;
+    for (const connected_worker& g : greeted) ps->worker_frames.push_back(g.max_frame);
     ps->workers = std::move(workers);
     ps->link = link;
     ps->peers = peers;
@@ -160,6 +173,9 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
       // The driver stopped the ranks and reducers; the partition actor it may not have reached.
       self->send_exit(partition, caf::exit_reason::user_shutdown);
     }
+    // A worker that holds ranks heard the run's end from the driver; one that holds none (the
+    // run failed before it was sent them) hears why here.
+    end_rendezvous(rendezvous, outcome ? (outcome->ok ? std::string() : outcome->error) : lost);
     sys.await_all_actors_done();  // no thread of the run is left behind, even after an error
   }
   if (!outcome) return make_error(lost);

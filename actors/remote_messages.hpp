@@ -16,7 +16,7 @@
 namespace pipeworks {
 
 // Bumped whenever a message between processes changes.
-inline constexpr std::uint32_t remote_protocol_version = 5;
+inline constexpr std::uint32_t remote_protocol_version = 6;
 
 // Driver → worker, then worker → driver: the first exchange on a connection.
 struct hello_msg {
@@ -25,6 +25,9 @@ struct hello_msg {
   // The worker's UCX workers (shared memory, TCP) and its scope; empty where it has no UCX.
   ucx_address ucx, ucx_network;
   std::string scope;
+  // The worker's: the largest CAF frame it accepts from the network (its --max-frame-mb, in
+  // bytes; 0: no bound). The driver checks what it sends against it.
+  std::uint64_t max_frame = 0;
 };
 
 // Worker → driver's rendezvous (a launcher started both: torchrun, srun): I am worker `rank` of
@@ -75,7 +78,7 @@ struct run_ended {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, hello_msg& x) {
   return f(caf::meta::type_name("pipeworks.hello"), x.protocol, x.role, x.ucx, x.ucx_network,
-           x.scope);
+           x.scope, x.max_frame);
 }
 
 template <class Inspector>

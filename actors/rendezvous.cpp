@@ -48,7 +48,7 @@ caf::behavior rendezvous_actor(caf::event_based_actor* self, int world, caf::act
 
 result<std::vector<std::string>> await_workers(caf::actor_system& sys, const host_port& at,
                                                int world_size, std::chrono::milliseconds limit,
-                                               std::unique_ptr<frame_guard>& kept) {
+                                               std::unique_ptr<frame_guard>& kept, caf::actor& kept_actor) {
   caf::scoped_actor self{sys};
   auto rv = sys.spawn(rendezvous_actor, world_size, caf::actor_cast<caf::actor>(self));
   // CAF on loopback, the network through a frame guard (as a worker's port; join messages are
@@ -81,13 +81,26 @@ result<std::vector<std::string>> await_workers(caf::actor_system& sys, const hos
             [&](caf::error&) { missing = "unknown"; });
   }
   sys.middleman().unpublish(rv, *port);
-  self->send_exit(rv, caf::exit_reason::user_shutdown);
-  if (!all)
-    return make_error("not every worker joined at " + to_string(at) + " within " +
-                      std::to_string(limit.count()) + " ms: RANK " + missing + " of WORLD_SIZE " +
-                      std::to_string(world_size) + " did not; start them with `pipeworks worker "
-                      "--driver " + to_string(at) + "` (or MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)");
+  if (!all) {
+    const std::string why = "not every worker joined at " + to_string(at) + " within " +
+                            std::to_string(limit.count()) + " ms: RANK " + missing + " of WORLD_SIZE " +
+                            std::to_string(world_size) + " did not";
+    // The workers that joined monitor it: they hear why and exit.
+    self->send_exit(rv, caf::make_error(caf::sec::runtime_error, why));
+    return make_error(why + "; start them with `pipeworks worker --driver " + to_string(at) +
+                      "` (or MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)");
+  }
+  kept_actor = rv;
   return std::move(*all);
+}
+
+void end_rendezvous(caf::actor& kept, const std::string& why) {
+  if (!kept) return;
+  caf::error reason = why.empty() ? caf::error(caf::exit_reason::user_shutdown)
+                                  : caf::make_error(caf::sec::runtime_error, why);
+  kept->enqueue(nullptr, caf::make_message_id(),
+                caf::make_message(caf::exit_msg{kept.address(), std::move(reason)}), nullptr);
+  kept = nullptr;
 }
 
 }  // namespace pipeworks

@@ -22,6 +22,7 @@ struct shard_state {
   caf::behavior make_behavior(int stage, int replica, int replicas, caf::actor driver,
                               std::shared_ptr<wire_link> link) {
     stage_ = stage;
+    who_ = "the all-reduce share of stage " + std::to_string(stage) + ", replica " + std::to_string(replica);
     driver_ = std::move(driver);
     link_ = std::move(link);
     share_.emplace(stage, replica, replicas);
@@ -42,7 +43,7 @@ struct shard_state {
         [this](reduce_chunk& c) { handle(share_->add_piece(std::move(c))); },
         [this](gather_chunk& c) { handle(share_->add_sum(std::move(c))); },
         [this](wire_msg& w) {
-          if (link_) link_->accept(self_, std::move(w));
+          if (link_) link_->accept(self_, std::move(w), who_);
         },
     };
   }
@@ -85,6 +86,7 @@ struct shard_state {
   caf::actor driver_, rank_;
   std::shared_ptr<wire_link> link_;
   int stage_ = 0;
+  std::string who_;
 };
 
 caf::behavior shard_actor(caf::stateful_actor<shard_state>* self, int stage, int replica,

@@ -74,7 +74,7 @@ class stage_state {
           if (exec_ && !stopped_) wire_send(link_, self_, driver_, report(false));
         },
         [this](wire_msg& w) {
-          if (link_) link_->accept(self_, std::move(w));
+          if (link_) link_->accept(self_, std::move(w), describe());
         },
     };
   }

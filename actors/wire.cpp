@@ -6,6 +6,7 @@
 #include "actors/wire.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <thread>
 
@@ -45,6 +46,8 @@ std::string transports(const std::string& endpoint_info) {
 // One message on its way in: its tensors as they arrive.
 struct wire_link::entry {
   caf::actor_addr sender;  // weak: a receive cancelled late must not hold an actor
+  std::string who;         // the receiving actor, for errors
+  std::size_t from = 0;    // the sending process
   wire_msg msg;
   std::vector<tensor_payload> payloads;
   std::size_t left = 0;
@@ -114,7 +117,8 @@ void wire_link::set_driver(caf::actor driver) {
   driver_ = caf::actor_cast<caf::actor_addr>(driver);
 }
 
-void wire_link::send_message(caf::event_based_actor* self, const caf::actor& to, caf::message msg) {
+void wire_link::send_message(caf::event_based_actor* self, const caf::actor& to, caf::message msg,
+                             std::string what) {
   int peer = -1;
   for (std::size_t k = 0; k < peers_.nodes.size(); ++k)
     if (peers_.nodes[k] == to.node()) peer = static_cast<int>(k);
@@ -123,6 +127,7 @@ void wire_link::send_message(caf::event_based_actor* self, const caf::actor& to,
     return;
   }
   wire_msg w;
+  w.what = std::move(what);
   transport::wire_outbox out;
   {
     caf::binary_serializer sink(sys_, w.bytes);
@@ -145,10 +150,12 @@ void wire_link::send_message(caf::event_based_actor* self, const caf::actor& to,
     const auto bytes = hold->bytes();
     const std::uint64_t tag = (w.tag & ~seq_mask) | ((first + i) & seq_mask);
     std::weak_ptr<wire_link> me = weak_from_this();
-    via->send(address, tag, bytes.data(), bytes.size(), hold, [me, peer](const std::string& e) {
+    via->send(address, tag, bytes.data(), bytes.size(), hold,
+              [me, peer, what = w.what, i, n](const std::string& e) {
       if (e.empty()) return;
       if (auto link = me.lock())
-        link->report("a tensor for process " + std::to_string(peer) + " could not be sent (" + e + ")",
+        link->report("tensor " + std::to_string(i + 1) + " of " + std::to_string(n) + " of " + what +
+                         " for process " + std::to_string(peer) + " could not be sent (" + e + ")",
                      true);
     });
   }
@@ -179,9 +186,10 @@ std::string wire_link::sent_text() const {
   return s;
 }
 
-void wire_link::accept(caf::local_actor* self, wire_msg w) {
+void wire_link::accept(caf::local_actor* self, wire_msg w, const std::string& who) {
   auto e = std::make_shared<entry>();
   e->sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  e->who = who.empty() ? std::string(self->name()) : who;
   std::shared_ptr<inbox> in;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -194,6 +202,7 @@ void wire_link::accept(caf::local_actor* self, wire_msg w) {
   }
   // Every ticket is checked, and the bytes it claims reserved, before anything is allocated.
   const std::size_t from = static_cast<std::size_t>(w.tag >> 56);  // the sender's process
+  e->from = from;
   ucx_transport* via = from < peers_.nodes.size() && peers_.complete() && static_cast<int>(from) != process_
                            ? transport_for(from)
                            : nullptr;
@@ -238,8 +247,21 @@ void wire_link::accept(caf::local_actor* self, wire_msg w) {
     // A tensor is sent before its message, so it has begun to arrive by the time the message
     // has; one that has not within the grace is taken for lost (a peer announcing tensors it
     // never sends cannot stall this inbox). It came as bytes; the ticket gives their shape.
-    via->claim(tag, n, [me, in, e, i](std::shared_ptr<void> token, const std::string& err) {
+    const auto patience = grace_;
+    via->claim(tag, n, [me, in, e, i, tag, patience](std::shared_ptr<void> token, const std::string& err) {
       std::string why = err;
+      if (!why.empty()) {
+        // Who waited, for what, from whom: the process is named by report().
+        char hex[24];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(tag));
+        why = e->who + " did not get tensor " + std::to_string(i + 1) + " of " +
+              std::to_string(e->msg.tickets.size()) + " of " +
+              (e->msg.what.empty() ? std::string("a message") : e->msg.what) + " from process " +
+              std::to_string(e->from) + " (UCX tag " + hex + "): " + why +
+              (why.find("in time") != std::string::npos
+                   ? " (waited " + std::to_string(patience.count()) + " ms after its message came)"
+                   : std::string());
+      }
       if (why.empty()) {
         const wire_ticket& t = e->msg.tickets[i];
         auto shaped = static_cast<tensor_payload*>(token.get())->as(static_cast<dtype>(t.type), t.shape);

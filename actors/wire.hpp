@@ -4,6 +4,7 @@
 // sent. Without a link (one process, or --transport caf) a message is sent as CAF sends it.
 #pragma once
 #include <caf/all.hpp>
+#include <caf/detail/pretty_type_name.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -28,11 +30,35 @@ struct wire_ticket {
 };
 
 // Sender → receiver over CAF: the message's bytes; its tensors follow with tags tag, tag + 1, ...
+// `what` names the message for errors about its tensors (wire_what).
 struct wire_msg {
   std::uint64_t tag = 0;
   std::vector<wire_ticket> tickets;
   std::vector<char> bytes;
+  std::string what;
 };
+
+// What a message is, for people: its type and the fields that place it in the run, e.g.
+// "activation_msg (microbatch 63, step 16, stage 1, replica 0)"; the step of a microbatch is
+// known once the link knows the run's microbatches per step (m > 0).
+template <class M>
+std::string wire_what(const M& m, int microbatches) {
+  std::string name = caf::detail::pretty_type_name(typeid(M));
+  if (auto at = name.rfind("::"); at != std::string::npos) name = name.substr(at + 2);
+  std::string fields;
+  auto add = [&](const char* key, long long v) {
+    fields += (fields.empty() ? "" : ", ") + std::string(key) + " " + std::to_string(v);
+  };
+  if constexpr (requires { m.microbatch; }) {
+    add("microbatch", m.microbatch);
+    if (microbatches > 0) add("step", m.microbatch / microbatches + 1);
+  }
+  if constexpr (requires { m.step; }) add("step", m.step);
+  if constexpr (requires { m.stage; }) add("stage", m.stage);
+  if constexpr (requires { m.replica; }) add("replica", m.replica);
+  if constexpr (requires { m.rank; }) add("rank", m.rank);
+  return fields.empty() ? name : name + " (" + fields + ")";
+}
 
 // What each process of a run must know of the others: by process (0 = the driver's).
 struct wire_peers {
@@ -77,6 +103,8 @@ class wire_link : public std::enable_shared_from_this<wire_link> {
 
   // Where failures to receive are reported (the driver).
   void set_driver(caf::actor driver);
+  // The run's microbatches per step, so that errors name the step of a microbatch.
+  void set_microbatches(int m) { microbatches_ = m; }
 
   // Sends `msg` to `to`: over the wire when `to` lives in another process of the run, else as
   // CAF sends it.
@@ -86,12 +114,15 @@ class wire_link : public std::enable_shared_from_this<wire_link> {
       self->send(to, std::forward<M>(msg));
       return;
     }
-    send_message(self, to, caf::make_message(std::forward<M>(msg)));
+    std::string what = wire_what(msg, microbatches_.load());
+    send_message(self, to, caf::make_message(std::forward<M>(msg)), std::move(what));
   }
 
-  // The receiving end: fetches the tensors of `w` (sent to `self`) and delivers the message to
-  // `self` once they and every message before it from the wire have arrived.
-  void accept(caf::local_actor* self, wire_msg w);
+  // The receiving end: fetches the tensors of `w` (sent to `self`, which `who` names for errors:
+  // "rank 1 (replica 0, stage 1)") and delivers the message to `self` once they and every message
+  // before it from the wire have arrived. A tensor that does not come is reported naming this
+  // process, `who`, the message (its kind, microbatch, step) and the process that sent it.
+  void accept(caf::local_actor* self, wire_msg w, const std::string& who = "");
 
   int process() const { return process_; }
 
@@ -107,7 +138,7 @@ class wire_link : public std::enable_shared_from_this<wire_link> {
  private:
   struct inbox;
   struct entry;
-  void send_message(caf::event_based_actor* self, const caf::actor& to, caf::message msg);
+  void send_message(caf::event_based_actor* self, const caf::actor& to, caf::message msg, std::string what);
   void complete(const std::shared_ptr<inbox>& in, const std::shared_ptr<entry>& e,
                 const std::string& error);
   void deliver_ready(const std::shared_ptr<inbox>& in);
@@ -123,6 +154,7 @@ class wire_link : public std::enable_shared_from_this<wire_link> {
   std::uint64_t max_bytes_;
   std::chrono::milliseconds grace_;
   std::atomic<std::uint64_t> next_seq_{0};
+  std::atomic<int> microbatches_{0};
   std::atomic<std::uint64_t> tensors_{0}, tensor_bytes_{0}, messages_{0}, message_bytes_{0},
       largest_{0};
   std::mutex mu_;
@@ -146,7 +178,7 @@ typename Inspector::result_type inspect(Inspector& f, wire_ticket& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wire_msg& x) {
   if constexpr (!transport::serial<Inspector>) {
-    return f(caf::meta::type_name("pipeworks.wire_msg"), x.tag, x.tickets);
+    return f(caf::meta::type_name("pipeworks.wire_msg"), x.tag, x.tickets, x.what);
   } else {
     if (auto err = f(caf::meta::type_name("pipeworks.wire_msg"), x.tag)) return err;
     std::uint32_t n = static_cast<std::uint32_t>(x.tickets.size());
@@ -166,7 +198,15 @@ typename Inspector::result_type inspect(Inspector& f, wire_msg& x) {
     }
     if (bytes > 0)
       if (auto err = f.apply_raw(bytes, x.bytes.data())) return err;
-    return f.end_sequence();
+    if (auto err = f.end_sequence()) return err;
+    if constexpr (transport::loads<Inspector>) {
+      if (!transport::holds(f, 4)) return transport::bad("a message whose bytes did not all arrive");
+    }
+    if (auto err = f(x.what)) return err;
+    if constexpr (transport::loads<Inspector>) {
+      if (x.what.size() > 4096) x.what.resize(4096);  // for errors only: a peer cannot grow them
+    }
+    return caf::none;
   }
 }
 

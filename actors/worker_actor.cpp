@@ -83,6 +83,7 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, const std:
                                        wire_bound(net->param_count(), sizeof(T)),
                                        std::chrono::milliseconds(run->plan.processes.timeout_ms));
     link->set_driver(q.driver);
+    link->set_microbatches(run->plan.train.microbatches);
   } else if (q.transport != "caf") {
     return refuse("transport", "is \"" + q.transport + "\"; known: ucx, caf");
   }
@@ -168,6 +169,7 @@ class worker_state {
                                           std::to_string(remote_protocol_version) +
                                           " here; run the same pipeworks version on every host");
           hello_msg reply{remote_protocol_version, "worker", {}, {}, {}};
+          reply.max_frame = spec_->max_frame;
           if (auto eps = process_endpoints()) {
             reply.ucx = eps->local->address();
             reply.ucx_network = eps->network->address();
@@ -225,8 +227,16 @@ class worker_state {
     for (auto& r : run_.ranks) self_->send_exit(r, caf::exit_reason::user_shutdown);
     for (auto& r : run_.shards) self_->send_exit(r, caf::exit_reason::user_shutdown);
     const std::string sent = run_.link ? "; sent " + run_.link->sent_text() : "";
+    const bool used_ucx = run_.link != nullptr;
     run_ = hosted_run{};
+    // A run that failed may have lost a peer in the middle of writing into this process's UCX
+    // shared-memory queue, which would then never be read past that slot (issue 31, item 5): the
+    // next run gets new UCX workers. Only this worker's runs use them.
+    if (!ok && used_ucx) ucx_transport::retire_process_transports();
     log((ok ? "the run ended" : "the run failed: " + why) + sent);
+    if (!ok && used_ucx)
+      log("the next run gets new UCX workers: a peer lost while it wrote into this worker's "
+          "shared memory would leave it unread");
     if (spec_->on_run_end) spec_->on_run_end(ok, why);
   }
 

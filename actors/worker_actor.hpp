@@ -14,6 +14,8 @@ struct worker_spec {
   // Absolute: the worker's own checkpoint directory (local to its host), where its ranks write
   // their files; "" to write them into the driver's (which must then be shared).
   std::string checkpoint_dir;
+  // The largest CAF frame this worker's frame guard passes on (--max-frame-mb), told to drivers.
+  std::uint64_t max_frame = 0;
   // It has started hosting a run's ranks.
   std::function<void()> on_run_start;
   // The run it hosted ended: ok, or why not (the driver's error, or the driver was lost).

@@ -71,6 +71,7 @@ run_plan make_plan(train_options& o) {
     if (!saved) throw pipeworks_error("--resume: " + saved.message());
     saved->checkpoint.dir = f.resume;
     run_plan given = plan_from_flags(o, *saved, false, threads, 0);
+    keep_checkpoint_data_path(*saved, given);
     // The processes are this run's: the workers given now (none: all ranks in this process).
     if (!f.given.count("--workers") && !f.given.count("--rendezvous")) {
       given.processes.workers.clear();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -54,9 +55,10 @@ std::string advertised(const host_port& at, std::uint16_t port) {
   return to_string(host_port{host, port});
 }
 
-// Joins the driver's rendezvous as `place` says, retrying while the driver is not up yet.
-void join(caf::actor_system& sys, const launch_place& place, const std::string& address,
-          std::chrono::milliseconds limit) {
+// Joins the driver's rendezvous as `place` says, retrying while the driver is not up yet; returns
+// the rendezvous actor, which lives until the driver's run ends (or it gives up).
+caf::actor join(caf::actor_system& sys, const launch_place& place, const std::string& address,
+                std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -75,7 +77,7 @@ void join(caf::actor_system& sys, const launch_place& place, const std::string& 
         .receive([](const hello_msg&) {},
                  [&](caf::error& e) { error = error_text(sys, e); });
     if (!error.empty()) throw pipeworks_error(error);
-    return;
+    return *driver;
   }
 }
 
@@ -134,6 +136,7 @@ int run_worker(const worker_options& o) {
   auto spec = std::make_shared<worker_spec>();
   spec->log = [](const std::string& line) { std::fprintf(stderr, "pipeworks worker: %s\n", line.c_str()); };
   spec->checkpoint_dir = own_dir;
+  spec->max_frame = static_cast<std::uint64_t>(o.max_frame_mb) << 20;
   const bool once = o.once || place.has_value();  // a launcher's worker serves its one run
   spec->on_run_start = [ends] {
     std::lock_guard lock(ends->mu);
@@ -170,9 +173,12 @@ int run_worker(const worker_options& o) {
   const auto port = &port_number;
   std::printf("pipeworks worker listening on %s\n", to_string(host_port{at->host, *port}).c_str());
   std::fflush(stdout);
+  // A joined worker watches the driver's rendezvous: its end before this worker holds ranks
+  // means the driver gave up (a rank did not join, a worker could not be reached) or is gone.
+  caf::scoped_actor watcher{sys};
   if (place) {
     try {
-      join(sys, *place, advertised(*at, *port), std::chrono::milliseconds(o.connect_timeout_ms));
+      watcher->monitor(join(sys, *place, advertised(*at, *port), std::chrono::milliseconds(o.connect_timeout_ms)));
     } catch (...) {
       caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
       throw;
@@ -188,8 +194,18 @@ int run_worker(const worker_options& o) {
   {
     std::unique_lock lock(ends->mu);
     bool abandoned = false;
+    std::optional<std::string> gone;  // why the driver's rendezvous ended before any ranks came
     while (!stop_signals::requested() && !(once && ends->runs > 0)) {
       ends->cv.wait_for(lock, std::chrono::milliseconds(50));
+      if (place && ends->started == 0) {
+        lock.unlock();
+        watcher->receive([&](const caf::down_msg& dm) { gone = dm.reason ? error_text(sys, dm.reason)
+                                                                          : "it ended"; },
+                         caf::after(std::chrono::milliseconds(0)) >> [] {});
+        lock.lock();
+        if (gone && ends->started == 0) break;
+        gone.reset();  // the ranks came meanwhile: the run's own end is what counts now
+      }
       if (place && ends->started == 0 && std::chrono::steady_clock::now() > hosting_deadline) {
         abandoned = true;
         break;
@@ -201,7 +217,12 @@ int run_worker(const worker_options& o) {
                    ends->started > ends->runs ? " while hosting ranks of a run; its driver will "
                                                 "name them as lost" : "");
     }
-    else if (abandoned) {
+    else if (gone) {
+      std::fprintf(stderr, "pipeworks worker: error: the driver at %s gave up and sent no ranks "
+                           "(%s); exiting\n",
+                   to_string(place->driver).c_str(), gone->c_str());
+      code = exit_failure;
+    } else if (abandoned) {
       std::fprintf(stderr, "pipeworks worker: error: the driver at %s sent no ranks within %d ms "
                            "(--connect-timeout-ms) of the join; its rendezvous may have failed\n",
                    to_string(place->driver).c_str(), o.connect_timeout_ms);

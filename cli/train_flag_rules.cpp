@@ -18,6 +18,16 @@ namespace pipeworks::cli {
 
 void check_flags(train_options& o) {
   pipeline_flags& f = o.pipe;
+  // A resumed run keeps the checkpoint's partitioning and placement: a planner's flags would be
+  // ignored, so they are refused (as --plan and --init are with --resume).
+  if (!f.resume.empty())
+    for (const char* flag : {"--auto-partition", "--cluster", "--planner"})
+      if (f.given.count(flag))
+        throw CLI::ValidationError(flag, "--resume DIR continues with the checkpoint's own "
+                                         "partitioning (its stages, replicas, split and devices), "
+                                         "so " + std::string(flag) + " would be ignored: drop it "
+                                         "(or start a new run from the checkpoint with --init DIR "
+                                         "to partition anew)");
   check_auto_partition_flags(f);
   check_pipeline_flags(f);  // before the data loads and the profile runs
   check_cluster_flag(f);
@@ -44,6 +54,15 @@ void check_flags_against_plan(const train_options& o, const run_plan& plan) {
   if (f.init_partial && (plan.init_from.empty() || plan.data.position > 0))
     throw CLI::ValidationError("--init-partial", "there are no --init weights to load in part: "
                                                  "give --init FILE or DIR, or drop --init-partial");
+}
+
+void keep_checkpoint_data_path(const run_plan& saved, run_plan& given) {
+  if (given.data.path == saved.data.path || given.data.path.empty() || saved.data.path.empty())
+    return;
+  std::error_code a, b;
+  const auto now = std::filesystem::weakly_canonical(std::filesystem::absolute(given.data.path), a);
+  const auto then = std::filesystem::weakly_canonical(std::filesystem::absolute(saved.data.path), b);
+  if (!a && !b && now == then) given.data.path = saved.data.path;
 }
 
 void check_train_memory(const model<float>& net, const model_spec& spec, std::int64_t batch,

@@ -19,6 +19,11 @@ void check_flags(train_options& o);
 // pipeline flags with --schedule none.
 void check_flags_against_plan(const train_options& o, const run_plan& plan);
 
+// A resumed run's --data naming the checkpoint's data file by another spelling (absolute for
+// relative, through a symbolic link, with "..") is the checkpoint's path, compared resolved from
+// the working directory; a path that resolves elsewhere stays and is refused as a difference.
+void keep_checkpoint_data_path(const run_plan& saved, run_plan& given);
+
 // Weights, the spare version, gradients and two moments, and a gpt batch copied once to split,
 // against physical memory; refused naming `flag` with `hint`.
 void check_train_memory(const model<float>& net, const model_spec& spec, std::int64_t batch,

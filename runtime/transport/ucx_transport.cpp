@@ -53,6 +53,7 @@ result<std::shared_ptr<ucx_transport>> ucx_transport::open(ucx_reach) {
                     "tensors cannot go over UCX; use --transport caf");
 }
 result<std::shared_ptr<ucx_transport>> ucx_transport::process(ucx_reach r) { return open(r); }
+void ucx_transport::retire_process_transports() {}
 void ucx_transport::end_process_transports() {}
 
 #else
@@ -248,9 +249,15 @@ class ucp_transport final : public ucx_transport {
     delete o;
   }
 
-  // Runs `f` on the progress thread and returns once it has run.
+  // Runs `f` on the progress thread and returns once it has run; called on the progress thread,
+  // it runs at the loop's next turn and returns at once. The progress thread may be inside UCX
+  // there: a claim's or a send's callback runs inside ucp_worker_progress (or a receive's call),
+  // and one that drops a wire link's last owner stops its prefetch from there. `f` progresses the
+  // worker (to cancel receives), and UCX must not be progressed from inside its own callbacks:
+  // done there, it once processed messages again or out of turn, and a later message of another
+  // run on the same worker went astray (its claim failed: "no message with its tag arrived").
   void on_loop(std::function<void()> f) {
-    if (std::this_thread::get_id() == thread_.get_id()) return f();
+    if (std::this_thread::get_id() == thread_.get_id()) return post(std::move(f));
     auto done = std::make_shared<std::promise<void>>();
     auto finished = done->get_future();
     post([f = std::move(f), done] {
@@ -694,6 +701,15 @@ result<std::shared_ptr<ucx_transport>> ucx_transport::process(ucx_reach reach) {
     one = std::move(*t);
   }
   return one;
+}
+
+void ucx_transport::retire_process_transports() {
+  std::shared_ptr<ucx_transport> retired[2];
+  {
+    std::lock_guard<std::mutex> lock(process_mu());
+    for (int k = 0; k < 2; ++k) retired[k] = std::move(process_ones()[k]);
+  }
+  // Ended here unless a run still holds them (then by its last owner, maybe a reaper thread).
 }
 
 void ucx_transport::end_process_transports() {

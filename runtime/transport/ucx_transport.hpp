@@ -35,6 +35,13 @@ class ucx_transport {
   static result<std::shared_ptr<ucx_transport>> open(ucx_reach reach = ucx_reach::local);
   // The process's transport of each reach, opened on first use and kept until the process ends.
   static result<std::shared_ptr<ucx_transport>> process(ucx_reach reach);
+  // Lets go of the process's transports: the next process() opens new ones (a new UCX worker, with
+  // a new address and new shared-memory queues), while runs that hold the old ones keep them until
+  // they let go. For a process that goes on after a run whose peer was lost: a peer killed while
+  // it wrote into this worker's shared-memory receive queue (UCX's mm FIFO, which every peer on
+  // the host writes into) leaves a slot reserved and never marked written, and the queue is read
+  // in order: nothing any peer sends through it afterwards is ever read.
+  static void retire_process_transports();
   // Ends the process's transports, and any transport let go on its own progress thread, joining
   // their threads here; call it once no run uses them (the CLI does, before exit), so that UCX is
   // never torn down beside the process's static destruction. A later process() opens anew.
@@ -75,7 +82,8 @@ class ucx_transport {
   virtual void claim(std::uint64_t tag, std::size_t n, claim_fn done,
                      std::chrono::milliseconds patience) = 0;
   // Ends the prefetch registered with (mask, value): its claims fail, its receives are cancelled and
-  // what it holds is dropped. Returns once that is done.
+  // what it holds is dropped. Returns once that is done; called from one of this transport's own
+  // callbacks (on its progress thread, maybe inside UCX), it is done at the loop's next turn.
   virtual void stop_prefetch(std::uint64_t mask, std::uint64_t value) = 0;
   // Whether this host runs more of the run's processes than it has cores: then the progress
   // thread, which polls while transfers move, yields its core after every poll.

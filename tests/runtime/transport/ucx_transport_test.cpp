@@ -229,3 +229,94 @@ TEST_CASE("a transport whose last owner lets go inside its own callback ends wit
   CHECK(watch.expired());
   ucx_transport::end_process_transports();  // joins the thread that ended it
 }
+
+// Issue 31, item 5: a wire link let go inside a transfer's callback (its last owner gone) stops
+// its prefetch from that callback, on the progress thread inside UCX's progress. Stopping there
+// once progressed UCX again from inside its own callback, which UCX does not allow; messages
+// queued behind it then went astray (a later run's claim failed: "no message with its tag arrived
+// in time"). The stop now waits for the loop's next turn; every message after it arrives whole.
+TEST_CASE("a prefetch stopped inside a claim callback leaves every later message whole", "[ucx]") {
+  auto a = open_or_skip();
+  if (!a) {
+    WARN("skipped: this build has no UCX");
+    return;
+  }
+  auto b = open_or_skip();
+  const std::uint64_t mask = 0xFF00000000000000ull, old_run = 0x0400000000000000ull,
+                      new_run = 0x0500000000000000ull;
+  for (int round = 0; round < 20; ++round) {
+    CAPTURE(round);
+    prefetch_probe early, later;
+    b->prefetch(mask, old_run, std::size_t{64} << 20, std::chrono::seconds(120), early.into());
+    b->prefetch(mask, new_run, std::size_t{64} << 20, std::chrono::seconds(120), later.into());
+    // The old run's last tensor: its claim ends the old run's prefetch from inside the callback.
+    auto stopped = std::make_shared<std::promise<std::string>>();
+    auto stopped_f = stopped->get_future();
+    // Large, so that it completes inside UCX's progress (a rendezvous), not inside the receive call.
+    const std::size_t old_size = std::size_t{1} << 20;
+    b->claim(old_run | 1, old_size, [b = b.get(), stopped, mask, old_run](std::shared_ptr<void>, const std::string& e) {
+      b->stop_prefetch(mask, old_run);
+      stopped->set_value(e);
+    }, std::chrono::seconds(120));
+    std::vector<std::future<std::string>> sends;
+    auto first = pattern(old_size, 1);
+    sends.push_back(send(*a, *b, old_run | 1, first));
+    // Many of the next run's, small and large, queued behind it.
+    std::vector<std::shared_ptr<std::vector<std::uint8_t>>> sent;
+    for (std::uint64_t k = 0; k < 24; ++k) {
+      sent.push_back(pattern(k % 3 == 0 ? (std::size_t{1} << 16) + 8 * k : 256 + 8 * k,
+                             static_cast<std::uint8_t>(round + k)));
+      sends.push_back(send(*a, *b, new_run | k, sent.back()));
+    }
+    CHECK(wait(stopped_f) == "");
+    for (std::uint64_t k = 0; k < sent.size(); ++k) {
+      CAPTURE(k);
+      std::shared_ptr<std::vector<std::uint8_t>> got;
+      auto claimed = claim(*b, new_run | k, sent[k]->size(), got);
+      REQUIRE(wait(claimed) == "");
+      REQUIRE(got);
+      CHECK(*got == *sent[k]);
+    }
+    for (auto& s : sends) CHECK(wait(s) == "");
+    b->stop_prefetch(mask, new_run);
+  }
+}
+
+// Issue 31, item 5: every peer on a host writes into one shared-memory queue of a UCX worker (the
+// mm FIFO), reserving a slot and then marking it written; a peer killed in between leaves a slot
+// that is never marked, and the queue is read in order, so nothing sent through it afterwards
+// arrives. A worker process whose run failed therefore lets go of its transports: the next run
+// gets new ones, with new addresses, while what still holds the old ones keeps them.
+TEST_CASE("retired process transports are replaced by new ones and the old go on for their holders", "[ucx]") {
+  if (!ucx_transport::available()) {
+    WARN("skipped: this build has no UCX");
+    return;
+  }
+  auto old_local = ucx_transport::process(ucx_reach::local);
+  REQUIRE(old_local);
+  std::shared_ptr<ucx_transport> held = *old_local;
+  auto again = ucx_transport::process(ucx_reach::local);
+  REQUIRE(again);
+  CHECK(again->get() == held.get());  // kept for the process until retired
+  ucx_transport::retire_process_transports();
+  auto fresh = ucx_transport::process(ucx_reach::local);
+  REQUIRE(fresh);
+  CHECK(fresh->get() != held.get());
+  CHECK((*fresh)->address() != held->address());
+  // The old one still carries what its holder sends, to the new one.
+  const std::uint64_t mask = 0xFF00000000000000ull, value = 0x0600000000000000ull;
+  prefetch_probe probe;
+  (*fresh)->prefetch(mask, value, std::size_t{1} << 20, std::chrono::seconds(120), probe.into());
+  auto bytes = pattern(4096, 6);
+  auto sent = send(*held, **fresh, value | 1, bytes);
+  std::shared_ptr<std::vector<std::uint8_t>> got;
+  auto claimed = claim(**fresh, value | 1, bytes->size(), got);
+  CHECK(wait(claimed) == "");
+  REQUIRE(got);
+  CHECK(*got == *bytes);
+  CHECK(wait(sent) == "");
+  (*fresh)->stop_prefetch(mask, value);
+  held.reset();
+  fresh->reset();
+  ucx_transport::end_process_transports();
+}
