@@ -159,6 +159,21 @@ void check_resumed_checkpoint(const train_options& o, const run_plan& plan) {
   const std::string dir = step_dir(plan.checkpoint.dir, plan.data.position);
   if (status s = verify_files(*m, dir); !s) throw pipeworks_error(std::string(flag) + ": " + s.message());
   if (status s = check_rank_files(*m, dir); !s) throw CLI::ValidationError(flag, s.message());
+  // A plan naming another data path than its checkpoint's is a change of the plan (resume_plan
+  // refuses it, flag or not): said here, before the data's bytes are compared.
+  const nlohmann::json& saved = m->plan;
+  const auto same_file = [](const std::string& a, const std::string& b) {
+    std::error_code ea, eb;
+    return a == b || std::filesystem::weakly_canonical(std::filesystem::absolute(a), ea) ==
+                         std::filesystem::weakly_canonical(std::filesystem::absolute(b), eb);
+  };
+  if (saved.contains("data") && saved["data"].contains("path") && saved["data"]["path"].is_string() &&
+      !same_file(saved["data"]["path"].get<std::string>(), plan.data.path))
+    throw CLI::ValidationError(
+        flag, "data.path " + plan.data.path + " is not the checkpoint's data.path " +
+                  saved["data"]["path"].get<std::string>() + " (" + dir + "): a resumed run keeps "
+                  "its checkpoint's plan, data.path included (--resume-on-other-data accepts other "
+                  "bytes under that path); start a new run with --init to train on other data");
   if (f.resume_on_other_data) return;
   if (status s = check_resume_data(*m, plan); !s)
     throw CLI::ValidationError(

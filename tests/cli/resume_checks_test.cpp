@@ -244,3 +244,39 @@ TEST_CASE("a rank file of another step is named with both steps before any rank 
   CHECK_FALSE(contains(shown.out, "all 2 files verified"));
   CHECK(files_under(ck) == before);
 }
+
+TEST_CASE("a plan resuming a checkpoint checks its data and refuses another data path",
+          "[cli][checkpoint]") {
+  scratch_dir dir;
+  train_in_a(dir);
+  fs::copy(dir / "a/ck", dir / "a/pck", fs::copy_options::recursive);
+  json plan = manifest_of(dir / "a/ck", 6)["plan"];
+  plan["checkpoint"]["dir"] = "pck";
+  const auto before = files_under(dir / "a/pck");
+  // Another path in the plan: a change of the plan, refused with the flag or without.
+  plan["data"]["path"] = "../b/txt";
+  write_file(dir / "a/other.json", plan.dump());
+  for (bool flag : {false, true}) {
+    std::vector<std::string> args{"train", "--plan", "other.json", "--sample", "0", "--eval-windows", "4"};
+    if (flag) args.push_back("--resume-on-other-data");
+    const cli_result r = run_in(dir / "a", args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "--plan: data.path ../b/txt is not the checkpoint's data.path txt"));
+    CHECK(files_under(dir / "a/pck") == before);
+  }
+  // Its own path, other bytes there: refused naming them, and the flag goes on.
+  plan["data"]["path"] = "txt";
+  write_file(dir / "a/own.json", plan.dump());
+  write_file(dir / "a/txt", small_text(25000));
+  const cli_result refused = run_in(dir / "a", {"train", "--plan", "own.json", "--sample", "0",
+                                                "--eval-windows", "4"});
+  CHECK(refused.exit_code == 2);
+  CHECK(contains(refused.err, "--plan: the data txt is not what the checkpoint of step 6 was trained on: "
+                              "its size is 25000 bytes, the checkpoint's was 20000"));
+  CHECK(files_under(dir / "a/pck") == before);
+  const cli_result goes_on = run_in(dir / "a", {"train", "--plan", "own.json", "--sample", "0",
+                                                "--eval-windows", "4", "--resume-on-other-data"});
+  INFO(goes_on.err);
+  CHECK(goes_on.exit_code == 0);
+}
