@@ -38,6 +38,13 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                "GPU ranks' linear layers multiply bf16 copies of their operands, accumulating in "
                "fp32; weights, gradients, optimizer and the other ops stay fp32 (about 1e-2 "
                "relative error; attention as with --tf32)");
+  sub.add_option("--recompute", f.recompute,
+                 "what each stage keeps from a forward for its backward: none (every activation) "
+                 "or full (only the stage's input; the backward runs the forward again first, on "
+                 "the same weights: less memory, about a third more compute, the same weights bit "
+                 "for bit)")
+      ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
   sub.add_option("--split", f.split,
                  "first block of each (virtual) stage, e.g. 0,3,6 (default: even FLOPs)");
   sub.add_option("--trace", f.trace, "write the run's Chrome trace (Perfetto) to this file");

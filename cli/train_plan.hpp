@@ -36,7 +36,8 @@ run_plan plan_from_flags(const train_options& o, run_plan base, bool all_given, 
 // The worker-process flags (--workers, --heartbeat-ms, ...) applied to p: all, or those given.
 // --workers places the ranks anew over the workers it names.
 void apply_process_flags(const train_options& o, run_plan& p, bool all_given);
-// --device (every rank's device) and --tf32, when given, over p (a --plan file's too).
+// --device (every rank's device), --tf32, --bf16 and --recompute, when given, over p (a --plan
+// file's too): they change where and how the run computes, not what.
 void apply_device_flags(const train_options& o, run_plan& p);
 
 // The flag that sets a plan field ("schedule.stages" -> "--stages").

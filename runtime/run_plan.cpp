@@ -99,6 +99,10 @@ std::optional<plan_issue> check_single_device(const run_plan& p) {
     return issue("auto_partition", "plans a pipeline: give a pipeline {schedule.kind} (e.g. 1f1b or 2bw)");
   if (p.ranks.size() > 1 || (p.ranks.size() == 1 && p.ranks[0].speed != 1.0))
     return issue("ranks", "throttled device speeds need a pipeline schedule");
+  if (p.recompute != recompute_mode::none)
+    return issue("runtime.recompute", "recomputes a pipeline stage's stash from its input, and "
+                                      "none has one stage holding every block's: pick a schedule "
+                                      "(e.g. 1f1b) with {schedule.stages} of 2 or more, or drop it");
   return std::nullopt;
 }
 
@@ -383,6 +387,7 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
   // it is then no longer bit for bit the interrupted one).
   out.tf32 = given.tf32;
   out.bf16 = given.bf16;
+  out.recompute = given.recompute;  // memory against time: the same bits either way
   if (!given.checkpoint.dir.empty()) out.checkpoint.dir = given.checkpoint.dir;  // may have moved
   if (out.checkpoint.run.empty()) out.checkpoint.run = given.checkpoint.run;
   out.ranks = want.ranks.empty() ? saved.ranks : want.ranks;

@@ -14,6 +14,7 @@
 #include "ops/device/device.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/train/trainer_config.hpp"
+#include "runtime/recompute_mode.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks {
@@ -110,6 +111,7 @@ struct run_plan {
   std::int64_t weights_every = 0;  // ranks send their weights to the driver every k steps; 0: never
   bool tf32 = false;  // GPU ranks' GEMMs may use TF32 tensor cores (about 1e-3 relative error)
   bool bf16 = false;  // GPU ranks' linear layers multiply in bf16, fp32 elsewhere (about 1e-2)
+  recompute_mode recompute = recompute_mode::none;  // what a stage keeps for its backward
   std::optional<auto_partition_spec> auto_partition;
   process_spec processes;
 

@@ -179,7 +179,8 @@ std::string to_json_text(const run_plan& p) {
         {"actors", p.detached ? "detached" : "pooled"},
         {"weights_every", p.weights_every},
         {"tf32", p.tf32},
-        {"bf16", p.bf16}}},
+        {"bf16", p.bf16},
+        {"recompute", std::string(recompute_name(p.recompute))}}},
       {"checkpoint",
        {{"every", p.checkpoint.every}, {"dir", p.checkpoint.dir}, {"keep", p.checkpoint.keep}}},
       {"auto_partition", ap},
@@ -342,8 +343,20 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   {
     const reader r = top.sub("runtime");
-    PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"}));
+    // "recompute" is optional: plans written before it existed recompute nothing.
+    if (r.has("recompute"))
+      PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16",
+                     "recompute"}));
+    else
+      PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"}));
     PW_TRY(r.flag("tf32", p.tf32));
+    if (r.has("recompute")) {
+      std::string mode;
+      PW_TRY(r.text("recompute", mode));
+      const auto m = parse_recompute(mode);
+      if (!m) return r.fail("recompute", "is \"" + mode + "\"; known: none, full");
+      p.recompute = *m;
+    }
     PW_TRY(r.flag("bf16", p.bf16));
     PW_TRY(r.whole("credits", p.credits, 0, int_max));
     PW_TRY(r.whole("threads_per_stage", p.threads_per_stage, 1, 4096));

@@ -250,7 +250,9 @@ void stage_executor<T>::impl::run_forward(const action& a) {
   // A microbatch that a checkpoint's cut will find held keeps its input until the backward: the
   // checkpoint stores it and a restored rank recomputes the stash from it, rather than storing
   // the stash, which is many times larger.
-  tensor kept = cuts.keeps_input(pc) ? input.clone() : tensor{};
+  // Under recompute full every microbatch keeps it, and the stash is dropped.
+  const bool recompute = setup.recompute == recompute_mode::full;
+  tensor kept = recompute || cuts.keeps_input(pc) ? input.clone() : tensor{};
   const double t0 = timer.begin();
   stage_forward out = forward_blocks(context, model_, *weights, std::move(input), in.ctx);
   if (fault_here(a, fault_kind::nan)) {  // what is sent is corrupt; what this stage saved is not
@@ -263,8 +265,8 @@ void stage_executor<T>::impl::run_forward(const action& a) {
   held_microbatch<T> h;
   h.version = v;
   h.input = std::move(kept);
-  for (const auto& s : out.saved)
-    for (const auto& t : s.saved) h.bytes += static_cast<std::int64_t>(t.nbytes());
+  h.stash_bytes = stash_bytes(out.saved);
+  h.bytes = h.stash_bytes;
   if (a.stage == plan.virtual_stages - 1) {
     const double loss = static_cast<double>(loss_value<T>(out.output));
     if (!std::isfinite(loss)) {
@@ -288,6 +290,11 @@ void stage_executor<T>::impl::run_forward(const action& a) {
     }
   }
   h.stash = stage_stash{std::move(weights), std::move(out.saved), std::move(in.ctx)};
+  if (recompute) {
+    h.stash.saved.clear();
+    h.recomputes = true;
+    h.bytes = static_cast<std::int64_t>(h.input.nbytes());
+  }
   st.activation_bytes += h.bytes;
   st.ref(v);
   st.held.emplace(a.microbatch, std::move(h));
@@ -319,6 +326,17 @@ void stage_executor<T>::impl::run_backward(const action& a) {
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
   const bool split = a.kind == action_kind::input_grad;
   const double t0 = timer.begin();
+  if (h.recomputes) {
+    // The forward again, on the input and weight version the F used: the same stash, bit for
+    // bit (deterministic kernels). Held until this backward has used it.
+    stage_forward again =
+        forward_blocks(context, model_, *h.stash.weights, std::move(h.input), h.stash.ctx);
+    h.stash.saved = std::move(again.saved);
+    h.recomputes = false;
+    st.activation_bytes += h.stash_bytes - h.bytes;
+    h.bytes = h.stash_bytes;
+    st.note_peaks();
+  }
   tensor din;
   stage_deferred later;
   if (split)  // I: the input gradient now; the weight-gradient GEMMs wait for W

@@ -82,7 +82,7 @@ void stage_executor<T>::impl::record_snapshot(int n) {
       hs.stage = st.stage;
       hs.microbatch = mb;
       hs.version = h.version;
-      hs.bytes = h.bytes;
+      hs.bytes = h.later ? h.bytes : h.stash_bytes;  // recorded whole under recompute full too
       if (!h.later && !h.input.empty())
         hs.input = h.input.copy_to(device::cpu());  // the stash is recomputed from it on restore
       else
@@ -175,13 +175,17 @@ void stage_executor<T>::impl::restore(rank_state s) {
     h.bytes = hs.bytes;
     h.stash.weights = v->second;
     h.stash.ctx = microbatch_ctx{hs.batch, hs.targets};
-    if (!hs.input.empty() && !hs.deferred) {
+    h.stash_bytes = hs.bytes;
+    if (!hs.input.empty() && !hs.deferred && setup.recompute == recompute_mode::full) {
+      // The backward makes the stash again, as it would have in the interrupted run.
+      h.input = context.adopt(std::move(hs.input));
+      h.recomputes = true;
+      h.bytes = static_cast<std::int64_t>(h.input.nbytes());
+    } else if (!hs.input.empty() && !hs.deferred) {
       // The forward again, on the same input and weights: the same stash, bit for bit.
       stage_forward again =
           forward_blocks(context, model_, *h.stash.weights, hs.input.clone(), h.stash.ctx);
-      std::int64_t bytes = 0;
-      for (const auto& b : again.saved)
-        for (const auto& t : b.saved) bytes += static_cast<std::int64_t>(t.nbytes());
+      const std::int64_t bytes = stash_bytes(again.saved);
       if (bytes != hs.bytes)
         throw pipeworks_error(who + ": recomputing the stash of microbatch " +
                               std::to_string(hs.microbatch) + " of stage " + std::to_string(hs.stage) +

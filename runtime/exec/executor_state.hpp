@@ -18,14 +18,26 @@
 
 namespace pipeworks {
 
+// The bytes of the tensors a stage's forward stashed, all its blocks together.
+inline std::int64_t stash_bytes(const std::vector<stash>& saved) {
+  std::int64_t bytes = 0;
+  for (const stash& s : saved)
+    for (const tensor& t : s.saved) bytes += static_cast<std::int64_t>(t.nbytes());
+  return bytes;
+}
+
 // What F(k) keeps for B(k) (or I(k)), and what I(k) keeps for W(k).
 template <class T>
 struct held_microbatch {
   stage_stash stash;
   int version = 0;
-  std::int64_t bytes = 0;       // stashed activation bytes (after I: what W still needs)
+  std::int64_t bytes = 0;       // held activation bytes (after I: what W still needs)
+  std::int64_t stash_bytes = 0;  // the bytes of the F's whole stash, whether held or not
   std::optional<stage_deferred> later;  // after I: what the weight-gradient half W needs
-  tensor input;  // with checkpoints, before I: the F's input, from which a restore recomputes
+  // Before I, with checkpoints or recomputation: the F's input, from which a restore (and, with
+  // recompute full, the B or I) runs the forward again.
+  tensor input;
+  bool recomputes = false;  // recompute full: the stash is not held; B or I makes it again
 };
 
 template <class T>

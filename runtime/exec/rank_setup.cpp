@@ -69,6 +69,7 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
   if (!p.ranks.empty()) s.where = p.ranks.at(static_cast<std::size_t>(rank)).device.where;
   s.tf32 = p.tf32;
   s.bf16 = p.bf16;
+  s.recompute = p.recompute;
   for (const rank_placement& r : p.ranks) {
     s.rank_devices.push_back(r.device.where);
     s.rank_processes.push_back(r.process);
