@@ -45,7 +45,8 @@ class stage_state {
       auto sink = [this](outgoing out) { route(std::move(out)); };
       if (!spec->resume.path.empty()) {
         auto state = load_rank_checkpoint(spec->resume_dir, spec->resume, *spec->net,
-                                          spec->setup.boundaries, spec->identity);
+                                          spec->setup.boundaries, spec->identity,
+                                          spec->setup.first_step);
         if (!state) throw pipeworks_error(state.message());
         exec_ = std::make_unique<stage_executor<T>>(*spec->net, std::move(spec->setup),
                                                     std::move(*state), sink);

@@ -440,7 +440,7 @@ result<rank_state> read_rank_file(const std::string& path, const model<T>& m,
 template <class T>
 result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
                                         const model<T>& m, const std::vector<int>& boundaries,
-                                        const metadata_map& identity) {
+                                        const metadata_map& identity, std::int64_t step) {
   const std::string path = (std::filesystem::path(file_dir(file, dir)) / file.path).string();
   if (status s = check_input_file(path, "checkpoint file"); !s && std::filesystem::exists(path))
     return make_error(s.message());
@@ -472,15 +472,21 @@ result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint
       return make_error(path + ": its metadata " + key + " is " + has + ", but the manifest's plan " +
                         "says " + want + "; the manifest and the files are of different runs");
   }
-  return parse_rank_file(*parsed, m, boundaries);
+  auto state = parse_rank_file(*parsed, m, boundaries);
+  if (state && step >= 0 && state->step != step)
+    return make_error(path + " is a rank file of step " + std::to_string(state->step) +
+                      ", but the checkpoint resumed is of step " + std::to_string(step) +
+                      ": a rank file of another checkpoint was put in its place; put back the rank "
+                      "file of step " + std::to_string(step));
+  return state;
 }
 
 template result<rank_state> load_rank_checkpoint<float>(const std::string&, const checkpoint_file&,
                                                         const model<float>&, const std::vector<int>&,
-                                                        const metadata_map&);
+                                                        const metadata_map&, std::int64_t);
 template result<rank_state> load_rank_checkpoint<double>(const std::string&, const checkpoint_file&,
                                                          const model<double>&, const std::vector<int>&,
-                                                         const metadata_map&);
+                                                         const metadata_map&, std::int64_t);
 template result<rank_state> read_rank_file<float>(const std::string&, const model<float>&,
                                                   const std::vector<int>&);
 template result<rank_state> read_rank_file<double>(const std::string&, const model<double>&,

@@ -38,11 +38,13 @@ result<rank_state> parse_rank_file(const safetensors_file& file, const model<T>&
                                    const std::vector<int>& boundaries);
 
 // Reads and checks a rank's checkpoint file: its size and sha256 against the manifest's, the
-// model and schedule it names against `identity` (the plan's), then its contents against the
-// model and boundaries. Errors name the file and what is wrong.
+// plan fields it records against `identity` (rank_identity of the plan), then its contents
+// against the model and boundaries, and its step against `step` (the checkpoint's; -1: any).
+// Errors name the file and what is wrong.
 template <class T>
 result<rank_state> load_rank_checkpoint(const std::string& dir, const checkpoint_file& file,
                                         const model<T>& m, const std::vector<int>& boundaries,
-                                        const metadata_map& identity = {});
+                                        const metadata_map& identity = {},
+                                        std::int64_t step = -1);
 
 }  // namespace pipeworks

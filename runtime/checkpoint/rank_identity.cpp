@@ -3,6 +3,7 @@
 #include "runtime/checkpoint/rank_identity.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

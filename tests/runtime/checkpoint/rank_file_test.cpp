@@ -1,11 +1,14 @@
 // Tests for runtime/checkpoint/rank_file's reader: rank-state numbers the writer never writes
-// (fractions, exponents, values past the field's type) are refused, naming the field.
+// (fractions, exponents, values past the field's type) are refused, naming the field; a rank
+// file of another step than the checkpoint resumed is named with both steps.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "ops/model/mlp.hpp"
 #include "runtime/checkpoint/rank_file.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace pipeworks;
 
@@ -65,4 +68,26 @@ TEST_CASE("rank files refuse a fraction where a whole number belongs and name th
   CHECK_THAT(refusal(empty_state_with(R"("stages": [{"stage": 0, "latest": 0,)"
                                       R"( "forwards_done": 0, "versions": [0.5]}])")),
              Contains("a version must be"));
+}
+
+TEST_CASE("a rank file of another step is named when a rank loads it", "[runtime][checkpoint]") {
+  // A worker's rank reads its file from its own directory, which the driver cannot check first.
+  const model<float> m = make_mlp<float>({.inputs = 3, .hidden = {2}, .classes = 2});
+  test::scratch_dir dir;
+  rank_state s;
+  s.step = 10;
+  auto written = write_rank_file(dir / "rank-0.safetensors", s);
+  REQUIRE(written.ok());
+  const checkpoint_file file{0, "rank-0.safetensors", written->bytes, written->sha256, {}, {}};
+  const auto size = std::filesystem::file_size(dir / "rank-0.safetensors");
+  auto other = load_rank_checkpoint(dir.path().string(), file, m, {0, m.size()}, {}, 15);
+  REQUIRE_FALSE(other.ok());
+  CHECK_THAT(other.message(),
+             Catch::StartsWith(dir / "rank-0.safetensors" + " is a rank file of step 10, but the "
+                                                             "checkpoint resumed is of step 15") &&
+                 Catch::Contains("put back the rank file of step 15"));
+  CHECK(std::filesystem::file_size(dir / "rank-0.safetensors") == size);  // still there
+  auto same = load_rank_checkpoint(dir.path().string(), file, m, {0, m.size()}, {}, 10);
+  REQUIRE(same.ok());
+  CHECK(same->step == 10);
 }
