@@ -39,11 +39,12 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                "fp32; weights, gradients, optimizer and the other ops stay fp32 (about 1e-2 "
                "relative error; attention as with --tf32)");
   sub.add_option("--recompute", f.recompute,
-                 "what each stage keeps from a forward for its backward: none (every activation) "
-                 "or full (only the stage's input; the backward runs the forward again first, on "
-                 "the same weights: less memory, about a third more compute, the same weights bit "
-                 "for bit)")
-      ->check(CLI::IsMember({"none", "full"}))
+                 "what each stage keeps from a forward for its backward: none (every activation), "
+                 "full (only the stage's input; the backward runs the forward again first, on "
+                 "the same weights: least memory, about a third more compute) or selective (each "
+                 "GPT block drops its attention probabilities and GELU output and makes them "
+                 "again); the weights are the same bit for bit in every mode")
+      ->check(CLI::IsMember({"none", "full", "selective"}))
       ->capture_default_str();
   sub.add_option("--split", f.split,
                  "first block of each (virtual) stage, e.g. 0,3,6 (default: even FLOPs)");

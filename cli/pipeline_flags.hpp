@@ -23,7 +23,7 @@ struct pipeline_flags {
   // whether GPU ranks' GEMMs may use TF32.
   std::string device = "cpu";
   bool tf32 = false, bf16 = false;
-  std::string recompute = "none";  // --recompute none|full
+  std::string recompute = "none";  // --recompute none|full|selective
   // --auto-partition [--cluster C] [--planner pipedream|2bw] (cli/auto_partition.hpp).
   bool auto_partition = false;
   std::string cluster = "local-cpu", planner;

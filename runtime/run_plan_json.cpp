@@ -354,7 +354,7 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
       std::string mode;
       PW_TRY(r.text("recompute", mode));
       const auto m = parse_recompute(mode);
-      if (!m) return r.fail("recompute", "is \"" + mode + "\"; known: none, full");
+      if (!m) return r.fail("recompute", "is \"" + mode + "\"; known: none, full, selective");
       p.recompute = *m;
     }
     PW_TRY(r.flag("bf16", p.bf16));

@@ -85,6 +85,10 @@ class block {
     backward_weight(dev, w, dw, std::move(later));
     return din;
   }
+  // Selective recomputation: empties the tensors of a forward's stash that backward_input can
+  // make again cheaply from the rest (it makes again whatever it finds empty, with the same
+  // kernels, so the bits do not change). By default the block keeps its whole stash.
+  virtual void drop_recomputable(stash&) const {}
   // The sum of its layers' costs, per sample, at element size sizeof(T).
   virtual layer_cost cost() const = 0;
   virtual bool is_loss() const { return false; }

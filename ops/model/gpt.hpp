@@ -62,6 +62,9 @@ class gpt_transformer_block final : public block<T> {
                         const microbatch_ctx& ctx, deferred_grads& later) const override;
   void backward_weight(const device_context& dev, const T* w, T* dw,
                        deferred_grads later) const override;
+  // Drops the attention probabilities (B, NH, T, T: the largest tensor at long contexts, one
+  // attention forward to make again) and GELU's output (B, T, 4C: one elementwise pass).
+  void drop_recomputable(stash& s) const override;
   layer_cost cost() const override;
 
  private:

@@ -150,6 +150,14 @@ block_forward gpt_transformer_block<T>::forward(const device_context& dev, const
 
 // The same products as backward, less every linear's dweight and dbias.
 template <class T>
+void gpt_transformer_block<T>::drop_recomputable(stash& st) const {
+  std::vector<tensor>& s = st.saved;
+  if (static_cast<int>(s.size()) != s_count) throw pipeworks_error(name() + ": bad stash");
+  if (s[s_att].rank() == 4) s[s_att] = tensor();  // the flash kernels' logsumexp is small: kept
+  s[s_fch_gelu] = tensor();
+}
+
+template <class T>
 tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const T* w, stash st,
                                                 tensor dout, const microbatch_ctx&,
                                                 deferred_grads& later) const {
@@ -164,6 +172,16 @@ tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const
   constexpr auto over = grad_into::overwrite;
   auto W = [&](int k) { return w + off_[k]; };
   auto d = [&](int i) { return s[i].template data<T>(); };
+  // What drop_recomputable took, made again by the forward's own kernels: the same bits.
+  if (s[s_att].empty()) {
+    s[s_att] = fresh(attention_saved_shape(dev, B, Tn, C, NH));
+    tensor unused = fresh({B, Tn, C});
+    attention_forward(dev, unused.data<T>(), d(s_att), d(s_qkv), B, Tn, C, NH);
+  }
+  if (s[s_fch_gelu].empty()) {
+    s[s_fch_gelu] = fresh({B, Tn, 4 * C});
+    gelu_forward(dev, d(s_fch_gelu), d(s_fch), N * 4 * C);
+  }
   std::vector<tensor> l(l_count);
   l[l_ln] = make({4, C});
   T* dln = l[l_ln].data<T>();

@@ -57,6 +57,14 @@ stage_forward forward_blocks(const device_context& dev, const model<T>& m, const
   return r;
 }
 
+template <class T>
+void drop_recomputable(const model<T>& m, const param_set& p, std::vector<stash>& saved) {
+  if (static_cast<int>(saved.size()) != p.block_count())
+    throw pipeworks_error("a stage's stash has " + std::to_string(saved.size()) +
+                          " blocks, its weights " + std::to_string(p.block_count()));
+  for (int i = 0; i < p.block_count(); ++i) m.at(p.first_block() + i).drop_recomputable(saved[i]);
+}
+
 // The gradient coming into a stage, on its device (a loss block's dout stays a host scalar).
 template <class T>
 tensor adopt_dout(const device_context& dev, const model<T>& m, const param_set& p, tensor dout) {
@@ -128,6 +136,7 @@ tensor scalar_tensor(T v) {
   template stage_forward forward_blocks<T>(const device_context&, const model<T>&,       \
                                            const param_set&, tensor,                     \
                                            const microbatch_ctx&);                       \
+  template void drop_recomputable<T>(const model<T>&, const param_set&, std::vector<stash>&); \
   template tensor backward_blocks<T>(const device_context&, const model<T>&,             \
                                      const param_set&, param_set&, std::vector<stash>,   \
                                      tensor, const microbatch_ctx&);                     \

@@ -62,6 +62,11 @@ stage_forward forward_blocks(const model<T>& m, const param_set& p, tensor input
   return forward_blocks(host_context(), m, p, std::move(input), ctx);
 }
 
+// Selective recomputation over a stage's stash (one per block of p): each block drops what its
+// backward makes again (block::drop_recomputable).
+template <class T>
+void drop_recomputable(const model<T>& m, const param_set& p, std::vector<stash>& saved);
+
 // Runs the same blocks backward in reverse order, adding into g (same layout as p). Returns the
 // gradient of the stage's input (empty when the stage starts at a first block).
 template <class T>

@@ -294,6 +294,9 @@ void stage_executor<T>::impl::run_forward(const action& a) {
     h.stash.saved.clear();
     h.recomputes = true;
     h.bytes = static_cast<std::int64_t>(h.input.nbytes());
+  } else if (setup.recompute == recompute_mode::selective) {
+    drop_recomputable(model_, *h.stash.weights, h.stash.saved);
+    h.bytes = stash_bytes(h.stash.saved);
   }
   st.activation_bytes += h.bytes;
   st.ref(v);

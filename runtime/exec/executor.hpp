@@ -74,7 +74,8 @@ struct executor_setup {
   // gradients, the reducer's and the driver's copies) crosses to the host first.
   pipeworks::device where = pipeworks::device::cpu();
   bool tf32 = false, bf16 = false;
-  // full: each F keeps only its input; its B (or I) runs the forward again first.
+  // full: each F keeps only its input; its B (or I) runs the forward again first. selective: each
+  // block's stash less what its backward makes again (block::drop_recomputable).
   recompute_mode recompute = recompute_mode::none;
   // Every rank's device and process (empty: all on the CPU in one process). A GPU rank hands an
   // activation or gradient to a rank on the same GPU in the same process as a GPU tensor (the

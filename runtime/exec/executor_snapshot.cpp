@@ -193,6 +193,10 @@ void stage_executor<T>::impl::restore(rank_state s) {
                               std::to_string(hs.bytes));
       h.stash.saved = std::move(again.saved);
       h.input = std::move(hs.input);
+      if (setup.recompute == recompute_mode::selective) {
+        drop_recomputable(model_, *h.stash.weights, h.stash.saved);
+        h.bytes = stash_bytes(h.stash.saved);
+      }
     } else {
       for (auto& b : hs.saved) {
         for (tensor& t : b) t = context.adopt(std::move(t));

@@ -1,5 +1,5 @@
-// `pipeworks train --recompute`: full ends with the weights of none, bit for bit, and holds fewer
-// stashed bytes; a bad mode, or recomputation without a pipeline schedule, exits 2 naming it; a
+// `pipeworks train --recompute`: full and selective end with the weights of none, bit for bit, and
+// hold fewer stashed bytes; a bad mode, or recomputation without a pipeline schedule, exits 2 naming it; a
 // plan carries the mode (runtime.recompute) and a plan without it recomputes nothing.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -29,12 +29,12 @@ json last_line(const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("train --recompute full ends with the bits of none and holds fewer bytes", "[cli]") {
+TEST_CASE("train --recompute full and selective end with the bits of none and hold fewer bytes", "[cli]") {
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());
   std::vector<std::string> files;
   std::vector<json> reports;
-  for (const char* mode : {"none", "full"}) {
+  for (const char* mode : {"none", "full", "selective"}) {
     const std::string file = dir / (std::string(mode) + ".safetensors");
     const cli_result r = run_cli(gpt_args(dir, {"--schedule", "gpipe", "--stages", "2",
                                                 "--microbatches", "4", "--recompute", mode,
@@ -46,12 +46,17 @@ TEST_CASE("train --recompute full ends with the bits of none and holds fewer byt
   }
   REQUIRE(!files[0].empty());
   CHECK(files[0] == files[1]);
+  CHECK(files[0] == files[2]);
   CHECK(reports[0]["final_loss"] == reports[1]["final_loss"]);
+  CHECK(reports[0]["final_loss"] == reports[2]["final_loss"]);
   // GPipe holds all 4 microbatches of stage 0 at once: 4 stashes against 4 inputs and 1 stash.
   const auto none0 = reports[0]["stages"][0]["peak_activation_bytes"].get<std::int64_t>();
   const auto full0 = reports[1]["stages"][0]["peak_activation_bytes"].get<std::int64_t>();
   CHECK(reports[1]["stages"][0]["peak_inflight"] == 4);
   CHECK(full0 < none0 / 2);
+  const auto selective0 = reports[2]["stages"][0]["peak_activation_bytes"].get<std::int64_t>();
+  CHECK(selective0 < none0);
+  CHECK(selective0 > full0);
 }
 
 TEST_CASE("train --recompute refuses a bad mode and a run without a schedule", "[cli]") {
@@ -89,5 +94,5 @@ TEST_CASE("a run plan carries runtime.recompute and reads without it as none", "
   auto bad = pipeworks::parse_run_plan(j.dump(), "plan.json");
   REQUIRE(!bad.ok());
   CHECK(contains(bad.message(), "runtime.recompute"));
-  CHECK(contains(bad.message(), "none, full"));
+  CHECK(contains(bad.message(), "none, full, selective"));
 }

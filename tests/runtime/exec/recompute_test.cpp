@@ -1,6 +1,6 @@
 // Activation recomputation on one thread: for every schedule, w in {1, 2}, mlp and gpt-tiny, a run
-// with --recompute full ends with the bits of the run without it and holds fewer stashed bytes; a
-// checkpoint taken under one mode resumes under the other, bit for bit.
+// with --recompute full or selective ends with the bits of the run without it and holds fewer
+// stashed bytes; a checkpoint taken under one mode resumes under another, bit for bit.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
@@ -68,31 +68,34 @@ bool check_same_bits(const semantics_case& c) {
   INFO(c.name());
   auto none = run_local(f->mdl, lowered(*f, recompute_mode::none), f->initial, f->data);
   REQUIRE(none.ok());
-  auto full = run_local(f->mdl, lowered(*f, recompute_mode::full), f->initial, f->data,
-                        {.order_seed = 17});
-  INFO((full.ok() ? std::string() : full.message()));
-  REQUIRE(full.ok());
   const int S = f->plan->virtual_stages;
-  for (int i = 0; i < S * c.w; ++i) {
-    INFO("replica " << i / S << ", virtual stage " << i % S);
-    CHECK(same_bits(*full->replica_weights[i], *none->replica_weights[i]));
-  }
-  REQUIRE(full->losses == none->losses);
-  // What a stage holds: its inputs and, during one backward, one whole stash; never more than
-  // without recomputation. (A zero-bubble stage also holds what each I left for its W, which
-  // recomputation does not touch; an mlp's or an embedding's stash is about its input.)
-  for (int s = 0; s < S; ++s) {
-    INFO("virtual stage " << s);
-    const stage_stats &n = none->stages[s], &r = full->stages[s];
-    CHECK(r.peak_activation_bytes <= n.peak_activation_bytes);
-    CHECK(r.peak_inflight == n.peak_inflight);
-  }
-  // gpt-tiny's stage 0 (the embedding and a transformer block) with two or more stashes at once,
-  // under a schedule whose backward is whole: fewer bytes.
-  const bool split_backward = c.kind == schedule_kind::zb_h1 || c.kind == schedule_kind::zb_h2;
-  if (c.gpt && c.v == 1 && !split_backward && none->stages[0].peak_inflight >= 2) {
-    CHECK(full->stages[0].peak_activation_bytes < none->stages[0].peak_activation_bytes);
-    ++fewer_bytes_checked;
+  for (recompute_mode mode : {recompute_mode::full, recompute_mode::selective}) {
+    INFO("--recompute " << recompute_name(mode));
+    auto run = run_local(f->mdl, lowered(*f, mode), f->initial, f->data, {.order_seed = 17});
+    INFO((run.ok() ? std::string() : run.message()));
+    REQUIRE(run.ok());
+    for (int i = 0; i < S * c.w; ++i) {
+      INFO("replica " << i / S << ", virtual stage " << i % S);
+      CHECK(same_bits(*run->replica_weights[i], *none->replica_weights[i]));
+    }
+    REQUIRE(run->losses == none->losses);
+    // What a stage holds (full: its inputs and, during one backward, one whole stash; selective:
+    // each stash less what its backward makes again) is never more than without recomputation.
+    // (A zero-bubble stage also holds what each I left for its W, which recomputation does not
+    // touch; an mlp's or an embedding's stash is about its input and has nothing to drop.)
+    for (int s = 0; s < S; ++s) {
+      INFO("virtual stage " << s);
+      const stage_stats &n = none->stages[s], &r = run->stages[s];
+      CHECK(r.peak_activation_bytes <= n.peak_activation_bytes);
+      CHECK(r.peak_inflight == n.peak_inflight);
+    }
+    // gpt-tiny's stage 0 (the embedding and a transformer block) with two or more stashes at
+    // once, under a schedule whose backward is whole: fewer bytes.
+    const bool split_backward = c.kind == schedule_kind::zb_h1 || c.kind == schedule_kind::zb_h2;
+    if (c.gpt && c.v == 1 && !split_backward && none->stages[0].peak_inflight >= 2) {
+      CHECK(run->stages[0].peak_activation_bytes < none->stages[0].peak_activation_bytes);
+      ++fewer_bytes_checked;
+    }
   }
   return true;
 }
@@ -134,7 +137,7 @@ void check_resume_across_modes(const semantics_case& c, recompute_mode saving,
 
 }  // namespace
 
-TEST_CASE("recompute full ends with the same bits for every schedule: mlp", "[runtime][recompute]") {
+TEST_CASE("recompute full and selective end with the same bits for every schedule: mlp", "[runtime][recompute]") {
   int ran = 0;
   for (schedule_kind k : all_kinds)
     for (int p : {2, 3})
@@ -145,7 +148,7 @@ TEST_CASE("recompute full ends with the same bits for every schedule: mlp", "[ru
   CHECK(ran >= 70);
 }
 
-TEST_CASE("recompute full ends with the same bits for every schedule: gpt-tiny",
+TEST_CASE("recompute full and selective end with the same bits for every schedule: gpt-tiny",
           "[runtime][recompute]") {
   int ran = 0;
   for (schedule_kind k : all_kinds)
@@ -154,7 +157,8 @@ TEST_CASE("recompute full ends with the same bits for every schedule: gpt-tiny",
       ran += check_same_bits({k, 2, 4, w, v, true});
     }
   CHECK(ran == 20);
-  CHECK(fewer_bytes_checked >= 12);  // gpipe, 1f1b, pipedream(-vs), 2bw, cyclic at w = 1 and 2
+  // gpipe, 1f1b, pipedream(-vs), 2bw, cyclic at w = 1 and 2, in both modes
+  CHECK(fewer_bytes_checked >= 24);
 }
 
 TEST_CASE("a checkpoint resumes across recompute modes bit for bit", "[runtime][recompute]") {
@@ -162,6 +166,8 @@ TEST_CASE("a checkpoint resumes across recompute modes bit for bit", "[runtime][
                           schedule_kind::zb_h2, schedule_kind::pipedream})
     for (auto [saving, resuming] : {std::pair{recompute_mode::full, recompute_mode::full},
                                     std::pair{recompute_mode::full, recompute_mode::none},
-                                    std::pair{recompute_mode::none, recompute_mode::full}})
+                                    std::pair{recompute_mode::none, recompute_mode::full},
+                                    std::pair{recompute_mode::selective, recompute_mode::none},
+                                    std::pair{recompute_mode::full, recompute_mode::selective}})
       check_resume_across_modes({k, 2, 3, 1, 1, true}, saving, resuming);
 }
