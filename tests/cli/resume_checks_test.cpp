@@ -93,6 +93,19 @@ TEST_CASE("a relative --data resumed from another directory exits 2 naming the p
   CHECK_FALSE(contains(same.err, "sha256 is"));
   CHECK(files_under(dir / "a/ck") == before);
 
+  // The checkpoint records the data's absolute path and fingerprint; inspect shows them.
+  const cli_result shown = run_in(dir / "b", {"checkpoint", "inspect", "../a/ck", "--json"});
+  REQUIRE(shown.exit_code == 0);
+  const json data = json::parse(shown.out)["data"];
+  CHECK(data["path"] == dir / "a/txt");
+  CHECK(data["bytes"] == 20000);
+  CHECK(data["files"] == 1);
+  pipeworks::sha256 h;
+  const std::string text = small_text(20000);
+  h.update(std::as_bytes(std::span(text.data(), text.size())));
+  CHECK(data["sha256"] == h.hex_digest());
+  CHECK_FALSE(data.contains("replaced"));
+
   // From its own directory it resumes.
   const cli_result home = run_in(dir / "a", resume_args("ck"));
   INFO(home.err);
