@@ -13,6 +13,26 @@
 #include "runtime/checkpoint/dir_lock.hpp"
 
 namespace pipeworks {
+namespace {
+
+// Why the manifest's data position cannot be the checkpoint's, or "" when it can: the data
+// stream's whole state is the step, so data_position and the plan's data.position are the step,
+// which is within the plan's steps.
+std::string impossible_position(const checkpoint_manifest& m, const run_plan& plan,
+                                std::int64_t step) {
+  const std::string at = ", but the checkpoint is of step " + std::to_string(step);
+  if (m.data_position != step)
+    return "data_position is " + std::to_string(m.data_position) + at +
+           " (the next minibatch after a checkpoint is its step's)";
+  if (plan.data.position != step)
+    return "plan.data.position is " + std::to_string(plan.data.position) + at;
+  if (step > plan.train.steps)
+    return "step " + std::to_string(step) + " is beyond the plan's " +
+           std::to_string(plan.train.steps) + " steps (schedule.steps)";
+  return "";
+}
+
+}  // namespace
 
 result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::int64_t step) {
   auto m = read_manifest(dir, step);
@@ -26,19 +46,9 @@ result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::i
                       " rank files but its plan has " + std::to_string(ranks) +
                       " ranks; the manifest was damaged or edited: " +
                       other_checkpoint_advice(dir, step));
-  // The data stream's whole state is the step: a position elsewhere is impossible.
-  if (m->data_position != step || plan->data.position != step || step > plan->train.steps)
-    return make_error(
-        source + ": " +
-        (m->data_position != step
-             ? "data_position is " + std::to_string(m->data_position) + ", but the checkpoint is of step " +
-                   std::to_string(step) + " (the next minibatch of a checkpoint is its step's)"
-         : plan->data.position != step
-             ? "plan.data.position is " + std::to_string(plan->data.position) +
-                   ", but the checkpoint is of step " + std::to_string(step)
-             : "step " + std::to_string(step) + " is beyond the plan's " +
-                   std::to_string(plan->train.steps) + " steps (schedule.steps)") +
-        "; the manifest was damaged or edited: " + other_checkpoint_advice(dir, step));
+  if (const std::string why = impossible_position(*m, *plan, step); !why.empty())
+    return make_error(source + ": " + why + "; the manifest was damaged or edited: " +
+                      other_checkpoint_advice(dir, step));
   return m;
 }
 
@@ -65,16 +75,15 @@ status check_nothing_after(const run_plan& plan) {
 
 }  // namespace
 
-status note_run_data(const run_plan& plan, const checkpoint_manifest* resumed) {
-  if (plan.data.source == data_source::callback) {
-    set_run_data(plan.checkpoint.dir, std::nullopt);
-    return {};
-  }
-  // Data the program hands over itself (a path the run does not read) has no fingerprint here.
-  auto now = fingerprint_data(plan.data.path);
+void note_run_data(const run_plan& plan, const checkpoint_manifest* resumed) {
+  // Data the program hands over itself (a callback, or a path the run does not read) has no
+  // fingerprint here.
+  std::optional<data_fingerprint> now;
+  if (plan.data.source != data_source::callback)
+    if (auto f = fingerprint_data(plan.data.path)) now = std::move(*f);
   if (!now) {
     set_run_data(plan.checkpoint.dir, std::nullopt);
-    return {};
+    return;
   }
   data_record r{*now, std::nullopt, 0};
   if (resumed && resumed->data) {
@@ -87,7 +96,6 @@ status note_run_data(const run_plan& plan, const checkpoint_manifest* resumed) {
     }
   }
   set_run_data(plan.checkpoint.dir, std::move(r));
-  return {};
 }
 
 status check_resume_data(const checkpoint_manifest& m, const run_plan& plan) {
@@ -118,7 +126,7 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   if (!resuming) {
     if (c.every > 0) {
       if (status s = prepare_checkpoint_dir(c.dir, false); !s) return make_error(s.message());
-      if (status s = note_run_data(plan, nullptr); !s) return make_error(s.message());
+      note_run_data(plan, nullptr);
     }
     return std::optional<resume_point>{};
   }
@@ -132,7 +140,7 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   resume_point r;
   if (m->metrics.is_object() && m->metrics.contains("samples") && m->metrics["samples"].is_number_integer())
     r.samples = m->metrics["samples"].get<std::int64_t>();
-  if (status s = note_run_data(plan, &*m); !s) return make_error(s.message());
+  note_run_data(plan, &*m);
   r.manifest = std::move(*m);
   if (status s = prepare_checkpoint_dir(c.dir, true); !s) return make_error(s.message());
   if (c.every > 0)  // more checkpoints go there

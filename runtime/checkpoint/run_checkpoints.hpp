@@ -39,10 +39,11 @@ status check_resume_dir(const run_plan& plan);
 status check_resume_data(const checkpoint_manifest& m, const run_plan& plan);
 
 // The data record the run's manifests carry (set_run_data for its checkpoint.dir): the data's
-// fingerprint now (none when it cannot be read: the program supplies it) and, for a run resumed from `resumed`, the data it replaced when it differs from
-// that checkpoint's (or the checkpoint's own earlier replacement when it does not). Nothing is
-// checked here: a resumed run on other data was allowed by whoever called check_resume_data.
-status note_run_data(const run_plan& plan, const checkpoint_manifest* resumed);
+// fingerprint now (none for a callback, or a path that cannot be read: the program supplies the
+// data) and, for a run resumed from `resumed`, the data it replaced when it differs from that
+// checkpoint's (or the checkpoint's own earlier replacement when it does not). Nothing is checked
+// here: a resumed run on other data was allowed by whoever called check_resume_data.
+void note_run_data(const run_plan& plan, const checkpoint_manifest* resumed);
 
 // Nothing when the run starts afresh (plan.data.position == 0). A run that writes checkpoints
 // notes its data (note_run_data).
