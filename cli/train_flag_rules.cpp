@@ -157,7 +157,9 @@ void check_resumed_checkpoint(const train_options& o, const run_plan& plan) {
   auto m = read_checked_manifest(plan.checkpoint.dir, plan.data.position);
   if (!m) return;  // the run itself reports it, as it always has
   const std::string dir = step_dir(plan.checkpoint.dir, plan.data.position);
-  if (status s = verify_files(*m, dir); !s) throw pipeworks_error(std::string(flag) + ": " + s.message());
+  // --resume verified every file as it read the checkpoint (make_plan); a --plan has not yet.
+  if (f.resume.empty())
+    if (status s = verify_files(*m, dir); !s) throw pipeworks_error(std::string(flag) + ": " + s.message());
   if (status s = check_rank_files(*m, dir); !s) throw CLI::ValidationError(flag, s.message());
   // A plan naming another data path than its checkpoint's is a change of the plan (resume_plan
   // refuses it, flag or not): said here, before the data's bytes are compared.

@@ -40,11 +40,12 @@ void check_train_outputs(const train_options& o, const run_plan& plan);
 void fit_plan_to_images(const train_options& o, std::optional<std::int64_t> images,
                         run_plan& plan);
 
-// A resumed run's checkpoint before any rank starts: every file by size and sha256 (exit 1, as a
-// damaged file), each rank file's step, rank and plan fields against the manifest
-// (check_rank_files) and the data against the checkpoint's (check_resume_data, unless
-// --resume-on-other-data), each refused with exit 2 naming the file or the data and what differs.
-// --resume-on-other-data on a run that does not resume is refused.
+// A resumed run's checkpoint before any rank starts: for a --plan, every file by size and sha256
+// (exit 1, as a damaged file; --resume verified them as it read the plan); then each rank file's
+// step, rank and plan fields against the manifest (check_rank_files) and the data against the
+// checkpoint's (check_resume_data, unless --resume-on-other-data), each refused with exit 2
+// naming the file or the data and what differs. --resume-on-other-data on a run that does not
+// resume is refused.
 void check_resumed_checkpoint(const train_options& o, const run_plan& plan);
 
 // check_resumed_checkpoint, then the checkpoint directory a run with --save-every writes (a
