@@ -288,6 +288,18 @@ TEST_CASE("a plan resuming a checkpoint checks its data and refuses another data
   CHECK(contains(refused.err, "--plan: the data txt is not what the checkpoint of step 6 was trained on: "
                               "its size is 25000 bytes, the checkpoint's was 20000"));
   CHECK(files_under(dir / "a/pck") == before);
+  // A damaged rank file is found first, by its sha256 (exit 1), as --resume finds it.
+  const std::string rank1 = dir / "a/pck/step-00000006/rank-1.safetensors";
+  const std::string good = read_file(rank1);
+  std::string bad = good;
+  bad[bad.size() / 2] ^= 0x40;
+  write_file(rank1, bad);
+  const cli_result damaged = run_in(dir / "a", {"train", "--plan", "own.json", "--sample", "0",
+                                                "--eval-windows", "4", "--resume-on-other-data"});
+  CHECK(damaged.exit_code == 1);
+  CHECK(contains(damaged.err, "--plan: pck/step-00000006/rank-1.safetensors: sha256 is"));
+  CHECK(read_file(rank1) == bad);  // nothing was rewritten
+  write_file(rank1, good);
   const cli_result goes_on = run_in(dir / "a", {"train", "--plan", "own.json", "--sample", "0",
                                                 "--eval-windows", "4", "--resume-on-other-data"});
   INFO(goes_on.err);
