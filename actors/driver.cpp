@@ -1,5 +1,6 @@
 // The driver's state and behavior: the wiring of the lowered run, driver_core for inputs, norms
-// and step tallies, the manifest collector, the stage results, failure detection and the end.
+// and step tallies, the manifest collector, the stage results, failure detection (a lost worker,
+// its own stop, ranks that all wait for each other) and the end.
 #include "actors/driver.hpp"
 #include "base/exception_text.hpp"
 
@@ -87,6 +88,8 @@ class driver_state {
         [this](norm_request& m) { from_rank(std::move(m)); },
         [this](rank_done& d) { guarded([&] { on_rank_done(std::move(d)); }); },
         [this](const checkpoint_written& c) { guarded([&] { on_file(c); }); },
+        [this](const rank_stalled& s) { guarded([&] { on_stalled(s); }); },
+        [this](stall_atom, std::uint64_t epoch) { guarded([&] { check_stall(epoch); }); },
         [this](const stage_failure& f) {
           if (!stopped_self(f.message)) fail(f.message);
         },
@@ -188,7 +191,9 @@ class driver_state {
     if (ended_ || !core_) return;
     guarded([&] {
       std::vector<outgoing> out;
-      if (status s = core_->receive(std::move(msg), out); !s) return fail(s.message());
+      const int from = sender_rank(msg);
+      if (status s = core_->receive(std::move(msg), out); !s) return fail(s.message() + resumed_hint(from));
+      if (!out.empty()) ++stall_epoch_;  // the ranks have something new to do
       for (outgoing& o : out)
         std::visit([&](auto& m) {
           wire_send(spec_->link, self_, ranks_.at(static_cast<std::size_t>(o.to.index)), std::move(m));
@@ -227,6 +232,8 @@ class driver_state {
 
   void on_rank_done(rank_done d) {
     results_.add(d);
+    if (d.finished) finished_ranks_.insert(d.rank);
+    ++stall_epoch_;
     if (!d.finished) {
       if (stop_.asked && --stop_.replies_left == 0) {
         stop_.replies_in = true;
@@ -316,6 +323,76 @@ class driver_state {
          "--resume from the last checkpoint; if this process is paused (SIGSTOP, a debugger, "
          "swapping) or starved, raise --peer-timeout-ms");
     return true;
+  }
+
+  // The rank that sent a message to the driver: the first stage's for an input request (which
+  // names its replica), the stage's for the others; -1 when not known.
+  int sender_rank(const message& m) const {
+    if (!run().programs) return -1;
+    const int p = run().plan.stages;
+    auto of = [&](int stage, int replica) {
+      const auto& dev = run().programs->device_of;
+      if (stage < 0 || static_cast<std::size_t>(stage) >= dev.size()) return -1;
+      return replica * p + dev[static_cast<std::size_t>(stage)];
+    };
+    if (const auto* q = std::get_if<input_request>(&m)) return of(0, q->replica);
+    if (const auto* q = std::get_if<norm_request>(&m)) return of(q->stage, q->replica);
+    if (const auto* q = std::get_if<step_report>(&m)) return of(q->stage, q->replica);
+    if (const auto* q = std::get_if<loss_report>(&m)) return of(run().plan.virtual_stages() - 1, q->replica);
+    return -1;
+  }
+
+  // For an error of a resumed run about what a rank sent: the checkpoint it resumed from and that
+  // rank's file in it, which may come from another step or run than the others.
+  std::string resumed_hint(int rank) const {
+    const run_plan& p = run().plan;
+    if (p.data.position <= 0 || p.checkpoint.dir.empty()) return "";
+    const std::string dir = step_dir(p.checkpoint.dir, p.data.position);
+    std::string s = ". The run resumed from " + dir;
+    if (rank >= 0)
+      s += "; rank " + std::to_string(rank) + " continued from its file there, " +
+           rank_file_name(rank) + ", which does not continue where the others do: it may come "
+           "from another step or another run";
+    else
+      s += "; a rank file there may come from another step or another run";
+    return s + " (check it with `pipeworks checkpoint inspect " + p.checkpoint.dir + "`)";
+  }
+
+  // Whether every rank that has not finished has said it is stalled.
+  bool all_stalled() const {
+    if (ranks_.empty() || stalled_.empty()) return false;
+    for (std::size_t r = 0; r < ranks_.size(); ++r)
+      if (!finished_ranks_.count(static_cast<int>(r)) && !stalled_.count(static_cast<int>(r))) return false;
+    return true;
+  }
+
+  void on_stalled(const rank_stalled& s) {
+    if (s.stalled) stalled_[s.rank] = s.waiting;
+    else stalled_.erase(s.rank);
+    ++stall_epoch_;
+    if (all_stalled()) self_->delayed_send(self_, stall_confirm, stall_atom::value, stall_epoch_);
+  }
+
+  // Still every unfinished rank stalled, and nothing changed (no rank moved, the driver sent
+  // nothing) since: the ranks wait for each other and will for ever. The run ends naming each
+  // rank's wait: its process, its step, its action and the message it needs.
+  void check_stall(std::uint64_t epoch) {
+    if (epoch != stall_epoch_ || !all_stalled()) return;
+    std::string text = "the run stopped moving: for " +
+                       std::to_string((stall_after + stall_confirm).count()) +
+                       " s no rank received a message or ran an action, and each waits for one "
+                       "that does not come:";
+    const std::vector<std::string>& names = spec_->worker_addresses;
+    for (const auto& [r, waiting] : stalled_) {
+      const int process = run().plan.ranks.empty() ? 0 : run().plan.ranks.at(static_cast<std::size_t>(r)).process;
+      const int p = run().plan.stages;
+      text += "\n  rank " + std::to_string(r) + " (" + stages_of(r % p) + ", replica " +
+              std::to_string(r / p) + ") in process " + std::to_string(process);
+      if (process >= 1 && static_cast<std::size_t>(process) <= names.size())
+        text += " (worker " + std::to_string(process) + " at " + names[static_cast<std::size_t>(process - 1)] + ")";
+      text += " " + waiting;
+    }
+    fail(text + resumed_hint(-1));
   }
 
   // A worker process is gone: every rank it held is lost with it.
@@ -423,6 +500,9 @@ class driver_state {
   stage_results results_;
   stop_state stop_;
   int ranks_done_ = 0;
+  std::map<int, std::string> stalled_;  // ranks that said they are stalled: what each waits for
+  std::set<int> finished_ranks_;
+  std::uint64_t stall_epoch_ = 0;       // counts changes: a stall is confirmed only without one
   bool ended_ = false, collecting_ = false;
 };
 

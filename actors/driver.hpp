@@ -1,7 +1,8 @@
 // The driver actor: gets the lowered run and the ranks from the partition actor, feeds
 // microbatches and sums global norms through driver_core, reports steps, writes each
-// checkpoint's manifest once every rank's file is durable, detects failures (failure messages
-// and CAF monitoring), polls stop_requested, and ends the run by stopping every actor it knows.
+// checkpoint's manifest once every rank's file is durable, detects failures (failure messages,
+// CAF monitoring, its own stop, every rank stalled), polls stop_requested, and ends the run by
+// stopping every actor it knows.
 #pragma once
 #include <caf/all.hpp>
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +47,15 @@ struct rank_done {
   std::vector<int> stages;   // its virtual stages
   std::vector<int> steps;    // per stage: STEPs done
   std::vector<param_snapshot> weights;  // per stage (replica 0), else empty
+};
+
+// Rank → driver: the rank has waited `stall_after` with nothing arriving and nothing to run
+// (stalled, with what it waits for: its action, the message it needs and the step), or it moves
+// again (not stalled). The driver ends the run once every rank that has not finished is stalled.
+struct rank_stalled {
+  int rank = 0;
+  bool stalled = true;
+  std::string waiting;  // "at step 16, 1RECV_F63: waiting for the activation from stage 0"
 };
 
 // Rank → tracer: this rank sends no more trace events.
@@ -148,6 +158,11 @@ typename Inspector::result_type inspect(Inspector& f, rank_done& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_stalled& x) {
+  return f(caf::meta::type_name("pipeworks.rank_stalled"), x.rank, x.stalled, x.waiting);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trace_done& x) {
   return f(caf::meta::type_name("pipeworks.trace_done"), x.rank);
 }
@@ -221,5 +236,13 @@ using poll_atom = caf::atom_constant<caf::atom("poll")>;
 using collect_atom = caf::atom_constant<caf::atom("collect")>;
 using weights_atom = caf::atom_constant<caf::atom("weights")>;
 using manifest_atom = caf::atom_constant<caf::atom("manifest")>;
+using stall_atom = caf::atom_constant<caf::atom("stall")>;
+
+// How long a rank waits with nothing arriving and nothing to run before it tells the driver, and
+// how long the driver then waits, with every unfinished rank so and nothing sent, before it ends
+// the run. A rank inside a long action is not waiting; a healthy run keeps some rank busy or some
+// message moving, so only a run whose ranks all wait for each other comes this far.
+inline constexpr std::chrono::seconds stall_after{10};
+inline constexpr std::chrono::seconds stall_confirm{5};
 
 }  // namespace pipeworks

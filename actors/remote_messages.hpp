@@ -16,7 +16,7 @@
 namespace pipeworks {
 
 // Bumped whenever a message between processes changes.
-inline constexpr std::uint32_t remote_protocol_version = 6;
+inline constexpr std::uint32_t remote_protocol_version = 7;
 
 // Driver → worker, then worker → driver: the first exchange on a connection.
 struct hello_msg {
@@ -37,6 +37,14 @@ struct join_msg {
   int rank = 0;
   int world_size = 0;
   std::string address;  // "host:port"
+  // The worker's actor that watches the rendezvous: told when the driver gives up on it.
+  caf::actor watcher;
+};
+
+// Driver's rendezvous → each joined worker's watcher, when not every worker joined: it gave up,
+// and why. Answered (true) so that the driver knows it was heard before it exits.
+struct rendezvous_failed {
+  std::string why;
 };
 
 // Driver → worker: host these ranks of this plan. The worker answers with a host_reply or an error
@@ -83,7 +91,13 @@ typename Inspector::result_type inspect(Inspector& f, hello_msg& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_msg& x) {
-  return f(caf::meta::type_name("pipeworks.join"), x.protocol, x.rank, x.world_size, x.address);
+  return f(caf::meta::type_name("pipeworks.join"), x.protocol, x.rank, x.world_size, x.address,
+           x.watcher);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rendezvous_failed& x) {
+  return f(caf::meta::type_name("pipeworks.rendezvous_failed"), x.why);
 }
 
 template <class Inspector>

@@ -13,6 +13,7 @@ namespace {
 
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using joined_atom = caf::atom_constant<caf::atom("joined")>;
+using watchers_atom = caf::atom_constant<caf::atom("watchers")>;
 
 caf::error refuse(const std::string& why) {
   return caf::make_error(caf::sec::runtime_error, "the driver refused the worker: " + why);
@@ -21,6 +22,7 @@ caf::error refuse(const std::string& why) {
 caf::behavior rendezvous_actor(caf::event_based_actor* self, int world, caf::actor waiter) {
   auto addresses = std::make_shared<std::vector<std::string>>(static_cast<std::size_t>(world));
   auto left = std::make_shared<int>(world);
+  auto watchers = std::make_shared<std::vector<caf::actor>>();
   return {
       [=](const join_msg& j) -> caf::result<hello_msg> {
         if (j.protocol != remote_protocol_version)
@@ -37,10 +39,12 @@ caf::behavior rendezvous_actor(caf::event_based_actor* self, int world, caf::act
         if (!slot.empty())
           return refuse("RANK " + std::to_string(j.rank) + " has joined already, from " + slot);
         slot = j.address;
+        if (j.watcher) watchers->push_back(j.watcher);
         if (--*left == 0) self->send(waiter, done_atom::value, *addresses);
         return hello_msg{remote_protocol_version, "driver", {}, {}, {}};
       },
       [=](joined_atom) { return *addresses; },
+      [=](watchers_atom) { return *watchers; },
   };
 }
 
@@ -85,7 +89,14 @@ result<std::vector<std::string>> await_workers(caf::actor_system& sys, const hos
     const std::string why = "not every worker joined at " + to_string(at) + " within " +
                             std::to_string(limit.count()) + " ms: RANK " + missing + " of WORLD_SIZE " +
                             std::to_string(world_size) + " did not";
-    // The workers that joined monitor it: they hear why and exit.
+    // The workers that joined hear why and exit; each answers, so that the driver does not exit
+    // (closing their connections) before they heard it (at most 5 s for one that does not).
+    std::vector<caf::actor> watchers;
+    self->request(rv, std::chrono::seconds(5), watchers_atom::value)
+        .receive([&](std::vector<caf::actor>& ws) { watchers = std::move(ws); }, [](caf::error&) {});
+    for (const caf::actor& w : watchers)
+      self->request(w, std::chrono::seconds(5), rendezvous_failed{why})
+          .receive([](bool) {}, [](caf::error&) {});
     self->send_exit(rv, caf::make_error(caf::sec::runtime_error, why));
     return make_error(why + "; start them with `pipeworks worker --driver " + to_string(at) +
                       "` (or MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)");

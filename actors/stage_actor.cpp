@@ -1,7 +1,8 @@
 // The stage actor's state and behavior: deliver each message to the executor, run it (inside the
 // executor's device context), route what it sends, write its checkpoint snapshots in the background,
-// flush the trace in batches, and report a failure to the driver. A rank whose fault injection
-// kills it quits without a word.
+// flush the trace in batches, report a failure to the driver, and tell it when the rank has waited
+// long with nothing arriving (what it waits for). A rank whose fault injection kills it quits
+// without a word.
 #include "actors/stage_actor.hpp"
 #include "base/exception_text.hpp"
 
@@ -37,6 +38,7 @@ class stage_state {
     replica_ = spec->setup.replica;
     rank_ = spec->setup.replica * spec->setup.plan->params.stages + spec->setup.device;
     record_trace_ = spec->setup.record_trace;
+    microbatches_ = spec->setup.train.microbatches;
     checkpoint_dir_ = spec->checkpoint_dir;
     own_checkpoint_dir_ = spec->own_checkpoint_dir;
     identity_ = spec->identity;
@@ -71,10 +73,12 @@ class stage_state {
         [this](reduce_result& m) { receive(std::move(m)); },
         [this](norm_result m) { receive(m); },
         [this](marker_msg m) { receive(m); },
+        [this](stall_atom) { on_stall_tick(); },
         [this](weights_atom) {
           if (exec_ && !stopped_) wire_send(link_, self_, driver_, report(false));
         },
         [this](wire_msg& w) {
+          active();
           if (link_) link_->accept(self_, std::move(w), describe());
         },
     };
@@ -84,6 +88,8 @@ class stage_state {
   void start(const rank_wiring& w) {
     peers_ = w;
     wired_ = true;
+    active();
+    self_->delayed_send(self_, stall_tick, stall_atom::value);
     if (!setup_error_.empty()) return fail(setup_error_);
     try {
       exec_->start();
@@ -98,6 +104,7 @@ class stage_state {
   // before it, credits included), which can be after the rank's last action.
   void receive(message msg) {
     if (stopped_ || !exec_) return;  // a setup error is reported once wired
+    active();
     try {
       exec_->deliver(std::move(msg));  // the tensors move, no copy
     } catch (const std::exception& e) {
@@ -122,10 +129,41 @@ class stage_state {
       return;
     }
     if (!r) return fail(r.message());
+    active();  // an action may have run long: the wait is counted from its end
     for (rank_state& snap : exec_->take_snapshots()) write_checkpoint(std::move(snap));
     if (finished_) return;  // reported once; a late marker only completes a snapshot
     flush_trace(false);
     if (*r) finish();
+  }
+
+  // Something arrived or ran: the rank is not stalled (and says so if it had said it was).
+  void active() {
+    last_active_ = std::chrono::steady_clock::now();
+    if (!stall_reported_) return;
+    stall_reported_ = false;
+    self_->send(driver_, rank_stalled{rank_, false, ""});
+  }
+
+  // Every stall_tick while the rank runs its program: once it has waited stall_after with
+  // nothing arriving and nothing to run, the driver hears what it waits for.
+  void on_stall_tick() {
+    if (stopped_ || finished_ || !exec_) return;  // no more ticks
+    if (!stall_reported_ && std::chrono::steady_clock::now() - last_active_ >= stall_after) {
+      stall_reported_ = true;
+      self_->send(driver_, rank_stalled{rank_, true, waiting_text()});
+    }
+    self_->delayed_send(self_, stall_tick, stall_atom::value);
+  }
+
+  // "at step 16, 1RECV_F63: waiting for the activation from stage 0".
+  std::string waiting_text() const {
+    const auto a = exec_->current();
+    std::string step;
+    if (a && a->microbatch >= 0 && microbatches_ > 0)
+      step = "at step " + std::to_string(a->microbatch / microbatches_ + 1) + ", ";
+    else if (a)
+      step = "at step " + std::to_string(exec_->steps_done(a->stage) + 1) + ", ";
+    return step + exec_->waiting_for();
   }
 
   // The snapshot goes to disk on the writer's thread; the driver hears when it is durable.
@@ -246,7 +284,10 @@ class stage_state {
   std::string setup_error_, checkpoint_dir_;
   bool own_checkpoint_dir_ = false;
   metadata_map identity_;
-  int rank_ = 0, replica_ = 0;
+  int rank_ = 0, replica_ = 0, microbatches_ = 0;
+  static constexpr std::chrono::seconds stall_tick{2};
+  std::chrono::steady_clock::time_point last_active_ = std::chrono::steady_clock::now();
+  bool stall_reported_ = false;
   bool record_trace_ = false, wired_ = false, stopped_ = false, finished_ = false;
 };
 

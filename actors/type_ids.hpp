@@ -40,6 +40,8 @@ CAF_ADD_TYPE_ID(pipeworks, (pipeworks::reduce_chunk))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::gather_chunk))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::shard_wiring))
 CAF_ADD_TYPE_ID(pipeworks, (pipeworks::checkpoints_kept))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::rank_stalled))
+CAF_ADD_TYPE_ID(pipeworks, (pipeworks::rendezvous_failed))
 CAF_END_TYPE_ID_BLOCK(pipeworks)
 
 namespace pipeworks {

@@ -58,7 +58,7 @@ std::string advertised(const host_port& at, std::uint16_t port) {
 // Joins the driver's rendezvous as `place` says, retrying while the driver is not up yet; returns
 // the rendezvous actor, which lives until the driver's run ends (or it gives up).
 caf::actor join(caf::actor_system& sys, const launch_place& place, const std::string& address,
-                std::chrono::milliseconds limit) {
+                std::chrono::milliseconds limit, const caf::actor& watcher) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -73,7 +73,8 @@ caf::actor join(caf::actor_system& sys, const launch_place& place, const std::st
     }
     caf::scoped_actor self{sys};
     std::string error;
-    self->request(*driver, limit, join_msg{remote_protocol_version, place.rank, place.world_size, address})
+    self->request(*driver, limit,
+                  join_msg{remote_protocol_version, place.rank, place.world_size, address, watcher})
         .receive([](const hello_msg&) {},
                  [&](caf::error& e) { error = error_text(sys, e); });
     if (!error.empty()) throw pipeworks_error(error);
@@ -178,7 +179,8 @@ int run_worker(const worker_options& o) {
   caf::scoped_actor watcher{sys};
   if (place) {
     try {
-      watcher->monitor(join(sys, *place, advertised(*at, *port), std::chrono::milliseconds(o.connect_timeout_ms)));
+      watcher->monitor(join(sys, *place, advertised(*at, *port), std::chrono::milliseconds(o.connect_timeout_ms),
+                            caf::actor_cast<caf::actor>(watcher)));
     } catch (...) {
       caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
       throw;
@@ -201,6 +203,10 @@ int run_worker(const worker_options& o) {
         lock.unlock();
         watcher->receive([&](const caf::down_msg& dm) { gone = dm.reason ? error_text(sys, dm.reason)
                                                                           : "it ended"; },
+                         [&](const rendezvous_failed& f) {
+                           gone = f.why;
+                           return true;
+                         },
                          caf::after(std::chrono::milliseconds(0)) >> [] {});
         lock.lock();
         if (gone && ends->started == 0) break;

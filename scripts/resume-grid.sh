@@ -81,6 +81,7 @@ start_worker() {
   local log="$1"
   "$bin" worker --listen 127.0.0.1:0 > "$log.out" 2> "$log.err" &
   wpid=$!
+  disown "$wpid"  # killed on purpose: no "Killed" line from the shell
   pids+=("$wpid")
   waddr=""
   for _ in $(seq 1 600); do
@@ -91,6 +92,11 @@ start_worker() {
   done
   echo "resume-grid: a worker did not start: $(cat "$log.err")" >&2
   return 1
+}
+
+stop_workers() {  # SIGKILL, then until they are gone
+  kill -9 "$@" 2>/dev/null
+  for p in "$@"; do while kill -0 "$p" 2>/dev/null; do sleep 0.01; done; done
 }
 
 if [ "$workers" = 1 ]; then
@@ -120,7 +126,7 @@ if [ "$workers" = 1 ]; then
       wait "$run"; killed_rc=$?
       if [ "$killed_rc" = 0 ]; then
         unkilled=$((unkilled + 1))
-        kill -9 "$p1" "$p2" 2>/dev/null; wait "$p1" "$p2" 2>/dev/null
+        stop_workers "$p1" "$p2"
         continue
       fi
       start_worker "$d/w3-$t" || { bad=$((bad + 1)); continue; }; p3=$wpid a3=$waddr
@@ -138,7 +144,7 @@ if [ "$workers" = 1 ]; then
         mkdir -p "${RESUME_GRID_KEEP:-$PWD/resume-grid-failures}"
         cp -r "$c" "$r.log" "$d/killed-$t.log" "${RESUME_GRID_KEEP:-$PWD/resume-grid-failures}/" 2>/dev/null
       fi
-      kill -9 "$p1" "$p2" "$p3" 2>/dev/null; wait "$p1" "$p2" "$p3" 2>/dev/null
+      stop_workers "$p1" "$p2" "$p3"
       pids=()
     done
     printf '| %s | %d | %d | %d | %d | %d%s |\n' "$kind" "$trials" "$ok" "$swapped_ok" "$unkilled" "$bad" \

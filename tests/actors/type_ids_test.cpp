@@ -97,7 +97,7 @@ TEST_CASE("every message type has a CAF type ID and none is an unsafe message ty
   STATIC_REQUIRE(caf::type_id<timeline>::value > caf::type_id<activation_msg>::value);
   STATIC_REQUIRE_FALSE(caf::allowed_unsafe_message_type<activation_msg>::value);
   STATIC_REQUIRE_FALSE(caf::allowed_unsafe_message_type<run_outcome>::value);
-  STATIC_REQUIRE(caf::id_block::pipeworks::end - caf::id_block::pipeworks::begin == 31);
+  STATIC_REQUIRE(caf::id_block::pipeworks::end - caf::id_block::pipeworks::begin == 33);
 }
 
 TEST_CASE("activations and gradients cross CAF serialisation bit for bit", "[actors]") {
@@ -179,6 +179,10 @@ TEST_CASE("the actor layer's messages cross CAF serialisation unchanged", "[acto
   CHECK((cw.rank == 2 && cw.step == 40 && cw.bytes == 12345 && cw.file == "rank-2.safetensors"));
   CHECK(cw.dir == "/scratch/run-1/step-40");
   CHECK(round_trip_message(*f.sys, checkpoints_kept{{20, 40}}).steps == std::vector<std::int64_t>{20, 40});
+  const rank_stalled st = round_trip_message(*f.sys, rank_stalled{3, true, "at step 16, 1RECV_F63: waiting"});
+  CHECK(st.rank == 3);
+  CHECK(st.stalled);
+  CHECK(st.waiting == "at step 16, 1RECV_F63: waiting");
   rank_done d;
   d.rank = 1;
   d.finished = false;
