@@ -3,6 +3,7 @@
 // step, rank and plan fields, with its tensors grouped by kind (weights, older versions,
 // optimizer state, in-flight state).
 // A checkpoint pruned while it is inspected (a run with --keep) is never reported as damaged.
+// `checkpoint export` is cli/checkpoint_export.cpp.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/checkpoint_export.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "ops/checkpoint/safetensors.hpp"
@@ -191,9 +193,11 @@ int run_inspect(const inspect_options& o) {
 }
 
 const bool registered = register_command(
-    "checkpoint", "Inspect the checkpoints of a run (`checkpoint inspect DIR`)",
+    "checkpoint", "Inspect a run's checkpoints (`checkpoint inspect DIR`) or export one's model "
+                  "(`checkpoint export DIR --out FILE`)",
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<inspect_options>();
+      auto e = std::make_shared<export_options>();
       sub.require_subcommand(1);
       CLI::App* inspect = sub.add_subcommand(
           "inspect", "Show a checkpoint's step, plan and files, checking each file's sha256");
@@ -208,7 +212,8 @@ const bool registered = register_command(
                         "null when the program supplied it), \"files\": [{\"rank\", \"path\", "
                         "\"bytes\", \"sha256\", \"verified\", \"error\" (when not verified), "
                         "\"tensors\": [{\"group\", \"count\", \"bytes\"}]}], \"verified\"}");
-      return [o] { return run_inspect(*o); };
+      CLI::App* exporting = add_export_subcommand(sub, *e);
+      return [o, e, exporting] { return exporting->parsed() ? run_export(*e) : run_inspect(*o); };
     });
 
 }  // namespace

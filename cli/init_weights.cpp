@@ -64,7 +64,30 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+// Verifies the checkpoint's files and loads every weight they hold that fits the model.
+status take_checkpoint(const chosen_checkpoint& c, param_set& whole, init_fit& fit) {
+  if (status s = verify_files(c.manifest, c.dir); !s) return s;
+  for (const checkpoint_file& f : c.manifest.files) {
+    if (!f.dir.empty() && !std::filesystem::exists(f.dir))  // another host's: say which
+      return verify_file(f, c.dir);
+    auto file = read_safetensors((std::filesystem::path(file_dir(f, c.dir)) / f.path).string());
+    if (!file) return file.err();
+    if (status s = take_tensors(*file, whole, fit); !s) return s;
+  }
+  return {};
+}
+
 }  // namespace
+
+status gather_checkpoint_weights(const chosen_checkpoint& c, param_set& whole) {
+  init_fit fit;
+  fit.of.assign(whole.entries().size(), init_fit::got::none);
+  fit.why.assign(whole.entries().size(), "");
+  if (status s = take_checkpoint(c, whole, fit); !s) return s;
+  const std::vector<std::string> bad = misfits(whole, fit, c.dir);
+  if (!bad.empty()) return make_error(c.dir + " does not hold the model of its own plan: " + bad.front());
+  return {};
+}
 
 param_set load_init_weights(const std::string& path, const model<float>& net, std::uint64_t seed,
                             bool partial, const std::string& flag) {
@@ -84,16 +107,8 @@ param_set load_init_weights(const std::string& path, const model<float>& net, st
   } else {
     // A run pruning the directory meanwhile makes read_checkpoint read the newest one again.
     auto got = read_checkpoint(path, -1, [&](const chosen_checkpoint& c) -> status {
-      if (status s = verify_files(c.manifest, c.dir); !s) return s;
       reset();
-      for (const checkpoint_file& f : c.manifest.files) {
-        if (!f.dir.empty() && !std::filesystem::exists(f.dir))  // another host's: say which
-          return verify_file(f, c.dir);
-        auto file = read_safetensors((std::filesystem::path(file_dir(f, c.dir)) / f.path).string());
-        if (!file) return file.err();
-        if (status s = take_tensors(*file, whole, fit); !s) return s;
-      }
-      return {};
+      return take_checkpoint(c, whole, fit);
     });
     if (!got) throw pipeworks_error("--init: " + got.message());
     if (!got->read) throw pipeworks_error("--init: " + got->read.message());

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ops/model/model.hpp"
+#include "runtime/checkpoint/read_checkpoint.hpp"
 
 namespace pipeworks::cli {
 
@@ -16,5 +17,10 @@ namespace pipeworks::cli {
 // values, and both are listed on stderr. A file that cannot be read throws pipeworks_error.
 param_set load_init_weights(const std::string& path, const model<float>& net, std::uint64_t seed,
                             bool partial, const std::string& flag);
+
+// Fills every tensor of `whole` (the model's layout) from the rank files of checkpoint c: their
+// latest weights, under the model's own names (the files are verified first). An error names a
+// damaged file or the first tensor of the model that no file holds with its shape.
+status gather_checkpoint_weights(const chosen_checkpoint& c, param_set& whole);
 
 }  // namespace pipeworks::cli
