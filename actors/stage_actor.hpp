@@ -29,7 +29,7 @@ struct stage_spec {
   checkpoint_file resume;
   std::string checkpoint_dir;        // where its checkpoint files go (DIR/step-N/rank-R...)
   bool own_checkpoint_dir = false;   // checkpoint_dir is its worker's own: the driver hears where
-  metadata_map identity;             // written into each checkpoint file (model, schedule)
+  metadata_map identity;             // rank_identity: in each checkpoint file, checked on resume
   int threads = 1;                   // oneTBB threads of this rank's kernels
   std::shared_ptr<rank_board> board;
   caf::actor driver;                 // monitored from the start: the rank quits when it goes
