@@ -168,10 +168,13 @@ std::vector<double> slowest_replica_speeds(const std::vector<double>& rank_speed
   return stage_speed;
 }
 
-result<model_profile> profile_on_one_core(const model<float>& net, const minibatch& sample) {
+result<model_profile> profile_on_one_core(const model<float>& net, const minibatch& sample,
+                                          recompute_mode recompute) {
   result<model_profile> prof = make_error("not profiled");
+  profiler_options po;
+  po.recompute = recompute;
   tbb::task_arena one_core(1);  // a device of speed 1 is one core, as each rank's arena
-  one_core.execute([&] { prof = profile_model(net, sample); });
+  one_core.execute([&] { prof = profile_model(net, sample, po); });
   if (prof) prof->model = net.name();
   return prof;
 }
@@ -205,7 +208,11 @@ cost_model profile_costs(const std::vector<const model_profile*>& stage_profile,
     sc.backward = bwd * scale / 1000.0;
     sc.weight_grad = sc.backward / 2;
     sc.step = 0;
-    sc.activation_bytes = static_cast<std::int64_t>(static_cast<double>(saved) * scale);
+    // Full recomputation stashes each microbatch's input (the stage's first layer's).
+    const std::int64_t held = profile.recompute == recompute_mode::full
+                                  ? input_bytes(profile, boundaries[s])
+                                  : saved;
+    sc.activation_bytes = static_cast<std::int64_t>(static_cast<double>(held) * scale);
     sc.param_bytes = params;
     cm.stages.push_back(sc);
     cm.devices.push_back(device_cost{s < stage_speed.size() ? stage_speed[s] : 1.0, 0});
@@ -232,6 +239,7 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
   auto_partition out;
   out.planner = rq.planner;
   out.schedule = rq.schedule;
+  out.recompute = profile.recompute;
   double scale = 1.0;  // the run's microbatch over the profile's
   if (rq.planner == planner_kind::pipedream) {
     auto plan = plan_pipedream_dividing(profile, c, rq.microbatches, rq.device_profiles);
@@ -330,7 +338,11 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
   t += "run: " + std::string(schedule_name(a.schedule)) + ", " + std::to_string(a.p) +
        " stages x " + std::to_string(a.w) + " replicas, " + std::to_string(a.m) +
        " microbatches of " + std::to_string(a.microbatch) + " per replica (batch " +
-       std::to_string(a.batch) + "), split " + split + "\n";
+       std::to_string(a.batch) + "), split " + split +
+       (a.recompute != recompute_mode::none
+            ? ", recompute " + std::string(recompute_name(a.recompute))
+            : std::string()) +
+       "\n";
   t += "predicted step: " + num(a.planner_step_ms, "%.3f") + " ms (the planner's estimate), " +
        num(a.simulated_step_ms, "%.3f") + " ms (this run's schedule simulated)\n";
   return t;

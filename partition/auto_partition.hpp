@@ -50,6 +50,7 @@ struct auto_partition {
   std::vector<named_device> run_devices;  // per rank: where it runs (its device's "device")
   double planner_step_ms = 0;         // the planner's own prediction (its assumptions)
   double simulated_step_ms = 0;       // the run's schedule simulated on the profile's costs
+  recompute_mode recompute = recompute_mode::none;  // the profile's: the run's runtime.recompute
 };
 
 // Plans with PipeDream's planner (same replicas on every stage: the runtime replicates whole
@@ -76,13 +77,15 @@ int default_microbatches(std::int64_t batch, int devices);
 std::vector<double> slowest_replica_speeds(const std::vector<double>& rank_speed, int p);
 
 // Profiles `net` on `sample` with one core (a oneTBB arena of one thread): the cost of a device
-// of speed 1, as a throttled rank with one thread runs.
-result<model_profile> profile_on_one_core(const model<float>& net, const minibatch& sample);
+// of speed 1, as a throttled rank with one thread runs; measured in the run's recompute mode.
+result<model_profile> profile_on_one_core(const model<float>& net, const minibatch& sample,
+                                          recompute_mode recompute = recompute_mode::none);
 
 // The simulator's costs of a pipeline cut at `boundaries` (stage s = blocks [b[s], b[s+1])):
 // the profile's forward and backward times in seconds, scaled by `scale` (a microbatch size
 // over the profile's), W = half of B (for split-backward schedules), no STEP time, free links
-// (in-process messages pass by reference), and device s at speed stage_speed[s].
+// (in-process messages pass by reference), and device s at speed stage_speed[s]. Each
+// microbatch in flight stashes Σsaved, or under full recomputation the stage's input.
 cost_model profile_costs(const model_profile& profile, const std::vector<int>& boundaries,
                          const std::vector<double>& stage_speed, double scale = 1.0);
 // The same with each stage's own profile (its slowest replica's, by that device's profile).

@@ -72,14 +72,18 @@ const model_profile& profile_numbered(const cost_context& ctx, int k) {
 }
 
 // Bytes a device of stage s (of p) needs for layers i..j − 1 at microbatch b, m per step, by
-// profile k (-1: the plan's).
+// profile k (-1: the plan's): weights, gradients and optimizer state, and the stash of the
+// microbatches in flight under the profile's recompute mode (stash_bytes; full: the input of each
+// in flight and one whole stash). Device profiles share the plan's mode (check_same_model).
 std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std::int64_t b, int m,
                         int k = -1) {
   const profile_sums* o = k < 0 ? nullptr : &ctx.by_profile[static_cast<std::size_t>(k)];
   const std::vector<std::int64_t>& saved_prefix = o ? o->saved_prefix : ctx.saved_prefix;
   const std::vector<std::int64_t>& weight_prefix = o ? o->weight_prefix : ctx.weight_prefix;
   const std::int64_t saved = scaled(saved_prefix[j] - saved_prefix[i], b, ctx.profile.microbatch);
-  return weight_prefix[j] - weight_prefix[i] + stash_product(stashed(ctx.rules, s, p, m), saved);
+  const std::int64_t input = scaled(input_bytes(ctx.profile, i), b, ctx.profile.microbatch);
+  return weight_prefix[j] - weight_prefix[i] +
+         stash_bytes(ctx.profile.recompute, stashed(ctx.rules, s, p, m), saved, input);
 }
 
 // One replica of a stage, as the split sees it.
@@ -301,6 +305,7 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
         }
       }
     }
+    const int st_first = st.first_layer;
     st.memory_bytes = stage_need_max;
     plan.max_memory_bytes = std::max(plan.max_memory_bytes, stage_need_max);
     plan.stages.push_back(std::move(st));
@@ -311,14 +316,19 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
     sc.weight_grad = 0;
     sc.step = 0;
     sc.reduce = reduce_ms;
-    sc.activation_bytes = saved_b;
+    // The simulator stashes activation_bytes per microbatch in flight: under full recomputation
+    // that is the stage's input, and the one whole stash a backward holds comes off its memory.
+    const bool full = pr.recompute == recompute_mode::full;
+    sc.activation_bytes =
+        full ? scaled(input_bytes(pr, st_first), b, pr.microbatch) : saved_b;
     sc.boundary_bytes = act_b;
     sc.param_bytes = params;
     out.stage_costs.push_back(sc);
     // With device profiles memory was checked per device above, each by its own profile; the
     // simulator's one figure per stage could not say it.
-    out.devices.push_back(
-        device_cost{slow_speed, ctx.rules.simulator_checks_memory && !own ? min_memory : 0});
+    std::int64_t sim_memory = ctx.rules.simulator_checks_memory && !own ? min_memory : 0;
+    if (full && sim_memory > 0) sim_memory = std::max<std::int64_t>(1, sim_memory - saved_b);
+    out.devices.push_back(device_cost{slow_speed, sim_memory});
   }
   const int fill = ctx.rules.flush ? p - 1 : 0;
   plan.bottleneck_ms = std::max(max_stage, max_link);
@@ -465,7 +475,8 @@ std::string describe(const cost_context& ctx, const cost_candidate& k) {
 
 std::string memory_advice() {
   return "; give more devices or devices with more memory, profile at a smaller microbatch, "
-         "or build the profile with activation recomputation";
+         "or profile with activation recomputation (pipeworks profile --recompute full or "
+         "selective)";
 }
 
 result<scored_config> evaluate_config(cost_context& ctx, int p, int w, std::int64_t b, int m) {

@@ -35,6 +35,8 @@ struct schedule_rules {
   stash_rule stash = stash_rule::microbatches;
   // Memory per device at stage s: weight_versions·Σparam + Σparam (gradients) + Σoptimizer
   //                               + stash·Σsaved(b)
+  // (with a profile measured under full recomputation: + stash·input(b) + Σsaved(b), input the
+  // bytes of the stage's first layer's input; stash_bytes in profile.hpp)
   // Analytic step: (m + fill) · max(max_s stage_s, max_s link_s) + max_s allreduce_s, with
   // fill = 0 for a pipeline without flush (2BW's steady state) and p − 1 with a flush (GPipe).
   bool flush = true;

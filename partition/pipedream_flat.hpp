@@ -26,6 +26,8 @@ struct flat_model {
   std::vector<double> params;       // prefix sums of param_bytes
   std::vector<std::int64_t> fixed;  // prefix sums of 2 · param + optimizer bytes
   std::vector<std::int64_t> saved;  // prefix sums of saved_bytes
+  std::vector<std::int64_t> input;  // input_bytes of each layer (layer 0's: 0)
+  recompute_mode recompute = recompute_mode::none;  // the profile's: how a stage stashes
   std::vector<double> activation;   // activation_bytes of each layer
   std::vector<double> link_ms;      // link_cost(activation_bytes[j], the pool's outermost level)
   std::vector<int> unit_size;       // devices in one unit of each level, innermost first
@@ -33,10 +35,14 @@ struct flat_model {
 
   double compute_ms(int i, int j) const { return compute[j + 1] - compute[i]; }
   double param_bytes(int i, int j) const { return params[j + 1] - params[i]; }
-  // Fixed bytes plus f microbatches' saved bytes; stash_product caps f · Σsaved far below 2^63
-  // (at a value no device has), so a huge f never wraps to a plan that "fits".
+  // Fixed bytes plus the stash of f microbatches in flight under the profile's mode (stash_bytes:
+  // f · Σsaved, or with full recomputation f · input(i) + Σsaved); capped far below 2^63 (at a
+  // value no device has), so a huge f never wraps to a plan that "fits". Under full the stash of
+  // i..j may exceed that of i + 1..j (a larger input): the programs' plans still fit (each stage
+  // is checked), but are then not claimed optimal.
   std::int64_t memory_of(int i, int j, int f) const {
-    return fixed[j + 1] - fixed[i] + stash_product(f, saved[j + 1] - saved[i]);
+    const std::int64_t in = input.empty() ? 0 : input[static_cast<std::size_t>(i)];
+    return fixed[j + 1] - fixed[i] + stash_bytes(recompute, f, saved[j + 1] - saved[i], in);
   }
   bool fits(int i, int j, int f) const { return memory == 0 || memory_of(i, j, f) <= memory; }
   // The level an all-reduce over r replicas runs at in the pool cost model: the innermost whose

@@ -65,6 +65,8 @@ struct hetero_model {
   std::vector<std::uint64_t> used;  // bit c: u_c > 0
   std::vector<double> params;       // prefix sums of param_bytes
   std::vector<std::int64_t> fixed;  // prefix sums of 2 · param + optimizer bytes
+  std::vector<std::int64_t> input;  // input_bytes of each layer (layer 0's: 0)
+  recompute_mode recompute = recompute_mode::none;  // the profile's (every device profile's)
   std::vector<double> link_ms;      // 2 · activation_bytes[j] / bandwidth
   double ms_per_byte = 0;           // 0: free links
   std::int64_t slack = 0;           // bytes granted to every limited device (the excess search)
@@ -92,7 +94,9 @@ struct hetero_model {
   std::int64_t memory_of(int c, int i, int j, int f) const {
     // fixed ≤ 3 · 2^50 by check_profile_totals; the stash saturates rather than overflow
     const device_class& k = classes[c];
-    return fixed[j + 1] - fixed[i] + stash_product(f, k.saved[j + 1] - k.saved[i]);
+    // the stash under the profile's mode (stash_bytes: with full, f · input(i) + Σsaved)
+    return fixed[j + 1] - fixed[i] +
+           stash_bytes(recompute, f, k.saved[j + 1] - k.saved[i], input[static_cast<std::size_t>(i)]);
   }
   // Bit c set when a device of class c holds layers i..j with f microbatches in flight.
   std::uint64_t fitting(int i, int j, int f) const {
@@ -360,8 +364,11 @@ status build_model(const model_profile& profile, const cluster& c, const pipedre
   m.params.assign(L + 1, 0.0);
   m.fixed.assign(L + 1, 0);
   m.link_ms.assign(L, 0.0);
+  m.input.assign(L, 0);
+  m.recompute = profile.recompute;
   for (int l = 0; l < L; ++l) {
     const layer_profile& x = profile.layers[l];
+    m.input[l] = input_bytes(profile, l);
     m.params[l + 1] = m.params[l] + static_cast<double>(x.param_bytes);
     m.fixed[l + 1] = m.fixed[l] + 2 * x.param_bytes + x.optimizer_bytes;
     m.link_ms[l] = 2.0 * static_cast<double>(x.activation_bytes) * m.ms_per_byte;

@@ -7,7 +7,9 @@
 //   saved bytes (the first stage p, the last 1), p the plan's device-level depth. A positive
 //   options.in_flight applies to every stage.
 // - Memory per device of a stage = Σ param_bytes · 2 (weights and gradients) + Σ optimizer_bytes
-//   + in_flight · Σ saved_bytes; replicas each hold the whole stage.
+//   + in_flight · Σ saved_bytes; replicas each hold the whole stage. With a profile measured under
+//   full recomputation the stash is in_flight · input_bytes(first layer) + Σ saved_bytes instead
+//   (stash_bytes: the runtime's model); selective's saved_bytes are already the reduced stash.
 // - Microbatches per step m = 2p: predicted_step_ms = bottleneck_ms · (m + p − 1) = (3p − 1) ·
 //   bottleneck_ms (fill, steady state and drain of a 1F1B pipeline).
 // - One level (or a hierarchy whose used part is one level): the exact flat program.
@@ -161,10 +163,8 @@ result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_s
   return plan_flat_placed(m);
 }
 
-}  // namespace
-
-result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster& c,
-                                     const pipedream_options& options) {
+result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const cluster& c,
+                                             const pipedream_options& options) {
   // Check the arguments.
   const int L = static_cast<int>(profile.layers.size());
   if (L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
@@ -246,6 +246,8 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   m.params.assign(L + 1, 0.0);
   m.fixed.assign(L + 1, 0);
   m.saved.assign(L + 1, 0);
+  m.input.assign(L, 0);
+  m.recompute = profile.recompute;
   m.activation.assign(L, 0.0);
   m.link_ms.assign(L, 0.0);
   for (int l = 0; l < L; ++l) {
@@ -254,12 +256,22 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
     m.params[l + 1] = m.params[l] + static_cast<double>(x.param_bytes);
     m.fixed[l + 1] = m.fixed[l] + 2 * x.param_bytes + x.optimizer_bytes;
     m.saved[l + 1] = m.saved[l] + x.saved_bytes;
+    m.input[l] = input_bytes(profile, l);
     m.activation[l] = static_cast<double>(x.activation_bytes);
     m.link_ms[l] = pipedream::link_cost(m.activation[l], link_ms_per_byte);
   }
 
   if (levels.size() < 2 || options.same_replicas) return plan_flat_or_same(m, options.same_replicas);
   return plan_levels(m, levels);
+}
+
+}  // namespace
+
+result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster& c,
+                                     const pipedream_options& options) {
+  auto plan = plan_pipedream_checked(profile, c, options);
+  if (plan) plan->recompute = profile.recompute;
+  return plan;
 }
 
 }  // namespace pipeworks

@@ -36,6 +36,8 @@ struct pipeline_plan {
   // Entry d: device d's estimate (0 for a device the plan leaves idle), up to the highest device
   // used; the same meaning in every planner and in `pipeworks plan --json`.
   std::vector<std::int64_t> memory_bytes;
+  // The profile's mode: what memory_bytes assumes, and what the run must do (runtime.recompute).
+  recompute_mode recompute = recompute_mode::none;
 };
 
 struct pipedream_options {

@@ -61,6 +61,12 @@ status check_same_model(const model_profile& base, const model_profile& p, const
     return make_error(what + " was taken at microbatch " + std::to_string(p.microbatch) +
                       ", the plan's at " + std::to_string(base.microbatch) +
                       ": profile every kind of device at the same --microbatch");
+  if (p.recompute != base.recompute)
+    return make_error(what + " was measured with recompute " +
+                      std::string(recompute_name(p.recompute)) + ", the plan's with " +
+                      std::string(recompute_name(base.recompute)) +
+                      ": a plan runs in one mode; profile every kind of device with the same "
+                      "--recompute");
   for (std::size_t l = 0; l < p.layers.size(); ++l) {
     const layer_profile &a = base.layers[l], &b = p.layers[l];
     const char* field = a.name != b.name                         ? "name"

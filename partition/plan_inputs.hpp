@@ -17,8 +17,9 @@ namespace pipeworks {
 status check_plan_inputs(const model_profile& profile, const cluster& c);
 
 // An error when device profile `p` (called `name`) is not of the model `base` profiles: other
-// layers, another microbatch, or a layer whose name, parameter, optimizer or activation bytes
-// differ (named with the field). Times and saved bytes may differ: that is what it is for.
+// layers, another microbatch, another recompute mode, or a layer whose name, parameter, optimizer
+// or activation bytes differ (named with the field). Times and saved bytes may differ: that is
+// what it is for.
 status check_same_model(const model_profile& base, const model_profile& p, const std::string& name);
 // A device that names a profile not among `device_profiles`, or a device profile that fails
 // check_same_model or check_plan_inputs: an error naming it.

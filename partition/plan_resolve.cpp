@@ -37,6 +37,7 @@ nlohmann::json summary_json(const auto_partition& a, const std::string& cluster_
           {"microbatch", a.microbatch},
           {"batch", a.batch},
           {"stages", stages},
+          {"recompute", std::string(recompute_name(a.recompute))},
           {"predicted_step_ms", a.planner_step_ms},
           {"simulated_step_ms", a.simulated_step_ms}};
 }
@@ -55,7 +56,8 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
     microbatches = default_microbatches(plan.data.batch, c->device_count());
   auto drawn = sample(plan.data.batch / microbatches);
   if (!drawn) return make_error("the sample to profile: " + drawn.message());
-  auto prof = profile_on_one_core(net, *drawn);
+  // Measured in the run's mode (--recompute), so the planner counts the memory the run holds.
+  auto prof = profile_on_one_core(net, *drawn, plan.recompute);
   if (!prof) return make_error("profiling failed: " + prof.message());
   auto_partition_request rq;
   rq.planner = ap.planner;
@@ -80,6 +82,7 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
   for (std::size_t r = 0; r < a->device_speed.size(); ++r)
     plan.ranks.push_back(
         rank_placement{a->run_devices[r], a->device_speed[r], a->device_names[r], 0});
+  plan.recompute = a->recompute;  // the profile's mode, the run's own: the plan assumed it
   plan.threads_per_stage = 1;  // a device of speed 1 is the one core it was profiled on
   plan.auto_partition.reset();
   if (auto i = first_issue(plan, net.size()))

@@ -71,6 +71,7 @@ std::string to_json(const model_profile& p) {
   ordered_json j = ordered_json::object();
   j["model"] = p.model;
   j["microbatch"] = p.microbatch;
+  j["recompute"] = std::string(recompute_name(p.recompute));
   j["layers"] = std::move(layers);
   // nlohmann writes doubles in a form that reads back to the same value.
   return j.dump(2) + "\n";
@@ -81,11 +82,21 @@ result<model_profile> parse_profile(const std::string& json_text) {
   if (!parsed) return parsed.err();
   const json& j = *parsed;
   const json_where top{prefix, "the top level"};
-  PW_TRY(only_keys(j, top, {"model", "microbatch", "layers"}));
+  PW_TRY(only_keys(j, top, {"model", "microbatch", "recompute", "layers"}));
   model_profile p;
   PW_TRY(read_string(j, top, "model", p.model, presence::required));
   PW_TRY(read_whole(j, top, "microbatch", {.min = 1, .unit = "samples"}, p.microbatch,
                     presence::required));
+  // "recompute" is optional: profiles written before it existed were measured without.
+  if (j.contains("recompute")) {
+    std::string mode;
+    PW_TRY(read_string(j, top, "recompute", mode, presence::required));
+    const auto m = parse_recompute(mode);
+    if (!m)
+      return make_error(prefix + "\"recompute\" is \"" + mode +
+                        "\"; known: none, selective, full (the mode the profile was measured in)");
+    p.recompute = *m;
+  }
   PW_TRY(need_key(j, top, "layers", "a non-empty array of layer objects"));
   const json& ls = j.at("layers");
   if (!ls.is_array() || ls.empty()) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "runtime/recompute_mode.hpp"
 
 namespace pipeworks {
 
@@ -23,8 +24,20 @@ struct layer_profile {
 struct model_profile {
   std::string model;
   std::int64_t microbatch = 1;  // samples per microbatch the times were taken at
+  // The mode the layers were measured in, and the one a plan made from them runs in (the run
+  // plan's runtime.recompute). none: saved_bytes is each layer's whole stash. selective: the stash
+  // less what block::drop_recomputable drops, and bwd_ms includes making it again. full:
+  // saved_bytes is the whole stash (what a stage holds for one microbatch during its backward) and
+  // bwd_ms includes the forward run again.
+  recompute_mode recompute = recompute_mode::none;
   std::vector<layer_profile> layers;
 };
+
+// The bytes of layer i's input: layer i − 1's output (activation_bytes). Layer 0's input (the
+// model's data: token ids or images) is not in the profile, so it counts 0.
+inline std::int64_t input_bytes(const model_profile& p, int i) {
+  return i <= 0 ? 0 : p.layers[static_cast<std::size_t>(i) - 1].activation_bytes;
+}
 
 // The most bytes any byte field (activation, saved, param, optimizer) may total over all layers:
 // 2^50 (about 1 PB). Below it the planners' sums (3·param + optimizer, prefix sums, a stash of
@@ -52,7 +65,23 @@ inline std::int64_t stash_product(std::int64_t k, std::int64_t bytes) {
   return out;
 }
 
-// {"model": .., "microbatch": .., "layers": [{"name": .., "fwd_ms": .., "bwd_ms": ..,
+// The stashed activations of a stage with `in_flight` microbatches in flight, the runtime's model
+// for each mode, from the stage's Σsaved_bytes and its input's bytes (input_bytes of its first
+// layer), both for one microbatch:
+//   none, selective: in_flight · Σsaved   (selective's saved is already the reduced stash)
+//   full:            in_flight · input + Σsaved   (every microbatch in flight keeps its input;
+//                    one backward at a time runs the forward again and holds its whole stash)
+// Capped as stash_product is, so a huge in_flight never wraps.
+inline std::int64_t stash_bytes(recompute_mode mode, std::int64_t in_flight, std::int64_t saved,
+                                std::int64_t input) {
+  if (mode != recompute_mode::full) return stash_product(in_flight, saved);
+  if (in_flight <= 0) return 0;
+  // saved <= 2^50 · 2^12 (the planners scale a profile by at most 4): no overflow against the cap.
+  return stash_product(in_flight, input) + saved;
+}
+
+// {"model": .., "microbatch": .., "recompute": "none"|"selective"|"full" (optional: none),
+//  "layers": [{"name": .., "fwd_ms": .., "bwd_ms": ..,
 //  "activation_bytes": .., "saved_bytes": .., "param_bytes": .., "optimizer_bytes": ..}, ...]}
 std::string to_json(const model_profile& p);
 // An error names the field and the layer when something is missing, negative or not finite, or

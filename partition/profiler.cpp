@@ -1,5 +1,6 @@
 // profile_model: one block at a time, forward then backward, timed with a steady clock; the
-// median of `repeats` runs after a warm-up.
+// median of `repeats` runs after a warm-up. Under recomputation the backward's time includes what
+// the runtime's backward makes again (selective: the dropped tensors; full: the whole forward).
 #include "partition/profiler.hpp"
 
 #include <algorithm>
@@ -35,6 +36,8 @@ result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
   const param_set weights = m.init_params(1).on(dev);
   microbatch mb = make_microbatch(sample, 0, sample.inputs.dim(0));
   tensor input = dev.adopt(std::move(mb.input));
+  const bool full = options.recompute == recompute_mode::full;
+  out.recompute = options.recompute;
   const std::int64_t state_copies = options.optimizer == optimizer_kind::adamw ? 2 : 1;
   for (int b = 0; b < m.size(); ++b) {
     const block<T>& blk = m.at(b);
@@ -49,13 +52,17 @@ result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
     tensor next;
     for (int rep = 0; rep <= options.repeats; ++rep) {
       tensor in = input.clone();
+      tensor again = full ? input.clone() : tensor();  // full: the forward's input, kept
       dev.wait();  // each pass is timed to the end of its own work on the device
       auto t0 = std::chrono::steady_clock::now();
       block_forward f = blk.forward(dev, w, std::move(in), mb.ctx);
       dev.wait();
       const double f_ms = ms_since(t0);
+      // selective: the stash the runtime keeps; backward makes the rest again (timed there)
+      if (options.recompute == recompute_mode::selective) blk.drop_recomputable(f.saved);
       std::int64_t saved = 0;
-      for (const tensor& t : f.saved.saved) saved += static_cast<std::int64_t>(t.nbytes());
+      for (const tensor& t : f.saved.saved)  // an empty tensor (one dropped) holds nothing
+        if (!t.empty()) saved += static_cast<std::int64_t>(t.nbytes());
       tensor dout = blk.is_loss() ? scalar_tensor<T>(T(1)) : tensor(f.output.shape(), f.output.type());
       if (!blk.is_loss()) {
         std::fill_n(dout.data<T>(), dout.numel(), T(1e-3));
@@ -63,6 +70,10 @@ result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
       }
       dev.wait();
       t0 = std::chrono::steady_clock::now();
+      if (full) {  // the backward runs the forward again first, as the runtime's does
+        block_forward redo = blk.forward(dev, w, std::move(again), mb.ctx);
+        f.saved = std::move(redo.saved);
+      }
       blk.backward(dev, w, dw, std::move(f.saved), std::move(dout), mb.ctx);
       dev.wait();
       const double b_ms = ms_since(t0);

@@ -10,6 +10,7 @@
 #include "base/result.hpp"
 #include "ops/train/microbatches.hpp"
 #include "partition/profile.hpp"
+#include "runtime/recompute_mode.hpp"
 
 namespace pipeworks {
 
@@ -22,6 +23,11 @@ struct profiler_options {
   // Where the blocks run: null is this CPU on the caller's threads; a GPU context times each
   // pass to the end of its work on the GPU (the GPU stage costs the planners then read).
   const device_context* device = nullptr;
+  // The mode to measure in (the profile's recompute). selective: each block drops what
+  // drop_recomputable says after its forward, so saved_bytes is the reduced stash and bwd_ms
+  // includes making it again. full: saved_bytes is the whole stash (what a stage holds for one
+  // microbatch during its backward) and bwd_ms times the forward run again plus the backward.
+  recompute_mode recompute = recompute_mode::none;
 };
 
 // `sample` is one microbatch of the model's input (its batch dimension is the microbatch size).

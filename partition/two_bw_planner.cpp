@@ -22,6 +22,7 @@ result<two_bw_plan> evaluate_two_bw(const model_profile& profile, const cluster&
   if (!ctx) return ctx.err();
   auto r = evaluate_config(*ctx, p, w, b, m);
   if (!r) return r.err();
+  r->recompute = profile.recompute;
   return std::move(*r);
 }
 
@@ -31,6 +32,7 @@ result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
   if (!ctx) return ctx.err();
   auto r = search_configs(*ctx, 1, ctx->L, [](int p) { return std::vector<int>{p, 2 * p, 4 * p}; });
   if (!r) return r.err();
+  r->recompute = profile.recompute;
   return std::move(*r);
 }
 

@@ -41,6 +41,8 @@ struct two_bw_plan {
   // The same meaning as pipeline_plan::memory_bytes and `pipeworks plan --json`'s "memory_bytes".
   std::vector<std::int64_t> memory_bytes;
   std::int64_t max_memory_bytes = 0;  // the largest entry of memory_bytes
+  // The profile's mode: what memory_bytes assumes, and what the run must do (runtime.recompute).
+  recompute_mode recompute = recompute_mode::none;
 };
 
 struct two_bw_options {
@@ -62,6 +64,12 @@ struct two_bw_options {
 // Memory per device at stage s (0-based) of a p-stage pipeline:
 //   2·Σparam (two weight versions) + Σparam (gradients) + Σoptimizer
 //   + (p − s)·Σsaved(b)   (2BW's 1F1B stash: stage 0 holds p microbatches in flight)
+// with the profile's recompute mode as the runtime holds it: none and selective as above
+// (selective's saved_bytes are already the reduced stash); full (2BW's recomputation)
+//   + (p − s)·input(b) + Σsaved(b)   (each microbatch in flight keeps only the stage's input,
+//                                     input_bytes of its first layer; one backward at a time runs
+//                                     the forward again and holds its whole stash).
+// A plan made from the profile runs in its mode (the run plan's runtime.recompute).
 //
 // Split: contiguous stages minimising max_s Σ(fwd+bwd) / speed_s (speed_s: the slowest replica's);
 // when that split does not fit every device's own memory, the best split that does (so a device

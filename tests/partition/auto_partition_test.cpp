@@ -348,3 +348,40 @@ TEST_CASE("auto partition refuses a GPU device without its own profile or at ano
   CHECK(t.message().find("names no profile") != std::string::npos);
   CHECK(t.message().find("pipeworks profile --device cuda:0") != std::string::npos);
 }
+
+TEST_CASE("auto partition carries the profile's recompute mode into the run", "[actors][recompute]") {
+  for (planner_kind planner : {planner_kind::pipedream, planner_kind::two_bw}) {
+    for (recompute_mode mode :
+         {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+      CAPTURE(planner_name(planner), recompute_name(mode));
+      model_profile p = uniform_profile(4);
+      p.recompute = mode;
+      auto_partition_request rq;
+      rq.planner = planner;
+      rq.schedule = planner == planner_kind::two_bw ? schedule_kind::two_bw
+                                                    : schedule_kind::one_f_one_b;
+      rq.batch = 16;
+      rq.microbatches = 4;
+      auto a = plan_auto_partition(p, hetero(), rq);
+      REQUIRE(a.ok());
+      CHECK(a->recompute == mode);
+      const std::string text = format_auto_partition(*a, p, "hetero.json");
+      if (mode == recompute_mode::none)
+        CHECK_THAT(text, !Catch::Contains("recompute"));
+      else
+        CHECK_THAT(text, Catch::Contains(", recompute " + std::string(recompute_name(mode))));
+    }
+  }
+}
+
+TEST_CASE("profile costs stash a stage's input per microbatch under full recompute", "[actors][recompute]") {
+  model_profile p = uniform_profile(3);  // 1000 saved and 1000 output bytes a layer
+  p.layers[0].activation_bytes = 300;
+  const cost_model none = profile_costs(p, {0, 1, 3}, {1.0, 1.0}, 2.0);
+  CHECK(none.stages[0].activation_bytes == 2000);
+  CHECK(none.stages[1].activation_bytes == 4000);
+  p.recompute = recompute_mode::full;
+  const cost_model full = profile_costs(p, {0, 1, 3}, {1.0, 1.0}, 2.0);
+  CHECK(full.stages[0].activation_bytes == 0);    // layer 0's input is not in the profile
+  CHECK(full.stages[1].activation_bytes == 600);  // layer 0's 300-byte output, x scale 2
+}

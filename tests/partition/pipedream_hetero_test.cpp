@@ -450,3 +450,39 @@ TEST_CASE("pipedream hetero: a device profile that is missing or of another mode
   REQUIRE(!e.ok());
   CHECK(e.message().find("microbatch 4") != std::string::npos);
 }
+
+TEST_CASE("pipedream hetero: a full recompute profile fits where none does", "[partition][hetero][recompute]") {
+  // As the flat case: fixed 400 bytes a layer, 1000 saved, a 10-byte output, 1500 bytes a device.
+  // Without recomputation stage 0 needs 400 + 2·1000; with full 400 + 2·0 + 1000 = 1400 (layer
+  // 0's input is not in the profile) and stage 1 400 + 10 + 1000 = 1410.
+  model_profile p;
+  p.model = "two";
+  p.microbatch = 1;
+  p.layers = {layer(1, 2, 10, 1000, 100, 200), layer(1, 2, 10, 1000, 100, 200)};
+  const cluster c = devices({{1.0, 1500}, {0.5, 1500}}, 1e9);
+  REQUIRE_FALSE(plan_pipedream(p, c));
+  p.recompute = recompute_mode::full;
+  auto full = plan_pipedream(p, c);
+  REQUIRE(full);
+  CHECK(full->recompute == recompute_mode::full);
+  REQUIRE(full->stages.size() == 2);
+  CHECK(full->stages[0].memory_bytes == 1400);
+  CHECK(full->stages[1].memory_bytes == 1410);
+}
+
+TEST_CASE("pipedream hetero: device profiles must share the plan's recompute mode",
+          "[partition][hetero][recompute]") {
+  model_profile p;
+  p.model = "two";
+  p.microbatch = 1;
+  p.layers = {layer(1, 2, 10, 1000, 100, 200), layer(1, 2, 10, 1000, 100, 200)};
+  cluster c = devices({{1.0, 0}, {1.0, 0}}, 1e9);
+  c.devices[1].profile = "gpu.json";
+  pipedream_options o;
+  o.device_profiles["gpu.json"] = p;
+  o.device_profiles["gpu.json"].recompute = recompute_mode::full;
+  auto plan = plan_pipedream(p, c, o);
+  REQUIRE_FALSE(plan);
+  CHECK_THAT(plan.message(), Catch::Matchers::Contains("recompute full") &&
+                                 Catch::Matchers::Contains("--recompute"));
+}

@@ -482,3 +482,66 @@ TEST_CASE("pipedream planner reports the least peak memory of many layers quickl
   REQUIRE(!plan.ok());
   CHECK(plan.message().find("needs 260 bytes") != std::string::npos);
 }
+
+TEST_CASE("pipedream planner counts a full recompute profile's stash as the runtime holds it",
+          "[partition][recompute]") {
+  // Two layers of 100 parameter and 200 optimizer bytes (fixed 2·100 + 200 = 400 each), 1000
+  // saved bytes and a 10-byte output each, 1500 bytes per device. One stage needs 800 + 2000;
+  // two stages without recomputation 400 + 2·1000 on stage 0: nothing fits. With full
+  // recomputation stage 0 keeps 2 inputs of 0 bytes (layer 0's input is not in the profile) and
+  // one whole stash: 400 + 0 + 1000 = 1400; stage 1 one input of 10 bytes: 400 + 10 + 1000 = 1410.
+  model_profile p;
+  p.model = "two";
+  p.microbatch = 1;
+  p.layers = {layer(1, 2, 10, 1000, 100, 200), layer(1, 2, 10, 1000, 100, 200)};
+  const cluster c = flat(2, 1e9, 1500);
+  auto none = plan_pipedream(p, c);
+  REQUIRE_FALSE(none);
+  p.recompute = recompute_mode::full;
+  auto full = plan_pipedream(p, c);
+  REQUIRE(full);
+  CHECK(full->recompute == recompute_mode::full);
+  REQUIRE(full->stages.size() == 2);
+  CHECK(full->stages[0].memory_bytes == 1400);
+  CHECK(full->stages[1].memory_bytes == 1410);
+  CHECK(full->memory_bytes == std::vector<std::int64_t>{1400, 1410});
+  // Selective's saved bytes are already the reduced stash: counted as without recomputation.
+  p.recompute = recompute_mode::selective;
+  CHECK_FALSE(plan_pipedream(p, c));
+}
+
+TEST_CASE("pipedream planner with full recompute: every stage's memory by the formula, within "
+          "the limit",
+          "[partition][recompute]") {
+  std::mt19937 rng(27);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int L = 2 + static_cast<int>(rng() % 6);
+    const int n = 1 + static_cast<int>(rng() % 4);
+    model_profile p;
+    p.model = "random";
+    p.microbatch = 1;
+    p.recompute = recompute_mode::full;
+    for (int l = 0; l < L; ++l)
+      p.layers.push_back(layer(1 + rng() % 5, 2 + rng() % 9, 1 + rng() % 500, rng() % 2000,
+                               rng() % 300, rng() % 600));
+    const std::int64_t memory = rng() % 2 ? 0 : 1500 + static_cast<std::int64_t>(rng() % 4000);
+    auto plan = plan_pipedream(p, flat(n, 1e6, memory));
+    CAPTURE(trial, L, n, memory);
+    if (!plan) continue;
+    CHECK(plan->recompute == recompute_mode::full);
+    const int stages = static_cast<int>(plan->stages.size());
+    for (int s = 0; s < stages; ++s) {
+      const planned_stage& st = plan->stages[s];
+      std::int64_t fixed = 0, saved = 0;
+      for (int l = st.first_layer; l <= st.last_layer; ++l) {
+        fixed += 2 * p.layers[l].param_bytes + p.layers[l].optimizer_bytes;
+        saved += p.layers[l].saved_bytes;
+      }
+      const std::int64_t input =
+          st.first_layer == 0 ? 0 : p.layers[st.first_layer - 1].activation_bytes;
+      const std::int64_t need = fixed + (stages - s) * input + saved;
+      CHECK(st.memory_bytes == need);
+      if (memory != 0) CHECK(need <= memory);
+    }
+  }
+}

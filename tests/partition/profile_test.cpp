@@ -1,5 +1,6 @@
 // Tests for profile.json: exact round trips, and errors that name the field and the layer for
-// missing, negative, non-finite or non-whole values, an empty layer list and a bad microbatch.
+// missing, negative, non-finite or non-whole values, an empty layer list and a bad microbatch;
+// the recompute mode and the stash each mode holds.
 #include "partition/profile.hpp"
 
 #include <catch2/catch.hpp>
@@ -185,4 +186,54 @@ TEST_CASE("profile: load_profile reads a file and names the path in errors", "[p
   auto dir = load_profile(".");
   REQUIRE_FALSE(dir.ok());
   CHECK_THAT(dir.message(), Contains("is a directory"));
+}
+
+TEST_CASE("profile: the recompute mode round trips and defaults to none", "[partition]") {
+  using Catch::Matchers::Contains;
+  // Profiles written before the field existed were measured without recomputation.
+  auto old = parse_profile(with_layer(good_layer));
+  REQUIRE(old.ok());
+  CHECK(old->recompute == recompute_mode::none);
+  CHECK_THAT(to_json(*old), Contains("\"recompute\": \"none\""));
+  for (recompute_mode mode :
+       {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+    model_profile p = sample();
+    p.recompute = mode;
+    auto back = parse_profile(to_json(p));
+    REQUIRE(back.ok());
+    CHECK(back->recompute == mode);
+    CHECK(same(p, *back));
+    CHECK(to_json(*back) == to_json(p));
+  }
+  auto full = parse_profile(R"({"model": "m", "microbatch": 2, "recompute": "full", "layers": [)" +
+                            std::string(good_layer) + "]}");
+  REQUIRE(full.ok());
+  CHECK(full->recompute == recompute_mode::full);
+}
+
+TEST_CASE("profile: an unknown recompute mode is refused by name", "[partition]") {
+  using Catch::Matchers::Contains;
+  const std::string layers = std::string(R"("layers": [)") + good_layer + "]";
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": 1, "recompute": "some", )" + layers + "}"),
+             Contains("\"recompute\" is \"some\"") && Contains("none, selective, full"));
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": 1, "recompute": 1, )" + layers + "}"),
+             Contains("recompute"));
+}
+
+TEST_CASE("profile: input_bytes is the previous layer's output, 0 for the first", "[partition]") {
+  const model_profile p = sample();
+  CHECK(input_bytes(p, 0) == 0);
+  CHECK(input_bytes(p, 1) == p.layers[0].activation_bytes);
+  CHECK(input_bytes(p, 2) == p.layers[1].activation_bytes);
+}
+
+TEST_CASE("profile: stash_bytes per mode", "[partition]") {
+  // none and selective: in_flight · Σsaved; full: in_flight · input + Σsaved (one microbatch).
+  CHECK(stash_bytes(recompute_mode::none, 3, 1000, 10) == 3000);
+  CHECK(stash_bytes(recompute_mode::selective, 3, 1000, 10) == 3000);
+  CHECK(stash_bytes(recompute_mode::full, 3, 1000, 10) == 1030);
+  CHECK(stash_bytes(recompute_mode::full, 0, 1000, 10) == 0);
+  // A huge in_flight saturates rather than wrapping.
+  CHECK(stash_bytes(recompute_mode::full, std::int64_t{1} << 40, 1, std::int64_t{1} << 40) >
+        (std::int64_t{1} << 60));
 }

@@ -491,3 +491,73 @@ TEST_CASE("2bw refuses device profiles it was not given or of another model", "[
   CHECK(plan.message().find("layer 2") != std::string::npos);
   CHECK(plan.message().find("param_bytes") != std::string::npos);
 }
+
+namespace {
+
+// Two layers of 100 parameter and 200 optimizer bytes (2BW's fixed 3·100 + 200 = 500 each),
+// 4000 saved bytes and a 40-byte output each, at microbatch 4 (b = 1: 1000 and 10).
+model_profile two_heavy_layers(recompute_mode mode) {
+  model_profile p;
+  p.model = "two";
+  p.microbatch = 4;
+  p.recompute = mode;
+  p.layers = {layer(1, 2, 40, 4000, 100, 200), layer(1, 2, 40, 4000, 100, 200)};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("2bw: a full recompute profile's stash is each input in flight and one whole stash",
+          "[partition][recompute]") {
+  // p = 2, b = 4: stage 0 holds 2 microbatches, stage 1 one.
+  //   none: stage 0 500 + 2·4000 = 8500, stage 1 500 + 4000 = 4500.
+  //   full: stage 0 500 + 2·0 + 4000 = 4500 (layer 0's input is not in the profile: 0),
+  //         stage 1 500 + 1·40 + 4000 = 4540; at b = 2 the bytes halve: 500 + 20 + 2000.
+  const cluster c = servers(2, 1, 1e9, 1e9, 0);
+  two_bw_options o;
+  o.use_simulator = false;
+  auto none = evaluate_two_bw(two_heavy_layers(recompute_mode::none), c, 2, 1, 4, 2, o);
+  REQUIRE(none);
+  CHECK(none->recompute == recompute_mode::none);
+  CHECK(none->stages[0].memory_bytes == 8500);
+  CHECK(none->stages[1].memory_bytes == 4500);
+  auto full = evaluate_two_bw(two_heavy_layers(recompute_mode::full), c, 2, 1, 4, 2, o);
+  REQUIRE(full);
+  CHECK(full->recompute == recompute_mode::full);
+  CHECK(full->stages[0].memory_bytes == 4500);
+  CHECK(full->stages[1].memory_bytes == 4540);
+  CHECK(full->memory_bytes == std::vector<std::int64_t>{4500, 4540});
+  auto half = evaluate_two_bw(two_heavy_layers(recompute_mode::full), c, 2, 1, 2, 2, o);
+  REQUIRE(half);
+  CHECK(half->stages[1].memory_bytes == 500 + 20 + 2000);
+  // Selective's saved bytes are already the reduced stash: as without recomputation.
+  auto selective = evaluate_two_bw(two_heavy_layers(recompute_mode::selective), c, 2, 1, 4, 2, o);
+  REQUIRE(selective);
+  CHECK(selective->stages[0].memory_bytes == 8500);
+}
+
+TEST_CASE("2bw: under a memory limit only full recomputation fits", "[partition][recompute]") {
+  // 1600 bytes per device, 2 devices. One stage holds both layers' 1000 fixed bytes and at least
+  // (b = 1) 2000 saved: never. Two stages at b = 1 without recomputation: stage 0 500 + 2·1000.
+  // With full: stage 0 500 + 0 + 1000 = 1500, stage 1 500 + 10 + 1000 = 1510; b = 2 would need
+  // 500 + 2000 on stage 0. So the plan is p = 2, b = 1, and it runs with --recompute full.
+  const cluster c = servers(2, 1, 1e9, 1e9, 1600);
+  for (bool sim : {false, true}) {
+    two_bw_options o;
+    o.use_simulator = sim;
+    CAPTURE(sim);
+    auto none = plan_two_bw(two_heavy_layers(recompute_mode::none), c, o);
+    REQUIRE_FALSE(none);
+    CHECK_THAT(none.message(), Catch::Matchers::Contains("no 2bw plan fits") &&
+                                   Catch::Matchers::Contains("--recompute"));
+    auto full = plan_two_bw(two_heavy_layers(recompute_mode::full), c, o);
+    REQUIRE(full);
+    CHECK(full->recompute == recompute_mode::full);
+    CHECK(full->p == 2);
+    CHECK(full->b == 1);
+    CHECK(full->stages[0].memory_bytes == 1500);
+    CHECK(full->stages[1].memory_bytes == 1510);
+    CHECK(full->max_memory_bytes <= 1600);
+    CHECK(full->simulated == sim);
+  }
+}
