@@ -253,9 +253,7 @@ class ucp_transport final : public ucx_transport {
   // it runs at the loop's next turn and returns at once. The progress thread may be inside UCX
   // there: a claim's or a send's callback runs inside ucp_worker_progress (or a receive's call),
   // and one that drops a wire link's last owner stops its prefetch from there. `f` progresses the
-  // worker (to cancel receives), and UCX must not be progressed from inside its own callbacks:
-  // done there, it once processed messages again or out of turn, and a later message of another
-  // run on the same worker went astray (its claim failed: "no message with its tag arrived").
+  // worker (to cancel receives), and UCX does not allow progress from inside its own callbacks.
   void on_loop(std::function<void()> f) {
     if (std::this_thread::get_id() == thread_.get_id()) return post(std::move(f));
     auto done = std::make_shared<std::promise<void>>();

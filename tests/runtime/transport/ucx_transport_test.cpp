@@ -230,11 +230,11 @@ TEST_CASE("a transport whose last owner lets go inside its own callback ends wit
   ucx_transport::end_process_transports();  // joins the thread that ended it
 }
 
-// Issue 31, item 5: a wire link let go inside a transfer's callback (its last owner gone) stops
-// its prefetch from that callback, on the progress thread inside UCX's progress. Stopping there
-// once progressed UCX again from inside its own callback, which UCX does not allow; messages
-// queued behind it then went astray (a later run's claim failed: "no message with its tag arrived
-// in time"). The stop now waits for the loop's next turn; every message after it arrives whole.
+// A wire link let go inside a transfer's callback (its last owner gone) stops its prefetch from
+// that callback, on the progress thread inside UCX's progress. Stopping there progressed UCX
+// from inside its own callback, which UCX does not allow (found while looking for issue 31's
+// item 5, whose cause was another: see the test of retired transports below). The stop now waits
+// for the loop's next turn; every message after it arrives whole.
 TEST_CASE("a prefetch stopped inside a claim callback leaves every later message whole", "[ucx]") {
   auto a = open_or_skip();
   if (!a) {
