@@ -3,7 +3,7 @@
 // step, rank and plan fields, with its tensors grouped by kind (weights, older versions,
 // optimizer state, in-flight state).
 // A checkpoint pruned while it is inspected (a run with --keep) is never reported as damaged.
-// `checkpoint export` is cli/checkpoint_export.cpp.
+// `checkpoint export` is cli/checkpoint_export.cpp, `checkpoint reshard` cli/checkpoint_reshard.cpp.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/checkpoint_export.hpp"
+#include "cli/checkpoint_reshard.hpp"
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "ops/checkpoint/safetensors.hpp"
@@ -193,11 +194,13 @@ int run_inspect(const inspect_options& o) {
 }
 
 const bool registered = register_command(
-    "checkpoint", "Inspect a run's checkpoints (`checkpoint inspect DIR`) or export one's model "
-                  "(`checkpoint export DIR --out FILE`)",
+    "checkpoint", "Inspect a run's checkpoints (`checkpoint inspect DIR`), export one's model "
+                  "(`checkpoint export DIR --out FILE`) or re-cut one for another layout "
+                  "(`checkpoint reshard DIR --out NEWDIR --stages P ...`)",
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<inspect_options>();
       auto e = std::make_shared<export_options>();
+      auto r = std::make_shared<reshard_options>();
       sub.require_subcommand(1);
       CLI::App* inspect = sub.add_subcommand(
           "inspect", "Show a checkpoint's step, plan and files, checking each file's sha256");
@@ -213,7 +216,12 @@ const bool registered = register_command(
                         "\"bytes\", \"sha256\", \"verified\", \"error\" (when not verified), "
                         "\"tensors\": [{\"group\", \"count\", \"bytes\"}]}], \"verified\"}");
       CLI::App* exporting = add_export_subcommand(sub, *e);
-      return [o, e, exporting] { return exporting->parsed() ? run_export(*e) : run_inspect(*o); };
+      CLI::App* resharding = add_reshard_subcommand(sub, *r);
+      return [o, e, r, exporting, resharding] {
+        if (exporting->parsed()) return run_export(*e);
+        if (resharding->parsed()) return run_reshard(*r);
+        return run_inspect(*o);
+      };
     });
 
 }  // namespace

@@ -1,0 +1,171 @@
+// checkpoint reshard: reads every rank file of the checkpoint with its own layout, re-cuts the
+// weights and moments by layer (runtime/exec/reshard.hpp) for the new plan, and writes the new
+// ranks' files and then the manifest (the same step, data and RNG; the new plan).
+#include "cli/checkpoint_reshard.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/options.hpp"
+#include "cli/split_flag.hpp"
+#include "ops/model/model_spec.hpp"
+#include "partition/even_split.hpp"
+#include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/checkpoint/rank_file.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
+#include "runtime/checkpoint/read_checkpoint.hpp"
+#include "runtime/exec/reshard.hpp"
+
+namespace pipeworks::cli {
+namespace {
+
+// Blocks [b[s], b[s+1]) of each virtual stage of a resolved plan ({0, blocks} for none).
+std::vector<int> boundaries_of(const run_plan& p, int blocks) {
+  std::vector<int> b = p.schedule ? p.split : std::vector<int>{0};
+  if (b.empty()) b = {0};
+  b.push_back(blocks);
+  return b;
+}
+
+bool flush_or_none(const run_plan& p) { return !p.schedule || is_flush(*p.schedule); }
+
+// The checkpoint's plan with the layout options given applied, resolved and checked.
+run_plan new_layout(const reshard_options& o, const run_plan& from, const model<float>& net) {
+  run_plan to = from;
+  if (!o.schedule.empty()) {
+    if (o.schedule == "none") {
+      to.schedule.reset();
+    } else {
+      auto k = parse_schedule_kind(o.schedule);
+      if (!k) throw CLI::ValidationError("--schedule", k.message());
+      to.schedule = *k;
+    }
+  }
+  if (!flush_or_none(to))
+    throw CLI::ValidationError("--schedule", std::string(schedule_name(*to.schedule)) +
+                                                 " is asynchronous: its stages hold several weight "
+                                                 "versions and microbatches across steps, which a "
+                                                 "checkpoint at a step boundary does not have; pick "
+                                                 "a flush schedule (gpipe, 1f1b, interleaved, zb-h1, "
+                                                 "zb-h2, bfs) or none");
+  if (!to.schedule) to.stages = to.chunks = to.replicas = 1;
+  if (o.stages > 0) to.stages = o.stages;
+  if (o.chunks > 0) to.chunks = o.chunks;
+  if (o.replicas > 0) to.replicas = o.replicas;
+  if (o.microbatches > 0) to.train.microbatches = o.microbatches;
+  to.ranks.clear();  // every rank on a CPU core; a resume may place them (--device, --workers)
+  to.processes = process_spec{};
+  to.auto_partition.reset();
+  to.split.clear();
+  if (to.schedule) {
+    if (!o.split.empty()) {
+      auto b = parse_split(o.split, net.size(), to.virtual_stages());
+      if (!b) throw CLI::ValidationError("--split", b.message());
+      to.split.assign(b->begin(), b->end() - 1);
+    } else {
+      auto b = even_split(net.costs(), to.virtual_stages());
+      if (!b) throw CLI::ValidationError("--stages", b.message());
+      to.split.assign(b->begin(), b->end() - 1);
+    }
+  } else if (!o.split.empty()) {
+    throw CLI::ValidationError("--split", "--schedule none runs the whole model as one stage: "
+                                          "drop --split");
+  }
+  to.checkpoint.dir = o.out;
+  to.checkpoint.run.clear();
+  if (status s = check(to, net.size()); !s) throw CLI::ValidationError(s.message());
+  return to;
+}
+
+}  // namespace
+
+CLI::App* add_reshard_subcommand(CLI::App& checkpoint, reshard_options& o) {
+  CLI::App* r = checkpoint.add_subcommand(
+      "reshard", "Re-cut a checkpoint taken at a step boundary (a flush schedule's or none's) for "
+                 "another number of stages, chunks or replicas, split or schedule, into a new "
+                 "checkpoint directory that train --resume continues bit for bit");
+  r->add_option("dir", o.dir, "the checkpoint directory (holding step-NNNNNNNN/)")->required();
+  r->add_option("--step", o.step, "the checkpoint of this step (default: the latest complete one)")
+      ->check(nonnegative_int);
+  r->add_option("--out", o.out, "the new checkpoint directory (it must hold no checkpoint)")
+      ->required();
+  r->add_option("--schedule", o.schedule, "the new schedule: a flush one or none (default: the "
+                                          "checkpoint's)");
+  r->add_option("--stages", o.stages, "devices p (default: the checkpoint's)")->check(positive_int);
+  r->add_option("--chunks", o.chunks, "virtual stages per device v")->check(positive_int);
+  r->add_option("--replicas", o.replicas, "data-parallel replicas w")->check(positive_int);
+  r->add_option("--microbatches", o.microbatches, "microbatches m per replica and step")
+      ->check(positive_int);
+  r->add_option("--split", o.split, "first block of each virtual stage (default: even FLOPs)");
+  return r;
+}
+
+int run_reshard(const reshard_options& o) {
+  namespace fs = std::filesystem;
+  const fs::path in = fs::weakly_canonical(fs::absolute(o.dir)), out = fs::weakly_canonical(fs::absolute(o.out));
+  const auto [end, at] = std::mismatch(in.begin(), in.end(), out.begin(), out.end());
+  if (end == in.end())
+    throw CLI::ValidationError("--out", o.out + " is " + (at == out.end() ? "" : "inside ") + o.dir +
+                                            ", the checkpoint directory read: choose a directory "
+                                            "outside it");
+  std::optional<run_plan> from_plan, to_plan;
+  std::optional<checkpoint_manifest> manifest;
+  std::vector<rank_state> to_states;
+  auto got = read_checkpoint(o.dir, o.step, [&](const chosen_checkpoint& c) -> status {
+    auto plan = parse_run_plan(c.manifest.plan.dump(), c.dir + "/manifest.json (its plan)");
+    if (!plan) return plan.err();
+    if (!flush_or_none(*plan))
+      return make_error(c.dir + " is a checkpoint of " + std::string(schedule_name(*plan->schedule)) +
+                        ", an asynchronous schedule whose microbatches and weight versions cross "
+                        "steps: only a flush schedule's (or none's) checkpoint can be re-cut");
+    const model<float> net = build_model<float>(plan->model);
+    const run_plan to = new_layout(o, *plan, net);
+    const std::vector<int> from_b = boundaries_of(*plan, net.size());
+    std::vector<rank_state> from;
+    for (const checkpoint_file& f : c.manifest.files) {
+      auto st = load_rank_checkpoint(c.dir, f, net, from_b, rank_identity(*plan, f.rank), c.step);
+      if (!st) return st.err();
+      from.push_back(std::move(*st));
+    }
+    auto lowered = lower_run(to, net.size());
+    if (!lowered) return lowered.err();
+    auto states = reshard(net, from_b, from, *lowered);
+    if (!states) return states.err();
+    from_plan = *plan;
+    to_plan = to;
+    manifest = c.manifest;
+    to_states = std::move(*states);
+    return {};
+  });
+  if (!got) throw pipeworks_error(got.message());
+  if (!got->read) throw pipeworks_error(got->read.message());
+  const std::int64_t step = got->checkpoint.step;
+  if (status s = prepare_checkpoint_dir(o.out, false); !s) throw CLI::ValidationError("--out", s.message());
+  if (status s = prepare_step_dir(o.out, step); !s) throw pipeworks_error(s.message());
+  std::vector<checkpoint_file> files;
+  for (const rank_state& st : to_states) {
+    const std::string name = rank_file_name(st.rank);
+    auto written = write_rank_file(step_dir(o.out, step) + "/" + name, st, rank_identity(*to_plan, st.rank));
+    if (!written) throw pipeworks_error(written.message());
+    files.push_back(checkpoint_file{st.rank, name, written->bytes, written->sha256, {}, {}});
+  }
+  checkpoint_manifest m = *manifest;
+  m.plan = nlohmann::json::parse(to_json_text(*to_plan));
+  m.files = std::move(files);
+  if (status s = write_manifest(o.out, m); !s) throw pipeworks_error(s.message());
+  std::printf("step %lld of %s (%s, %d stages x %d chunks, %d replicas) re-cut as %s, %d stages x "
+              "%d chunks, %d replicas, split %s: %zu rank files in %s\n",
+              static_cast<long long>(step), o.dir.c_str(),
+              from_plan->schedule ? std::string(schedule_name(*from_plan->schedule)).c_str() : "none",
+              from_plan->stages, from_plan->chunks, from_plan->replicas,
+              to_plan->schedule ? std::string(schedule_name(*to_plan->schedule)).c_str() : "none",
+              to_plan->stages, to_plan->chunks, to_plan->replicas,
+              nlohmann::json(to_plan->split).dump().c_str(), m.files.size(),
+              step_dir(o.out, step).c_str());
+  return exit_ok;
+}
+
+}  // namespace pipeworks::cli

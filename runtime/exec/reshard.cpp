@@ -1,0 +1,141 @@
+// reshard: gathers replica 0's latest weights and moments of every tensor by name, checks that
+// nothing was in flight, and builds each rank of the new layout as restore expects it.
+#include "runtime/exec/reshard.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <variant>
+
+#include "ops/model/param_split.hpp"
+
+namespace pipeworks {
+namespace {
+
+// One tensor's optimizer state: its moments (empty before its first update) and update count.
+struct tensor_moments {
+  tensor m, v;
+  std::int64_t updates = 0;
+};
+
+// Why a rank's state cannot be re-cut (something in flight), or "".
+std::string in_flight(const rank_state& r) {
+  if (!r.held.empty()) return std::to_string(r.held.size()) + " microbatches between forward and backward";
+  if (!r.to_send_f.empty() || !r.to_send_b.empty()) return "activations or gradients to send";
+  // Credits coming back are no state at a step boundary: every message of the step was used,
+  // so every link's window is whole again, as the new layout's ranks start.
+  for (const message& msg : r.deliver)
+    if (!std::holds_alternative<credit_msg>(msg)) return "activations or gradients in flight";
+  if (!r.losses.empty()) return "losses of an unfinished step";
+  for (const stage_state& s : r.stages) {
+    if (s.grads) return "a partial gradient of stage " + std::to_string(s.stage);
+    if (s.versions.size() != 1 || !s.versions.count(s.latest))
+      return std::to_string(s.versions.size()) + " weight versions of stage " + std::to_string(s.stage);
+  }
+  return "";
+}
+
+// The position right after rank r's last STEP of `step` (0 for a run without programs).
+std::size_t position_after(const lowered_run& run, int r, std::int64_t step) {
+  if (!run.programs || step == 0) return 0;
+  const auto& prog = run.programs->programs.at(static_cast<std::size_t>(r));
+  std::map<int, std::int64_t> seen;
+  std::size_t cut = 0;
+  for (std::size_t i = 0; i < prog.size(); ++i)
+    if (prog[i].kind == action_kind::step && ++seen[prog[i].stage] == step) cut = std::max(cut, i + 1);
+  return cut;
+}
+
+}  // namespace
+
+template <class T>
+result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int>& from_boundaries,
+                                        const std::vector<rank_state>& from, const lowered_run& to) {
+  if (from.empty()) return make_error("the checkpoint has no ranks");
+  const std::int64_t step = from.front().step;
+  const int from_stages = static_cast<int>(from_boundaries.size()) - 1;
+  param_set whole = m.init_params(1);
+  std::map<std::string, tensor_moments> moments;
+  std::vector<bool> got(whole.entries().size(), false);
+  for (const rank_state& r : from) {
+    const std::string who = "rank " + std::to_string(r.rank) + " of the checkpoint";
+    if (r.step != step)
+      return make_error(who + " is at step " + std::to_string(r.step) + ", rank " +
+                        std::to_string(from.front().rank) + " at step " + std::to_string(step));
+    if (const std::string why = in_flight(r); !why.empty())
+      return make_error(who + " holds " + why + ": only a checkpoint at a step boundary (a flush "
+                        "schedule's, or --schedule none's) can be re-cut");
+    for (const stage_state& s : r.stages) {
+      if (s.stage < 0 || s.stage >= from_stages)
+        return make_error(who + " holds stage " + std::to_string(s.stage) + " of " +
+                          std::to_string(from_stages));
+      if (s.latest != step)
+        return make_error(who + ": stage " + std::to_string(s.stage) + " made " +
+                          std::to_string(s.latest) + " weight versions in " + std::to_string(step) +
+                          " steps");
+      const param_set& w = *s.versions.at(s.latest);
+      const auto& entries = w.entries();
+      if (s.moment1.size() != entries.size() || s.moment2.size() != entries.size() ||
+          s.updates.size() != entries.size())
+        return make_error(who + ": stage " + std::to_string(s.stage) + "'s optimizer state covers " +
+                          std::to_string(s.updates.size()) + " of its " +
+                          std::to_string(entries.size()) + " tensors");
+      for (std::size_t e = 0; e < entries.size(); ++e) {
+        const auto& all = whole.entries();
+        const auto at = std::find_if(all.begin(), all.end(),
+                                     [&](const param_entry& x) { return x.name == entries[e].name; });
+        if (at == all.end() || at->shape != entries[e].shape)
+          return make_error(who + " holds " + entries[e].name + ", which the model does not have "
+                            "with shape " + shape_string(entries[e].shape));
+        const auto i = static_cast<std::size_t>(at - all.begin());
+        if (got[i]) continue;  // another replica's copy: the same bits at a step boundary
+        got[i] = true;
+        const auto src = w.values<T>(entries[e]);
+        std::copy(src.begin(), src.end(), whole.values<T>(*at).begin());
+        moments[at->name] = tensor_moments{s.moment1[e].clone(), s.moment2[e].clone(), s.updates[e]};
+      }
+    }
+  }
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!got[i]) return make_error("no rank of the checkpoint holds " + whole.entries()[i].name);
+
+  auto cut = split_params(whole, to.boundaries);
+  if (!cut) return cut.err();
+  const int ranks = to.ranks();
+  const int per_step = to.plan.train.microbatches;  // F's of a stage per replica and step
+  std::vector<rank_state> out(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    rank_state& rs = out[static_cast<std::size_t>(r)];
+    rs.rank = r;
+    rs.step = step;
+    rs.pc = static_cast<std::int64_t>(position_after(to, r, step));
+    const int device = to.programs ? r % to.plan.stages : 0;
+    const int virtual_stages = static_cast<int>(to.boundaries.size()) - 1;
+    for (int s = 0; s < virtual_stages; ++s) {
+      if (to.programs && to.programs->device_of[static_cast<std::size_t>(s)] != device) continue;
+      const param_set& w = (*cut)[static_cast<std::size_t>(s)];
+      stage_state ss;
+      ss.stage = s;
+      ss.latest = static_cast<int>(step);
+      ss.forwards_done = to.programs ? step * per_step : 0;
+      for (const param_entry& e : w.entries()) {
+        const tensor_moments& tm = moments.at(e.name);
+        ss.moment1.push_back(tm.m.clone());
+        ss.moment2.push_back(tm.v.clone());
+        ss.updates.push_back(tm.updates);
+      }
+      ss.versions[ss.latest] = std::make_shared<const param_set>(w.clone());
+      rs.stages.push_back(std::move(ss));
+    }
+  }
+  return out;
+}
+
+template result<std::vector<rank_state>> reshard<float>(const model<float>&, const std::vector<int>&,
+                                                        const std::vector<rank_state>&,
+                                                        const lowered_run&);
+template result<std::vector<rank_state>> reshard<double>(const model<double>&, const std::vector<int>&,
+                                                         const std::vector<rank_state>&,
+                                                         const lowered_run&);
+
+}  // namespace pipeworks
