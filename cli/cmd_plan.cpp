@@ -1,6 +1,7 @@
 // `pipeworks plan`: a partition plan from a profile and a cluster: the stages (layer ranges,
 // replicas, devices: with names and speeds for a device list), the bottleneck, the predicted
-// step time and throughput, memory per device.
+// step time and throughput, memory per device, and the recompute mode the run must use (the
+// profile's: the planners count each stage's memory as the runtime holds it in that mode).
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -67,6 +68,20 @@ std::vector<std::int64_t> memory_by_device(const std::vector<planned_stage>& sta
   return out;
 }
 
+// {"recompute": mode}: the run plan's runtime fields a plan from this profile sets (the profile's
+// mode: the memory the planner counted assumes the run recomputes as it was measured).
+nlohmann::json runtime_json(recompute_mode mode) {
+  return {{"recompute", std::string(recompute_name(mode))}};
+}
+
+// How the run must recompute, for people: "" for none.
+std::string recompute_line(recompute_mode mode) {
+  if (mode == recompute_mode::none) return "";
+  return std::string("memory counted with recompute ") + std::string(recompute_name(mode)) +
+         ", as the profile was measured: train with --recompute " +
+         std::string(recompute_name(mode)) + "\n";
+}
+
 // "0,1" on a hierarchy; "fast0 (speed 0.5), fast1 (speed 0.5)" on a list of devices.
 std::string device_list(const std::vector<int>& devices, const cluster& c) {
   std::string out;
@@ -113,7 +128,8 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
                      {"predicted_step_ms", plan->step_ms},
                      {"samples_per_s", plan->throughput_samples_per_s},
                      {"simulated", plan->simulated},
-                     {"memory_bytes", memory_by_device(plan->stages)}};
+                     {"memory_bytes", memory_by_device(plan->stages)},
+                     {"runtime", runtime_json(plan->recompute)}};
     std::cout << j.dump() << std::endl;
     return exit_ok;
   }
@@ -124,6 +140,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
   print_stages(prof, c, plan->stages);
   std::printf("predicted step %.3f ms (%s): %.1f samples/s\n", plan->step_ms,
               plan->simulated ? "simulated" : "analytic", plan->throughput_samples_per_s);
+  std::fputs(recompute_line(plan->recompute).c_str(), stdout);
   return exit_ok;
 }
 
@@ -160,7 +177,8 @@ int run_plan(const plan_options& o) {
                      {"bottleneck_ms", plan->bottleneck_ms},
                      {"predicted_step_ms", plan->predicted_step_ms},
                      {"samples_per_s", samples_per_s},
-                     {"memory_bytes", plan->memory_bytes}};
+                     {"memory_bytes", plan->memory_bytes},
+                     {"runtime", runtime_json(plan->recompute)}};
     std::cout << j.dump() << std::endl;
     return exit_ok;
   }
@@ -171,6 +189,7 @@ int run_plan(const plan_options& o) {
   std::printf("bottleneck %.3f ms per microbatch: %.1f samples/s in steady state; predicted step "
               "%.3f ms\n",
               plan->bottleneck_ms, samples_per_s, plan->predicted_step_ms);
+  std::fputs(recompute_line(plan->recompute).c_str(), stdout);
   return exit_ok;
 }
 
@@ -197,7 +216,8 @@ const bool registered = register_command(
                    "\"time_ms\", \"memory_bytes\"}], \"bottleneck_ms\" (2bw: \"p\", \"w\", "
                    "\"microbatch\", \"m\", \"simulated\"), \"predicted_step_ms\", "
                    "\"samples_per_s\", \"memory_bytes\": one entry per device number d (device d's "
-                   "estimate in bytes, 0 when unused, up to the highest device used)}");
+                   "estimate in bytes, 0 when unused, up to the highest device used), "
+                   "\"runtime\": {\"recompute\": the profile's mode, which the run must use}}");
       return [o] { return run_plan(*o); };
     });
 

@@ -19,7 +19,7 @@ namespace pipeworks::cli {
 namespace {
 
 struct profile_options {
-  std::string model, out, optimizer = "adamw", device = "cpu";
+  std::string model, out, optimizer = "adamw", device = "cpu", recompute = "none";
   bool tf32 = false, bf16 = false;
   std::int64_t microbatch = 8;
   int repeats = 5, threads = 1;
@@ -55,6 +55,7 @@ int run_profile(const profile_options& o) {
   profiler_options po;
   po.repeats = o.repeats;
   po.optimizer = parse_optimizer_kind(o.optimizer).value();
+  po.recompute = parse_recompute(o.recompute).value();  // the flag's check parsed it
   const device where = parse_device(o.device).value();  // the flag's check parsed it
   std::optional<device_context> gpu;
   if (where.kind == device_kind::cuda) {
@@ -77,10 +78,13 @@ int run_profile(const profile_options& o) {
   const gpu_math math = gpu_math_of(o.tf32, o.bf16);
   const std::string on = gpu ? where.to_string() + (math != gpu_math::fp32 ? std::string(" (") + to_string(math) + ")" : "")
                             : std::to_string(cpu_threads()) + " thread(s)";
-  std::printf("pipeworks profile: %s, %zu layers at microbatch %lld on %s: forward %.2f ms, "
-              "backward %.2f ms in all; written to %s\n",
+  std::int64_t saved = 0;
+  for (const auto& l : prof->layers) saved += l.saved_bytes;
+  std::printf("pipeworks profile: %s, %zu layers at microbatch %lld on %s, recompute %s: forward "
+              "%.2f ms, backward %.2f ms, %lld bytes saved for the backward in all; written to %s\n",
               spec.name.c_str(), prof->layers.size(), static_cast<long long>(o.microbatch),
-              on.c_str(), fwd, bwd, o.out.c_str());
+              on.c_str(), o.recompute.c_str(), fwd, bwd, static_cast<long long>(saved),
+              o.out.c_str());
   return exit_ok;
 }
 
@@ -116,6 +120,14 @@ const bool registered = register_command(
             auto d = parse_device(s);
             return d ? std::string() : d.message();
           })
+          ->capture_default_str();
+      sub.add_option("--recompute", o->recompute,
+                     "measure as train --recompute runs: none, selective (saved_bytes without "
+                     "what each block makes again; the backward's time includes making it) or "
+                     "full (each block's whole stash, a stage's during one backward; the "
+                     "backward's time includes the forward again). Plans made from the profile "
+                     "run in its mode")
+          ->check(CLI::IsMember({"none", "selective", "full"}))
           ->capture_default_str();
       sub.add_flag("--tf32", o->tf32, "on a GPU: matrix products may use TF32 tensor cores");
       sub.add_flag("--bf16", o->bf16,

@@ -252,3 +252,63 @@ TEST_CASE("plan on a CPU and a GPU takes the GPU's times from its own profile", 
     CHECK(st["time_ms"].get<double>() == Approx(slowest));
   }
 }
+
+namespace {
+
+// Two layers of 100 parameter and 200 optimizer bytes, 1000 saved bytes and a 10-byte output
+// each, measured in `mode`, and two devices of 1600 bytes (see the planner tests: only full
+// recomputation fits, with 2BW and with PipeDream).
+std::string two_heavy_layers(const char* mode) {
+  const std::string layer =
+      R"({"name": "l", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 10, "saved_bytes": 1000, )"
+      R"("param_bytes": 100, "optimizer_bytes": 200})";
+  return std::string(R"({"model": "two", "microbatch": 1, )") +
+         (mode ? std::string(R"("recompute": ")") + mode + "\", " : std::string()) +
+         R"("layers": [)" + layer + ", " + layer + "]}";
+}
+const char* two_small_devices = R"({"device_memory_bytes": 1600,
+  "levels": [{"name": "server", "count": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 0}]})";
+
+}  // namespace
+
+TEST_CASE("plan --json carries the profile's recompute mode as runtime.recompute", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "cluster.json", two_devices);
+  for (const char* mode : {static_cast<const char*>(nullptr), "none", "selective", "full"}) {
+    write_file(dir / "profile.json", two_heavy_layers(mode));
+    for (const char* planner : {"pipedream", "2bw"}) {
+      CAPTURE(mode ? mode : "(absent)", planner);
+      const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                    dir / "cluster.json", "--planner", planner, "--json"});
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      const json p = json::parse(r.out);
+      CHECK(p["runtime"]["recompute"] == (mode ? mode : "none"));
+    }
+  }
+}
+
+TEST_CASE("plan: under a memory limit only a full recompute profile has a plan", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "cluster.json", two_small_devices);
+  for (const char* planner : {"pipedream", "2bw"}) {
+    CAPTURE(planner);
+    write_file(dir / "profile.json", two_heavy_layers("none"));
+    const cli_result none = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                     dir / "cluster.json", "--planner", planner});
+    CHECK(none.exit_code == 1);
+    write_file(dir / "profile.json", two_heavy_layers("full"));
+    const cli_result text = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                     dir / "cluster.json", "--planner", planner});
+    INFO(text.err);
+    REQUIRE(text.exit_code == 0);
+    CHECK(contains(text.out, "train with --recompute full"));
+    const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                  dir / "cluster.json", "--planner", planner, "--json"});
+    REQUIRE(r.exit_code == 0);
+    const json p = json::parse(r.out);
+    CHECK(p["runtime"]["recompute"] == "full");
+    REQUIRE(p["stages"].size() == 2);
+    for (const auto& bytes : p["memory_bytes"]) CHECK(bytes.get<std::int64_t>() <= 1600);
+  }
+}

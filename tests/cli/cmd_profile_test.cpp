@@ -1,4 +1,7 @@
-// `pipeworks profile`: writes profile.json with one entry per layer, and names bad flags.
+// `pipeworks profile`: writes profile.json with one entry per layer (and the recompute mode it
+// was measured in), and names bad flags.
+#include <map>
+#include <string>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -33,4 +36,39 @@ TEST_CASE("profile: bad flags exit 2 and name the flag", "[cli]") {
   const cli_result missing = run_cli({"profile", "--model", "gpt-tiny", "--out", dir / "no/such/dir/p.json"});
   CHECK(missing.exit_code == 2);
   CHECK(contains(missing.err, "--out"));
+}
+
+TEST_CASE("profile --recompute writes the mode and the stash that mode keeps", "[cli]") {
+  // Bytes only: the times are live, so only their shape is checked.
+  scratch_dir dir;
+  std::map<std::string, json> by_mode;
+  for (const char* mode : {"none", "selective", "full"}) {
+    const std::string out = dir / (std::string(mode) + ".json");
+    const cli_result r = run_cli({"profile", "--model", "gpt-tiny", "--microbatch", "2",
+                                  "--repeats", "1", "--recompute", mode, "--out", out});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, std::string("recompute ") + mode));
+    by_mode[mode] = json::parse(read_file(out));
+    CHECK(by_mode[mode]["recompute"] == mode);
+    REQUIRE(by_mode[mode]["layers"].size() == 4);
+    for (const auto& l : by_mode[mode]["layers"]) CHECK(l["bwd_ms"].get<double>() >= 0);
+  }
+  const auto saved = [&](const char* mode, int l) {
+    return by_mode[mode]["layers"][l]["saved_bytes"].get<std::int64_t>();
+  };
+  // Layers 1 and 2 are GPT blocks: selective keeps less; full keeps each block's whole stash.
+  for (int l : {1, 2}) {
+    CHECK(saved("selective", l) < saved("none", l));
+    CHECK(saved("full", l) == saved("none", l));
+  }
+  CHECK(saved("selective", 0) == saved("none", 0));
+}
+
+TEST_CASE("profile --recompute refuses an unknown mode naming the flag", "[cli]") {
+  scratch_dir dir;
+  const cli_result r = run_cli({"profile", "--model", "gpt-tiny", "--recompute", "some", "--out",
+                                dir / "p.json"});
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--recompute"));
 }

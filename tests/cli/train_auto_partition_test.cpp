@@ -269,3 +269,28 @@ TEST_CASE("train --auto-partition --schedule 2bw with too few microbatches says 
   CHECK(contains(r.err, "p=2, m=1"));
   CHECK(contains(r.err, "raise --microbatches to at least 2"));
 }
+
+TEST_CASE("train --auto-partition --recompute full profiles and plans in that mode and runs it", "[cli]") {
+  // The live profile is checked for shape only; the plan must carry the run's mode.
+  scratch_dir dir;
+  const cli_result printed = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir,
+                                      "--steps", "2", "--auto-partition", "--recompute", "full",
+                                      "--print-plan", dir / "plan.json"});
+  INFO("stdout:\n" << printed.out << "\nstderr:\n" << printed.err);
+  REQUIRE(printed.exit_code == 0);
+  const json plan = json::parse(read_file(dir / "plan.json"));
+  CHECK(plan["runtime"]["recompute"] == "full");
+  const cli_result r = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir, "--steps",
+                                "2", "--auto-partition", "--recompute", "full", "--json"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json last = json_lines(r).back();
+  REQUIRE(last.contains("plan"));
+  CHECK(last["plan"]["recompute"] == "full");
+  CHECK(last["steps"] == 2);
+  // Without the flag the live profile is measured, and the run planned, without recomputation.
+  const cli_result plain = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir,
+                                    "--steps", "1", "--auto-partition", "--json"});
+  REQUIRE(plain.exit_code == 0);
+  CHECK(json_lines(plain).back()["plan"]["recompute"] == "none");
+}
