@@ -1,0 +1,56 @@
+// The memory each virtual stage of a run will hold, predicted with the runtime's own accounting
+// (runtime/exec: what train --json reports as measured), from the lowered programs and what one
+// microbatch and one weight version of each stage occupy.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "base/result.hpp"
+#include "ops/model/model.hpp"
+#include "ops/model/model_spec.hpp"
+#include "ops/train/microbatches.hpp"
+#include "ops/optim/optimizer.hpp"
+#include "runtime/recompute_mode.hpp"
+#include "runtime/schedule.hpp"
+
+namespace pipeworks {
+
+// Bytes of one virtual stage, as the executor counts them.
+struct stage_bytes {
+  std::int64_t weights = 0;      // one weight version (the gradient buffer is as large)
+  std::int64_t moments = 0;      // the optimizer's state (AdamW two moments, SGD one)
+  std::int64_t stash = 0;        // what an F holds until its B or I, in the run's recompute mode
+  std::int64_t whole_stash = 0;  // recompute full: the stash a B or I makes again and holds
+  std::int64_t deferred = 0;     // what an I leaves for its W
+};
+
+// A virtual stage's predicted peaks (the largest over its replicas).
+struct stage_memory {
+  int stage = 0;
+  int peak_inflight = 0;          // microbatches between F and their last backward
+  int peak_versions = 0;          // weight versions alive at once
+  std::int64_t weights = 0;       // peak_versions × one version
+  std::int64_t gradients = 0;     // the gradient buffer
+  std::int64_t moments = 0;       // the optimizer's state
+  std::int64_t activations = 0;   // stashed bytes at their peak (peak_activation_bytes)
+  // Each part at its own peak: an upper bound on the stage's bytes at any one moment.
+  std::int64_t total() const { return weights + gradients + moments + activations; }
+};
+
+// Walks each rank's program as its executor runs it (in program order, whatever the messages'
+// timing), counting what is held after every action. `bytes`: one entry per virtual stage.
+std::vector<stage_memory> predict_memory(const schedule& programs, const std::vector<stage_bytes>& bytes,
+                                         recompute_mode mode);
+
+// One microbatch of `samples` samples the model accepts (token ids or images, zeros) with targets.
+minibatch example_microbatch(const model_spec& spec, std::int64_t samples);
+
+// What each virtual stage [b[s], b[s+1]) of the model occupies at microbatches like `sample` (one
+// microbatch, e.g. example_microbatch's): the forward and the input-gradient half run once on the
+// CPU, and their tensors are counted as the executor counts them in that recompute mode.
+template <class T>
+result<std::vector<stage_bytes>> measure_stage_bytes(const model<T>& m, const minibatch& sample,
+                                                     const std::vector<int>& boundaries,
+                                                     recompute_mode mode, optimizer_kind optimizer);
+
+}  // namespace pipeworks
