@@ -76,7 +76,7 @@ inline std::int64_t stash_bytes(recompute_mode mode, std::int64_t in_flight, std
                                 std::int64_t input) {
   if (mode != recompute_mode::full) return stash_product(in_flight, saved);
   if (in_flight <= 0) return 0;
-  // saved <= 2^50 · 2^12 (the planners scale a profile by at most 4): no overflow against the cap.
+  // saved <= 4 · 2^50 (the planners scale a profile by at most 4), the product <= 2^62: no overflow.
   return stash_product(in_flight, input) + saved;
 }
 
