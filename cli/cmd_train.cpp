@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/memory_limit.hpp"
 #include "actors/pipeline.hpp"
 #include "cli/command.hpp"
 #include "cli/init_weights.hpp"
@@ -136,6 +137,8 @@ int run_train(train_options& o) {
   const loaded_data data = load_data(plan, o.eval_windows, f.given.count("--eval-windows") > 0);
   fit_plan_to_images(o, data.images ? std::optional(data.images->size()) : std::nullopt, plan);
   const checked_plan checked = check_plan_flags(plan, net.size());  // the run's one check
+  if (f.given.count("--memory-limit"))
+    check_memory_limit(checked.get(), net, parse_bytes(f.memory_limit).value());
   check_checkpoint_dir(o, plan);
   const pipeline_hooks hooks = hooks_of(o, plan);
   const data_factory factory = data_of(data, plan);

@@ -1,4 +1,5 @@
 // The pipeline flags of `pipeworks train`: parsing, checks with messages that name the flag.
+#include "cli/memory_limit.hpp"
 #include "cli/pipeline_flags.hpp"
 
 #include <algorithm>
@@ -46,6 +47,15 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                  "again); the weights are the same bit for bit in every mode")
       ->check(CLI::IsMember({"none", "full", "selective"}))
       ->capture_default_str();
+  sub.add_option("--memory-limit", f.memory_limit,
+                 "the most bytes one rank may hold (e.g. 512M, 2G): before anything trains, each "
+                 "rank's predicted peak (weights and their versions, gradients, optimizer moments, "
+                 "stashed activations) is checked against it, and a rank that does not fit is "
+                 "refused with what --recompute would make it")
+      ->check([](const std::string& s) {
+        auto b = parse_bytes(s);
+        return b ? std::string() : b.message();
+      });
   sub.add_option("--split", f.split,
                  "first block of each (virtual) stage, e.g. 0,3,6 (default: even FLOPs)");
   sub.add_option("--trace", f.trace, "write the run's Chrome trace (Perfetto) to this file");

@@ -1,0 +1,119 @@
+// check_memory_limit: resolves the split as the run will (even FLOPs unless given), lowers the
+// schedule, measures each stage's bytes at the run's microbatch and replays the programs.
+#include "cli/memory_limit.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "partition/even_split.hpp"
+#include "runtime/exec/rank_setup.hpp"
+#include "runtime/memory_plan.hpp"
+
+namespace pipeworks::cli {
+namespace {
+
+// "97.7 MiB", "612.0 KiB", "1.5 GiB", "800 bytes".
+std::string mib(std::int64_t bytes) {
+  char s[48];
+  const double x = static_cast<double>(bytes);
+  if (x >= double(1 << 30)) std::snprintf(s, sizeof s, "%.1f GiB", x / double(1 << 30));
+  else if (x >= double(1 << 20)) std::snprintf(s, sizeof s, "%.1f MiB", x / double(1 << 20));
+  else if (x >= double(1 << 10)) std::snprintf(s, sizeof s, "%.1f KiB", x / double(1 << 10));
+  else std::snprintf(s, sizeof s, "%lld bytes", static_cast<long long>(bytes));
+  return s;
+}
+
+// Per device (rank of replica 0): its stages' predicted memory summed, and which stages.
+struct rank_figure {
+  std::int64_t weights = 0, gradients = 0, moments = 0, activations = 0;
+  std::string stages;
+  std::int64_t total() const { return weights + gradients + moments + activations; }
+};
+
+std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net, recompute_mode mode) {
+  plan.recompute = mode;
+  if (plan.schedule && plan.split.empty()) {
+    auto b = even_split(net.costs(), plan.virtual_stages());
+    if (!b) throw CLI::ValidationError("--memory-limit", b.message());
+    plan.split.assign(b->begin(), b->end() - 1);
+  }
+  const std::int64_t samples = plan.data.batch / (plan.train.microbatches * (plan.schedule ? plan.replicas : 1));
+  const minibatch sample = example_microbatch(plan.model, std::max<std::int64_t>(1, samples));
+  std::map<int, rank_figure> out;
+  if (!plan.schedule) {  // one device: the whole model, one microbatch's stash at a time
+    auto bytes = measure_stage_bytes(net, sample, {0, net.size()}, recompute_mode::none,
+                                     plan.train.optim.kind);
+    if (!bytes) throw pipeworks_error(bytes.message());
+    const stage_bytes& b = bytes->front();
+    out[0] = {b.weights, b.weights, b.moments, b.whole_stash, "0"};
+    return out;
+  }
+  auto lowered = lower_run(plan, net.size());
+  if (!lowered) throw pipeworks_error(lowered.message());
+  auto bytes = measure_stage_bytes(net, sample, lowered->boundaries, mode, plan.train.optim.kind);
+  if (!bytes) throw pipeworks_error(bytes.message());
+  for (const stage_memory& s : predict_memory(*lowered->programs, *bytes, mode)) {
+    rank_figure& r = out[lowered->programs->device_of[static_cast<std::size_t>(s.stage)]];
+    r.weights += s.weights;
+    r.gradients += s.gradients;
+    r.moments += s.moments;
+    r.activations += s.activations;
+    r.stages += (r.stages.empty() ? "" : ", ") + std::to_string(s.stage);
+  }
+  return out;
+}
+
+}  // namespace
+
+result<std::int64_t> parse_bytes(const std::string& text) {
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K" || unit == "KiB") scale = 1 << 10;
+  else if (unit == "M" || unit == "MiB") scale = 1 << 20;
+  else if (unit == "G" || unit == "GiB") scale = double(1 << 30);
+  else if (!unit.empty()) used = 0;
+  const double bytes = x * scale;
+  if (used == 0 || !std::isfinite(bytes) || bytes < 1 || bytes > 9.0e18)
+    return make_error("'" + text + "' is not a byte count: give bytes or a number with K, M or G "
+                      "(powers of 1024), e.g. 512M");
+  return static_cast<std::int64_t>(bytes);
+}
+
+void check_memory_limit(const run_plan& plan, const model<float>& net, std::int64_t limit) {
+  if (plan.auto_partition) return;
+  const auto figures = predict_ranks(plan, net, plan.recompute);
+  for (const auto& [device, r] : figures) {
+    if (r.total() <= limit) continue;
+    std::string advice;
+    if (plan.schedule)
+      for (recompute_mode mode : {recompute_mode::selective, recompute_mode::full}) {
+        if (mode == plan.recompute) continue;
+        const rank_figure other = predict_ranks(plan, net, mode).at(device);
+        advice += std::string(advice.empty() ? "" : "; ") + "--recompute " +
+                  std::string(recompute_name(mode)) + " would make it " + mib(other.total()) +
+                  (other.total() <= limit ? " (fits)" : " (does not fit)");
+      }
+    if (advice.empty())
+      advice = plan.schedule ? "more stages, a smaller --batch or more --microbatches would lower it"
+                             : "a pipeline schedule with --stages, or a smaller --batch, would lower it";
+    throw CLI::ValidationError(
+        "--memory-limit",
+        "rank " + std::to_string(device) + " (virtual stages " + r.stages + ") is predicted to hold " +
+            mib(r.total()) + " at its peak, over the limit of " + mib(limit) + ": weights " +
+            mib(r.weights) + ", gradients " + mib(r.gradients) + ", optimizer moments " +
+            mib(r.moments) + ", stashed activations " + mib(r.activations) + " (--recompute " +
+            std::string(recompute_name(plan.recompute)) + "); " + advice);
+  }
+}
+
+}  // namespace pipeworks::cli

@@ -1,0 +1,21 @@
+// --memory-limit BYTES: before anything trains, each rank's predicted peak (runtime/memory_plan:
+// weights and their versions, gradients, optimizer moments, stashed activations) against the
+// limit; a rank that does not fit is refused, naming what would make it fit.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ops/model/model.hpp"
+#include "runtime/run_plan.hpp"
+
+namespace pipeworks::cli {
+
+// Accepts 1073741824, 1G, 512M, 64K, 1.5G (powers of 1024); an error names the text.
+result<std::int64_t> parse_bytes(const std::string& text);
+
+// Throws CLI::ValidationError("--memory-limit") when a rank's predicted peak passes `limit`,
+// naming the rank, its stages, the predicted bytes by kind, and each --recompute mode's figure.
+// A plan whose split the planner chooses (--auto-partition) is checked by the planner instead.
+void check_memory_limit(const run_plan& plan, const model<float>& net, std::int64_t limit);
+
+}  // namespace pipeworks::cli

@@ -1,0 +1,67 @@
+// `train --memory-limit`: a rank predicted to hold more than the limit is refused before anything
+// trains (exit 2), naming the rank, its bytes by kind and what each --recompute mode would make
+// it; a run that fits trains; byte counts read with K, M and G.
+#include <catch2/catch.hpp>
+
+#include "cli/memory_limit.hpp"
+#include "fixtures.hpp"
+#include "run_cli.hpp"
+
+using namespace pipeworks::cli_test;
+
+namespace {
+
+std::vector<std::string> gpt(const scratch_dir& dir, std::vector<std::string> more) {
+  std::vector<std::string> a{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
+                             "--batch", "16", "--steps", "1", "--sample", "0", "--eval-windows", "1"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("train --memory-limit refuses a rank over it naming what would fit", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::vector<std::string> gpipe{"--schedule", "gpipe", "--stages", "2", "--microbatches", "8"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = gpipe;
+    a.insert(a.end(), more.begin(), more.end());
+    return gpt(dir, a);
+  };
+  // gpt-tiny's stage 0 under GPipe holds all 8 microbatches' stashes: 4.5 MiB of a 5.6 MiB peak;
+  // recomputing everything holds 8 inputs and one stash: 1.6 MiB in all.
+  const cli_result over = run_cli(with({"--memory-limit", "2M"}));
+  INFO(over.err);
+  CHECK(over.exit_code == 2);
+  CHECK(contains(over.err, "--memory-limit"));
+  CHECK(contains(over.err, "rank 0 (virtual stages 0) is predicted to hold"));
+  CHECK(contains(over.err, "stashed activations"));
+  CHECK(contains(over.err, "--recompute full would make it"));
+  CHECK(contains(over.err, "(fits)"));
+  CHECK(over.out.find("step") == std::string::npos);  // nothing trained
+  const cli_result fits = run_cli(with({"--memory-limit", "2M", "--recompute", "full"}));
+  INFO(fits.err);
+  CHECK(fits.exit_code == 0);
+  const cli_result roomy = run_cli(with({"--memory-limit", "1G"}));
+  CHECK(roomy.exit_code == 0);
+  const cli_result single = run_cli(gpt(dir, {"--memory-limit", "64K"}));
+  CHECK(single.exit_code == 2);
+  CHECK(contains(single.err, "a pipeline schedule with --stages"));
+  const cli_result bad = run_cli(gpt(dir, {"--memory-limit", "12X"}));
+  CHECK(bad.exit_code == 2);
+  CHECK(contains(bad.err, "'12X' is not a byte count"));
+}
+
+TEST_CASE("memory limits read as bytes with K M and G", "[cli]") {
+  using pipeworks::cli::parse_bytes;
+  CHECK(parse_bytes("1000").value() == 1000);
+  CHECK(parse_bytes("64K").value() == 64 << 10);
+  CHECK(parse_bytes("512M").value() == std::int64_t{512} << 20);
+  CHECK(parse_bytes("1.5G").value() == std::int64_t{3} << 29);
+  CHECK(parse_bytes("2GiB").value() == std::int64_t{2} << 30);
+  for (const char* bad : {"", "0", "-5M", "1T", "M", "1e400", "nan"}) {
+    INFO(bad);
+    CHECK(!parse_bytes(bad).ok());
+  }
+}
