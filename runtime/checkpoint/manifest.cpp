@@ -302,16 +302,20 @@ status verify_file(const checkpoint_file& file, const std::string& step_dir) {
   return {};
 }
 
-status verify_files(const checkpoint_manifest& m, const std::string& step_dir) {
+std::vector<const checkpoint_file*> files_here_by_rank(const checkpoint_manifest& m) {
   std::vector<const checkpoint_file*> order;
-  for (const auto& f : m.files) order.push_back(&f);
+  for (const auto& f : m.files) {
+    std::error_code ec;
+    if (f.dir.empty() || std::filesystem::exists(f.dir, ec)) order.push_back(&f);
+  }
   std::sort(order.begin(), order.end(),
             [](const checkpoint_file* a, const checkpoint_file* b) { return a->rank < b->rank; });
-  for (const checkpoint_file* f : order) {
-    std::error_code ec;
-    if (!f->dir.empty() && !std::filesystem::exists(f->dir, ec)) continue;  // another host's
+  return order;
+}
+
+status verify_files(const checkpoint_manifest& m, const std::string& step_dir) {
+  for (const checkpoint_file* f : files_here_by_rank(m))
     if (auto s = verify_file(*f, step_dir); !s) return s;
-  }
   return {};
 }
 

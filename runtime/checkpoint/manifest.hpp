@@ -68,6 +68,10 @@ std::string file_dir(const checkpoint_file& file, const std::string& step_dir);
 // sha256; the error names the file and the field that differs (and, for a file missing from a
 // directory local to another host, that host and what to do).
 status verify_file(const checkpoint_file& file, const std::string& step_dir);
+// The files this machine can read, in rank order: a file in a directory local to a host (one with
+// a host and dir) that is not on this machine is left out, for the process that reads it there.
+std::vector<const checkpoint_file*> files_here_by_rank(const checkpoint_manifest& m);
+
 // verify_file for every file in rank order, but a file in a directory local to a host (one with
 // a host and dir) that is not on this machine is left to the process that reads it, which checks
 // it then; the first failure.

@@ -125,13 +125,7 @@ status check_rank_metadata(const metadata_map& md, const std::string& path,
 status check_rank_files(const checkpoint_manifest& m, const std::string& step_dir) {
   auto plan = parse_run_plan(m.plan.dump(), step_dir + "/manifest.json (its plan)");
   if (!plan) return plan.err();
-  std::vector<const checkpoint_file*> order;
-  for (const auto& f : m.files) order.push_back(&f);
-  std::sort(order.begin(), order.end(),
-            [](const checkpoint_file* a, const checkpoint_file* b) { return a->rank < b->rank; });
-  for (const checkpoint_file* f : order) {
-    std::error_code ec;
-    if (!f->dir.empty() && !std::filesystem::exists(f->dir, ec)) continue;  // another host's
+  for (const checkpoint_file* f : files_here_by_rank(m)) {
     const std::string path = (std::filesystem::path(file_dir(*f, step_dir)) / f->path).string();
     auto md = read_rank_metadata(path);
     if (!md) return md.err();

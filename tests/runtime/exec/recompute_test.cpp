@@ -16,11 +16,6 @@ using namespace pipeworks::test;
 
 namespace {
 
-bool same_bits(const param_set& a, const param_set& b) {
-  return a.same_layout(b) && a.nbytes() == b.nbytes() &&
-         std::memcmp(a.arena().bytes(), b.arena().bytes(), a.nbytes()) == 0;
-}
-
 struct fixture {
   std::shared_ptr<const schedule> plan;
   model<float> mdl;

@@ -20,11 +20,6 @@ namespace {
 
 constexpr int steps = 4, every = 2, m = 4;
 
-bool same_bits(const param_set& a, const param_set& b) {
-  return a.same_layout(b) && a.nbytes() == b.nbytes() &&
-         std::memcmp(a.arena().bytes(), b.arena().bytes(), a.nbytes()) == 0;
-}
-
 struct layout {
   schedule_kind kind;
   int p, v;

@@ -20,11 +20,6 @@ using namespace pipeworks::test;
 
 namespace {
 
-bool same_bits(const param_set& a, const param_set& b) {
-  return a.same_layout(b) && a.nbytes() == b.nbytes() &&
-         std::memcmp(a.arena().bytes(), b.arena().bytes(), a.nbytes()) == 0;
-}
-
 struct resume_case {
   semantics_case c;
   int steps;

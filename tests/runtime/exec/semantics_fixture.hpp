@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -119,6 +120,12 @@ double max_relative_difference(const param_set& a, const param_set& b) {
     scale = std::max(scale, std::abs(static_cast<double>(y[i])));
   }
   return scale > 0 ? diff / scale : diff;
+}
+
+// Whether a and b have the same layout and the same bits.
+inline bool same_bits(const param_set& a, const param_set& b) {
+  return a.same_layout(b) && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.arena().bytes(), b.arena().bytes(), a.nbytes()) == 0;
 }
 
 }  // namespace pipeworks::test
