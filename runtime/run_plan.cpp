@@ -373,9 +373,22 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
       want.threads_per_stage = saved.threads_per_stage;
     }
   }
-  if (const std::string f = first_result_difference(saved, want); !f.empty())
+  if (const std::string f = first_result_difference(saved, want); !f.empty()) {
+    const bool layout = f == "schedule.kind" || f == "schedule.stages" || f == "schedule.chunks" ||
+                        f == "schedule.replicas" || f == "schedule.microbatches" || f == "split";
+    const bool at_step_boundary = !saved.schedule || is_flush(*saved.schedule);
+    std::string advice = "start a new run with --init to change it";
+    if (layout && at_step_boundary)
+      advice = "to continue it on another layout, re-cut the checkpoint first (pipeworks "
+               "checkpoint reshard DIR --out NEWDIR with the new --schedule, --stages, --chunks, "
+               "--replicas, --microbatches or --split) and resume NEWDIR";
+    else if (layout)
+      advice = "an asynchronous schedule's checkpoint holds microbatches and weight versions "
+               "in flight for its own layout: resume it as it was, or start a new run from its "
+               "weights with --init (the optimizer starts afresh)";
     return make_error(f + " differs from the checkpoint's plan; a resumed run must compute what "
-                          "the interrupted one would have (start a new run with --init to change it)");
+                          "the interrupted one would have (" + advice + ")");
+  }
   run_plan out = saved;
   out.credits = given.credits;
   out.threads_per_stage = want.threads_per_stage;

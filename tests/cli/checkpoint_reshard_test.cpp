@@ -113,4 +113,12 @@ TEST_CASE("checkpoint reshard refuses what cannot be re-cut and writes nothing",
                                     "2", "--split", "0,9"});
   CHECK(split.exit_code == 2);
   CHECK(contains(split.err, "--split"));
+  // --resume on another layout points at reshard for a flush checkpoint, at --init otherwise.
+  const cli_result flush = run_cli({"train", "--resume", ck, "--stages", "4"});
+  CHECK(flush.exit_code == 2);
+  CHECK(contains(flush.err, "pipeworks checkpoint reshard DIR --out NEWDIR"));
+  const cli_result asynchronous = run_cli({"train", "--resume", async, "--stages", "4"});
+  CHECK(asynchronous.exit_code == 2);
+  CHECK(contains(asynchronous.err, "asynchronous schedule's checkpoint"));
+  CHECK(contains(asynchronous.err, "--init"));
 }
