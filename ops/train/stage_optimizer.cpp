@@ -9,6 +9,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "ops/device/device_memory.hpp"
 #include "ops/device/device_ops.hpp"
 #include "ops/device/optimizer_update.hpp"
 #include "ops/optim/lr_schedule.hpp"
@@ -70,6 +71,13 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
   std::vector<status> done(entries.size());
   auto update = [&](std::size_t i) {
     const param_entry& e = entries[i];
+    if (!owns(i)) {  // another replica's: its values stay the latest's until that owner's come
+      const std::size_t elem = sizeof(T);
+      copy_bytes(next->arena().bytes() + e.offset * elem, next->arena().where(),
+                 latest->arena().bytes() + e.offset * elem, latest->arena().where(),
+                 static_cast<std::size_t>(e.numel()) * elem, next->arena().stream());
+      return;
+    }
     optimizer_config oc = cfg_.optim;
     if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
     done[i] = optimizer_update<T>(oc, lr, latest->arena(), std::as_const(g).arena(), next->arena(),
@@ -96,6 +104,16 @@ const std::vector<optimizer_state<T>>& stage_optimizer<T>::state() const {
   for (std::size_t i = 0; i < on_device_.size(); ++i)
     read_moments<T>(on_device_[i], cfg_.optim.kind, state_[i]);
   return state_;
+}
+
+template <class T>
+void stage_optimizer<T>::own_only(std::vector<bool> owned) {
+  if (owned.size() != state_.size())
+    throw pipeworks_error("own_only: " + std::to_string(owned.size()) + " marks for " +
+                          std::to_string(state_.size()) + " tensors");
+  owned_ = std::move(owned);
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (!owned_[i]) state_[i] = optimizer_state<T>{};  // no moments for another's tensor
 }
 
 template <class T>

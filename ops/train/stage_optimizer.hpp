@@ -33,13 +33,19 @@ class stage_optimizer {
   // are copied to the host first.
   const std::vector<optimizer_state<T>>& state() const;
   void set_state(std::vector<optimizer_state<T>> s);
+  // Sharded optimizer state (ZeRO stage 1, ops/train/zero_shards.hpp): from now on this
+  // optimizer updates, and keeps moments for, only the tensors marked owned (one per entry); in
+  // each new version the others keep the latest's values until their owners' replace them.
+  void own_only(std::vector<bool> owned);
 
  private:
+  bool owns(std::size_t entry) const { return owned_.empty() || owned_[entry]; }
   train_config cfg_;
   mutable std::vector<optimizer_state<T>> state_;  // one per tensor, in entry order
   std::vector<device_moments> on_device_;  // a GPU's copies of the moments, one per tensor
   std::shared_ptr<param_set> spare_;       // the version before the latest: reused when unheld
   const param_set* mine_ = nullptr;        // the latest version this optimizer made
+  std::vector<bool> owned_;                // per tensor; empty: every tensor
   double last_grad_norm_ = 0;
 };
 
