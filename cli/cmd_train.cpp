@@ -78,7 +78,7 @@ run_plan make_plan(train_options& o) {
       given.processes.workers.clear();
       for (rank_placement& r : given.ranks) r.process = 0;
     }
-    auto merged = resume_plan(*saved, given);
+    auto merged = resume_plan(*saved, given, f.resume_on_other_data);
     if (!merged) {
       const std::string& msg = merged.message();
       const std::string field = msg.substr(0, msg.find(' '));

@@ -169,14 +169,15 @@ void check_resumed_checkpoint(const train_options& o, const run_plan& plan) {
     return a == b || std::filesystem::weakly_canonical(std::filesystem::absolute(a), ea) ==
                          std::filesystem::weakly_canonical(std::filesystem::absolute(b), eb);
   };
+  if (f.resume_on_other_data) return;  // another path, or other bytes: recorded in the manifests
   if (saved.contains("data") && saved["data"].contains("path") && saved["data"]["path"].is_string() &&
       !same_file(saved["data"]["path"].get<std::string>(), plan.data.path))
     throw CLI::ValidationError(
         flag, "data.path " + plan.data.path + " is not the checkpoint's data.path " +
                   saved["data"]["path"].get<std::string>() + " (" + dir + "): a resumed run keeps "
-                  "its checkpoint's plan, data.path included (--resume-on-other-data accepts other "
-                  "bytes under that path); start a new run with --init to train on other data");
-  if (f.resume_on_other_data) return;
+                  "its checkpoint's data; add --resume-on-other-data to go on training on this data "
+                  "(its new checkpoints record the data it replaced), or start a new run with "
+                  "--init");
   if (status s = check_resume_data(*m, plan); !s)
     throw CLI::ValidationError(
         flag, s.message() + " (" + dir + "); nothing was trained. Give the data the checkpoint "
@@ -206,6 +207,7 @@ pipeline_hooks hooks_of(const train_options& o, const run_plan& plan) {
   const pipeline_flags& f = o.pipe;
   pipeline_hooks hooks;
   hooks.record_trace = !f.trace.empty();
+  hooks.resume_on_other_data = f.resume_on_other_data;
   if (!f.inject_fault.empty()) hooks.fault = parse_fault(f.inject_fault);
   if (status s = check(plan, hooks); !s) throw CLI::ValidationError("--inject-fault", s.message());
   return hooks;

@@ -358,8 +358,10 @@ std::vector<int> ranks_in_process(const run_plan& plan, int process) {
   return out;
 }
 
-result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
+result<run_plan> resume_plan(const run_plan& saved, const run_plan& given, bool other_data) {
   run_plan want = given;
+  const bool new_path = other_data && !given.data.path.empty() && given.data.path != saved.data.path;
+  if (new_path) want.data.path = saved.data.path;  // compared below as the checkpoint's
   if (want.auto_partition || want.split.empty()) {  // the checkpoint's partitioning
     want.auto_partition.reset();
     want.stages = saved.stages;
@@ -378,7 +380,10 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
                         f == "schedule.replicas" || f == "schedule.microbatches" || f == "split";
     const bool at_step_boundary = !saved.schedule || is_flush(*saved.schedule);
     std::string advice = "start a new run with --init to change it";
-    if (layout && at_step_boundary)
+    if (f == "data.path")
+      advice = "add --resume-on-other-data to go on training on this data (its new checkpoints "
+               "record the data it replaced), or start a new run with --init";
+    else if (layout && at_step_boundary)
       advice = "to continue it on another layout, re-cut the checkpoint first (pipeworks "
                "checkpoint reshard DIR --out NEWDIR with the new --schedule, --stages, --chunks, "
                "--replicas, --microbatches or --split) and resume NEWDIR";
@@ -390,6 +395,7 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given) {
                           "the interrupted one would have (" + advice + ")");
   }
   run_plan out = saved;
+  if (new_path) out.data.path = given.data.path;
   out.credits = given.credits;
   out.threads_per_stage = want.threads_per_stage;
   out.detached = given.detached;

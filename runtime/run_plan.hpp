@@ -163,7 +163,8 @@ std::string first_result_difference(const run_plan& a, const run_plan& b);
 // change without changing the results (credits, threads, actors, weights_every, checkpoint
 // interval and keep). An error names the first field in which `given` differs from `saved` in a
 // way that would change the results; a `given` that asks for automatic partitioning, or leaves
-// the split to an even split, takes the checkpoint's partitioning.
-result<run_plan> resume_plan(const run_plan& saved, const run_plan& given);
+// the split to an even split, takes the checkpoint's partitioning. With other_data (the user's
+// --resume-on-other-data) `given` may name another data.path, which the run then reads.
+result<run_plan> resume_plan(const run_plan& saved, const run_plan& given, bool other_data = false);
 
 }  // namespace pipeworks

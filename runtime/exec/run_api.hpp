@@ -41,6 +41,9 @@ struct pipeline_callbacks {
 // For tests and tools: what the plan does not say.
 struct pipeline_hooks {
   bool record_trace = false;   // keep the measured timeline in pipeline_result::trace
+  // A resumed run may read another data.path than its checkpoint's (--resume-on-other-data;
+  // its new checkpoints record the data it replaced).
+  bool resume_on_other_data = false;
   fault_injection fault;       // tests only
 };
 

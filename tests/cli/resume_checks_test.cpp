@@ -258,7 +258,7 @@ TEST_CASE("a rank file of another step is named with both steps before any rank 
   CHECK(files_under(ck) == before);
 }
 
-TEST_CASE("a plan resuming a checkpoint checks its data and refuses another data path",
+TEST_CASE("a plan resuming a checkpoint checks its data and another path needs the flag",
           "[cli][checkpoint]") {
   scratch_dir dir;
   train_in_a(dir);
@@ -266,16 +266,16 @@ TEST_CASE("a plan resuming a checkpoint checks its data and refuses another data
   json plan = manifest_of(dir / "a/ck", 6)["plan"];
   plan["checkpoint"]["dir"] = "pck";
   const auto before = files_under(dir / "a/pck");
-  // Another path in the plan: a change of the plan, refused with the flag or without.
+  // Another path in the plan: refused naming both paths and the flag that goes on.
   plan["data"]["path"] = "../b/txt";
   write_file(dir / "a/other.json", plan.dump());
-  for (bool flag : {false, true}) {
-    std::vector<std::string> args{"train", "--plan", "other.json", "--sample", "0", "--eval-windows", "4"};
-    if (flag) args.push_back("--resume-on-other-data");
-    const cli_result r = run_in(dir / "a", args);
+  {
+    const cli_result r = run_in(dir / "a", {"train", "--plan", "other.json", "--sample", "0",
+                                            "--eval-windows", "4"});
     INFO(r.err);
     CHECK(r.exit_code == 2);
     CHECK(contains(r.err, "--plan: data.path ../b/txt is not the checkpoint's data.path txt"));
+    CHECK(contains(r.err, "add --resume-on-other-data"));
     CHECK(files_under(dir / "a/pck") == before);
   }
   // Its own path, other bytes there: refused naming them, and the flag goes on.
@@ -304,4 +304,26 @@ TEST_CASE("a plan resuming a checkpoint checks its data and refuses another data
                                                 "--eval-windows", "4", "--resume-on-other-data"});
   INFO(goes_on.err);
   CHECK(goes_on.exit_code == 0);
+}
+
+TEST_CASE("resume on another data path with the flag reads it and records what it replaced",
+          "[cli][checkpoint]") {
+  scratch_dir dir;
+  train_in_a(dir);
+  fs::copy(dir / "a/ck", dir / "a/ck3", fs::copy_options::recursive);
+  fs::remove_all(dir / "a/ck3/step-00000006");  // resume at step 3: the run writes step 6 anew
+  const auto before = files_under(dir / "a/ck3");
+  const cli_result refused = run_in(dir / "a", resume_args("ck3", {"--data", "../b/txt"}));
+  CHECK(refused.exit_code == 2);
+  CHECK(contains(refused.err, "add --resume-on-other-data"));
+  CHECK(files_under(dir / "a/ck3") == before);
+  const cli_result r = run_in(dir / "a", resume_args("ck3", {"--data", "../b/txt",
+                                                             "--resume-on-other-data"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json m = manifest_of(dir / "a/ck3", 6);
+  CHECK(m["plan"]["data"]["path"] == "../b/txt");
+  CHECK(m["data"]["bytes"] == 30000);
+  CHECK(m["data"]["replaced"]["bytes"] == 20000);
+  CHECK(m["data"]["replaced"]["step"] == 3);
 }
