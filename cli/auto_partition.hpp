@@ -11,7 +11,9 @@ namespace pipeworks::cli {
 // 2BW (it chooses m), and --threads (every rank runs on one thread: a device of speed 1 is one
 // core, as profiled). Without --schedule, --auto-partition runs 1f1b (2bw with --planner 2bw).
 // --recompute passes through: the live profile is measured in the run's mode, so the planner
-// counts the memory the run will hold, and the plan runs in it (resolve_plan).
+// counts the memory the run will hold, and the plan runs in it (resolve_plan). Without it, on a
+// cluster that limits memory, every mode is profiled and the run takes the planner's choice
+// (auto_partition_spec::choose_recompute).
 void check_auto_partition_flags(pipeline_flags& flags);
 
 // The --cluster of --auto-partition, read and checked before any data loads or any profile runs:

@@ -74,12 +74,21 @@ nlohmann::json runtime_json(recompute_mode mode) {
   return {{"recompute", std::string(recompute_name(mode))}};
 }
 
-// How the run must recompute, for people: "" for none.
-std::string recompute_line(recompute_mode mode) {
+// How the run must recompute, for people: "" for none from a profile of one mode. With a profile
+// of several modes, each mode's outcome and the planner's choice.
+std::string recompute_line(recompute_mode mode, const std::string& choice) {
+  const std::string name(recompute_name(mode));
+  if (!choice.empty())
+    return "recompute: " + choice + "\nmemory counted with recompute " + name +
+           ", the planner's choice: train with --recompute " + name + "\n";
   if (mode == recompute_mode::none) return "";
-  return std::string("memory counted with recompute ") + std::string(recompute_name(mode)) +
-         ", as the profile was measured: train with --recompute " +
-         std::string(recompute_name(mode)) + "\n";
+  return "memory counted with recompute " + name +
+         ", as the profile was measured: train with --recompute " + name + "\n";
+}
+
+// The JSON's "recompute_choice" (the report of choose_recompute) when the profile has several modes.
+void add_choice(nlohmann::json& j, const std::string& choice) {
+  if (!choice.empty()) j["recompute_choice"] = choice;
 }
 
 // "0,1" on a hierarchy; "fast0 (speed 0.5), fast1 (speed 0.5)" on a list of devices.
@@ -130,6 +139,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
                      {"simulated", plan->simulated},
                      {"memory_bytes", memory_by_device(plan->stages)},
                      {"runtime", runtime_json(plan->recompute)}};
+    add_choice(j, plan->recompute_choice);
     std::cout << j.dump() << std::endl;
     return exit_ok;
   }
@@ -140,7 +150,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
   print_stages(prof, c, plan->stages);
   std::printf("predicted step %.3f ms (%s): %.1f samples/s\n", plan->step_ms,
               plan->simulated ? "simulated" : "analytic", plan->throughput_samples_per_s);
-  std::fputs(recompute_line(plan->recompute).c_str(), stdout);
+  std::fputs(recompute_line(plan->recompute, plan->recompute_choice).c_str(), stdout);
   return exit_ok;
 }
 
@@ -179,6 +189,7 @@ int run_plan(const plan_options& o) {
                      {"samples_per_s", samples_per_s},
                      {"memory_bytes", plan->memory_bytes},
                      {"runtime", runtime_json(plan->recompute)}};
+    add_choice(j, plan->recompute_choice);
     std::cout << j.dump() << std::endl;
     return exit_ok;
   }
@@ -189,7 +200,7 @@ int run_plan(const plan_options& o) {
   std::printf("bottleneck %.3f ms per microbatch: %.1f samples/s in steady state; predicted step "
               "%.3f ms\n",
               plan->bottleneck_ms, samples_per_s, plan->predicted_step_ms);
-  std::fputs(recompute_line(plan->recompute).c_str(), stdout);
+  std::fputs(recompute_line(plan->recompute, plan->recompute_choice).c_str(), stdout);
   return exit_ok;
 }
 
@@ -217,7 +228,10 @@ const bool registered = register_command(
                    "\"microbatch\", \"m\", \"simulated\"), \"predicted_step_ms\", "
                    "\"samples_per_s\", \"memory_bytes\": one entry per device number d (device d's "
                    "estimate in bytes, 0 when unused, up to the highest device used), "
-                   "\"runtime\": {\"recompute\": the profile's mode, which the run must use}}");
+                   "\"runtime\": {\"recompute\": the profile's mode, or with a profile of several modes "
+                   "(pipeworks profile --recompute all) the one the planner chose, which the run "
+                   "must use}, \"recompute_choice\" (several modes only: each mode's samples/s or "
+                   "why no plan fits, and the choice)}");
       return [o] { return run_plan(*o); };
     });
 

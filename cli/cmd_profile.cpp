@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
@@ -55,7 +56,6 @@ int run_profile(const profile_options& o) {
   profiler_options po;
   po.repeats = o.repeats;
   po.optimizer = parse_optimizer_kind(o.optimizer).value();
-  po.recompute = parse_recompute(o.recompute).value();  // the flag's check parsed it
   const device where = parse_device(o.device).value();  // the flag's check parsed it
   std::optional<device_context> gpu;
   if (where.kind == device_kind::cuda) {
@@ -65,7 +65,21 @@ int run_profile(const profile_options& o) {
     std::fprintf(stderr, "pipeworks profile: note: %s concerns a GPU, and this profile is taken on "
                          "the CPU, in fp32\n", o.bf16 ? "--bf16" : "--tf32");
   }
-  auto prof = profile_model(net, random_sample(spec, o.microbatch), po);
+  // all: none's figures, with selective's and full's as each layer's "modes" (the planners choose).
+  std::vector<recompute_mode> modes;
+  if (o.recompute == "all")
+    modes = {recompute_mode::none, recompute_mode::selective, recompute_mode::full};
+  else
+    modes = {parse_recompute(o.recompute).value()};  // the flag's check parsed it
+  const minibatch sample = random_sample(spec, o.microbatch);
+  std::vector<model_profile> measured;
+  for (recompute_mode mode : modes) {
+    po.recompute = mode;
+    auto one = profile_model(net, sample, po);
+    if (!one) throw pipeworks_error(one.message());
+    measured.push_back(std::move(*one));
+  }
+  auto prof = merge_modes(measured.front(), {measured.begin() + 1, measured.end()});
   if (!prof) throw pipeworks_error(prof.message());
   prof->model = spec.name;  // the name `--model` takes back (gpt-tiny, a JSON path, ...)
   if (status s = write_text_atomic(o.out, to_json(*prof) + "\n"); !s)
@@ -126,8 +140,10 @@ const bool registered = register_command(
                      "what each block makes again; the backward's time includes making it) or "
                      "full (each block's whole stash, a stage's during one backward; the "
                      "backward's time includes the forward again). Plans made from the profile "
-                     "run in its mode")
-          ->check(CLI::IsMember({"none", "selective", "full"}))
+                     "run in its mode. all: measures the three in one run and writes none's "
+                     "figures with selective's and full's beside them (each layer's \"modes\"), "
+                     "so that the planners choose the mode")
+          ->check(CLI::IsMember({"none", "selective", "full", "all"}))
           ->capture_default_str();
       sub.add_flag("--tf32", o->tf32, "on a GPU: matrix products may use TF32 tensor cores");
       sub.add_flag("--bf16", o->bf16,

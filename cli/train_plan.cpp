@@ -199,6 +199,7 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
     a.cluster = f.cluster;
     a.keep_batch = f.given.count("--batch") > 0;
     a.keep_microbatches = f.given.count("--microbatches") > 0;
+    a.choose_recompute = f.given.count("--recompute") == 0;
     p.auto_partition = a;
     p.threads_per_stage = 1;
   }

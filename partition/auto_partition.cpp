@@ -1,6 +1,7 @@
 // train --auto-partition's plan: runs PipeDream's or 2BW's planner, maps the plan onto the
 // runtime (whole replicated pipelines, ranks throttled to their devices' speeds), and prints it.
 #include "partition/auto_partition.hpp"
+#include "partition/recompute_choice.hpp"
 
 #include <tbb/task_arena.h>
 
@@ -179,6 +180,18 @@ result<model_profile> profile_on_one_core(const model<float>& net, const minibat
   return prof;
 }
 
+result<model_profile> profile_every_mode_on_one_core(const model<float>& net,
+                                                     const minibatch& sample) {
+  std::vector<model_profile> measured;
+  for (recompute_mode mode :
+       {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+    auto one = profile_on_one_core(net, sample, mode);
+    if (!one) return one.err();
+    measured.push_back(std::move(*one));
+  }
+  return merge_modes(measured.front(), {measured.begin() + 1, measured.end()});
+}
+
 cost_model profile_costs(const model_profile& profile, const std::vector<int>& boundaries,
                          const std::vector<double>& stage_speed, double scale) {
   const std::vector<const model_profile*> same(boundaries.empty() ? 0 : boundaries.size() - 1,
@@ -246,6 +259,8 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
     if (!plan) return make_error("PipeDream's planner: " + plan.message());
     out.stages = plan->stages;
     out.planner_step_ms = plan->predicted_step_ms;
+    out.recompute = plan->recompute;
+    out.recompute_choice = plan->recompute_choice;
     if (status s = fill_ranks(out, c); !s) return make_error(s.message());
     if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
     out.m = rq.microbatches / out.w;
@@ -259,6 +274,8 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
     if (!plan) return make_error("2BW's planner: " + plan.message());
     out.stages = plan->stages;
     out.planner_step_ms = plan->step_ms;
+    out.recompute = plan->recompute;
+    out.recompute_choice = plan->recompute_choice;
     if (status s = fill_ranks(out, c); !s) return make_error(s.message());
     if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
     out.m = plan->m;
@@ -272,8 +289,17 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
                         "or use --planner pipedream, which keeps --batch");
     scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
   }
+  // The figures of the plan's mode (a profile of several modes: the one the planner chose).
+  const bool several = profile_modes(profile).size() > 1;
+  const model_profile in_mode = several ? profile_in_mode(profile, out.recompute) : profile;
+  std::map<std::string, model_profile> own_in_mode = rq.device_profiles;
+  if (several) {
+    auto own = device_profiles_in_mode(rq.device_profiles, out.recompute);
+    if (!own) return make_error(own.message());
+    own_in_mode = std::move(*own);
+  }
   // Each stage at its slowest replica, each replica by its device's own profile when it names one.
-  std::vector<const model_profile*> stage_profile(static_cast<std::size_t>(out.p), &profile);
+  std::vector<const model_profile*> stage_profile(static_cast<std::size_t>(out.p), &in_mode);
   std::vector<double> stage_speed = slowest_replica_speeds(out.device_speed, out.p);
   if (!rq.device_profiles.empty() && !c.devices.empty())
     for (int s = 0; s < out.p; ++s) {
@@ -281,7 +307,7 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
       for (int j = 0; j < out.w; ++j) {
         const auto r = static_cast<std::size_t>(j * out.p + s);
         const device_spec& d = c.devices.at(static_cast<std::size_t>(out.rank_device[r]));
-        const model_profile& own = d.profile.empty() ? profile : rq.device_profiles.at(d.profile);
+        const model_profile& own = d.profile.empty() ? in_mode : own_in_mode.at(d.profile);
         double ms = 0;
         for (int l = out.boundaries[s]; l < out.boundaries[s + 1]; ++l)
           ms += own.layers.at(static_cast<std::size_t>(l)).fwd_ms +
@@ -343,6 +369,7 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
             ? ", recompute " + std::string(recompute_name(a.recompute))
             : std::string()) +
        "\n";
+  if (!a.recompute_choice.empty()) t += "recompute: " + a.recompute_choice + "\n";
   t += "predicted step: " + num(a.planner_step_ms, "%.3f") + " ms (the planner's estimate), " +
        num(a.simulated_step_ms, "%.3f") + " ms (this run's schedule simulated)\n";
   return t;

@@ -50,7 +50,10 @@ struct auto_partition {
   std::vector<named_device> run_devices;  // per rank: where it runs (its device's "device")
   double planner_step_ms = 0;         // the planner's own prediction (its assumptions)
   double simulated_step_ms = 0;       // the run's schedule simulated on the profile's costs
-  recompute_mode recompute = recompute_mode::none;  // the profile's: the run's runtime.recompute
+  // The plan's mode, the run's runtime.recompute: the profile's, or with a profile of several
+  // modes the planner's choice, with each mode's outcome in recompute_choice ("" otherwise).
+  recompute_mode recompute = recompute_mode::none;
+  std::string recompute_choice;
 };
 
 // Plans with PipeDream's planner (same replicas on every stage: the runtime replicates whole
@@ -80,6 +83,10 @@ std::vector<double> slowest_replica_speeds(const std::vector<double>& rank_speed
 // of speed 1, as a throttled rank with one thread runs; measured in the run's recompute mode.
 result<model_profile> profile_on_one_core(const model<float>& net, const minibatch& sample,
                                           recompute_mode recompute = recompute_mode::none);
+// profile_on_one_core in none, selective and full, merged into one profile of three modes
+// (merge_modes): the planners then choose the mode (recompute_choice.hpp).
+result<model_profile> profile_every_mode_on_one_core(const model<float>& net,
+                                                     const minibatch& sample);
 
 // The simulator's costs of a pipeline cut at `boundaries` (stage s = blocks [b[s], b[s+1])):
 // the profile's forward and backward times in seconds, scaled by `scale` (a microbatch size

@@ -59,6 +59,10 @@ struct baseline_options {
 //   Step: m · Σ(fwd + bwd)(b) / speed + 2(w−1)/w · Σparam / bandwidth + 2(w−1)·latency (the ring's
 //   slowest hop; not overlapped with the backward, as two_bw_planner does not overlap it either).
 //
+// A profile of several modes (profile_modes) is planned in each, and the plan of the highest
+// throughput that fits wins with its mode (a tie: less recomputation; choose_recompute);
+// evaluate_gpipe plans in the profile's own mode.
+//
 // Errors when nothing fits name the device and say by how many bytes the smallest candidate
 // exceeds its memory, and what to try.
 result<baseline_plan> plan_gpipe(const model_profile& profile, const cluster& c,

@@ -38,6 +38,9 @@ struct pipeline_plan {
   std::vector<std::int64_t> memory_bytes;
   // The profile's mode: what memory_bytes assumes, and what the run must do (runtime.recompute).
   recompute_mode recompute = recompute_mode::none;
+  // With a profile of several modes: each mode's outcome and the choice (recompute_choice.hpp);
+  // "" with a profile of one mode.
+  std::string recompute_choice;
 };
 
 struct pipedream_options {
@@ -62,6 +65,9 @@ struct pipedream_options {
 // with level l's bandwidth (the recurrence is in pipedream_hierarchy.cpp; the choices for
 // max_devices and for memory with in_flight = p − s are in pipedream_planner.cpp).
 // An error when no plan fits in memory, saying by how much the smallest one exceeds it.
+// A profile of several modes (profile_modes) is planned in each, device profiles in the same
+// mode, and the plan of the highest throughput (profile.microbatch / bottleneck_ms) that fits is
+// returned with its mode; a tie goes to less recomputation (choose_recompute).
 result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster& c,
                                      const pipedream_options& options = {});
 

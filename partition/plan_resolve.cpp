@@ -29,7 +29,7 @@ nlohmann::json summary_json(const auto_partition& a, const std::string& cluster_
                       {"speeds", speeds},
                       {"time_ms", st.time_ms}});
   }
-  return {{"planner", planner_name(a.planner)},
+  nlohmann::json out = {{"planner", planner_name(a.planner)},
           {"cluster", cluster_name},
           {"p", a.p},
           {"w", a.w},
@@ -40,6 +40,8 @@ nlohmann::json summary_json(const auto_partition& a, const std::string& cluster_
           {"recompute", std::string(recompute_name(a.recompute))},
           {"predicted_step_ms", a.planner_step_ms},
           {"simulated_step_ms", a.simulated_step_ms}};
+  if (!a.recompute_choice.empty()) out["recompute_choice"] = a.recompute_choice;
+  return out;
 }
 
 result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
@@ -56,8 +58,14 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
     microbatches = default_microbatches(plan.data.batch, c->device_count());
   auto drawn = sample(plan.data.batch / microbatches);
   if (!drawn) return make_error("the sample to profile: " + drawn.message());
-  // Measured in the run's mode (--recompute), so the planner counts the memory the run holds.
-  auto prof = profile_on_one_core(net, *drawn, plan.recompute);
+  // Measured in the run's mode when --recompute gives it, so the planner counts the memory the run
+  // holds; otherwise, on a cluster that limits a device's memory, in every mode, and the planner
+  // chooses the fastest that fits. Without a limit none always fits and recomputing only adds
+  // work (a live profile could show otherwise only by noise), so none is measured alone.
+  bool limited = false;
+  for (int d = 0; d < c->device_count(); ++d) limited = limited || c->memory(d) > 0;
+  auto prof = ap.choose_recompute && limited ? profile_every_mode_on_one_core(net, *drawn)
+                                             : profile_on_one_core(net, *drawn, plan.recompute);
   if (!prof) return make_error("profiling failed: " + prof.message());
   auto_partition_request rq;
   rq.planner = ap.planner;
@@ -82,7 +90,7 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
   for (std::size_t r = 0; r < a->device_speed.size(); ++r)
     plan.ranks.push_back(
         rank_placement{a->run_devices[r], a->device_speed[r], a->device_names[r], 0});
-  plan.recompute = a->recompute;  // the profile's mode, the run's own: the plan assumed it
+  plan.recompute = a->recompute;  // the mode the plan assumed (the profile's, or the one it chose)
   plan.threads_per_stage = 1;  // a device of speed 1 is the one core it was profiled on
   plan.auto_partition.reset();
   if (auto i = first_issue(plan, net.size()))

@@ -3,6 +3,7 @@
 // profile.json.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,14 @@
 #include "runtime/recompute_mode.hpp"
 
 namespace pipeworks {
+
+// A layer's figures in another recompute mode than the profile's own: what the mode changes (the
+// forward, activation, parameter and optimizer figures are the same in every mode).
+struct mode_figures {
+  double bwd_ms = 0;
+  std::int64_t saved_bytes = 0;
+  bool operator==(const mode_figures&) const = default;
+};
 
 struct layer_profile {
   std::string name;
@@ -19,6 +28,9 @@ struct layer_profile {
   std::int64_t saved_bytes = 0;       // kept from forward to backward
   std::int64_t param_bytes = 0;
   std::int64_t optimizer_bytes = 0;
+  // The same layer measured in other modes (`pipeworks profile --recompute all`): empty in a
+  // profile of one mode. Every layer carries the same modes, never the profile's own.
+  std::map<recompute_mode, mode_figures> other_modes;
 };
 
 struct model_profile {
@@ -32,6 +44,22 @@ struct model_profile {
   recompute_mode recompute = recompute_mode::none;
   std::vector<layer_profile> layers;
 };
+
+// The modes a profile carries figures for: its own and each of its layers' other_modes, in the
+// order of preference on a tie (none, selective, full: less recomputation first).
+std::vector<recompute_mode> profile_modes(const model_profile& p);
+// none 0, selective 1, full 2: how much a mode recomputes (a tie between plans goes to the lower).
+int recompute_rank(recompute_mode m);
+// The profile as measured in `mode` alone (one of profile_modes(p)): that mode's bwd_ms and
+// saved_bytes in every layer, recompute = mode, no other modes. A profile of one mode comes back
+// as it is.
+model_profile profile_in_mode(const model_profile& p, recompute_mode mode);
+// One profile carrying every mode's figures: `base`'s own, and each of `others`' bwd_ms and
+// saved_bytes as other modes. An error when the layers or the microbatch differ, or two profiles
+// share a mode. With `base` in none, another mode's bwd_ms is at least none's: its backward does
+// none's work and remakes what it dropped, so a live timing below none's is noise, and left as
+// it is it could make a planner prefer recomputation that only adds work.
+result<model_profile> merge_modes(model_profile base, const std::vector<model_profile>& others);
 
 // The bytes of layer i's input: layer i − 1's output (activation_bytes). Layer 0's input (the
 // model's data: token ids or images) is not in the profile, so it counts 0.
@@ -82,7 +110,9 @@ inline std::int64_t stash_bytes(recompute_mode mode, std::int64_t in_flight, std
 
 // {"model": .., "microbatch": .., "recompute": "none"|"selective"|"full" (optional: none),
 //  "layers": [{"name": .., "fwd_ms": .., "bwd_ms": ..,
-//  "activation_bytes": .., "saved_bytes": .., "param_bytes": .., "optimizer_bytes": ..}, ...]}
+//  "activation_bytes": .., "saved_bytes": .., "param_bytes": .., "optimizer_bytes": ..,
+//  "modes": {"selective": {"bwd_ms": .., "saved_bytes": ..}, "full": {..}} (optional: the layer
+//  in other modes; every layer names the same ones, never the profile's "recompute")}, ...]}
 std::string to_json(const model_profile& p);
 // An error names the field and the layer when something is missing, negative or not finite, or
 // when a byte field's total over the layers passes max_profile_total_bytes (check_profile_totals).

@@ -43,6 +43,9 @@ struct two_bw_plan {
   std::int64_t max_memory_bytes = 0;  // the largest entry of memory_bytes
   // The profile's mode: what memory_bytes assumes, and what the run must do (runtime.recompute).
   recompute_mode recompute = recompute_mode::none;
+  // With a profile of several modes: each mode's outcome and the choice (recompute_choice.hpp);
+  // "" with a profile of one mode.
+  std::string recompute_choice;
 };
 
 struct two_bw_options {
@@ -101,6 +104,10 @@ struct two_bw_options {
 //
 // An error when no candidate fits, naming the device and saying by how much the smallest one
 // exceeds its memory, and what to try.
+//
+// A profile of several modes (profile_modes): planned in each (device profiles in the same mode);
+// the plan of the highest throughput_samples_per_s that fits wins, with its mode, and a tie goes
+// to less recomputation (choose_recompute). evaluate_two_bw plans in the profile's own mode.
 result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
                                 const two_bw_options& options = {});
 

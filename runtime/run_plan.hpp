@@ -83,6 +83,7 @@ struct auto_partition_spec {
   std::string cluster = "local-cpu";  // a preset or a cluster.json path
   bool keep_batch = false;            // 2bw: the plan's batch must equal data.batch
   bool keep_microbatches = false;     // pipedream: keep schedule.microbatches (else 2 per device)
+  bool choose_recompute = false;      // profile every recompute mode; the planner picks the run's
   bool operator==(const auto_partition_spec&) const = default;
 };
 

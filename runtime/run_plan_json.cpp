@@ -149,6 +149,7 @@ std::string to_json_text(const run_plan& p) {
           {"cluster", p.auto_partition->cluster},
           {"keep_batch", p.auto_partition->keep_batch},
           {"keep_microbatches", p.auto_partition->keep_microbatches}};
+  if (p.auto_partition && p.auto_partition->choose_recompute) ap["choose_recompute"] = true;
   json j = {
       {"format", format_name},
       {"version", format_version},
@@ -379,7 +380,7 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   if (!j.at("auto_partition").is_null()) {
     const reader r = top.sub("auto_partition");
-    PW_TRY(r.keys({"planner", "cluster", "keep_batch", "keep_microbatches"}));
+    PW_TRY(r.keys({"planner", "cluster", "keep_batch", "keep_microbatches", "choose_recompute"}));
     auto_partition_spec a;
     std::string planner;
     PW_TRY(r.text("planner", planner));
@@ -389,6 +390,7 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
     PW_TRY(r.text("cluster", a.cluster));
     PW_TRY(r.flag("keep_batch", a.keep_batch));
     PW_TRY(r.flag("keep_microbatches", a.keep_microbatches));
+    if (r.has("choose_recompute")) PW_TRY(r.flag("choose_recompute", a.choose_recompute));
     p.auto_partition = a;
   }
   PW_TRY(read_processes(top.sub("processes"), p));

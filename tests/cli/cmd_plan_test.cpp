@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fixtures.hpp"
@@ -311,4 +312,59 @@ TEST_CASE("plan: under a memory limit only a full recompute profile has a plan",
     REQUIRE(p["stages"].size() == 2);
     for (const auto& bytes : p["memory_bytes"]) CHECK(bytes.get<std::int64_t>() <= 1600);
   }
+}
+
+namespace {
+
+// The planner tests' profile of three modes (tests/partition/recompute_choice_test.cpp), written
+// by hand: on two devices none needs 8200 bytes or more, selective 6200 and full 4240 (PipeDream;
+// 2BW 100 more a layer). Selective's backward is faster than full's.
+std::string three_modes() {
+  const std::string layer =
+      R"({"name": "l", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 40, "saved_bytes": 4000, )"
+      R"("param_bytes": 100, "optimizer_bytes": 0, "modes": {"selective": {"bwd_ms": 2.5, )"
+      R"("saved_bytes": 3000}, "full": {"bwd_ms": 3, "saved_bytes": 4000}}})";
+  return R"({"model": "three", "microbatch": 1, "layers": [)" + layer + ", " + layer + "]}";
+}
+std::string two_devices_of(std::int64_t bytes) {
+  return R"({"device_memory_bytes": )" + std::to_string(bytes) +
+         R"(, "levels": [{"name": "server", "count": 2, "bandwidth_bytes_per_s": 1e12, "latency_s": 0}]})";
+}
+
+}  // namespace
+
+TEST_CASE("plan chooses the recompute mode of a profile of several modes", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "profile.json", three_modes());
+  const std::vector<std::pair<std::int64_t, std::string>> cases = {
+      {9000, "none"}, {6700, "selective"}, {4400, "full"}};
+  for (const auto& [bytes, chosen] : cases) {
+    write_file(dir / "cluster.json", two_devices_of(bytes));
+    for (const char* planner : {"pipedream", "2bw"}) {
+      CAPTURE(bytes, planner);
+      const cli_result r = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                    dir / "cluster.json", "--planner", planner, "--json"});
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      const json p = json::parse(r.out);
+      CHECK(p["runtime"]["recompute"] == chosen);
+      CHECK(contains(p["recompute_choice"].get<std::string>(), "-> " + chosen));
+      for (const auto& b : p["memory_bytes"]) CHECK(b.get<std::int64_t>() <= bytes);
+      const cli_result text = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                       dir / "cluster.json", "--planner", planner});
+      REQUIRE(text.exit_code == 0);
+      CHECK(contains(text.out, "recompute: none: "));
+      CHECK(contains(text.out, "train with --recompute " + chosen));
+    }
+  }
+  write_file(dir / "cluster.json", two_devices_of(6700));
+  const cli_result tight = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                    dir / "cluster.json"});
+  CHECK(contains(tight.out, "none: no plan fits ("));
+  CHECK(contains(tight.out, "-> selective"));
+  write_file(dir / "cluster.json", two_devices_of(1000));
+  const cli_result none_fits = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                        dir / "cluster.json"});
+  CHECK(none_fits.exit_code == 1);
+  CHECK(contains(none_fits.err, "no recompute mode fits"));
 }

@@ -7,6 +7,7 @@
 
 #include "fixtures.hpp"
 #include "run_cli.hpp"
+#include "partition/profile.hpp"
 
 using namespace pipeworks::cli_test;
 using nlohmann::json;
@@ -71,4 +72,35 @@ TEST_CASE("profile --recompute refuses an unknown mode naming the flag", "[cli]"
                                 dir / "p.json"});
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "--recompute"));
+}
+
+TEST_CASE("profile --recompute all writes every mode's figures in one profile", "[cli]") {
+  // The shape only: the times are live. The bytes are not: selective keeps less in the blocks.
+  scratch_dir dir;
+  const std::string out = dir / "all.json";
+  const cli_result r = run_cli({"profile", "--model", "gpt-tiny", "--microbatch", "2",
+                                "--repeats", "1", "--recompute", "all", "--out", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json p = json::parse(read_file(out));
+  CHECK(p["recompute"] == "none");
+  REQUIRE(p["layers"].size() == 4);
+  for (const auto& l : p["layers"]) {
+    REQUIRE(l.contains("modes"));
+    CHECK(l["modes"].size() == 2);
+    for (const char* mode : {"selective", "full"}) {
+      CHECK(l["modes"][mode]["bwd_ms"].get<double>() >= 0);
+      CHECK(l["modes"][mode]["saved_bytes"].get<std::int64_t>() >= 0);
+    }
+  }
+  for (int l : {1, 2}) {
+    const auto& layer = p["layers"][l];
+    CHECK(layer["modes"]["selective"]["saved_bytes"].get<std::int64_t>() <
+          layer["saved_bytes"].get<std::int64_t>());
+    CHECK(layer["modes"]["full"]["saved_bytes"] == layer["saved_bytes"]);
+  }
+  // It reads back as a profile of three modes.
+  auto back = pipeworks::load_profile(out);
+  REQUIRE(back.ok());
+  CHECK(pipeworks::profile_modes(*back).size() == 3);
 }

@@ -294,3 +294,31 @@ TEST_CASE("train --auto-partition --recompute full profiles and plans in that mo
   REQUIRE(plain.exit_code == 0);
   CHECK(json_lines(plain).back()["plan"]["recompute"] == "none");
 }
+
+TEST_CASE("train --auto-partition without --recompute profiles every mode and runs the planner's choice", "[cli]") {
+  // mlp at microbatch 8 (AdamW): fc1 holds 3,215,360 bytes of weights, gradients and moments and
+  // stashes 33,280 bytes a microbatch. On two devices of 3,260,000 bytes the whole model (3.8 MB)
+  // fits on neither, and fc1 alone as stage 0 of two holds 2 microbatches in flight: 3,281,920
+  // bytes under none and selective (mlp drops nothing), 3,248,640 under full (its input, the
+  // data, is not counted, and one whole stash). Only full fits: bytes decide, not timings, which
+  // the live profile is checked for only by shape.
+  scratch_dir dir;
+  write_file(dir / "two.json", R"({"devices": [{"speed": 0.5, "memory_bytes": 3260000},
+                                               {"speed": 0.5, "memory_bytes": 3260000}]})");
+  const cli_result r = run_cli(auto_args({"--cluster", dir / "two.json", "--print-plan",
+                                          dir / "plan.json"}));
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out, "recompute: none: no plan fits ("));
+  CHECK(contains(r.out, "selective: no plan fits ("));
+  CHECK(contains(r.out, "-> full"));
+  const json plan = json::parse(read_file(dir / "plan.json"));
+  CHECK(plan["runtime"]["recompute"] == "full");
+  // --recompute given: that mode alone is profiled and planned, and none does not fit.
+  const cli_result none = run_cli(auto_args({"--cluster", dir / "two.json", "--recompute",
+                                             "none", "--print-plan", dir / "none.json"}));
+  INFO("stdout:\n" << none.out << "\nstderr:\n" << none.err);
+  CHECK(none.exit_code == 1);
+  CHECK(contains(none.err, "no plan fits"));
+  CHECK_FALSE(contains(none.err, "no recompute mode fits"));
+}

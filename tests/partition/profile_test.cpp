@@ -237,3 +237,85 @@ TEST_CASE("profile: stash_bytes per mode", "[partition]") {
   CHECK(stash_bytes(recompute_mode::full, std::int64_t{1} << 40, 1, std::int64_t{1} << 40) >
         (std::int64_t{1} << 60));
 }
+
+TEST_CASE("profile: every mode's figures round trip", "[partition][recompute]") {
+  using Catch::Matchers::Contains;
+  model_profile p = sample();
+  for (layer_profile& l : p.layers) {
+    l.other_modes[recompute_mode::selective] = {l.bwd_ms / 3.0, l.saved_bytes / 2};
+    l.other_modes[recompute_mode::full] = {l.bwd_ms / 2.0, l.saved_bytes};
+  }
+  const std::string text = to_json(p);
+  CHECK_THAT(text, Contains("\"modes\"") && Contains("\"selective\"") && Contains("\"full\""));
+  auto back = parse_profile(text);
+  REQUIRE(back.ok());
+  CHECK(same(p, *back));
+  for (std::size_t i = 0; i < p.layers.size(); ++i)
+    CHECK(back->layers[i].other_modes == p.layers[i].other_modes);
+  CHECK(to_json(*back) == text);
+  CHECK(profile_modes(*back).size() == 3);
+  // A profile of one mode writes no "modes" at all, as before.
+  CHECK(to_json(sample()).find("\"modes\"") == std::string::npos);
+}
+
+TEST_CASE("profile: the modes of each layer are checked", "[partition][recompute]") {
+  using Catch::Matchers::Contains;
+  const std::string sel = R"("modes": {"selective": {"bwd_ms": 3, "saved_bytes": 1}})";
+  const std::string layer_sel =
+      R"({"name": "c", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 3, "saved_bytes": 4,
+          "param_bytes": 5, "optimizer_bytes": 6, )" + sel + "}";
+  // The first layer carries none, the second selective: every layer must carry the same.
+  CHECK_THAT(error_of(with_layer(layer_sel)), Contains("layers[1]") &&
+                                                  Contains("every layer must carry the same modes"));
+  auto both = parse_profile(R"({"model": "m", "microbatch": 2, "layers": [)" + layer_sel + ", " +
+                            layer_sel + "]}");
+  REQUIRE(both.ok());
+  CHECK(both->layers[1].other_modes.at(recompute_mode::selective) == mode_figures{3, 1});
+  // The profile's own mode, an unknown one, a missing or an extra field.
+  CHECK_THAT(error_of(R"({"model": "m", "microbatch": 2, "recompute": "selective", "layers": [)" +
+                      layer_sel + "]}"),
+             Contains("modes names \"selective\""));
+  auto with_modes = [](const std::string& modes) {
+    return R"({"model": "m", "microbatch": 2, "layers": [{"name": "c", "fwd_ms": 1, "bwd_ms": 2,
+      "activation_bytes": 3, "saved_bytes": 4, "param_bytes": 5, "optimizer_bytes": 6,
+      "modes": )" + modes + "}]}";
+  };
+  CHECK_THAT(error_of(with_modes(R"({"some": {"bwd_ms": 1, "saved_bytes": 1}})")),
+             Contains("\"some\""));
+  CHECK_THAT(error_of(with_modes(R"({"full": {"bwd_ms": 1}})")), Contains("saved_bytes"));
+  CHECK_THAT(error_of(with_modes(R"({"full": {"bwd_ms": -1, "saved_bytes": 1}})")),
+             Contains("bwd_ms"));
+  CHECK_THAT(error_of(with_modes(R"({"full": {"bwd_ms": 1, "saved_bytes": 1, "x": 2}})")),
+             Contains("x"));
+  CHECK_THAT(error_of(with_modes("[1]")), Contains("modes must be an object"));
+}
+
+TEST_CASE("profile: merge_modes puts other profiles' figures beside the first's",
+          "[partition][recompute]") {
+  using Catch::Matchers::Contains;
+  model_profile none = sample();
+  model_profile full = sample();
+  full.recompute = recompute_mode::full;
+  full.layers[1].bwd_ms = 5;
+  auto merged = merge_modes(none, {full});
+  REQUIRE(merged.ok());
+  CHECK(merged->layers[1].other_modes.at(recompute_mode::full).bwd_ms == 5);
+  CHECK(profile_in_mode(*merged, recompute_mode::full).layers[1].bwd_ms == 5);
+  CHECK(profile_in_mode(*merged, recompute_mode::none).layers[1].bwd_ms == none.layers[1].bwd_ms);
+  // A recomputing backward timed faster than none's is raised to none's.
+  model_profile quick = sample();
+  quick.recompute = recompute_mode::selective;
+  quick.layers[1].bwd_ms = none.layers[1].bwd_ms / 2;
+  auto raised = merge_modes(none, {quick});
+  REQUIRE(raised.ok());
+  CHECK(raised->layers[1].other_modes.at(recompute_mode::selective).bwd_ms ==
+        none.layers[1].bwd_ms);
+  auto twice = merge_modes(none, {full, full});
+  REQUIRE_FALSE(twice.ok());
+  CHECK_THAT(twice.message(), Contains("two profiles measured in recompute full"));
+  model_profile other = full;
+  other.layers.pop_back();
+  auto shorter = merge_modes(none, {other});
+  REQUIRE_FALSE(shorter.ok());
+  CHECK_THAT(shorter.message(), Contains("layers"));
+}
