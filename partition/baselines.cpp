@@ -45,21 +45,14 @@ result<baseline_plan> in_best_mode(const model_profile& profile, const baseline_
     if (r) r->recompute = profile.recompute;
     return r;
   }
-  std::string report;
-  auto out = choose_recompute<baseline_plan>(
-      profile,
-      [&](const model_profile& one, recompute_mode mode) -> result<baseline_plan> {
-        auto own = device_profiles_in_mode(options.device_profiles, mode);
-        if (!own) return own.err();
-        baseline_options o = options;
-        o.device_profiles = std::move(*own);
+  return choose_recompute_with<baseline_plan>(
+      profile, options,
+      [&](const model_profile& one, const baseline_options& o, recompute_mode mode) {
         auto r = plan(one, o);
         if (r) r->recompute = mode;
         return r;
       },
-      [](const baseline_plan& p) { return p.throughput_samples_per_s; }, report);
-  if (out) out->recompute_choice = report;
-  return out;
+      [](const baseline_plan& p) { return p.throughput_samples_per_s; });
 }
 
 }  // namespace

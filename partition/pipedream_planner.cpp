@@ -271,26 +271,17 @@ result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const
 
 result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster& c,
                                      const pipedream_options& options) {
-  if (profile_modes(profile).size() > 1) {
-    std::string report;
-    auto plan = choose_recompute<pipeline_plan>(
-        profile,
-        [&](const model_profile& one, recompute_mode mode) -> result<pipeline_plan> {
-          auto own = device_profiles_in_mode(options.device_profiles, mode);
-          if (!own) return own.err();
-          pipedream_options o = options;
-          o.device_profiles = std::move(*own);
+  if (profile_modes(profile).size() > 1)
+    return choose_recompute_with<pipeline_plan>(
+        profile, options,
+        [&](const model_profile& one, const pipedream_options& o, recompute_mode) {
           return plan_pipedream(one, c, o);
         },
         [&](const pipeline_plan& p) {
           return p.bottleneck_ms > 0
                      ? 1000.0 * static_cast<double>(profile.microbatch) / p.bottleneck_ms
                      : std::numeric_limits<double>::infinity();
-        },
-        report);
-    if (plan) plan->recompute_choice = report;
-    return plan;
-  }
+        });
   auto plan = plan_pipedream_checked(profile, c, options);
   if (plan) plan->recompute = profile.recompute;
   return plan;

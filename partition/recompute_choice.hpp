@@ -63,4 +63,25 @@ result<Plan> choose_recompute(const model_profile& profile, PlanIn plan_in, Rate
   return std::move(*best);
 }
 
+// What every planner does with a profile of several modes: choose_recompute over
+// plan(profile in the mode, options with their device profiles in the mode, the mode), by
+// rate(plan); the chosen plan's recompute_choice is the report.
+template <class Plan, class Options, class PlanWith, class Rate>
+result<Plan> choose_recompute_with(const model_profile& profile, const Options& options,
+                                   PlanWith plan, Rate rate) {
+  std::string report;
+  auto out = choose_recompute<Plan>(
+      profile,
+      [&](const model_profile& one, recompute_mode mode) -> result<Plan> {
+        auto own = device_profiles_in_mode(options.device_profiles, mode);
+        if (!own) return own.err();
+        Options o = options;
+        o.device_profiles = std::move(*own);
+        return plan(one, o, mode);
+      },
+      rate, report);
+  if (out) out->recompute_choice = report;
+  return out;
+}
+
 }  // namespace pipeworks

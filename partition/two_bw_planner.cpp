@@ -30,21 +30,13 @@ result<two_bw_plan> evaluate_two_bw(const model_profile& whole, const cluster& c
 
 result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
                                 const two_bw_options& options) {
-  if (profile_modes(profile).size() > 1) {
-    std::string report;
-    auto plan = choose_recompute<two_bw_plan>(
-        profile,
-        [&](const model_profile& one, recompute_mode mode) -> result<two_bw_plan> {
-          auto own = device_profiles_in_mode(options.device_profiles, mode);
-          if (!own) return own.err();
-          two_bw_options o = options;
-          o.device_profiles = std::move(*own);
+  if (profile_modes(profile).size() > 1)
+    return choose_recompute_with<two_bw_plan>(
+        profile, options,
+        [&](const model_profile& one, const two_bw_options& o, recompute_mode) {
           return plan_two_bw(one, c, o);
         },
-        [](const two_bw_plan& p) { return p.throughput_samples_per_s; }, report);
-    if (plan) plan->recompute_choice = report;
-    return plan;
-  }
+        [](const two_bw_plan& p) { return p.throughput_samples_per_s; });
   auto ctx = make_cost_context(profile, c, to_cost(options), two_bw_rules());
   if (!ctx) return ctx.err();
   auto r = search_configs(*ctx, 1, ctx->L, [](int p) { return std::vector<int>{p, 2 * p, 4 * p}; });
