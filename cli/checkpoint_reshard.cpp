@@ -12,7 +12,7 @@
 #include "cli/options.hpp"
 #include "cli/split_flag.hpp"
 #include "ops/model/model_spec.hpp"
-#include "partition/even_split.hpp"
+#include "partition/plan_resolve.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/rank_file.hpp"
 #include "runtime/checkpoint/rank_identity.hpp"
@@ -21,14 +21,6 @@
 
 namespace pipeworks::cli {
 namespace {
-
-// Blocks [b[s], b[s+1]) of each virtual stage of a resolved plan ({0, blocks} for none).
-std::vector<int> boundaries_of(const run_plan& p, int blocks) {
-  std::vector<int> b = p.schedule ? p.split : std::vector<int>{0};
-  if (b.empty()) b = {0};
-  b.push_back(blocks);
-  return b;
-}
 
 bool flush_or_none(const run_plan& p) { return !p.schedule || is_flush(*p.schedule); }
 
@@ -65,10 +57,6 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
       auto b = parse_split(o.split, net.size(), to.virtual_stages());
       if (!b) throw CLI::ValidationError("--split", b.message());
       to.split.assign(b->begin(), b->end() - 1);
-    } else {
-      auto b = even_split(net.costs(), to.virtual_stages());
-      if (!b) throw CLI::ValidationError("--stages", b.message());
-      to.split.assign(b->begin(), b->end() - 1);
     }
   } else if (!o.split.empty()) {
     throw CLI::ValidationError("--split", "--schedule none runs the whole model as one stage: "
@@ -77,7 +65,9 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
   to.checkpoint.dir = o.out;
   to.checkpoint.run.clear();
   if (status s = check(to, net.size()); !s) throw CLI::ValidationError(s.message());
-  return to;
+  auto resolved = resolve_plan(std::move(to), net, nullptr);  // an even split unless given
+  if (!resolved) throw CLI::ValidationError("--stages", resolved.message());
+  return std::move(resolved->plan);
 }
 
 }  // namespace
@@ -123,7 +113,9 @@ int run_reshard(const reshard_options& o) {
                         "steps: only a flush schedule's (or none's) checkpoint can be re-cut");
     const model<float> net = build_model<float>(plan->model);
     const run_plan to = new_layout(o, *plan, net);
-    const std::vector<int> from_b = boundaries_of(*plan, net.size());
+    auto from_run = lower_run(*plan, net.size());
+    if (!from_run) return from_run.err();
+    const std::vector<int>& from_b = from_run->boundaries;
     std::vector<rank_state> from;
     for (const checkpoint_file& f : c.manifest.files) {
       auto st = load_rank_checkpoint(c.dir, f, net, from_b, rank_identity(*plan, f.rank), c.step);

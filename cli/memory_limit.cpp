@@ -1,5 +1,5 @@
-// check_memory_limit: resolves the split as the run will (even FLOPs unless given), lowers the
-// schedule, measures each stage's bytes at the run's microbatch and replays the programs.
+// check_memory_limit: resolves the split as the run will (resolve_plan), lowers the schedule,
+// measures each stage's bytes at the run's microbatch and replays the programs.
 #include "cli/memory_limit.hpp"
 
 #include <CLI/CLI.hpp>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <map>
 
-#include "partition/even_split.hpp"
+#include "partition/plan_resolve.hpp"
 #include "runtime/exec/rank_setup.hpp"
 #include "runtime/memory_plan.hpp"
 
@@ -35,11 +35,9 @@ struct rank_figure {
 
 std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net, recompute_mode mode) {
   plan.recompute = mode;
-  if (plan.schedule && plan.split.empty()) {
-    auto b = even_split(net.costs(), plan.virtual_stages());
-    if (!b) throw CLI::ValidationError("--memory-limit", b.message());
-    plan.split.assign(b->begin(), b->end() - 1);
-  }
+  auto resolved = resolve_plan(std::move(plan), net, nullptr);  // the split the run will have
+  if (!resolved) throw CLI::ValidationError("--memory-limit", resolved.message());
+  plan = std::move(resolved->plan);
   const std::int64_t samples = plan.data.batch / (plan.train.microbatches * (plan.schedule ? plan.replicas : 1));
   const minibatch sample = example_microbatch(plan.model, std::max<std::int64_t>(1, samples));
   std::map<int, rank_figure> out;

@@ -2,7 +2,9 @@
 // them ("1F0", "2SEND_F3", "1STEP"), printed and parsed both ways.
 #include "runtime/action.hpp"
 
+#include <algorithm>
 #include <array>
+#include <map>
 #include <charconv>
 #include <climits>
 
@@ -151,6 +153,14 @@ result<program> parse_program(std::string_view text) {
     i = j;
   }
   return out;
+}
+
+std::size_t position_after_step(const program& p, std::int64_t step) {
+  std::map<int, std::int64_t> seen;
+  std::size_t cut = 0;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i].kind == action_kind::step && ++seen[p[i].stage] == step) cut = std::max(cut, i + 1);
+  return cut;
 }
 
 }  // namespace pipeworks

@@ -51,4 +51,8 @@ using program = std::vector<action>;
 std::string to_string(const program& p);      // actions joined by single spaces
 result<program> parse_program(std::string_view text);  // space- or comma-separated
 
+// The position right after the program's last STEP of step `step` (counting each virtual
+// stage's STEPs from 1): where a rank restored after that step goes on. 0 when it has none.
+std::size_t position_after_step(const program& p, std::int64_t step);
+
 }  // namespace pipeworks

@@ -219,11 +219,7 @@ void stage_executor<T>::impl::restore(rank_state s) {
     release_versions(st);
     st.note_peaks();
   }
-  // The position right after this rank's last STEP of step s.step.
-  std::map<int, int> seen;
-  std::size_t cut = 0;
-  for (std::size_t i = 0; i < prog.size(); ++i)
-    if (prog[i].kind == action_kind::step && ++seen[prog[i].stage] == s.step) cut = std::max(cut, i + 1);
+  const std::size_t cut = position_after_step(prog, s.step);
   if (cut == 0 || static_cast<std::int64_t>(cut) != s.pc)
     throw pipeworks_error(who + " stands at program position " + std::to_string(s.pc) +
                           ", but this rank's cut after step " + std::to_string(s.step) + " is at " +

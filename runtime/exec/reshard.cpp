@@ -35,16 +35,6 @@ std::string in_flight(const rank_state& r) {
   return "";
 }
 
-// The position right after rank r's last STEP of `step` (0 for a run without programs).
-std::size_t position_after(const lowered_run& run, int r, std::int64_t step) {
-  if (!run.programs || step == 0) return 0;
-  const auto& prog = run.programs->programs.at(static_cast<std::size_t>(r));
-  std::map<int, std::int64_t> seen;
-  std::size_t cut = 0;
-  for (std::size_t i = 0; i < prog.size(); ++i)
-    if (prog[i].kind == action_kind::step && ++seen[prog[i].stage] == step) cut = std::max(cut, i + 1);
-  return cut;
-}
 
 }  // namespace
 
@@ -108,7 +98,9 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int
     rank_state& rs = out[static_cast<std::size_t>(r)];
     rs.rank = r;
     rs.step = step;
-    rs.pc = static_cast<std::int64_t>(position_after(to, r, step));
+    rs.pc = to.programs ? static_cast<std::int64_t>(position_after_step(
+                              to.programs->programs.at(static_cast<std::size_t>(r)), step))
+                        : 0;
     const int device = to.programs ? r % to.plan.stages : 0;
     const int virtual_stages = static_cast<int>(to.boundaries.size()) - 1;
     for (int s = 0; s < virtual_stages; ++s) {

@@ -1,5 +1,5 @@
 // Shared pieces of the actor tests: a small mlp, deterministic synthetic minibatches, an SGD
-// config, the single-device reference and a relative weight comparison.
+// config, the single-device reference, a relative weight comparison and a plan over two workers.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -12,6 +12,20 @@
 #include "ops/train/trainer.hpp"
 
 namespace pipeworks::test {
+
+// gpt-tiny under 1F1B on two stages, a rank on each of two worker processes (7001, 7002).
+inline run_plan two_workers_plan() {
+  run_plan p;
+  p.model = *parse_model_spec("gpt-tiny");
+  p.schedule = schedule_kind::one_f_one_b;
+  p.stages = 2;
+  p.train.microbatches = 2;
+  p.train.steps = 2;
+  p.split = {0, 2};
+  p.processes.workers = {"127.0.0.1:7001", "127.0.0.1:7002"};
+  place_ranks(p);
+  return p;
+}
 
 inline model<float> small_mlp() { return make_mlp<float>(mlp_config{12, {16, 8}, 4}); }
 

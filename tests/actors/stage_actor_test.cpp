@@ -9,19 +9,12 @@
 #include "actors/worker_actor.hpp"
 #include "ops/model/param_split.hpp"
 #include "runtime/exec/rank_setup.hpp"
+#include "tests/actors/fixtures.hpp"
 
 using namespace pipeworks;
 
 TEST_CASE("a rank that waits with nothing arriving tells the driver what it waits for", "[actors]") {
-  run_plan plan;
-  plan.model = *parse_model_spec("gpt-tiny");
-  plan.schedule = schedule_kind::one_f_one_b;
-  plan.stages = 2;
-  plan.train.microbatches = 2;
-  plan.train.steps = 2;
-  plan.split = {0, 2};
-  plan.processes.workers = {"127.0.0.1:7001", "127.0.0.1:7002"};
-  place_ranks(plan);
+  const run_plan plan = test::two_workers_plan();
   caf::actor_system_config config;
   add_message_types(config);
   caf::actor_system sys{config};

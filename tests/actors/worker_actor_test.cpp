@@ -10,23 +10,12 @@
 #include "actors/type_ids.hpp"
 #include "ops/model/param_split.hpp"
 #include "runtime/exec/rank_setup.hpp"
+#include "tests/actors/fixtures.hpp"
 
 using namespace pipeworks;
+using pipeworks::test::two_workers_plan;
 
 namespace {
-
-run_plan two_workers_plan() {
-  run_plan p;
-  p.model = *parse_model_spec("gpt-tiny");
-  p.schedule = schedule_kind::one_f_one_b;
-  p.stages = 2;
-  p.train.microbatches = 2;
-  p.train.steps = 2;
-  p.split = {0, 2};
-  p.processes.workers = {"127.0.0.1:7001", "127.0.0.1:7002"};
-  place_ranks(p);
-  return p;
-}
 
 // Worker 2's request for the plan: rank 1 and its stage's initial weights.
 host_request good_request(const run_plan& plan, const caf::actor& driver) {
