@@ -27,6 +27,7 @@ caf::error refuse(const std::string& field, const std::string& why) {
 // What the worker keeps of the run it hosts.
 struct hosted_run {
   caf::actor driver;
+  int process = 0;                  // its process in the run's plan
   std::vector<caf::actor> shards;   // the all-reduce shares of its ranks (w > 1)
   std::shared_ptr<wire_link> link;  // when tensors go over UCX
   std::vector<caf::actor> ranks;  // each holds the model it runs (stage_spec::keep)
@@ -187,6 +188,13 @@ class worker_state {
           if (status s = prune_kept_steps(run_.checkpoint_dir, k.steps); !s)
             log("removing old checkpoint files: " + s.message());
         },
+        [this](frame_refused_atom, const std::string& what) {
+          // Only its own process's guard says so (a peer cannot send as this actor).
+          if (self_->current_sender() != self_->address() || !run_.driver) return;
+          self_->send(run_.driver, stage_failure{"worker " + std::to_string(run_.process) + " " + what +
+                                                 "; nothing after that frame reached it, so the "
+                                                 "run stops"});
+        },
         [this](const run_ended& e) {
           if (run_.driver && self_->current_sender() == run_.driver.address()) end_run(e.ok, e.error);
         },
@@ -203,6 +211,7 @@ class worker_state {
     if (!q.driver) return refuse("driver", "is missing");
     hosted_run next;
     next.driver = q.driver;
+    next.process = q.process;
     caf::result<host_reply> r = caf::error{};
     try {
       if (q.dtype == "float32") r = host<float>(self_->system(), q, spec_->checkpoint_dir, next);

@@ -22,6 +22,11 @@ struct worker_spec {
   std::function<void(bool ok, const std::string& why)> on_run_end;
 };
 
+// Its process's frame guard → the worker (sent as the worker itself, from its own process): a
+// frame from a peer was refused, `what` says which and the limit to raise. The worker tells the
+// driver of the run it hosts, which ends the run with that cause rather than a lost worker.
+using frame_refused_atom = caf::atom_constant<caf::atom("frrefused")>;
+
 caf::actor spawn_worker(caf::actor_system& sys, std::shared_ptr<worker_spec> spec);
 
 }  // namespace pipeworks

@@ -3,6 +3,7 @@
 // the next driver; with --once it exits when its run ends (0 if the run succeeded, else 1).
 // Started by a launcher (--driver, or torchrun's or Slurm's variables), it joins the driver's
 // rendezvous with its rank and address, serves that one run and exits.
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -42,6 +43,27 @@ std::optional<std::string> getenv_of(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
+}
+
+// What the frame guard refused, for the driver of the run: the frame's kind and size, the bound
+// it broke and the --max-frame-mb that would have passed it.
+std::string refused_text(const frame_guard::refusal& f) {
+  constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+  // --max-frame-mb bounds one frame, and twice it all frames being received at once.
+  const std::uint64_t per_mb = f.held ? 2 * mib : mib;
+  const std::uint64_t need_mb = (f.need + per_mb - 1) / per_mb;
+  std::string text = "refused a frame of " + std::to_string(f.bytes) + " bytes from " + f.peer + ", " +
+                     f.kind + ": ";
+  text += f.held ? "with the frames it was receiving besides, more than the " + std::to_string(f.limit) +
+                       " bytes it holds at once (twice its --max-frame-mb of " +
+                       std::to_string(f.limit / per_mb) + ")"
+                 : "more than the " + std::to_string(f.limit) + " bytes a frame may hold there (its "
+                   "--max-frame-mb of " + std::to_string(f.limit / per_mb) + ")";
+  if (need_mb <= 4095)
+    return text + "; restart it with `pipeworks worker --max-frame-mb " + std::to_string(need_mb) +
+           "` or more";
+  return text + "; --max-frame-mb goes to 4095 only: give the run --transport ucx, which sends "
+                "tensors beside CAF's frames";
 }
 
 // The address the driver should connect to: the listening host, or this host's name when it
@@ -134,6 +156,8 @@ int run_worker(const worker_options& o) {
   std::unique_ptr<frame_guard> guard;
   caf::actor_system sys{config};
   auto ends = std::make_shared<run_ends>();
+  // The guard, once started: a run's end closes the connections whose frames it refused.
+  auto guard_at = std::make_shared<std::atomic<frame_guard*>>(nullptr);
   auto spec = std::make_shared<worker_spec>();
   spec->log = [](const std::string& line) { std::fprintf(stderr, "pipeworks worker: %s\n", line.c_str()); };
   spec->checkpoint_dir = own_dir;
@@ -143,7 +167,8 @@ int run_worker(const worker_options& o) {
     std::lock_guard lock(ends->mu);
     ++ends->started;
   };
-  spec->on_run_end = [ends, once](bool ok, const std::string&) {
+  spec->on_run_end = [ends, once, guard_at](bool ok, const std::string&) {
+    if (frame_guard* g = guard_at->load()) g->close_refused();
     if (!once) std::fprintf(stderr, "pipeworks worker: waiting for the next driver\n");
     std::lock_guard lock(ends->mu);
     ++ends->runs;
@@ -161,7 +186,10 @@ int run_worker(const worker_options& o) {
   frame_guard::limits lim;
   lim.max_frame = static_cast<std::uint32_t>(static_cast<std::uint64_t>(o.max_frame_mb) << 20);
   lim.max_held = std::uint64_t{2} * lim.max_frame;
-  auto started = frame_guard::start(*at, *inner, lim, spec->log);
+  // A refused frame goes to the worker, which tells the driver of its run.
+  auto started = frame_guard::start(*at, *inner, lim, spec->log, [worker](const frame_guard::refusal& f) {
+    caf::send_as(worker, worker, frame_refused_atom::value, refused_text(f));
+  });
   if (!started) {
     caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
     const bool in_use = started.message().find("in use") != std::string::npos;
@@ -170,6 +198,7 @@ int run_worker(const worker_options& o) {
                                                         "0.0.0.0 for all of them) in --listen"));
   }
   guard = std::move(*started);
+  guard_at->store(guard.get());
   const std::uint16_t port_number = guard->port();
   const auto port = &port_number;
   std::printf("pipeworks worker listening on %s\n", to_string(host_port{at->host, *port}).c_str());

@@ -1,8 +1,9 @@
 // The frame guard's relay: one thread polls the listener and every connection pair. Inbound
 // bytes are read as BASP frames (a 32-byte header whose payload length is a big-endian u32 at
 // offset 4, then the payload); a frame goes to CAF only once whole, and a header claiming more
-// than the bound, or more than the guard may hold now, closes the connection. Outbound bytes pass
-// as they are. A side that cannot take more stops the reading of the other (bounded buffers).
+// than the bound, or more than the guard may hold now, closes the connection; or, once the peer
+// has handshaken, stops the inbound bytes there and tells the process what was refused (the
+// connection stays open outbound, so the peer hears why). Outbound bytes pass as they are. A side that cannot take more stops the reading of the other (bounded buffers).
 #include "runtime/transport/frame_guard.hpp"
 
 #include <arpa/inet.h>
@@ -70,17 +71,52 @@ struct relay {
   std::uint64_t frames = 0;      // inbound frames so far
   std::chrono::steady_clock::time_point since{};  // accepted then
   bool greeted = false;          // its first frame (the handshake) has gone through whole
+  // After a refused frame nothing more goes inbound; the first bytes of its payload, which name
+  // what it held, are kept until the refusal is reported.
+  bool refusing = false, reported = false;
+  unsigned char refused_op = 0;
+  std::string head;
+  std::size_t head_want = 0;
+  frame_guard::refusal refused;
+  std::chrono::steady_clock::time_point refused_at{};
 };
+
+// What a refused frame held, from its BASP kind and the first bytes of its payload. CAF 0.17.6
+// writes a message's types early in a message frame's payload as one string, "@<>" then "+" and
+// each type's name, after its length in one byte (names shorter than 128 bytes).
+std::string frame_kind(unsigned char op, const std::string& head) {
+  if (op == 2 || op == 3) {
+    const auto at = head.find("@<>");
+    if (at != std::string::npos && at > 0) {
+      const auto n = static_cast<unsigned char>(head[at - 1]);
+      if (n > 3 && n < 128 && at + n <= head.size()) {
+        std::string names = head.substr(at + 4, n - 4);
+        bool printable = !names.empty();
+        for (char& c : names) {
+          if (c < 0x21 || c > 0x7e) printable = false;
+          if (c == '+') c = ',';
+        }
+        if (printable) return "a CAF message of type " + names;
+      }
+    }
+    return "a CAF message";
+  }
+  if (op == 4) return "a CAF monitor request";
+  if (op == 5) return "a CAF down message";
+  return "a BASP frame of kind " + std::to_string(op);
+}
 
 }  // namespace
 
 result<std::unique_ptr<frame_guard>> frame_guard::start(const host_port& at, std::uint16_t inner_port,
                                                        limits lim,
-                                                       std::function<void(const std::string&)> log) {
+                                                       std::function<void(const std::string&)> log,
+                                                       std::function<void(const refusal&)> on_refused) {
   std::unique_ptr<frame_guard> g(new frame_guard());
   g->inner_port_ = inner_port;
   g->lim_ = lim;
   g->log_ = std::move(log);
+  g->on_refused_ = std::move(on_refused);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -115,6 +151,12 @@ result<std::unique_ptr<frame_guard>> frame_guard::start(const host_port& at, std
   return g;
 }
 
+void frame_guard::close_refused() {
+  close_refused_ = true;
+  const char c = 0;
+  [[maybe_unused]] ssize_t w = ::write(wake_[1], &c, 1);
+}
+
 frame_guard::~frame_guard() {
   stop_ = true;
   if (wake_[1] >= 0) {
@@ -129,6 +171,26 @@ frame_guard::~frame_guard() {
 void frame_guard::loop() {
   std::list<relay> relays;
   std::uint64_t held = 0;  // payload bytes of frames being received, all connections
+  auto report = [&](relay& r) {
+    r.reported = true;
+    r.refused.kind = frame_kind(r.refused_op, r.head);
+    on_refused_(r.refused);
+  };
+  // Refuses the frame being received on a connection that had handshaken: `payload` is what of it
+  // came, `why` what the log says. Nothing more goes inbound on it.
+  auto refuse = [&](relay& r, const std::string& why, std::uint64_t limit, bool all, std::uint64_t need) {
+    const std::uint64_t len = r.frame_size > 0 ? r.frame_size - basp_header : 0;
+    r.refusing = true;
+    r.refused_op = static_cast<unsigned char>(r.frame[0]);
+    r.refused = refusal{r.peer, "", len, limit, all, need};
+    r.head_want = static_cast<std::size_t>(std::min<std::uint64_t>(len, 512));
+    r.head = r.frame.substr(basp_header, r.head_want);
+    r.refused_at = std::chrono::steady_clock::now();
+    r.frame.clear();
+    r.frame.shrink_to_fit();
+    r.frame_size = 0;
+    if (log_) log_("refused a frame from " + r.peer + ": " + why + "; the connection passes nothing more on");
+  };
   auto close_relay = [&](std::list<relay>::iterator r, const std::string& why) {
     if (r->frame.size() > basp_header) held -= r->frame.size() - basp_header;
     if (why.empty()) {  // an orderly end: what each side sent last still reaches the other
@@ -140,6 +202,7 @@ void frame_guard::loop() {
       r->to_inner.flush(r->inner);
       r->to_outer.flush(r->outer);
     }
+    if (r->refusing && !r->reported) report(*r);
     if (!why.empty() && log_) log_("refused the connection from " + r->peer + ": " + why);
     ::close(r->outer);
     ::close(r->inner);
@@ -149,6 +212,10 @@ void frame_guard::loop() {
   // connection must close.
   auto take = [&](relay& r, const char* p, std::size_t n) -> std::string {
     while (n > 0) {
+      if (r.refusing) {  // the refused frame's first bytes are kept; the rest goes nowhere
+        r.head.append(p, std::min(n, r.head_want - std::min(r.head_want, r.head.size())));
+        break;
+      }
       if (r.frame.size() < basp_header) {
         const std::size_t k = std::min(n, basp_header - r.frame.size());
         r.frame.append(p, k);
@@ -158,9 +225,16 @@ void frame_guard::loop() {
         std::uint32_t len = 0;
         std::memcpy(&len, r.frame.data() + 4, 4);
         len = ntohl(len);
-        if (len > lim_.max_frame)
-          return "a frame claims " + std::to_string(len) + " bytes, more than the " +
-                 std::to_string(lim_.max_frame) + " a frame may hold";
+        const auto kind = static_cast<unsigned char>(r.frame[0]);
+        const bool message = kind >= 2 && kind <= 5;  // a message, a monitor or a down message
+        if (len > lim_.max_frame) {
+          const std::string why = "a frame claims " + std::to_string(len) + " bytes, more than the " +
+                                  std::to_string(lim_.max_frame) + " a frame may hold";
+          if (!r.greeted || !message || !on_refused_) return why;
+          r.frame_size = basp_header + len;
+          refuse(r, why, lim_.max_frame, false, len);
+          continue;
+        }
         // BASP's order and shapes, which CAF 0.17.6 trusts: a connection opens with the client's
         // handshake (which a client repeats), then messages (2..5) and heartbeats (6), never a
         // server's handshake; every frame but a heartbeat has a payload (CAF reads the payload of
@@ -175,8 +249,14 @@ void frame_guard::loop() {
         r.frame_size = basp_header + len;
       } else {
         const std::size_t k = std::min<std::uint64_t>(n, r.frame_size - r.frame.size());
-        if (held + k > lim_.max_held)
-          return "frames being received would hold more than " + std::to_string(lim_.max_held) + " bytes";
+        if (held + k > lim_.max_held) {
+          const std::string why = "frames being received would hold more than " +
+                                  std::to_string(lim_.max_held) + " bytes";
+          if (!r.greeted || !on_refused_) return why;
+          held -= r.frame.size() - basp_header;
+          refuse(r, why, lim_.max_held, true, held + (r.frame_size - basp_header));
+          continue;
+        }
         r.frame.append(p, k);
         held += k;
         p += k;
@@ -204,7 +284,13 @@ void frame_guard::loop() {
       fds.push_back({r.inner, static_cast<short>((r.to_outer.empty() ? POLLIN : 0) | (r.to_inner.empty() ? 0 : POLLOUT)), 0});
     }
     if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) break;
-    if (fds[0].revents) break;
+    if (fds[0].revents) {
+      if (stop_) break;
+      char drain[64];
+      [[maybe_unused]] ssize_t d = ::read(wake_[0], drain, sizeof drain);
+    }
+    if (close_refused_.exchange(false))
+      for (auto r = relays.begin(); r != relays.end();) r = r->refusing ? close_relay(r, "") : std::next(r);
     if (fds[1].revents & POLLIN) {
       sockaddr_storage from{};
       socklen_t len = sizeof from;
@@ -223,8 +309,12 @@ void frame_guard::loop() {
           nonblocking(inner);
           nodelay(outer);
           nodelay(inner);
-          relays.push_back(relay{outer, inner, {}, {}, {}, 0, std::string(host) + ":" + serv, 0,
-                                 std::chrono::steady_clock::now(), false});
+          relay r;
+          r.outer = outer;
+          r.inner = inner;
+          r.peer = std::string(host) + ":" + serv;
+          r.since = std::chrono::steady_clock::now();
+          relays.push_back(std::move(r));
         } else {
           if (inner >= 0) ::close(inner);
           ::close(outer);
@@ -241,6 +331,8 @@ void frame_guard::loop() {
         if (n > 0) why = take(*r, buf.data(), static_cast<std::size_t>(n));
         else if (n == 0 || (errno != EAGAIN && errno != EINTR)) closed = true;
       }
+      if (!closed && why.empty() && r->refusing && !r->reported && r->head.size() >= r->head_want)
+        report(*r);
       if (!closed && why.empty() && (in_ev & (POLLIN | POLLHUP | POLLERR))) {
         const ssize_t n = ::recv(r->inner, buf.data(), buf.size(), 0);
         if (n > 0) r->to_outer.add(buf.data(), static_cast<std::size_t>(n));
@@ -252,6 +344,9 @@ void frame_guard::loop() {
       if (!closed && why.empty() && !r->greeted &&
           std::chrono::steady_clock::now() - r->since > std::chrono::milliseconds(lim_.handshake_ms))
         why = "no handshake within " + std::to_string(lim_.handshake_ms) + " ms of connecting";
+      if (!closed && why.empty() && r->refusing &&
+          std::chrono::steady_clock::now() - r->refused_at > std::chrono::milliseconds(lim_.refused_linger_ms))
+        why = "its frame was refused " + std::to_string(lim_.refused_linger_ms) + " ms ago";
       if (closed || !why.empty()) r = close_relay(r, why);
       else ++r;
     }

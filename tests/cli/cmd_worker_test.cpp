@@ -470,6 +470,36 @@ TEST_CASE("a frame a worker would refuse is named with its size, the limit and t
   CHECK(next.exit_code == 0);
 }
 
+// Issue 31, item 6, in general: any frame a worker's guard refuses for its size, here an
+// activation from another worker over --transport caf, read as a lost worker. The refusing worker
+// keeps the connection open outbound and tells the driver what it refused, which ends the run
+// with that cause; the workers then host the next run.
+TEST_CASE("a tensor frame a worker refuses is named by the driver with its kind, size, limit and flag", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  worker_cli w1({"--max-frame-mb", "1"}), w2({"--max-frame-mb", "1"});
+  // Batch 64 in one microbatch: gpt-tiny's activation from stage 0 to stage 1 is over 1 MiB.
+  auto args = gpt_args(text, "1f1b", 2, {"--transport", "caf", "--workers", w1.address() + "," + w2.address()});
+  args[8] = "64";
+  args[10] = "1";
+  REQUIRE(args[7] == "--batch");
+  REQUIRE(args[9] == "--microbatches");
+  const cli_result r = run_cli(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "worker 2 refused a frame of "));
+  CHECK(contains(r.err, "a CAF message of type pipeworks::activation_msg"));
+  CHECK(contains(r.err, "more than the 1048576 bytes a frame may hold there (its --max-frame-mb of 1)"));
+  CHECK(contains(r.err, "restart it with `pipeworks worker --max-frame-mb 2` or more"));
+  CHECK_FALSE(contains(r.err, "was lost"));
+  CHECK(contains(w2.process().errors_so_far(), "the connection passes nothing more on"));
+  // The connection whose frame was refused closed with the run: the same workers host the next.
+  const cli_result next = run_cli(gpt_args(text, "1f1b", 2, {"--transport", "caf", "--workers", w1.address() + "," + w2.address()}));
+  INFO(next.err);
+  CHECK(next.exit_code == 0);
+}
+
 // Issue 31, item 6: a driver stopped (SIGSTOP) for 4 s saw every worker's heartbeats late and
 // blamed worker 2. It watches its own clock: a stop of its own longer than a peer may be silent
 // is named as the cause, and no worker is blamed. The stop here is 5 s against a 2 s peer timeout
