@@ -135,7 +135,10 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ds->workers = workers;
     ds->worker_addresses = procs.workers;
     ds->link = link;
-    if (!workers.empty()) ds->own_clock = std::make_shared<stall_clock>();
+    if (!workers.empty()) {
+      ds->own_clock = std::make_shared<stall_clock>();
+      if (hooks.driver_stopped.count() > 0) ds->own_clock->pretend_stopped(hooks.driver_stopped);
+    }
     caf::actor driver = spawn_driver(sys, ds);
     if (link) link->set_driver(driver);
 

@@ -1,6 +1,7 @@
 // The driver's watch on its own process: a thread that wakes every tick and notes each gap
 // between its wake-ups far longer than a tick (the process was stopped, or starved of CPU), so
-// that a driver which lost its workers can tell its own stop from theirs.
+// that a driver which lost its workers can tell its own stop from theirs. Tests inject a stop
+// with pretend_stopped rather than stopping the process and racing a sleep.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -32,12 +33,20 @@ class stall_clock {
   stall_clock(const stall_clock&) = delete;
   stall_clock& operator=(const stall_clock&) = delete;
 
+  // Tests only: every later query also sees a stop of `d` that has just ended, as if the process
+  // had been stopped that long right before it asked.
+  void pretend_stopped(clock::duration d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pretend_ = d;
+  }
+
   // The longest gap that ended within `window` before now, counting the one under way (the
   // thread may not have woken yet since the process went on).
   gap longest_recent(clock::duration window) const {
     const auto now = clock::now();
     std::lock_guard<std::mutex> lock(mu_);
     gap best{now, now};
+    if (pretend_ > clock::duration::zero()) best = gap{now - pretend_, now};
     for (const gap& g : gaps_)
       if (g.to + window >= now && g.length() > best.length()) best = g;
     if (now - last_ > best.length()) best = gap{last_, now};
@@ -63,6 +72,7 @@ class stall_clock {
   std::condition_variable cv_;
   std::deque<gap> gaps_;
   clock::time_point last_;
+  clock::duration pretend_{};
   bool stop_ = false;
   std::thread thread_;  // last: it starts once the rest is set
 };

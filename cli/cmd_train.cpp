@@ -2,7 +2,9 @@
 // checkpoint with --resume), loads the data, trains on one device or pipelined, and ends with an
 // evaluation, a text sample and the outputs (checkpoint, metrics, trace).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -140,7 +142,11 @@ int run_train(train_options& o) {
   if (f.given.count("--memory-limit"))
     check_memory_limit(checked.get(), net, parse_bytes(f.memory_limit).value());
   check_checkpoint_dir(o, plan);
-  const pipeline_hooks hooks = hooks_of(o, plan);
+  pipeline_hooks hooks = hooks_of(o, plan);
+  // Tests only: the driver's own clock reports a stop this long, so that what the driver makes of
+  // its own stop is tested without stopping it and racing a sleep (tests/cli/cmd_worker_test.cpp).
+  if (const char* ms = std::getenv("PIPEWORKS_TEST_DRIVER_STOPPED_MS"))
+    hooks.driver_stopped = std::chrono::milliseconds(std::strtoll(ms, nullptr, 10));
   const data_factory factory = data_of(data, plan);
   if (!f.print_plan.empty()) return print_plan(o, checked, net, factory);
 

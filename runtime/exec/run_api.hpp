@@ -2,6 +2,7 @@
 // callbacks (steps, weights, checkpoints, the resolved plan, stopping), test hooks and the result.
 // Used by train_pipeline (actors/pipeline.hpp) and the single-device run (runtime/exec).
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,6 +46,9 @@ struct pipeline_hooks {
   // its new checkpoints record the data it replaced).
   bool resume_on_other_data = false;
   fault_injection fault;       // tests only
+  // Tests only: with workers, the driver's own clock reports a stop this long that has just
+  // ended whenever it is asked (actors/stall_clock.hpp), as a driver stopped that long would see.
+  std::chrono::milliseconds driver_stopped{0};
 };
 
 // The hooks against the plan: a fault must name a replica, a virtual stage and an action of its

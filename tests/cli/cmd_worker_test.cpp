@@ -523,3 +523,26 @@ TEST_CASE("a driver stopped longer than the peer timeout names its own stop, not
   CHECK(contains(r.err, "--peer-timeout-ms"));
   CHECK_FALSE(contains(r.err, "was lost"));
 }
+
+// The same, with the stop injected into the driver's own clock (PIPEWORKS_TEST_DRIVER_STOPPED_MS)
+// and the loss a worker killed: what the driver makes of its own stop, end to end, with nothing
+// that races a sleep. The driver names its stop and blames no worker.
+TEST_CASE("a driver whose own clock saw a stop names it and blames no worker it lost", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  worker_cli w1, w2;
+  ::setenv("PIPEWORKS_TEST_DRIVER_STOPPED_MS", "5000", 1);
+  background_cli run(gpt_args(text, "1f1b", 1000000, {"--json", "--workers", w1.address() + "," + w2.address()}));
+  ::unsetenv("PIPEWORKS_TEST_DRIVER_STOPPED_MS");
+  REQUIRE(run.wait_for([&] { return contains(run.output_so_far(), "\"step\""); }));
+  w2.process().kill(SIGKILL);
+  REQUIRE(run.wait_exit(std::chrono::seconds(120)));  // a guard against a hang
+  const cli_result r = run.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "the driver itself was stopped or starved of CPU for 5.0 s"));
+  CHECK(contains(r.err, "longer than a peer may be silent (2000 ms, --peer-timeout-ms)"));
+  CHECK(contains(r.err, "the workers were not at fault"));
+  CHECK_FALSE(contains(r.err, "was lost"));
+}
