@@ -2,16 +2,19 @@
 // checkpoint's (a relative --data from another working directory, bytes changed in place; exit 2
 // unless --resume-on-other-data, which the new manifests record), the manifest's own sha256 (an
 // edited manifest is refused by inspect, --init and --resume), the plan fields each rank file
-// records, and a rank file of another step. Each case checks the exit code, the message and that
-// the checkpoint is still all there.
+// records, and a rank file of another step; one edited to pass those checks is named by the
+// driver once its rank strays. Each case checks the exit code, the message and that the
+// checkpoint is still all there.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -255,6 +258,64 @@ TEST_CASE("a rank file of another step is named with both steps before any rank 
   CHECK(shown.exit_code == 1);
   CHECK(contains(shown.err, named));
   CHECK_FALSE(contains(shown.out, "all 2 files verified"));
+  CHECK(files_under(ck) == before);
+}
+
+// The "pipeworks.rank_state" metadata of a rank file's bytes.
+json rank_state_of(const std::string& bytes) {
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+  const json header = json::parse(bytes.substr(8, n));
+  return json::parse(header["__metadata__"]["pipeworks.rank_state"].get<std::string>());
+}
+
+// The rank file's bytes with its "pipeworks.rank_state" metadata edited by `edit`; the tensors
+// are where they were.
+std::string with_rank_state(const std::string& bytes, const std::function<void(json&)>& edit) {
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+  json header = json::parse(bytes.substr(8, n));
+  json state = json::parse(header["__metadata__"]["pipeworks.rank_state"].get<std::string>());
+  edit(state);
+  header["__metadata__"]["pipeworks.rank_state"] = state.dump();
+  const std::string text = header.dump();
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>(text.size() >> (8 * i) & 0xff);
+  return out + text + bytes.substr(8 + n);
+}
+
+// Issue 31, item 4's other half: a rank file of step 3 in step 6's place, its recorded step and
+// program position edited to step 6's (and the manifest's size and sha256 to match), passes every
+// check made before the ranks start; its rank then asks for a microbatch the run is past. The
+// driver's error names that rank's file, so the user knows which file to check.
+TEST_CASE("a rank file of another step that passes the checks is named by the driver", "[cli][checkpoint]") {
+  scratch_dir dir;
+  train_in_a(dir);
+  const std::string ck = dir / "a/ck";
+  const std::string placed = ck + "/step-00000006/rank-0.safetensors";
+  const json six = rank_state_of(read_file(placed));
+  const std::string bytes = with_rank_state(read_file(ck + "/step-00000003/rank-0.safetensors"), [&](json& s) {
+    REQUIRE(s["step"] == 3);
+    s["step"] = six["step"];
+    s["pc"] = six["pc"];
+  });
+  write_file(placed, bytes);
+  pipeworks::sha256 h;
+  h.update(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  const std::string digest = h.hex_digest();
+  edit_manifest(ck + "/step-00000006/manifest.json", [&](nlohmann::ordered_json& m) {
+    REQUIRE(m["files"][0]["path"] == "rank-0.safetensors");
+    m["files"][0]["bytes"] = bytes.size();
+    m["files"][0]["sha256"] = digest;
+  }, true);
+  const auto before = files_under(ck);
+  const cli_result r = run_in(dir / "a", resume_args("ck"));
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "The run resumed from ck/step-00000006; rank 0 continued from its file there, "
+                        "rank-0.safetensors, which does not continue where the others do: it may come "
+                        "from another step or another run"));
+  CHECK(contains(r.err, "(check it with `pipeworks checkpoint inspect ck`)"));
   CHECK(files_under(ck) == before);
 }
 
