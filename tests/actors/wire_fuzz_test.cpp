@@ -1,7 +1,8 @@
 // Hostile input to the wire's decoder: 100,000 random, truncated and oversized wire messages (CAF
 // bytes, tickets, tags) go to a receiving actor's wire link, and 100,000 tensors no message
 // announces go to its UCX worker. None may crash it, none may make it allocate what a ticket
-// claims before a tensor comes, and its memory stays flat.
+// claims before a tensor comes, and its memory stays flat. A tensor announced and never sent is
+// reported after the run's bound, naming the process, the receiver, the message and its step.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -309,5 +310,44 @@ TEST_CASE("hostile UCX tensors never crash a receiver and leave its memory flat"
   }
   // Flat: what the receiver holds is bounded by its budget (64 MiB), not by the 80,000 more inputs.
   CHECK(rss_end < rss_warm + (std::size_t{80} << 20));
+  caf::anon_send_exit(rx, caf::exit_reason::user_shutdown);
+}
+
+// The bound on a tensor's arrival is the run's (the link's grace: --peer-timeout-ms), not a fixed
+// one, and what did not arrive is named. The tensor here is never sent, so the outcome does not
+// depend on how long anything takes.
+TEST_CASE("a tensor that never comes is reported naming the process, the receiver, the message and the wait", "[wire]") {
+  if (!ucx_transport::available()) {
+    WARN("skipped: this build has no UCX");
+    return;
+  }
+  caf::actor_system_config cfg;
+  add_message_types(cfg);
+  caf::actor_system sys{cfg};
+  auto eps = process_endpoints();
+  REQUIRE(eps);
+  const wire_peers peers = two_processes(sys, *eps, eps->local->address(), 0x7a11);
+  auto link = std::make_shared<wire_link>(sys, *eps, 0, peers, std::uint64_t{1} << 20,
+                                          std::chrono::milliseconds(137));
+  link->set_microbatches(2);
+  caf::scoped_actor driver{sys};
+  link->set_driver(caf::actor_cast<caf::actor>(driver));
+  auto rx = sys.spawn([link](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {[=](wire_msg& w) { link->accept(self, std::move(w), "rank 1 (replica 0, stage 1)"); }};
+  });
+  activation_msg about;
+  about.microbatch = 3;
+  wire_msg w = real_message(sys, (std::uint64_t{1} << 56) | (std::uint64_t{0x7a11} << 40), 3);
+  w.what = wire_what(about, 2);
+  REQUIRE(w.what == "pipeworks.activation_msg (microbatch 3, step 2, stage 0, replica 0)");
+  driver->send(rx, std::move(w));
+  std::string heard;
+  driver->receive([&](const stage_failure& f) { heard = f.message; },
+                  caf::after(std::chrono::minutes(2)) >> [] {});  // a guard against a hang only
+  INFO(heard);
+  CHECK(heard == "process 0: rank 1 (replica 0, stage 1) did not get tensor 1 of 1 of pipeworks.activation_msg "
+                 "(microbatch 3, step 2, stage 0, replica 0) from process 1 (UCX tag 017a110000000000): "
+                 "no message with its tag arrived in time (UCX) (waited 137 ms after its message came)");
   caf::anon_send_exit(rx, caf::exit_reason::user_shutdown);
 }
