@@ -188,9 +188,18 @@ class worker_state {
           if (status s = prune_kept_steps(run_.checkpoint_dir, k.steps); !s)
             log("removing old checkpoint files: " + s.message());
         },
-        [this](frame_refused_atom, const std::string& what) {
+        [this](frame_refused_atom, const std::string& what, std::uint64_t to) {
           // Only its own process's guard says so (a peer cannot send as this actor).
-          if (self_->current_sender() != self_->address() || !run_.driver) return;
+          if (self_->current_sender() != self_->address()) return;
+          if (!run_.driver) {  // nobody to tell (its guard logged it): the peer sees it closed
+            if (spec_->drop_refused) spec_->drop_refused();
+            return;
+          }
+          if (!for_run(to)) {
+            log("the refused frame was for no actor of the run it hosts (actor " + std::to_string(to) +
+                "): the run goes on");
+            return;
+          }
           self_->send(run_.driver, stage_failure{"worker " + std::to_string(run_.process) + " " + what +
                                                  "; nothing after that frame reached it, so the "
                                                  "run stops"});
@@ -246,7 +255,17 @@ class worker_state {
     if (!ok && used_ucx)
       log("the next run gets new UCX workers: a peer lost while it wrote into this worker's "
           "shared memory would leave it unread");
+    if (spec_->drop_refused) spec_->drop_refused();
     if (spec_->on_run_end) spec_->on_run_end(ok, why);
+  }
+
+  // Whether the actor with this id is the worker or one of its run's ranks and shares.
+  bool for_run(std::uint64_t id) const {
+    if (id == self_->id()) return true;
+    for (const auto* list : {&run_.ranks, &run_.shards})
+      for (const caf::actor& a : *list)
+        if (a && a.id() == id) return true;
+    return false;
   }
 
   void log(const std::string& line) {

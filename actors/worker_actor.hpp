@@ -18,13 +18,18 @@ struct worker_spec {
   std::uint64_t max_frame = 0;
   // It has started hosting a run's ranks.
   std::function<void()> on_run_start;
+  // Closes the connections whose frames its frame guard refused: when the run they belonged to
+  // has ended, or at once when there is no run whose driver could be told.
+  std::function<void()> drop_refused;
   // The run it hosted ended: ok, or why not (the driver's error, or the driver was lost).
   std::function<void(bool ok, const std::string& why)> on_run_end;
 };
 
 // Its process's frame guard → the worker (sent as the worker itself, from its own process): a
-// frame from a peer was refused, `what` says which and the limit to raise. The worker tells the
-// driver of the run it hosts, which ends the run with that cause rather than a lost worker.
+// frame from a peer to the actor with this id was refused, `what` says which and the limit to
+// raise. When that actor is one of the run's, the worker tells the driver of the run, which ends
+// the run with that cause rather than a lost worker; a frame for no actor of the run (garbage from
+// a stranger) does not stop it.
 using frame_refused_atom = caf::atom_constant<caf::atom("frrefused")>;
 
 caf::actor spawn_worker(caf::actor_system& sys, std::shared_ptr<worker_spec> spec);

@@ -167,8 +167,10 @@ int run_worker(const worker_options& o) {
     std::lock_guard lock(ends->mu);
     ++ends->started;
   };
-  spec->on_run_end = [ends, once, guard_at](bool ok, const std::string&) {
+  spec->drop_refused = [guard_at] {
     if (frame_guard* g = guard_at->load()) g->close_refused();
+  };
+  spec->on_run_end = [ends, once](bool ok, const std::string&) {
     if (!once) std::fprintf(stderr, "pipeworks worker: waiting for the next driver\n");
     std::lock_guard lock(ends->mu);
     ++ends->runs;
@@ -188,7 +190,7 @@ int run_worker(const worker_options& o) {
   lim.max_held = std::uint64_t{2} * lim.max_frame;
   // A refused frame goes to the worker, which tells the driver of its run.
   auto started = frame_guard::start(*at, *inner, lim, spec->log, [worker](const frame_guard::refusal& f) {
-    caf::send_as(worker, worker, frame_refused_atom::value, refused_text(f));
+    caf::send_as(worker, worker, frame_refused_atom::value, refused_text(f), f.to_actor);
   });
   if (!started) {
     caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);

@@ -182,7 +182,9 @@ void frame_guard::loop() {
     const std::uint64_t len = r.frame_size > 0 ? r.frame_size - basp_header : 0;
     r.refusing = true;
     r.refused_op = static_cast<unsigned char>(r.frame[0]);
-    r.refused = refusal{r.peer, "", len, limit, all, need};
+    std::uint64_t to = 0;  // big-endian at offset 24, as CAF writes it
+    for (std::size_t b = 24; b < basp_header; ++b) to = to << 8 | static_cast<unsigned char>(r.frame[b]);
+    r.refused = refusal{r.peer, "", len, limit, all, need, to};
     r.head_want = static_cast<std::size_t>(std::min<std::uint64_t>(len, 512));
     r.head = r.frame.substr(basp_header, r.head_want);
     r.refused_at = std::chrono::steady_clock::now();

@@ -38,6 +38,7 @@ class frame_guard {
     std::uint64_t limit = 0;  // the bound it broke
     bool held = false;        // the bound is on all frames being received at once (max_held)
     std::uint64_t need = 0;   // the bound that would have passed it
+    std::uint64_t to_actor = 0;  // the actor it was for (its BASP header's destination)
   };
 
   // Listens on `at` (port 0: any free one) and relays every connection to 127.0.0.1:inner_port.

@@ -500,6 +500,52 @@ TEST_CASE("a tensor frame a worker refuses is named by the driver with its kind,
   CHECK(next.exit_code == 0);
 }
 
+// A frame refused for its size stops a run only when it was for one of the run's actors: a
+// stranger who handshakes with any bytes (the guard passes them; CAF closes the connection) and
+// sends a frame too large for an actor no run has is refused and the run goes on.
+TEST_CASE("a stranger's frame a worker refuses during a run does not stop the run", "[cli][workers]") {
+  scratch_dir dir;
+  const std::string text = dir / "text.txt";
+  write_file(text, small_text(60000));
+  worker_cli w1({"--max-frame-mb", "1"}), w2({"--max-frame-mb", "1"});
+  background_cli run(gpt_args(text, "1f1b", 1000000, {"--json", "--transport", "caf", "--workers",
+                                                      w1.address() + "," + w2.address()}));
+  REQUIRE(run.wait_for([&] { return contains(run.output_so_far(), "\"step\""); }));
+  // One write: a handshake, then the header of a 2 MiB message for actor 0xdeadbeef and the
+  // first 512 bytes of its payload.
+  std::string burst(32, '\0');
+  burst[0] = 1;
+  burst[7] = 8;
+  burst += "12345678";
+  std::string big(32, '\0');
+  big[0] = 2;
+  big[5] = 0x20;  // 0x00200000 bytes, big-endian at offset 4
+  for (int b = 0; b < 4; ++b) big[static_cast<std::size_t>(28 + b)] = static_cast<char>(0xdeadbeefu >> (24 - 8 * b) & 0xff);
+  burst += big + std::string(512, 'x');
+  const int port = std::stoi(w2.address().substr(w2.address().rfind(':') + 1));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+  REQUIRE(::send(fd, burst.data(), burst.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(burst.size()));
+  REQUIRE(w2.process().wait_for([&] {
+    return contains(w2.process().errors_so_far(), "the refused frame was for no actor of the run it hosts");
+  }));
+  // The run goes on: two more steps, then a stop signal ends it as one.
+  const std::size_t seen = count(run.output_so_far(), "\"step\"");
+  REQUIRE(run.wait_for([&] { return count(run.output_so_far(), "\"step\"") > seen + 1; }));
+  ::close(fd);
+  run.kill(SIGTERM);
+  REQUIRE(run.wait_exit(std::chrono::seconds(120)));  // a guard against a hang
+  const cli_result r = run.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 143);
+  CHECK_FALSE(contains(r.err, "refused"));
+  CHECK_FALSE(contains(r.err, "was lost"));
+}
+
 // Issue 31, item 6: a driver stopped (SIGSTOP) for 4 s saw every worker's heartbeats late and
 // blamed worker 2. It watches its own clock: a stop of its own longer than a peer may be silent
 // is named as the cause, and no worker is blamed. The stop here is 5 s against a 2 s peer timeout

@@ -136,7 +136,9 @@ TEST_CASE("a frame too large from a peer that handshook is reported and its conn
   // CAF 0.17.6 writes it (a one-byte length, then "@<>+" and the type's name).
   const std::string handshake = basp_frame(1, 8, "12345678");
   const std::string types = "@<>+pipeworks::activation_msg";
-  const std::string big = basp_frame(2, 2000, std::string(1, '\0') + static_cast<char>(types.size()) + types);
+  std::string big = basp_frame(2, 2000, std::string(1, '\0') + static_cast<char>(types.size()) + types);
+  big[30] = 0x01;  // its destination actor, big-endian at offset 24: 0x0102
+  big[31] = 0x02;
   const std::string sent = handshake + big + basp_frame(6, 0, "");
   REQUIRE(::send(peer, sent.data(), sent.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(sent.size()));
   CHECK(read_some(process, handshake.size()) == handshake);
@@ -149,6 +151,7 @@ TEST_CASE("a frame too large from a peer that handshook is reported and its conn
     CHECK(refused[0].limit == 1024);
     CHECK_FALSE(refused[0].held);
     CHECK(refused[0].need == 2000);
+    CHECK(refused[0].to_actor == 0x0102);
     REQUIRE(!heard.empty());
     CHECK(heard.back().find("a frame claims 2000 bytes, more than the 1024 a frame may hold") != std::string::npos);
   }
