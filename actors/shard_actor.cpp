@@ -10,6 +10,7 @@
 
 #include "actors/type_ids.hpp"
 #include "runtime/exec/chunk_reducer.hpp"
+#include "runtime/exec/owner_reducer.hpp"
 
 namespace pipeworks {
 namespace {
@@ -19,13 +20,15 @@ struct shard_state {
 
   explicit shard_state(caf::event_based_actor* self) : self_(self) {}
 
-  caf::behavior make_behavior(int stage, int replica, int replicas, caf::actor driver,
+  caf::behavior make_behavior(int stage, int replica, int replicas, int zero, caf::actor driver,
                               std::shared_ptr<wire_link> link) {
     stage_ = stage;
+    zero_ = zero;
     who_ = "the all-reduce share of stage " + std::to_string(stage) + ", replica " + std::to_string(replica);
     driver_ = std::move(driver);
     link_ = std::move(link);
     share_.emplace(stage, replica, replicas);
+    owners_.emplace(stage, replica, replicas);
     self_->monitor(driver_);
     self_->set_down_handler([this](caf::down_msg& dm) {
       if (dm.source == driver_.address()) self_->quit(dm.reason);
@@ -38,10 +41,17 @@ struct shard_state {
         },
         [this](reduce_request& r) {
           rank_ = caf::actor_cast<caf::actor>(self_->current_sender());
-          handle(share_->add_local(std::move(r)));
+          const bool by_owner = r.kind == reduce_kind::weights || zero_ >= 2;
+          handle(by_owner ? owners_->add_local(std::move(r)) : share_->add_local(std::move(r)));
         },
-        [this](reduce_chunk& c) { handle(share_->add_piece(std::move(c))); },
-        [this](gather_chunk& c) { handle(share_->add_sum(std::move(c))); },
+        [this](reduce_chunk& c) {
+          handle(c.kind == chunk_kind::all_reduce ? share_->add_piece(std::move(c))
+                                                  : owners_->add_piece(std::move(c)));
+        },
+        [this](gather_chunk& c) {
+          handle(c.kind == chunk_kind::all_reduce ? share_->add_sum(std::move(c))
+                                                  : owners_->add_gathered(std::move(c)));
+        },
         [this](wire_msg& w) {
           if (link_) link_->accept(self_, std::move(w), who_);
         },
@@ -81,6 +91,8 @@ struct shard_state {
 
   caf::event_based_actor* self_;
   std::optional<chunk_reducer> share_;
+  std::optional<owner_reducer> owners_;  // ZeRO
+  int zero_ = 0;
   std::vector<caf::actor> peers_;
   std::vector<chunk_reducer::outputs> waiting_;  // until wired
   caf::actor driver_, rank_;
@@ -90,15 +102,15 @@ struct shard_state {
 };
 
 caf::behavior shard_actor(caf::stateful_actor<shard_state>* self, int stage, int replica,
-                          int replicas, caf::actor driver, std::shared_ptr<wire_link> link) {
-  return self->state.make_behavior(stage, replica, replicas, std::move(driver), std::move(link));
+                          int replicas, int zero, caf::actor driver, std::shared_ptr<wire_link> link) {
+  return self->state.make_behavior(stage, replica, replicas, zero, std::move(driver), std::move(link));
 }
 
 }  // namespace
 
 caf::actor spawn_shard(caf::actor_system& sys, int stage, int replica, int replicas,
-                       caf::actor driver, std::shared_ptr<wire_link> link) {
-  return sys.spawn(shard_actor, stage, replica, replicas, std::move(driver), std::move(link));
+                       caf::actor driver, std::shared_ptr<wire_link> link, int zero) {
+  return sys.spawn(shard_actor, stage, replica, replicas, zero, std::move(driver), std::move(link));
 }
 
 }  // namespace pipeworks

@@ -1,6 +1,7 @@
 // The all-reduce share of one replica of one replicated stage, in its rank's process (runs across
-// processes with w > 1): a CAF shell around chunk_reducer. Pieces and sums go to the other
-// replicas' shares over the wire (UCX); the whole sum goes to the local rank.
+// processes with w > 1): a CAF shell around chunk_reducer, and under ZeRO around owner_reducer
+// (stage 2's gradient, and every stage's gather of updated tensors). Pieces and sums go to the
+// other replicas' shares over the wire (UCX); the whole sum goes to the local rank.
 #pragma once
 #include <caf/all.hpp>
 
@@ -10,8 +11,9 @@
 
 namespace pipeworks {
 
-// Waits for its shard_wiring; a failure goes to `driver` as a stage_failure.
+// Waits for its shard_wiring; a failure goes to `driver` as a stage_failure. zero: the run
+// plan's runtime.zero.
 caf::actor spawn_shard(caf::actor_system& sys, int stage, int replica, int replicas,
-                       caf::actor driver, std::shared_ptr<wire_link> link);
+                       caf::actor driver, std::shared_ptr<wire_link> link, int zero = 0);
 
 }  // namespace pipeworks

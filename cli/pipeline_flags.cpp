@@ -47,6 +47,14 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                  "again); the weights are the same bit for bit in every mode")
       ->check(CLI::IsMember({"none", "full", "selective"}))
       ->capture_default_str();
+  sub.add_option("--zero", f.zero,
+                 "ZeRO over each stage's replicas (needs --replicas 2 or more): 1, each replica "
+                 "keeps and updates the optimizer moments of about 1/w of the stage's tensors, "
+                 "then every replica gathers the updated tensors; 2, the reduced gradient is also "
+                 "only its own tensors' sums (reduce-scatter). 0: every replica keeps everything. "
+                 "The weights are the same bit for bit at every level")
+      ->check(CLI::Range(0, 2))
+      ->capture_default_str();
   sub.add_option("--memory-limit", f.memory_limit,
                  "the most bytes one rank may hold (e.g. 512M, 2G): before anything trains, each "
                  "rank's predicted peak (weights and their versions, gradients, optimizer moments, "

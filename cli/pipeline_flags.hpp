@@ -24,6 +24,7 @@ struct pipeline_flags {
   std::string device = "cpu";
   bool tf32 = false, bf16 = false;
   std::string recompute = "none";  // --recompute none|full|selective
+  int zero = 0;                    // --zero 0|1|2
   std::string memory_limit;        // --memory-limit BYTES per rank (cli/memory_limit.hpp)
   // --auto-partition [--cluster C] [--planner pipedream|2bw] (cli/auto_partition.hpp).
   bool auto_partition = false;

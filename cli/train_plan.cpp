@@ -44,6 +44,7 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"runtime.tf32", "--tf32"},
     {"runtime.bf16", "--bf16"},
     {"runtime.recompute", "--recompute"},
+    {"runtime.zero", "--zero"},
     {"checkpoint.every", "--save-every"},
     {"checkpoint.dir", "--checkpoint-dir"},
     {"checkpoint.keep", "--keep"},
@@ -98,6 +99,7 @@ void apply_device_flags(const train_options& o, run_plan& p) {
   if (f.given.count("--tf32")) p.tf32 = f.tf32;
   if (f.given.count("--bf16")) p.bf16 = f.bf16;
   if (f.given.count("--recompute")) p.recompute = parse_recompute(f.recompute).value();
+  if (f.given.count("--zero")) p.zero = f.zero;
 }
 
 void apply_process_flags(const train_options& o, run_plan& p, bool all) {

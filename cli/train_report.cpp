@@ -137,7 +137,8 @@ nlohmann::json run_summary(const run_plan& plan, const pipeline_result& run, dou
                         {"peak_versions", st.peak_versions},
                         {"peak_inflight", st.peak_inflight},
                         {"peak_activation_bytes", st.peak_activation_bytes},
-                        {"device_peak_bytes", st.device_peak_bytes}});
+                        {"device_peak_bytes", st.device_peak_bytes},
+                        {"optimizer_bytes", st.optimizer_bytes}});
     summary["stages"] = stages;
   }
   return summary;

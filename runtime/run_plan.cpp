@@ -191,6 +191,9 @@ std::optional<plan_issue> check_runtime(const run_plan& p) {
   if (c.every == 0 && !c.dir.empty() && p.data.position == 0)  // resumed: the dir read from
     return issue("checkpoint.every", "is 0, so nothing would be written to {checkpoint.dir} " + c.dir +
                                          "; say how often to save");
+  if (p.zero < 0 || p.zero > 2)
+    return issue("runtime.zero", "is " + str(p.zero) + "; known: 0 (no sharding), 1 (optimizer "
+                                 "moments) and 2 (moments and the reduced gradient)");
   if (!c.run.empty() && (c.run.size() != 16 || c.run.find_first_not_of("0123456789abcdef") != std::string::npos))
     return issue("checkpoint.run", "must be 16 lowercase hexadecimal digits (or absent), not \"" +
                                        c.run.substr(0, 40) + "\"");
@@ -296,6 +299,9 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
   if (auto i = check_processes(p)) return i;
   if (!p.schedule) return check_single_device(p);
   if (p.auto_partition) return check_auto_partition(p);  // the planner chooses the rest
+  if (p.zero > 0 && p.replicas < 2)
+    return issue("runtime.zero", "shards the optimizer state over a stage's replicas, and "
+                                 "{schedule.replicas} is 1: give 2 or more, or drop it");
   if (auto i = check_split(p, blocks)) return i;
   const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1};
   if (auto s = make_schedule(*p.schedule, sp); !s) return issue("schedule.kind", s.message());
@@ -375,9 +381,13 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given, bool 
       want.threads_per_stage = saved.threads_per_stage;
     }
   }
-  if (const std::string f = first_result_difference(saved, want); !f.empty()) {
+  std::string f = first_result_difference(saved, want);
+  // ZeRO changes no result, but the rank files hold only the moments their replica owns.
+  if (f.empty() && saved.zero != want.zero) f = "runtime.zero";
+  if (!f.empty()) {
     const bool layout = f == "schedule.kind" || f == "schedule.stages" || f == "schedule.chunks" ||
-                        f == "schedule.replicas" || f == "schedule.microbatches" || f == "split";
+                        f == "schedule.replicas" || f == "schedule.microbatches" || f == "split" ||
+                        f == "runtime.zero";
     const bool at_step_boundary = !saved.schedule || is_flush(*saved.schedule);
     std::string advice = "start a new run with --init to change it";
     if (f == "data.path")

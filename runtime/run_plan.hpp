@@ -113,6 +113,10 @@ struct run_plan {
   bool tf32 = false;  // GPU ranks' GEMMs may use TF32 tensor cores (about 1e-3 relative error)
   bool bf16 = false;  // GPU ranks' linear layers multiply in bf16, fp32 elsewhere (about 1e-2)
   recompute_mode recompute = recompute_mode::none;  // what a stage keeps for its backward
+  // ZeRO over each stage's replicas (DeepSpeed's stage numbers): 0 none; 1 each replica keeps and
+  // updates the optimizer moments of the tensors it owns, then the tensors are gathered; 2 also
+  // the reduced gradient is only its own tensors'. The same bits as 0 either way.
+  int zero = 0;
   std::optional<auto_partition_spec> auto_partition;
   process_spec processes;
 

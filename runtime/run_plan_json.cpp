@@ -41,6 +41,26 @@ class reader {
       if (!j_.contains(k)) return fail(k, "is missing");
     return only_keys(j_, source_ + ": ", path_.empty() ? "the plan" : path_, allowed);
   }
+  // As keys(allowed), where the `optional` ones may also be absent (fields added after plans had
+  // been written without them).
+  status keys(std::initializer_list<const char*> required,
+              std::initializer_list<const char*> optional) const {
+    if (!j_.is_object()) return fail("", "must be an object, not " + j_.dump());
+    for (const char* k : required)
+      if (!j_.contains(k)) return fail(k, "is missing");
+    std::string list;
+    for (auto names : {required, optional})
+      for (const char* k : names) list += std::string(list.empty() ? "" : ", ") + k;
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool known = false;
+      for (auto names : {required, optional})
+        for (const char* k : names) known = known || it.key() == k;
+      if (!known)
+        return make_error(source_ + ": unknown key \"" + it.key() + "\" in " +
+                          (path_.empty() ? "the plan" : path_) + "; known keys: " + list);
+    }
+    return {};
+  }
   const json& at(const char* k) const { return j_.at(k); }
   bool has(const char* k) const { return j_.is_object() && j_.contains(k); }
   reader sub(const char* k) const { return reader(j_.at(k), source_, name(k)); }
@@ -181,7 +201,8 @@ std::string to_json_text(const run_plan& p) {
         {"weights_every", p.weights_every},
         {"tf32", p.tf32},
         {"bf16", p.bf16},
-        {"recompute", std::string(recompute_name(p.recompute))}}},
+        {"recompute", std::string(recompute_name(p.recompute))},
+        {"zero", p.zero}}},
       {"checkpoint",
        {{"every", p.checkpoint.every}, {"dir", p.checkpoint.dir}, {"keep", p.checkpoint.keep}}},
       {"auto_partition", ap},
@@ -344,12 +365,10 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   {
     const reader r = top.sub("runtime");
-    // "recompute" is optional: plans written before it existed recompute nothing.
-    if (r.has("recompute"))
-      PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16",
-                     "recompute"}));
-    else
-      PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"}));
+    // "recompute" and "zero" are optional: plans written before them recompute and shard nothing.
+    PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"},
+                  {"recompute", "zero"}));
+    if (r.has("zero")) PW_TRY(r.whole("zero", p.zero, 0, 2));
     PW_TRY(r.flag("tf32", p.tf32));
     if (r.has("recompute")) {
       std::string mode;

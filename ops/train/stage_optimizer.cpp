@@ -17,21 +17,21 @@
 namespace pipeworks {
 
 template <class T>
-std::vector<double> block_squares(const param_set& g) {
+std::vector<double> tensor_squares(const param_set& g) {
   std::vector<double> out;
-  out.reserve(static_cast<std::size_t>(g.block_count()));
-  for (int b = g.first_block(); b < g.end_block(); ++b) out.push_back(sum_of_squares<T>(g.arena(), g.block_begin(b), g.block_end(b) - g.block_begin(b)));
+  out.reserve(g.entries().size());
+  for (const param_entry& e : g.entries()) out.push_back(sum_of_squares<T>(g.arena(), e.offset, e.numel()));
   return out;
 }
 
-double fold_squares(const std::vector<double>& block_sq, double start) {
-  for (double x : block_sq) start += x;
+double fold_squares(const std::vector<double>& tensor_sq, double start) {
+  for (double x : tensor_sq) start += x;
   return start;
 }
 
 template <class T>
 double sum_of_squares(const param_set& g) {
-  return fold_squares(block_squares<T>(g));
+  return fold_squares(tensor_squares<T>(g));
 }
 
 template <class T>
@@ -45,8 +45,9 @@ double stage_optimizer<T>::lr_for(std::int64_t step) const {
 
 template <class T>
 result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, param_set& g,
-                                                 std::int64_t step, std::optional<double> global_sq) {
-  last_grad_norm_ = std::sqrt(sum_of_squares<T>(g));
+                                                 std::int64_t step, std::optional<double> global_sq,
+                                                 const std::vector<double>* g_squares) {
+  last_grad_norm_ = std::sqrt(g_squares ? fold_squares(*g_squares) : sum_of_squares<T>(g));
   if (!std::isfinite(last_grad_norm_))
     return make_error("the gradient is not finite at step " + std::to_string(step + 1));
   const double norm = global_sq ? std::sqrt(*global_sq) : last_grad_norm_;
@@ -107,6 +108,19 @@ const std::vector<optimizer_state<T>>& stage_optimizer<T>::state() const {
 }
 
 template <class T>
+std::int64_t stage_optimizer<T>::moment_bytes() const {
+  std::int64_t bytes = 0;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const bool on_device = i < on_device_.size() && (!on_device_[i].m.empty() || !on_device_[i].v.empty());
+    if (on_device)
+      bytes += static_cast<std::int64_t>(on_device_[i].m.nbytes() + on_device_[i].v.nbytes());
+    else
+      bytes += static_cast<std::int64_t>((state_[i].m.size() + state_[i].v.size()) * sizeof(T));
+  }
+  return bytes;
+}
+
+template <class T>
 void stage_optimizer<T>::own_only(std::vector<bool> owned) {
   if (owned.size() != state_.size())
     throw pipeworks_error("own_only: " + std::to_string(owned.size()) + " marks for " +
@@ -126,7 +140,7 @@ template class stage_optimizer<float>;
 template class stage_optimizer<double>;
 template double sum_of_squares<float>(const param_set&);
 template double sum_of_squares<double>(const param_set&);
-template std::vector<double> block_squares<float>(const param_set&);
-template std::vector<double> block_squares<double>(const param_set&);
+template std::vector<double> tensor_squares<float>(const param_set&);
+template std::vector<double> tensor_squares<double>(const param_set&);
 
 }  // namespace pipeworks

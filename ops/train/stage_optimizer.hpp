@@ -21,10 +21,13 @@ class stage_optimizer {
 
   // The new version made from `latest` and the gradient g (same layout) at rate lr_for(step).
   // g is clipped in place when the config asks for it: to the norm whose square is global_sq
-  // when given (the whole model's, summed over stages), else to g's own. The buffer of a retired
-  // version that nobody else holds any more is reused. An error when the gradient is not finite.
+  // when given (the whole model's, summed over stages), else to g's own. g's own squares are
+  // tensor_squares(g) unless given (ZeRO stage 2: g holds only this replica's tensors' sums, and
+  // the owners computed the others'). The buffer of a retired version that nobody else holds
+  // any more is reused. An error when the gradient is not finite.
   result<param_snapshot> apply(const param_snapshot& latest, param_set& g, std::int64_t step,
-                               std::optional<double> global_sq = std::nullopt);
+                               std::optional<double> global_sq = std::nullopt,
+                               const std::vector<double>* g_squares = nullptr);
 
   double lr_for(std::int64_t step) const;
   double last_grad_norm() const { return last_grad_norm_; }  // g's own, before clipping
@@ -37,6 +40,8 @@ class stage_optimizer {
   // optimizer updates, and keeps moments for, only the tensors marked owned (one per entry); in
   // each new version the others keep the latest's values until their owners' replace them.
   void own_only(std::vector<bool> owned);
+  // The bytes of the moments this optimizer holds (on its device or the host).
+  std::int64_t moment_bytes() const;
 
  private:
   bool owns(std::size_t entry) const { return owned_.empty() || owned_[entry]; }
@@ -49,13 +54,14 @@ class stage_optimizer {
   double last_grad_norm_ = 0;
 };
 
-// The sum of squares of g's values, in double: per block of g (each summed over its values in
-// order), then the blocks' sums added left to right (fold_squares). A pipeline that sums each
-// stage's block sums in block order gets the single-device value bit for bit.
+// The sum of squares of g's values, in double: per tensor of g (each summed over its values in
+// order), then the tensors' sums added left to right (fold_squares). A pipeline that sums each
+// stage's tensor sums in order gets the single-device value bit for bit, and so does a ZeRO
+// replica that adds the sums its tensors' owners computed.
 template <class T>
 double sum_of_squares(const param_set& g);
 template <class T>
-std::vector<double> block_squares(const param_set& g);
-double fold_squares(const std::vector<double>& block_sq, double start = 0.0);
+std::vector<double> tensor_squares(const param_set& g);
+double fold_squares(const std::vector<double>& tensor_sq, double start = 0.0);
 
 }  // namespace pipeworks

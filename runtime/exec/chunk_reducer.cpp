@@ -44,7 +44,7 @@ std::string chunk_reducer::who(int step) const {
 }
 
 result<chunk_reducer::outputs> chunk_reducer::add_local(reduce_request request) {
-  if (request.stage != stage_ || request.replica != replica_)
+  if (request.kind != reduce_kind::gradient || request.stage != stage_ || request.replica != replica_)
     return make_error(who(request.step) + ": a gradient of stage " + std::to_string(request.stage) +
                       ", replica " + std::to_string(request.replica));
   if (!request.grads) return make_error(who(request.step) + ": no gradient (null)");
@@ -77,7 +77,7 @@ result<chunk_reducer::outputs> chunk_reducer::add_local(reduce_request request) 
 }
 
 result<chunk_reducer::outputs> chunk_reducer::add_piece(reduce_chunk piece) {
-  if (piece.stage != stage_ || piece.chunk != replica_ || piece.replica < 0 ||
+  if (piece.kind != chunk_kind::all_reduce || piece.stage != stage_ || piece.chunk != replica_ || piece.replica < 0 ||
       piece.replica >= replicas_ || piece.replica == replica_)
     return make_error(who(piece.step) + ": a piece of chunk " + std::to_string(piece.chunk) +
                       " from replica " + std::to_string(piece.replica) + " of stage " +
@@ -94,7 +94,8 @@ result<chunk_reducer::outputs> chunk_reducer::add_piece(reduce_chunk piece) {
 }
 
 result<chunk_reducer::outputs> chunk_reducer::add_sum(gather_chunk sum) {
-  if (sum.stage != stage_ || sum.chunk < 0 || sum.chunk >= replicas_ || sum.chunk == replica_)
+  if (sum.kind != chunk_kind::all_reduce || sum.stage != stage_ || sum.chunk < 0 ||
+      sum.chunk >= replicas_ || sum.chunk == replica_)
     return make_error(who(sum.step) + ": a sum of chunk " + std::to_string(sum.chunk) +
                       " of stage " + std::to_string(sum.stage) + " is not another replica's");
   step_state& st = steps_[sum.step];

@@ -15,6 +15,13 @@
 
 namespace pipeworks {
 
+// What a chunk message carries (its `kind`): a piece or a sum of the plain all-reduce; or, under
+// ZeRO (runtime/exec/owner_reducer.hpp), a replica's gradients of one owner's tensors, an owner's
+// squared norms of its tensors' sums, or an owner's updated tensors.
+namespace chunk_kind {
+constexpr std::uint8_t all_reduce = 0, owned_gradient = 1, owned_squares = 2, owned_weights = 3;
+}
+
 // Replica `replica` → the owner of `chunk`: its piece of that chunk, for `step` (reduce-scatter).
 struct reduce_chunk {
   int stage = 0;
@@ -22,6 +29,7 @@ struct reduce_chunk {
   int replica = 0;
   int chunk = 0;
   tensor_payload data;
+  std::uint8_t kind = chunk_kind::all_reduce;
 };
 
 // The owner of `chunk` → every other replica: the chunk's sum (all-gather).
@@ -30,6 +38,7 @@ struct gather_chunk {
   int step = 0;
   int chunk = 0;
   tensor_payload data;
+  std::uint8_t kind = chunk_kind::all_reduce;
 };
 
 // The elements [first, last) of chunk c of n elements split w ways.

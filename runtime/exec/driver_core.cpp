@@ -1,4 +1,4 @@
-// driver_core: inputs dealt per step and cached until consumed, global norms summed in block
+// driver_core: inputs dealt per step and cached until consumed, global norms summed in tensor
 // order, per-step tallies of losses and replica 0's step reports, checkpoint files counted.
 #include "runtime/exec/driver_core.hpp"
 
@@ -111,8 +111,8 @@ status driver_core::on_step_report(step_report rep) {
   return {};
 }
 
-// Global clipping: the replica's stages' per-block sums, concatenated in stage (= block) order and
-// added left to right, as the single-device trainer adds its per-block sums.
+// Global clipping: the replica's stages' per-tensor sums, concatenated in stage (= tensor) order and
+// added left to right, as the single-device trainer adds its per-tensor sums.
 status driver_core::on_norm(norm_request req, std::vector<outgoing>& out) {
   if (req.replica < 0 || req.replica >= w_ || req.stage < 0 || req.stage >= V_)
     return make_error("a gradient norm from replica " + std::to_string(req.replica) + ", stage " +
@@ -120,10 +120,10 @@ status driver_core::on_norm(norm_request req, std::vector<outgoing>& out) {
   norm_tally& n = norms_[{req.replica, req.step}];
   n.by_stage.resize(static_cast<std::size_t>(V_));
   auto& slot = n.by_stage[static_cast<std::size_t>(req.stage)];
-  if (!slot.empty() || req.block_sq.empty())
+  if (!slot.empty() || req.tensor_sq.empty())
     return make_error("stage " + std::to_string(req.stage) + " sent its gradient norm of step " +
                       std::to_string(req.step + 1) + " twice, or an empty one");
-  slot = std::move(req.block_sq);
+  slot = std::move(req.tensor_sq);
   if (++n.arrived < V_) return {};
   double sq = 0;
   for (const auto& stage : n.by_stage) sq = fold_squares(stage, sq);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ops/device/device_ops.hpp"
+#include "ops/train/zero_shards.hpp"
 #include "runtime/exec/executor_state.hpp"
 
 namespace pipeworks {
@@ -56,6 +57,10 @@ void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
     if (initial[next].where() != context.where()) initial[next] = initial[next].on(context);
     st.grads = initial[next].zeros_like();
     st.optimizer.emplace(initial[next], setup.train);
+    if (sharded()) {
+      st.owned = owned_by(shard_owners(initial[next], plan.params.replicas), setup.replica);
+      st.optimizer->own_only(st.owned);
+    }
     st.versions[0] = std::make_shared<const param_set>(std::move(initial[next]));
     st.ref(0);
     index_of[s] = static_cast<int>(stages.size());
@@ -168,7 +173,12 @@ bool stage_executor<T>::impl::ready(const action& a) {
   if (a.kind == action_kind::step && setup.global_clip) {
     const int t = state(a.stage).latest;
     if (reports.norms_sent < t) send_norms(t);
-    return reports.global_sq.count(t) > 0;
+    if (reports.global_sq.count(t) == 0) return false;
+  }
+  if (a.kind == action_kind::step && sharded()) {
+    auto& st = state(a.stage);
+    if (!st.gather_sent) send_update(st);
+    return st.gathered.has_value();
   }
   return true;
 }
@@ -206,7 +216,7 @@ void stage_executor<T>::impl::send_reduce(const action& a, virtual_stage_state<T
   if (wait_start < 0) wait_start = now();
 }
 
-// Global clipping: at its first STEP of step t the rank sends every stage's per-block squared
+// Global clipping: at its first STEP of step t the rank sends every stage's per-tensor squared
 // norms (the rank's STEPs of one step are adjacent, after all its compute and REDUCEs of that
 // step: lower_run checks it), then waits for the driver's sum.
 template <class T>
@@ -215,7 +225,7 @@ template <class T>
 void stage_executor<T>::impl::send_norms(int t) {
   std::vector<std::vector<double>> squares;
   for (auto& st : stages) {
-    squares.push_back(block_squares<T>(st.grads));
+    squares.push_back(st.squares.empty() ? tensor_squares<T>(st.grads) : st.squares);
     if (!std::isfinite(fold_squares(squares.back())))
       throw pipeworks_error("the gradient of stage " + std::to_string(st.stage) +
                             " is not finite at step " + std::to_string(t + 1));
@@ -404,7 +414,42 @@ void stage_executor<T>::impl::run_reduce(const action& a) {
   if (!r.sum) throw pipeworks_error("the reducer's answer carries no gradient");
   // The sum is shared by the replicas; clipping changes this copy (on this rank's device).
   st.grads = r.sum->where() == context.where() ? r.sum->clone() : r.sum->on(context);
+  st.squares = std::move(r.squares);
+  if (setup.zero >= 2 && st.squares.empty()) {
+    // ZeRO stage 2 in one process: the reducer's sum is whole, so this replica keeps its own
+    // tensors' sums only, after taking every tensor's squared norm from it.
+    st.squares = tensor_squares<T>(st.grads);
+    for (std::size_t i = 0; i < st.owned.size(); ++i) {
+      if (st.owned[i]) continue;
+      const param_entry& e = st.grads.entries()[i];
+      const std::size_t elem = sizeof(T);
+      zero_bytes(st.grads.arena().bytes() + e.offset * elem, st.grads.arena().where(),
+                 static_cast<std::size_t>(e.numel()) * elem, st.grads.arena().stream());
+    }
+  }
   trace.record(stream_kind::compute, a, wait_start >= 0 ? wait_start : now(), now(), -1);
+}
+
+template <class T>
+param_snapshot stage_executor<T>::impl::update(virtual_stage_state<T>& st) {
+  std::optional<double> sq;
+  if (setup.global_clip) sq = reports.global_sq.at(st.latest);
+  auto next = st.optimizer->apply(st.versions.at(st.latest), st.grads, st.latest, sq,
+                                  st.squares.empty() ? nullptr : &st.squares);
+  if (!next) throw pipeworks_error(next.message());
+  st.step_norm = st.optimizer->last_grad_norm();
+  st.squares.clear();
+  return *next;
+}
+
+template <class T>
+void stage_executor<T>::impl::send_update(virtual_stage_state<T>& st) {
+  st.step_started = timer.begin();
+  param_snapshot mine = update(st);
+  st.step_ended = timer.end(st.step_started);
+  emit(endpoint_kind::reducer, st.stage,
+       reduce_request{st.stage, setup.replica, st.latest, host_version(mine), reduce_kind::weights});
+  st.gather_sent = true;
 }
 
 template <class T>
@@ -412,19 +457,29 @@ void stage_executor<T>::impl::run_step(const action& a) {
   auto& st = state(a.stage);
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
   const int t = st.latest;
-  std::optional<double> sq;
-  if (setup.global_clip) sq = reports.global_sq.at(t);
-  const double t0 = timer.begin();
-  auto next = st.optimizer->apply(st.versions.at(st.latest), st.grads, st.latest, sq);
-  if (!next) throw pipeworks_error(next.message());
-  const double norm = st.optimizer->last_grad_norm();
+  double t0 = 0, t1 = 0;
+  param_snapshot next;
+  if (sharded()) {  // made and sent before; the owners' tensors have come back together
+    if (!st.gathered || st.gathered->step != t || !st.gathered->sum)
+      throw pipeworks_error("the reducer's version of step " + std::to_string(t) + " is missing");
+    t0 = st.step_started;
+    t1 = st.step_ended;
+    next = here_version(st.gathered->sum);
+    st.gathered.reset();
+    st.gather_sent = false;
+  } else {
+    t0 = timer.begin();
+    next = update(st);
+    t1 = timer.end(t0);
+  }
+  const double norm = st.step_norm;
   const double lr = st.optimizer->lr_for(st.latest);
   ++st.latest;
-  st.versions[st.latest] = *next;
+  st.versions[st.latest] = next;
   st.ref(st.latest);
   release_versions(st);
   zero(st.grads.arena());
-  trace.record(stream_kind::compute, a, t0, timer.end(t0), st.latest);
+  trace.record(stream_kind::compute, a, t0, t1, st.latest);
   st.stats.steps = st.latest;
   st.note_peaks();
   // The global norms of this step are used once every stage of the rank has stepped.
@@ -439,7 +494,7 @@ void stage_executor<T>::impl::run_step(const action& a) {
                        (st.latest % setup.weights_every == 0 || st.latest == plan.params.steps);
   emit(endpoint_kind::driver, 0,
        step_report{a.stage, setup.replica, st.latest - 1, norm * norm, lr,
-                   publish ? host_version(*next) : param_snapshot{}});
+                   publish ? host_version(next) : param_snapshot{}});
 }
 
 template <class T>
@@ -551,7 +606,15 @@ void stage_executor<T>::impl::deliver(message msg) {
     if (!runs(r->stage))
       return reject("a reduced gradient for stage " + std::to_string(r->stage) +
                     ", which this rank does not run");
-    state(r->stage).reduced = std::move(*r);
+    auto& st = state(r->stage);
+    if (r->kind == reduce_kind::weights) {
+      if (!sharded() || !st.gather_sent)
+        return reject("a gathered version of stage " + std::to_string(r->stage) +
+                      " that this rank did not ask for");
+      st.gathered = std::move(*r);
+    } else {
+      st.reduced = std::move(*r);
+    }
   } else if (auto* n = std::get_if<norm_result>(&msg)) {
     if (!setup.global_clip) return reject("a global norm, but this rank clips each stage alone");
     if (n->replica != setup.replica)
@@ -672,6 +735,7 @@ std::vector<stage_stats> stage_executor<T>::stats() const {
     s.rank_peak_inflight = impl_->peaks.inflight;
     s.rank_peak_activation_bytes = impl_->peaks.activation_bytes;
     s.device_peak_bytes = static_cast<std::int64_t>(impl_->context.memory_stats().peak_in_use);
+    s.optimizer_bytes = st.optimizer->moment_bytes();
     out.push_back(s);
   }
   return out;

@@ -37,7 +37,7 @@ struct executor_setup {
   std::vector<int> boundaries;  // virtual stage s runs blocks [boundaries[s], boundaries[s+1])
   train_config train;           // optimizer and lr schedule; microbatches = plan's m
   int credit_window = 0;        // messages in flight per link and direction; 0: unbounded
-  // Clip by the global norm: before STEP t the rank sends each of its stages' per-block squared
+  // Clip by the global norm: before STEP t the rank sends each of its stages' per-tensor squared
   // gradient norms to the driver and waits for the sum over every stage (flush schedules).
   // Otherwise each stage clips its own gradient (train.clip_grad_norm).
   bool global_clip = false;
@@ -77,6 +77,11 @@ struct executor_setup {
   // full: each F keeps only its input; its B (or I) runs the forward again first. selective: each
   // block's stash less what its backward makes again (block::drop_recomputable).
   recompute_mode recompute = recompute_mode::none;
+  // ZeRO over the replicas (the plan's runtime.zero): 1, each replica keeps and updates the
+  // optimizer moments of the tensors it owns (shard_owners) and its STEP ends once the reducer has
+  // put every owner's tensors together; 2, also the reduced gradient is only its own tensors'
+  // sums. 0 (or one replica): every replica updates every tensor.
+  int zero = 0;
   // Every rank's device and process (empty: all on the CPU in one process). A GPU rank hands an
   // activation or gradient to a rank on the same GPU in the same process as a GPU tensor (the
   // consumer copies it device to device); to any other rank through the host.
@@ -98,6 +103,8 @@ struct stage_stats {
   // A GPU rank: the peak of its caching allocator's bytes in use (weights, gradients, moments,
   // stashes and scratch of all its virtual stages); 0 on the CPU.
   std::int64_t device_peak_bytes = 0;
+  // The optimizer's moments the stage holds at the end (under ZeRO: this replica's share).
+  std::int64_t optimizer_bytes = 0;
 };
 
 // Folds another rank's figures for the same virtual stage into `into`: the larger of each peak.
@@ -111,6 +118,7 @@ inline void merge_max(stage_stats& into, const stage_stats& other) {
   into.rank_peak_activation_bytes =
       std::max(into.rank_peak_activation_bytes, other.rank_peak_activation_bytes);
   into.device_peak_bytes = std::max(into.device_peak_bytes, other.device_peak_bytes);
+  into.optimizer_bytes = std::max(into.optimizer_bytes, other.optimizer_bytes);
 }
 
 template <class T>

@@ -53,6 +53,14 @@ struct virtual_stage_state {
   std::optional<stage_optimizer<T>> optimizer;
   bool reduce_sent = false;
   std::optional<reduce_result> reduced;
+  // ZeRO: the reduced gradient's squared norm per tensor, when its owners computed them (stage
+  // 2); the update is made and sent to the reducer (gather_sent) before STEP can run, which
+  // installs the version the owners' tensors make together (gathered).
+  std::vector<double> squares;
+  std::vector<bool> owned;  // per tensor: this replica's (empty: all)
+  bool gather_sent = false;
+  std::optional<reduce_result> gathered;
+  double step_norm = 0, step_started = 0, step_ended = 0;  // of the update made before the gather
   std::int64_t activation_bytes = 0;
   stage_stats stats;
 
@@ -129,6 +137,11 @@ struct stage_executor<T>::impl {
   }
   bool ready(const action& a);
   void send_reduce(const action& a, virtual_stage_state<T>& st);
+  bool sharded() const { return setup.zero > 0 && plan.params.replicas > 1; }
+  // The optimizer's new version from the reduced gradient (clipped first when asked).
+  param_snapshot update(virtual_stage_state<T>& st);
+  // ZeRO: makes the update, which holds this replica's tensors, and sends it to the reducer.
+  void send_update(virtual_stage_state<T>& st);
   // What leaves the rank for rank `to`: a GPU tensor stays one when `to` is on the same GPU in
   // the same process (once this rank's stream has finished it), else it crosses to the host.
   tensor to_wire(tensor t, int to) const;

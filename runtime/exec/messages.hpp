@@ -47,18 +47,28 @@ struct input_request {
   int microbatch = 0;
 };
 
-// Rank → reducer of `stage`: this replica's gradient for `step`; the reducer answers every
-// replica with the sum.
+// What goes through a stage's reducer: a replica's gradient, answered with the replicas' sum; or,
+// under ZeRO (the plan's runtime.zero), a replica's new version in which only the tensors it owns
+// are updated, answered with the version every owner's tensors make together.
+enum class reduce_kind : std::uint8_t { gradient, weights };
+
+// Rank → reducer of `stage`: this replica's gradient (or new version) for `step`; the reducer
+// answers every replica.
 struct reduce_request {
   int stage = 0;
   int replica = 0;
   int step = 0;
   std::shared_ptr<const param_set> grads;
+  reduce_kind kind = reduce_kind::gradient;
 };
 struct reduce_result {
   int stage = 0;
   int step = 0;
   std::shared_ptr<const param_set> sum;  // shared by the replicas; each copies it before clipping
+  reduce_kind kind = reduce_kind::gradient;
+  // The squared norm of each tensor of the sum (tensor_squares), when the sum holds only the
+  // receiver's own tensors (ZeRO stage 2 across processes); empty: the receiver computes them.
+  std::vector<double> squares;
 };
 
 // Rank → driver: a loss of the last virtual stage's forward.
@@ -69,14 +79,14 @@ struct loss_report {
 };
 
 // Rank → driver, with global clipping: the squared norms of `stage`'s gradient for `step`, one
-// per block (each summed over its elements in order). The driver sums every stage's, in block
+// per tensor (each summed over its elements in order). The driver sums every stage's, in tensor
 // order, and answers each rank of the replica with norm_result; the single-device trainer sums
-// the same per-block sums in the same order, so the clip factor is bit-identical.
+// the same per-tensor sums in the same order, so the clip factor is bit-identical.
 struct norm_request {
   int replica = 0;
   int stage = 0;
   int step = 0;
-  std::vector<double> block_sq;
+  std::vector<double> tensor_sq;
 };
 struct norm_result {
   int replica = 0;

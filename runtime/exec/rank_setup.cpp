@@ -70,6 +70,7 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
   s.tf32 = p.tf32;
   s.bf16 = p.bf16;
   s.recompute = p.recompute;
+  s.zero = p.zero;
   for (const rank_placement& r : p.ranks) {
     s.rank_devices.push_back(r.device.where);
     s.rank_processes.push_back(r.process);

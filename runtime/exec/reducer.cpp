@@ -5,13 +5,17 @@
 #include <string>
 #include <utility>
 
+#include "ops/train/zero_shards.hpp"
+
 namespace pipeworks {
 
 gradient_reducer::gradient_reducer(int stage, int replicas) : stage_(stage), replicas_(replicas) {}
 
 result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_request request) {
+  const bool weights = request.kind == reduce_kind::weights;
   const std::string who = "reducer of stage " + std::to_string(stage_) + ": replica " +
-                          std::to_string(request.replica) + "'s gradient of step " +
+                          std::to_string(request.replica) + "'s " +
+                          (weights ? "new version" : "gradient") + " of step " +
                           std::to_string(request.step);
   if (request.stage != stage_)
     return make_error(who + " is addressed to stage " + std::to_string(request.stage) +
@@ -22,7 +26,7 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   if (request.grads->type() != dtype::f32 && request.grads->type() != dtype::f64)
     return make_error(who + " holds " + std::string(dtype_name(request.grads->type())) +
                       " values; only F32 and F64 gradients can be summed");
-  auto& slots = pending_[request.step];
+  auto& slots = (weights ? versions_ : pending_)[request.step];
   if (slots.empty()) slots.resize(static_cast<std::size_t>(replicas_));
   for (const auto& other : slots)
     if (other && !other->same_layout(*request.grads))
@@ -33,6 +37,16 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   slot = std::move(request.grads);
   for (const auto& g : slots)
     if (!g) return std::optional<std::vector<reduce_result>>{};
+  if (weights) {  // each tensor from its owner; one version shared by every replica
+    auto whole = compose_shards(slots, shard_owners(*slots[0], replicas_));
+    if (!whole) return make_error(who + ": " + whole.message());
+    versions_.erase(request.step);
+    std::shared_ptr<const param_set> shared = std::make_shared<const param_set>(std::move(*whole));
+    std::vector<reduce_result> out;
+    for (int r = 0; r < replicas_; ++r)
+      out.push_back(reduce_result{stage_, request.step, shared, reduce_kind::weights, {}});
+    return std::optional<std::vector<reduce_result>>(std::move(out));
+  }
 
   // Everyone is here: sum in replica order 0..w-1, whatever order they came in.
   auto sum = std::make_shared<param_set>(slots[0]->clone());

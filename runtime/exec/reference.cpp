@@ -201,7 +201,7 @@ result<std::vector<param_set>> reference_train(const model<T>& m, const schedule
       }
     }
     // Flush schedules clip by the global norm: every stage closes update n at the same
-    // microbatch; their per-block squared norms are added in block order, as the driver does.
+    // microbatch; their per-tensor squared norms are added in order, as the driver does.
     std::map<int, double> global_sq;
     if (global_clip)
       for (int s = 0; s < stages; ++s)
@@ -209,7 +209,7 @@ result<std::vector<param_set>> reference_train(const model<T>& m, const schedule
           param_set& sum = grad_buffer(0, s, n);
           for (int r = 1; r < replicas; ++r) add_values<T>(sum, grad_buffer(r, s, n));
           for (int r = 1; r < replicas; ++r) grads.erase({r, s, n});
-          global_sq[n] = fold_squares(block_squares<T>(sum), global_sq[n]);
+          global_sq[n] = fold_squares(tensor_squares<T>(sum), global_sq[n]);
         }
     for (int s = 0; s < stages; ++s) {
       for (int n = static_cast<int>(hist[s].size()) - 1; n < steps && last[s][n] <= id; ++n) {

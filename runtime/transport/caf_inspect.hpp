@@ -295,28 +295,53 @@ typename Inspector::result_type inspect(Inspector& f, input_request& x) {
   return f(caf::meta::type_name("pipeworks.input_request"), x.replica, x.microbatch);
 }
 
+namespace transport {
+// A reduce_kind on the wire: one byte, refused when it names no kind.
+template <class Inspector>
+typename Inspector::result_type reduce_kind_then(std::uint8_t byte, reduce_kind& kind, auto params) {
+  if constexpr (loads<Inspector>) {
+    if (byte > static_cast<std::uint8_t>(reduce_kind::weights)) return bad("an unknown reduce kind");
+    kind = static_cast<reduce_kind>(byte);
+  }
+  return params();
+}
+}  // namespace transport
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_request& x) {
+  std::uint8_t kind = static_cast<std::uint8_t>(x.kind);
   return transport::fields_then(
-      f, "pipeworks.reduce_request", [&] { return transport::inspect_params(f, x.grads); },
-      x.stage, x.replica, x.step);
+      f, "pipeworks.reduce_request",
+      [&] {
+        return transport::reduce_kind_then<Inspector>(kind, x.kind,
+                                           [&] { return transport::inspect_params(f, x.grads); });
+      },
+      x.stage, x.replica, x.step, kind);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_result& x) {
+  std::uint8_t kind = static_cast<std::uint8_t>(x.kind);
+  transport::exact_list sq{&x.squares};
   return transport::fields_then(
-      f, "pipeworks.reduce_result", [&] { return transport::inspect_params(f, x.sum); }, x.stage,
-      x.step);
+      f, "pipeworks.reduce_result",
+      [&] {
+        return transport::reduce_kind_then<Inspector>(kind, x.kind,
+                                           [&] { return transport::inspect_params(f, x.sum); });
+      },
+      x.stage, x.step, kind, sq);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reduce_chunk& x) {
-  return f(caf::meta::type_name("pipeworks.reduce_chunk"), x.stage, x.step, x.replica, x.chunk, x.data);
+  return f(caf::meta::type_name("pipeworks.reduce_chunk"), x.stage, x.step, x.replica, x.chunk,
+           x.kind, x.data);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gather_chunk& x) {
-  return f(caf::meta::type_name("pipeworks.gather_chunk"), x.stage, x.step, x.chunk, x.data);
+  return f(caf::meta::type_name("pipeworks.gather_chunk"), x.stage, x.step, x.chunk, x.kind,
+           x.data);
 }
 
 template <class Inspector>
@@ -327,7 +352,7 @@ typename Inspector::result_type inspect(Inspector& f, loss_report& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, norm_request& x) {
-  transport::exact_list sq{&x.block_sq};
+  transport::exact_list sq{&x.tensor_sq};
   return f(caf::meta::type_name("pipeworks.norm_request"), x.replica, x.stage, x.step, sq);
 }
 
@@ -385,7 +410,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_stats& x) {
   return f(caf::meta::type_name("pipeworks.stage_stats"), x.stage, x.peak_versions,
            x.peak_inflight, x.peak_activation_bytes, x.peak_buffered, x.rank_peak_inflight,
-           x.rank_peak_activation_bytes, x.steps, x.device_peak_bytes);
+           x.rank_peak_activation_bytes, x.steps, x.device_peak_bytes, x.optimizer_bytes);
 }
 
 template <class Inspector>

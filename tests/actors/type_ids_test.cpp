@@ -153,9 +153,9 @@ TEST_CASE("the small runtime messages cross CAF serialisation unchanged", "[acto
   const loss_report l = round_trip_message(*f.sys, loss_report{0, 3, nan});
   CHECK(std::isnan(l.loss));
   const norm_request n = round_trip_message(*f.sys, norm_request{1, 2, 3, {0.5, -0.0, 1e-320}});
-  REQUIRE(n.block_sq.size() == 3);
-  CHECK(std::signbit(n.block_sq[1]));
-  CHECK(n.block_sq[2] == 1e-320);
+  REQUIRE(n.tensor_sq.size() == 3);
+  CHECK(std::signbit(n.tensor_sq[1]));
+  CHECK(n.tensor_sq[2] == 1e-320);
   CHECK(round_trip_message(*f.sys, norm_result{1, 3, 2.25}).sq == 2.25);
   const marker_msg mk = round_trip_message(*f.sys, marker_msg{4, 10});
   CHECK((mk.from_rank == 4 && mk.step == 10));
