@@ -33,8 +33,10 @@ struct rank_figure {
   std::int64_t total() const { return weights + gradients + moments + activations; }
 };
 
-std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net, recompute_mode mode) {
+std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net, recompute_mode mode,
+                                         int zero) {
   plan.recompute = mode;
+  plan.zero = zero;
   auto resolved = resolve_plan(std::move(plan), net, nullptr);  // the split the run will have
   if (!resolved) throw CLI::ValidationError("--memory-limit", resolved.message());
   plan = std::move(resolved->plan);
@@ -51,7 +53,8 @@ std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net,
   }
   auto lowered = lower_run(plan, net.size());
   if (!lowered) throw pipeworks_error(lowered.message());
-  auto bytes = measure_stage_bytes(net, sample, lowered->boundaries, mode, plan.train.optim.kind);
+  auto bytes = measure_stage_bytes(net, sample, lowered->boundaries, mode, plan.train.optim.kind,
+                                   plan.zero > 0 ? plan.replicas : 1);
   if (!bytes) throw pipeworks_error(bytes.message());
   for (const stage_memory& s : predict_memory(*lowered->programs, *bytes, mode)) {
     rank_figure& r = out[lowered->programs->device_of[static_cast<std::size_t>(s.stage)]];
@@ -89,17 +92,24 @@ result<std::int64_t> parse_bytes(const std::string& text) {
 
 void check_memory_limit(const run_plan& plan, const model<float>& net, std::int64_t limit) {
   if (plan.auto_partition) return;
-  const auto figures = predict_ranks(plan, net, plan.recompute);
+  const auto figures = predict_ranks(plan, net, plan.recompute, plan.zero);
   for (const auto& [device, r] : figures) {
     if (r.total() <= limit) continue;
     std::string advice;
+    auto would = [&](const std::string& flags, recompute_mode mode, int zero) {
+      const rank_figure other = predict_ranks(plan, net, mode, zero).at(device);
+      advice += std::string(advice.empty() ? "" : "; ") + flags + " would make it " +
+                mib(other.total()) + (other.total() <= limit ? " (fits)" : " (does not fit)");
+    };
+    const std::string at_recompute = " (with --recompute " + std::string(recompute_name(plan.recompute)) + ")";
+    if (plan.schedule && plan.replicas > 1 && plan.zero == 0)
+      would("--zero 1" + at_recompute, plan.recompute, 1);
     if (plan.schedule)
       for (recompute_mode mode : {recompute_mode::selective, recompute_mode::full}) {
         if (mode == plan.recompute) continue;
-        const rank_figure other = predict_ranks(plan, net, mode).at(device);
-        advice += std::string(advice.empty() ? "" : "; ") + "--recompute " +
-                  std::string(recompute_name(mode)) + " would make it " + mib(other.total()) +
-                  (other.total() <= limit ? " (fits)" : " (does not fit)");
+        would("--recompute " + std::string(recompute_name(mode)), mode, plan.zero);
+        if (plan.replicas > 1 && plan.zero == 0)
+          would("--recompute " + std::string(recompute_name(mode)) + " --zero 1", mode, 1);
       }
     if (advice.empty())
       advice = plan.schedule ? "more stages, a smaller --batch or more --microbatches would lower it"
@@ -110,7 +120,8 @@ void check_memory_limit(const run_plan& plan, const model<float>& net, std::int6
             mib(r.total()) + " at its peak, over the limit of " + mib(limit) + ": weights " +
             mib(r.weights) + ", gradients " + mib(r.gradients) + ", optimizer moments " +
             mib(r.moments) + ", stashed activations " + mib(r.activations) + " (--recompute " +
-            std::string(recompute_name(plan.recompute)) + "); " + advice);
+            std::string(recompute_name(plan.recompute)) + ", --zero " + std::to_string(plan.zero) +
+            "); " + advice);
   }
 }
 

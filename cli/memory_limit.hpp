@@ -14,7 +14,8 @@ namespace pipeworks::cli {
 result<std::int64_t> parse_bytes(const std::string& text);
 
 // Throws CLI::ValidationError("--memory-limit") when a rank's predicted peak passes `limit`,
-// naming the rank, its stages, the predicted bytes by kind, and each --recompute mode's figure.
+// naming the rank, its stages, the predicted bytes by kind, and the figure of each --recompute
+// mode and, with replicas, of --zero 1.
 // A plan whose split the planner chooses (--auto-partition) is checked by the planner instead.
 void check_memory_limit(const run_plan& plan, const model<float>& net, std::int64_t limit);
 

@@ -9,6 +9,7 @@
 #include "ops/model/model_spec.hpp"
 #include "ops/model/param_split.hpp"
 #include "ops/train/microbatches.hpp"
+#include "ops/train/zero_shards.hpp"
 
 namespace pipeworks {
 namespace {
@@ -148,7 +149,8 @@ minibatch example_microbatch(const model_spec& spec, std::int64_t samples) {
 template <class T>
 result<std::vector<stage_bytes>> measure_stage_bytes(const model<T>& m, const minibatch& sample,
                                                      const std::vector<int>& boundaries,
-                                                     recompute_mode mode, optimizer_kind optimizer) {
+                                                     recompute_mode mode, optimizer_kind optimizer,
+                                                     int shards) {
   const std::int64_t samples = sample.inputs.rank() > 0 ? sample.inputs.dim(0) : 0;
   if (samples < 1) return make_error("a microbatch needs at least one sample");
   const param_set whole = m.init_params(1);
@@ -160,7 +162,13 @@ result<std::vector<stage_bytes>> measure_stage_bytes(const model<T>& m, const mi
   for (const param_set& p : *cut) {
     stage_bytes b;
     b.weights = static_cast<std::int64_t>(p.nbytes());
-    b.moments = (optimizer == optimizer_kind::adamw ? 2 : 1) * b.weights;
+    // The replica that owns the most bytes of the stage's tensors holds its moments' peak.
+    const std::vector<int> owners = shard_owners(p, std::max(1, shards));
+    std::vector<std::int64_t> owned(static_cast<std::size_t>(std::max(1, shards)), 0);
+    for (std::size_t i = 0; i < owners.size(); ++i)
+      owned[static_cast<std::size_t>(owners[i])] +=
+          p.entries()[i].numel() * static_cast<std::int64_t>(sizeof(T));
+    b.moments = (optimizer == optimizer_kind::adamw ? 2 : 1) * *std::max_element(owned.begin(), owned.end());
     const std::int64_t input_bytes = static_cast<std::int64_t>(input.nbytes());
     stage_forward f = forward_blocks(m, p, input.clone(), mb.ctx);
     std::int64_t whole_stash = 0;
@@ -188,8 +196,10 @@ result<std::vector<stage_bytes>> measure_stage_bytes(const model<T>& m, const mi
 }
 
 template result<std::vector<stage_bytes>> measure_stage_bytes<float>(
-    const model<float>&, const minibatch&, const std::vector<int>&, recompute_mode, optimizer_kind);
+    const model<float>&, const minibatch&, const std::vector<int>&, recompute_mode, optimizer_kind,
+    int);
 template result<std::vector<stage_bytes>> measure_stage_bytes<double>(
-    const model<double>&, const minibatch&, const std::vector<int>&, recompute_mode, optimizer_kind);
+    const model<double>&, const minibatch&, const std::vector<int>&, recompute_mode, optimizer_kind,
+    int);
 
 }  // namespace pipeworks

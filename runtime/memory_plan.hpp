@@ -18,7 +18,8 @@ namespace pipeworks {
 // Bytes of one virtual stage, as the executor counts them.
 struct stage_bytes {
   std::int64_t weights = 0;      // one weight version (the gradient buffer is as large)
-  std::int64_t moments = 0;      // the optimizer's state (AdamW two moments, SGD one)
+  std::int64_t moments = 0;      // the optimizer's state (AdamW two moments, SGD one): under
+                                 // ZeRO the largest replica's share
   std::int64_t stash = 0;        // what an F holds until its B or I, in the run's recompute mode
   std::int64_t whole_stash = 0;  // recompute full: the stash a B or I makes again and holds
   std::int64_t deferred = 0;     // what an I leaves for its W
@@ -48,9 +49,12 @@ minibatch example_microbatch(const model_spec& spec, std::int64_t samples);
 // What each virtual stage [b[s], b[s+1]) of the model occupies at microbatches like `sample` (one
 // microbatch, e.g. example_microbatch's): the forward and the input-gradient half run once on the
 // CPU, and their tensors are counted as the executor counts them in that recompute mode.
+// shards: the replicas a stage's optimizer moments are sharded over (ZeRO: shard_owners gives
+// each whole tensors), 1 for none.
 template <class T>
 result<std::vector<stage_bytes>> measure_stage_bytes(const model<T>& m, const minibatch& sample,
                                                      const std::vector<int>& boundaries,
-                                                     recompute_mode mode, optimizer_kind optimizer);
+                                                     recompute_mode mode, optimizer_kind optimizer,
+                                                     int shards = 1);
 
 }  // namespace pipeworks

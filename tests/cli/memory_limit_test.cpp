@@ -1,6 +1,6 @@
 // `train --memory-limit`: a rank predicted to hold more than the limit is refused before anything
-// trains (exit 2), naming the rank, its bytes by kind and what each --recompute mode would make
-// it; a run that fits trains; byte counts read with K, M and G.
+// trains (exit 2), naming the rank, its bytes by kind and what each --recompute mode (and, with
+// replicas, --zero 1) would make it; a run that fits trains; byte counts read with K, M and G.
 #include <catch2/catch.hpp>
 
 #include "cli/memory_limit.hpp"
@@ -51,6 +51,28 @@ TEST_CASE("train --memory-limit refuses a rank over it naming what would fit", "
   const cli_result bad = run_cli(gpt(dir, {"--memory-limit", "12X"}));
   CHECK(bad.exit_code == 2);
   CHECK(contains(bad.err, "'12X' is not a byte count"));
+}
+
+TEST_CASE("train --memory-limit with replicas names what --zero 1 would make it", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::vector<std::string> replicated{"--schedule", "1f1b", "--stages", "2", "--replicas", "2",
+                                            "--microbatches", "4"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = replicated;
+    a.insert(a.end(), more.begin(), more.end());
+    return gpt(dir, a);
+  };
+  // gpt-tiny's stage 0: 2.2 MiB at its peak, 550 KiB of it AdamW's moments; each of 2 replicas
+  // keeping about half of them under --zero 1 holds 1.9 MiB.
+  const cli_result over = run_cli(with({"--memory-limit", "2M"}));
+  INFO(over.err);
+  CHECK(over.exit_code == 2);
+  CHECK(contains(over.err, "--zero 0)"));
+  CHECK(contains(over.err, "--zero 1 (with --recompute none) would make it 1.9 MiB (fits)"));
+  const cli_result fits = run_cli(with({"--memory-limit", "2M", "--zero", "1"}));
+  INFO(fits.err);
+  CHECK(fits.exit_code == 0);
 }
 
 TEST_CASE("memory limits read as bytes with K M and G", "[cli]") {

@@ -1,6 +1,7 @@
 // The predicted memory of every schedule, w in {1, 2}, in each recompute mode, against what the
 // executors measure running it (in order and in a random order): the same peaks of stashed bytes,
-// microbatches in flight and weight versions, per virtual stage.
+// microbatches in flight and weight versions, and the same optimizer moments (under ZeRO each
+// replica's share), per virtual stage.
 #include <catch2/catch.hpp>
 #include <memory>
 
@@ -17,7 +18,8 @@ namespace {
 constexpr int steps = 3;
 
 // Returns whether the generator permits the case.
-bool check_prediction(const semantics_case& c, recompute_mode mode, std::uint64_t order_seed) {
+bool check_prediction(const semantics_case& c, recompute_mode mode, std::uint64_t order_seed,
+                      int zero = 0) {
   auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
   if (!made) return false;
   auto plan = std::make_shared<const schedule>(lower_communication(*made));
@@ -27,15 +29,18 @@ bool check_prediction(const semantics_case& c, recompute_mode mode, std::uint64_
   train_config cfg = semantics_train(steps, c.m, true);
   lowered_run run = local_lowered_run(plan, even_blocks(mdl.size(), S), cfg);
   run.plan.recompute = mode;
+  run.plan.zero = zero;
   const std::int64_t B = 2 * c.m * c.w;
   minibatch_fn data = [B](std::int64_t t) -> result<minibatch> {
     return semantics_data(true, B, t, dtype::f32);
   };
-  INFO(c.name() << ", recompute " << recompute_name(mode) << (order_seed ? ", random order" : ""));
+  INFO(c.name() << ", recompute " << recompute_name(mode) << (order_seed ? ", random order" : "")
+               << ", zero " << zero);
   auto measured = run_local(mdl, run, initial, data, {.order_seed = order_seed});
   REQUIRE(measured.ok());
   const minibatch sample = semantics_data(true, 2, 0, dtype::f32);  // one microbatch: 2 samples
-  auto bytes = measure_stage_bytes(mdl, sample, run.boundaries, mode, cfg.optim.kind);
+  auto bytes = measure_stage_bytes(mdl, sample, run.boundaries, mode, cfg.optim.kind,
+                                   zero > 0 ? c.w : 1);
   REQUIRE(bytes.ok());
   const std::vector<stage_memory> predicted = predict_memory(*run.programs, *bytes, mode);
   REQUIRE(static_cast<int>(predicted.size()) == S);
@@ -46,6 +51,7 @@ bool check_prediction(const semantics_case& c, recompute_mode mode, std::uint64_
     CHECK(predicted[s].peak_inflight == got.peak_inflight);
     CHECK(predicted[s].peak_versions == got.peak_versions);
     CHECK(predicted[s].weights == predicted[s].peak_versions * (*bytes)[s].weights);
+    CHECK(predicted[s].moments == got.optimizer_bytes);
     CHECK(predicted[s].total() > predicted[s].activations);
   }
   return true;
@@ -65,6 +71,14 @@ TEST_CASE("predicted memory equals the measured peaks for every schedule and rec
             ran += check_prediction({k, p, m, w, v, true}, mode, m == p ? 0 : 29);
       }
   CHECK(ran >= 200);
+}
+
+TEST_CASE("predicted optimizer moments equal each ZeRO replica's measured share", "[runtime][memory]") {
+  int ran = 0;
+  for (schedule_kind k : {schedule_kind::one_f_one_b, schedule_kind::two_bw, schedule_kind::cyclic})
+    for (int w : {2, 4})
+      for (int zero : {1, 2}) ran += check_prediction({k, 2, 4, w, 1, true}, recompute_mode::none, 0, zero);
+  CHECK(ran >= 10);
 }
 
 TEST_CASE("a backward before its forward is refused by the memory walk", "[runtime][memory]") {
