@@ -33,6 +33,23 @@ struct rank_figure {
   std::int64_t total() const { return weights + gradients + moments + activations; }
 };
 
+// One microbatch of the plan's size.
+minibatch plan_microbatch(const run_plan& plan) {
+  const std::int64_t samples = plan.data.batch / (plan.train.microbatches * (plan.schedule ? plan.replicas : 1));
+  return example_microbatch(plan.model, std::max<std::int64_t>(1, samples));
+}
+
+// Each virtual stage's prediction, and the device each is on, for a resolved pipeline plan.
+std::pair<std::vector<stage_memory>, std::vector<int>> predict_resolved(const run_plan& plan,
+                                                                        const model<float>& net) {
+  auto lowered = lower_run(plan, net.size());
+  if (!lowered) throw pipeworks_error(lowered.message());
+  auto bytes = measure_stage_bytes(net, plan_microbatch(plan), lowered->boundaries, plan.recompute,
+                                   plan.train.optim.kind, plan.zero > 0 ? plan.replicas : 1);
+  if (!bytes) throw pipeworks_error(bytes.message());
+  return {predict_memory(*lowered->programs, *bytes, plan.recompute), lowered->programs->device_of};
+}
+
 std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net, recompute_mode mode,
                                          int zero) {
   plan.recompute = mode;
@@ -40,24 +57,18 @@ std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net,
   auto resolved = resolve_plan(std::move(plan), net, nullptr);  // the split the run will have
   if (!resolved) throw CLI::ValidationError("--memory-limit", resolved.message());
   plan = std::move(resolved->plan);
-  const std::int64_t samples = plan.data.batch / (plan.train.microbatches * (plan.schedule ? plan.replicas : 1));
-  const minibatch sample = example_microbatch(plan.model, std::max<std::int64_t>(1, samples));
   std::map<int, rank_figure> out;
   if (!plan.schedule) {  // one device: the whole model, one microbatch's stash at a time
-    auto bytes = measure_stage_bytes(net, sample, {0, net.size()}, recompute_mode::none,
-                                     plan.train.optim.kind);
+    auto bytes = measure_stage_bytes(net, plan_microbatch(plan), {0, net.size()},
+                                     recompute_mode::none, plan.train.optim.kind);
     if (!bytes) throw pipeworks_error(bytes.message());
     const stage_bytes& b = bytes->front();
     out[0] = {b.weights, b.weights, b.moments, b.whole_stash, "0"};
     return out;
   }
-  auto lowered = lower_run(plan, net.size());
-  if (!lowered) throw pipeworks_error(lowered.message());
-  auto bytes = measure_stage_bytes(net, sample, lowered->boundaries, mode, plan.train.optim.kind,
-                                   plan.zero > 0 ? plan.replicas : 1);
-  if (!bytes) throw pipeworks_error(bytes.message());
-  for (const stage_memory& s : predict_memory(*lowered->programs, *bytes, mode)) {
-    rank_figure& r = out[lowered->programs->device_of[static_cast<std::size_t>(s.stage)]];
+  const auto [stages, device_of] = predict_resolved(plan, net);
+  for (const stage_memory& s : stages) {
+    rank_figure& r = out[device_of[static_cast<std::size_t>(s.stage)]];
     r.weights += s.weights;
     r.gradients += s.gradients;
     r.moments += s.moments;
@@ -88,6 +99,12 @@ result<std::int64_t> parse_bytes(const std::string& text) {
     return make_error("'" + text + "' is not a byte count: give bytes or a number with K, M or G "
                       "(powers of 1024), e.g. 512M");
   return static_cast<std::int64_t>(bytes);
+}
+
+std::vector<stage_memory> predict_stages(const run_plan& plan) {
+  if (!plan.schedule) return {};
+  const model<float> net = build_model<float>(plan.model);
+  return predict_resolved(plan, net).first;
 }
 
 void check_memory_limit(const run_plan& plan, const model<float>& net, std::int64_t limit) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ops/model/model.hpp"
+#include "runtime/memory_plan.hpp"
 #include "runtime/run_plan.hpp"
 
 namespace pipeworks::cli {
@@ -18,5 +19,10 @@ result<std::int64_t> parse_bytes(const std::string& text);
 // mode and, with replicas, of --zero 1.
 // A plan whose split the planner chooses (--auto-partition) is checked by the planner instead.
 void check_memory_limit(const run_plan& plan, const model<float>& net, std::int64_t limit);
+
+// What each virtual stage of a resolved pipeline plan (its split chosen) is predicted to hold, by
+// the accounting check_memory_limit uses; empty for --schedule none. train --json reports it
+// beside the measured peaks.
+std::vector<stage_memory> predict_stages(const run_plan& plan);
 
 }  // namespace pipeworks::cli

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/memory_limit.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/train_flag_rules.hpp"
 #include "ops/cpu_threads.hpp"
@@ -131,14 +132,31 @@ nlohmann::json run_summary(const run_plan& plan, const pipeline_result& run, dou
   if (run.plan.data.position > 0 || plan.data.position > 0) summary["resumed_from"] = plan.data.position;
   if (run.plan.checkpoint.every > 0) summary["checkpoint_dir"] = run.plan.checkpoint.dir;
   if (!run.stages.empty()) {
+    // The runtime's prediction (what --memory-limit checks) beside each measured peak.
+    std::vector<stage_memory> predicted;
+    try {
+      predicted = predict_stages(run.plan);
+    } catch (const std::exception&) {
+      predicted.clear();  // a prediction that cannot be made leaves the measured figures alone
+    }
     nlohmann::json stages = nlohmann::json::array();
-    for (const stage_stats& st : run.stages)
-      stages.push_back({{"stage", st.stage},
-                        {"peak_versions", st.peak_versions},
-                        {"peak_inflight", st.peak_inflight},
-                        {"peak_activation_bytes", st.peak_activation_bytes},
-                        {"device_peak_bytes", st.device_peak_bytes},
-                        {"optimizer_bytes", st.optimizer_bytes}});
+    for (const stage_stats& st : run.stages) {
+      nlohmann::json s{{"stage", st.stage},
+                       {"peak_versions", st.peak_versions},
+                       {"peak_inflight", st.peak_inflight},
+                       {"peak_activation_bytes", st.peak_activation_bytes},
+                       {"device_peak_bytes", st.device_peak_bytes},
+                       {"optimizer_bytes", st.optimizer_bytes}};
+      if (static_cast<std::size_t>(st.stage) < predicted.size()) {
+        const stage_memory& p = predicted[static_cast<std::size_t>(st.stage)];
+        s["predicted"] = {{"peak_versions", p.peak_versions},
+                          {"peak_inflight", p.peak_inflight},
+                          {"peak_activation_bytes", p.activations},
+                          {"optimizer_bytes", p.moments},
+                          {"total_bytes", p.total()}};
+      }
+      stages.push_back(s);
+    }
     summary["stages"] = stages;
   }
   return summary;
