@@ -1,6 +1,7 @@
 // checkpoint reshard: reads every rank file of the checkpoint with its own layout, re-cuts the
-// weights and moments by layer (runtime/exec/reshard.hpp) for the new plan, and writes the new
-// ranks' files and then the manifest (the same step, data and RNG; the new plan).
+// weights and moments by layer (runtime/exec/reshard.hpp) for the new plan (its ZeRO stage
+// included), and writes the new ranks' files and then the manifest (the same step, data and RNG;
+// the new plan).
 #include "cli/checkpoint_reshard.hpp"
 
 #include <algorithm>
@@ -48,6 +49,13 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
   if (o.chunks > 0) to.chunks = o.chunks;
   if (o.replicas > 0) to.replicas = o.replicas;
   if (o.microbatches > 0) to.train.microbatches = o.microbatches;
+  const bool one_replica = !to.schedule || to.replicas < 2;
+  if (o.zero > 0 && one_replica)
+    throw CLI::ValidationError("--zero", "shards the optimizer state over a stage's replicas, and "
+                                         "the new layout has one replica: give --replicas 2 or "
+                                         "more, or --zero 0");
+  if (o.zero >= 0) to.zero = o.zero;
+  else if (one_replica) to.zero = 0;  // nothing to shard: every moment on the one replica
   to.ranks.clear();  // every rank on a CPU core; a resume may place them (--device, --workers)
   to.processes = process_spec{};
   to.auto_partition.reset();
@@ -75,8 +83,8 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
 CLI::App* add_reshard_subcommand(CLI::App& checkpoint, reshard_options& o) {
   CLI::App* r = checkpoint.add_subcommand(
       "reshard", "Re-cut a checkpoint taken at a step boundary (a flush schedule's or none's) for "
-                 "another number of stages, chunks or replicas, split or schedule, into a new "
-                 "checkpoint directory that train --resume continues bit for bit");
+                 "another number of stages, chunks or replicas, split, schedule or ZeRO stage, into "
+                 "a new checkpoint directory that train --resume continues bit for bit");
   r->add_option("dir", o.dir, "the checkpoint directory (holding step-NNNNNNNN/)")->required();
   r->add_option("--step", o.step, "the checkpoint of this step (default: the latest complete one)")
       ->check(nonnegative_int);
@@ -90,6 +98,11 @@ CLI::App* add_reshard_subcommand(CLI::App& checkpoint, reshard_options& o) {
   r->add_option("--microbatches", o.microbatches, "microbatches m per replica and step")
       ->check(positive_int);
   r->add_option("--split", o.split, "first block of each virtual stage (default: even FLOPs)");
+  r->add_option("--zero", o.zero,
+                "ZeRO stage of the new layout: 0, every replica keeps every optimizer moment; 1 or "
+                "2, each replica keeps only the moments of the tensors it owns (needs 2 or more "
+                "replicas). Default: the checkpoint's, or 0 when the new layout has one replica")
+      ->check(CLI::Range(0, 2));
   return r;
 }
 
@@ -124,7 +137,7 @@ int run_reshard(const reshard_options& o) {
     }
     auto lowered = lower_run(to, net.size());
     if (!lowered) return lowered.err();
-    auto states = reshard(net, from_b, from, *lowered);
+    auto states = reshard(net, *from_run, from, *lowered);
     if (!states) return states.err();
     from_plan = *plan;
     to_plan = to;
@@ -148,13 +161,13 @@ int run_reshard(const reshard_options& o) {
   m.plan = nlohmann::json::parse(to_json_text(*to_plan));
   m.files = std::move(files);
   if (status s = write_manifest(o.out, m); !s) throw pipeworks_error(s.message());
-  std::printf("step %lld of %s (%s, %d stages x %d chunks, %d replicas) re-cut as %s, %d stages x "
-              "%d chunks, %d replicas, split %s: %zu rank files in %s\n",
+  std::printf("step %lld of %s (%s, %d stages x %d chunks, %d replicas, zero %d) re-cut as %s, "
+              "%d stages x %d chunks, %d replicas, zero %d, split %s: %zu rank files in %s\n",
               static_cast<long long>(step), o.dir.c_str(),
               from_plan->schedule ? std::string(schedule_name(*from_plan->schedule)).c_str() : "none",
-              from_plan->stages, from_plan->chunks, from_plan->replicas,
+              from_plan->stages, from_plan->chunks, from_plan->replicas, from_plan->zero,
               to_plan->schedule ? std::string(schedule_name(*to_plan->schedule)).c_str() : "none",
-              to_plan->stages, to_plan->chunks, to_plan->replicas,
+              to_plan->stages, to_plan->chunks, to_plan->replicas, to_plan->zero,
               nlohmann::json(to_plan->split).dump().c_str(), m.files.size(),
               step_dir(o.out, step).c_str());
   return exit_ok;

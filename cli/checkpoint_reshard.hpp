@@ -1,6 +1,7 @@
-// `pipeworks checkpoint reshard DIR --out NEWDIR [--stages P] [--replicas W] ...`: a checkpoint
-// taken at a step boundary, re-cut by layer for another layout, written as a new checkpoint
-// directory that `train --resume NEWDIR` continues bit for bit.
+// `pipeworks checkpoint reshard DIR --out NEWDIR [--stages P] [--replicas W] [--zero N] ...`: a
+// checkpoint taken at a step boundary, re-cut by layer for another layout (ZeRO sharding
+// included), written as a new checkpoint directory that `train --resume NEWDIR` continues bit
+// for bit.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,6 +17,7 @@ struct reshard_options {
   // The new layout; each unset keeps the checkpoint's.
   std::string schedule, split;
   int stages = 0, chunks = 0, replicas = 0, microbatches = 0;
+  int zero = -1;  // ZeRO stage 0-2; -1: the checkpoint's (0 when the new layout has one replica)
 };
 
 // Adds `reshard` under the checkpoint command, filling o.

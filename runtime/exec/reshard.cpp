@@ -1,5 +1,6 @@
-// reshard: gathers replica 0's latest weights and moments of every tensor by name, checks that
-// nothing was in flight, and builds each rank of the new layout as restore expects it.
+// reshard: gathers replica 0's latest weights and each tensor's moments (from its owner under
+// ZeRO) by name, checks that nothing was in flight, and builds each rank of the new layout as
+// restore expects it, each replica keeping the moments it owns when the new layout is sharded.
 #include "runtime/exec/reshard.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <variant>
 
 #include "ops/model/param_split.hpp"
+#include "ops/train/zero_shards.hpp"
 
 namespace pipeworks {
 namespace {
@@ -35,18 +37,30 @@ std::string in_flight(const rank_state& r) {
   return "";
 }
 
+// The replicas a run shards each stage's optimizer state over (ZeRO), or 1 when it keeps every
+// moment on every replica; as the executor decides it (runtime.zero and the schedule's w).
+int shard_replicas(const lowered_run& run) {
+  if (!run.programs || run.plan.zero <= 0) return 1;
+  return std::max(1, run.programs->params.replicas);
+}
+
+// The replica rank r of the run is (rank = replica * p + device; 0 for none).
+int replica_of(const lowered_run& run, int r) {
+  return run.programs ? r / std::max(1, run.programs->params.stages) : 0;
+}
 
 }  // namespace
 
 template <class T>
-result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int>& from_boundaries,
+result<std::vector<rank_state>> reshard(const model<T>& m, const lowered_run& from_run,
                                         const std::vector<rank_state>& from, const lowered_run& to) {
   if (from.empty()) return make_error("the checkpoint has no ranks");
   const std::int64_t step = from.front().step;
-  const int from_stages = static_cast<int>(from_boundaries.size()) - 1;
+  const int from_stages = static_cast<int>(from_run.boundaries.size()) - 1;
+  const int from_shards = shard_replicas(from_run), to_shards = shard_replicas(to);
   param_set whole = m.init_params(1);
   std::map<std::string, tensor_moments> moments;
-  std::vector<bool> got(whole.entries().size(), false);
+  std::vector<bool> got(whole.entries().size(), false), got_moments(whole.entries().size(), false);
   for (const rank_state& r : from) {
     const std::string who = "rank " + std::to_string(r.rank) + " of the checkpoint";
     if (r.step != step)
@@ -65,6 +79,9 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int
                           " steps");
       const param_set& w = *s.versions.at(s.latest);
       const auto& entries = w.entries();
+      // Under ZeRO only the owner's moments are the tensor's; unsharded, every replica's are.
+      const std::vector<int> owners = shard_owners(w, from_shards);
+      const int replica = from_shards > 1 ? replica_of(from_run, r.rank) : 0;
       if (s.moment1.size() != entries.size() || s.moment2.size() != entries.size() ||
           s.updates.size() != entries.size())
         return make_error(who + ": stage " + std::to_string(s.stage) + "'s optimizer state covers " +
@@ -78,16 +95,23 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int
           return make_error(who + " holds " + entries[e].name + ", which the model does not have "
                             "with shape " + shape_string(entries[e].shape));
         const auto i = static_cast<std::size_t>(at - all.begin());
-        if (got[i]) continue;  // another replica's copy: the same bits at a step boundary
-        got[i] = true;
-        const auto src = w.values<T>(entries[e]);
-        std::copy(src.begin(), src.end(), whole.values<T>(*at).begin());
+        if (!got[i]) {  // else another replica's copy: the same bits at a step boundary
+          got[i] = true;
+          const auto src = w.values<T>(entries[e]);
+          std::copy(src.begin(), src.end(), whole.values<T>(*at).begin());
+        }
+        if (got_moments[i] || owners[e] != replica) continue;
+        got_moments[i] = true;
         moments[at->name] = tensor_moments{s.moment1[e].clone(), s.moment2[e].clone(), s.updates[e]};
       }
     }
   }
-  for (std::size_t i = 0; i < got.size(); ++i)
+  for (std::size_t i = 0; i < got.size(); ++i) {
     if (!got[i]) return make_error("no rank of the checkpoint holds " + whole.entries()[i].name);
+    if (!got_moments[i])
+      return make_error("no rank of the checkpoint holds the optimizer moments of " +
+                        whole.entries()[i].name + " (its owner's rank file under ZeRO)");
+  }
 
   auto cut = split_params(whole, to.boundaries);
   if (!cut) return cut.err();
@@ -110,8 +134,18 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int
       ss.stage = s;
       ss.latest = static_cast<int>(step);
       ss.forwards_done = to.programs ? step * per_step : 0;
-      for (const param_entry& e : w.entries()) {
-        const tensor_moments& tm = moments.at(e.name);
+      // A sharded replica keeps its own tensors' moments; the others' it never had (no moments,
+      // no updates), as stage_optimizer::own_only leaves them in a run.
+      const std::vector<bool> mine = owned_by(shard_owners(w, to_shards),
+                                              to_shards > 1 ? replica_of(to, r) : 0);
+      for (std::size_t e = 0; e < w.entries().size(); ++e) {
+        if (!mine[e]) {
+          ss.moment1.emplace_back();
+          ss.moment2.emplace_back();
+          ss.updates.push_back(0);
+          continue;
+        }
+        const tensor_moments& tm = moments.at(w.entries()[e].name);
         ss.moment1.push_back(tm.m.clone());
         ss.moment2.push_back(tm.v.clone());
         ss.updates.push_back(tm.updates);
@@ -123,10 +157,10 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int
   return out;
 }
 
-template result<std::vector<rank_state>> reshard<float>(const model<float>&, const std::vector<int>&,
+template result<std::vector<rank_state>> reshard<float>(const model<float>&, const lowered_run&,
                                                         const std::vector<rank_state>&,
                                                         const lowered_run&);
-template result<std::vector<rank_state>> reshard<double>(const model<double>&, const std::vector<int>&,
+template result<std::vector<rank_state>> reshard<double>(const model<double>&, const lowered_run&,
                                                          const std::vector<rank_state>&,
                                                          const lowered_run&);
 

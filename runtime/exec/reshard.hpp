@@ -11,15 +11,20 @@
 
 namespace pipeworks {
 
-// The states of every rank of a checkpoint (rank order) of a run whose virtual stage s held
-// blocks [from_boundaries[s], from_boundaries[s+1]), as the states of the ranks of `to` at the
-// same step: replica 0's weights (the latest version) and moments per tensor, cut by to's
-// boundaries; each rank positioned right after its last STEP of that step (a run of `none`: one
-// rank, one stage). Nothing may be in flight: a microbatch held, a message, a partial gradient,
-// an older weight version or an unreported loss is refused, naming the rank (an asynchronous
-// schedule's checkpoint cannot be re-cut). `to` has the step's microbatches per replica, m.
+// The states of every rank of a checkpoint (rank order) of the run `from_run`, as the states of
+// the ranks of `to` at the same step: replica 0's weights (the latest version) and each tensor's
+// moments and update count, cut by to's boundaries; each rank positioned right after its last
+// STEP of that step (a run of `none`: one rank, one stage). Nothing may be in flight: a
+// microbatch held, a message, a partial gradient, an older weight version or an unreported loss
+// is refused, naming the rank (an asynchronous schedule's checkpoint cannot be re-cut). `to` has
+// the step's microbatches per replica, m.
+// ZeRO (plan.zero > 0 with 2 or more replicas): a sharded checkpoint's replica keeps the moments
+// of the tensors it owns only (shard_owners of its stage over from's replicas), so each tensor's
+// moments are read from its owner's rank; when `to` is sharded, each replica's stages keep the
+// moments and update count of the tensors it owns under to's layout and replicas, and none (no
+// moments, 0 updates) of the others, as a run under to's zero records them.
 template <class T>
-result<std::vector<rank_state>> reshard(const model<T>& m, const std::vector<int>& from_boundaries,
+result<std::vector<rank_state>> reshard(const model<T>& m, const lowered_run& from_run,
                                         const std::vector<rank_state>& from, const lowered_run& to);
 
 }  // namespace pipeworks

@@ -1,7 +1,7 @@
 // `pipeworks checkpoint export DIR --out FILE`: the whole model of a pipelined checkpoint in one
 // safetensors file, each tensor the bits of the latest weights in its rank file, loadable by
 // --init; a damaged rank file, a missing step and an output inside the checkpoint directory are
-// refused, naming what, and nothing is written.
+// refused, naming what, and nothing is written; a ZeRO checkpoint exports the unsharded model.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -103,4 +103,46 @@ TEST_CASE("checkpoint export refuses a damaged file, a missing step and an outpu
   CHECK(contains(damaged.err, "rank-1.safetensors"));
   CHECK(!std::filesystem::exists(out));
   CHECK(!std::filesystem::exists(std::filesystem::path(ck) / "model.safetensors"));
+}
+
+TEST_CASE("checkpoint export of a ZeRO checkpoint writes the model of the unsharded one", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  // The same run unsharded and under ZeRO 1 and 2 (each replica keeps only its tensors' moments,
+  // the weights are whole on every replica): the same tensors, bit for bit, and the same
+  // metadata but the directory each came from.
+  std::vector<safetensors_file> exported;
+  for (const char* zero : {"0", "1", "2"}) {
+    const std::string ck = dir / (std::string("ck") + zero), out = ck + ".safetensors";
+    const cli_result r = run_cli({"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
+                                  "--schedule", "1f1b", "--stages", "2", "--replicas", "2",
+                                  "--microbatches", "2", "--zero", zero, "--steps", "4", "--batch",
+                                  "8", "--save-every", "2", "--checkpoint-dir", ck, "--sample",
+                                  "0", "--eval-windows", "1"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const cli_result e = run_cli({"checkpoint", "export", ck, "--step", "2", "--out", out});
+    INFO(e.err);
+    REQUIRE(e.exit_code == 0);
+    exported.push_back(read(out));
+  }
+  const safetensors_file& want = exported[0];
+  REQUIRE(!want.tensors.empty());
+  for (std::size_t z = 1; z < exported.size(); ++z) {
+    INFO("--zero " << z);
+    const safetensors_file& got = exported[z];
+    REQUIRE(got.tensors.size() == want.tensors.size());
+    for (std::size_t i = 0; i < want.tensors.size(); ++i) {
+      INFO(want.tensors[i].name);
+      CHECK(got.tensors[i].name == want.tensors[i].name);
+      CHECK(got.tensors[i].shape == want.tensors[i].shape);
+      const auto a = got.bytes_of(got.tensors[i]), b = want.bytes_of(want.tensors[i]);
+      REQUIRE(a.size() == b.size());
+      CHECK(std::memcmp(a.data(), b.data(), a.size()) == 0);
+    }
+    auto meta = got.metadata, want_meta = want.metadata;
+    meta.erase("pipeworks.exported_from");
+    want_meta.erase("pipeworks.exported_from");
+    CHECK(meta == want_meta);
+  }
 }
