@@ -1,7 +1,8 @@
 // checkpoint reshard: reads every rank file of the checkpoint with its own layout, re-cuts the
 // weights and moments by layer (runtime/exec/reshard.hpp) for the new plan (its ZeRO stage
 // included), and writes the new ranks' files and then the manifest (the same step, data and RNG;
-// the new plan).
+// the new plan). An asynchronous schedule's checkpoint is first restarted at each stage's newest
+// weights under --restart-pipeline (runtime/exec/restart_async.hpp), and the manifest says so.
 #include "cli/checkpoint_reshard.hpp"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "runtime/checkpoint/rank_identity.hpp"
 #include "runtime/checkpoint/read_checkpoint.hpp"
 #include "runtime/exec/reshard.hpp"
+#include "runtime/exec/restart_async.hpp"
 
 namespace pipeworks::cli {
 namespace {
@@ -37,6 +39,14 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
       to.schedule = *k;
     }
   }
+  if (!flush_or_none(to) && o.restart_pipeline && !flush_or_none(from))
+    throw CLI::ValidationError(
+        "--schedule", (o.schedule.empty() ? "the checkpoint's schedule, " : "") +
+                          std::string(schedule_name(*to.schedule)) +
+                          ", is asynchronous: --restart-pipeline restarts the pipeline at a step "
+                          "boundary, where an asynchronous schedule's stages would already hold "
+                          "microbatches of the next step; give --schedule with a flush schedule "
+                          "(gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs) or none");
   if (!flush_or_none(to))
     throw CLI::ValidationError("--schedule", std::string(schedule_name(*to.schedule)) +
                                                  " is asynchronous: its stages hold several weight "
@@ -103,6 +113,17 @@ CLI::App* add_reshard_subcommand(CLI::App& checkpoint, reshard_options& o) {
                 "2, each replica keeps only the moments of the tensors it owns (needs 2 or more "
                 "replicas). Default: the checkpoint's, or 0 when the new layout has one replica")
       ->check(CLI::Range(0, 2));
+  r->add_flag("--restart-pipeline", o.restart_pipeline,
+              "re-cut an asynchronous schedule's checkpoint (pipedream, pipedream-vs, 2bw, cyclic) "
+              "by restarting its pipeline at the checkpoint's step N: each stage's newest weights "
+              "(version N, made by its STEP N), optimizer moments and update counts are kept; the "
+              "microbatches in flight, older weight versions, messages, partial gradients and "
+              "untallied losses are dropped (listed in the new manifest's \"restart\"), and the "
+              "data goes on at step N+1, whose microbatches run again from their data. Give "
+              "--schedule with a flush schedule (or none). This is NOT the run that was "
+              "interrupted: step N+1 and on compute their gradients synchronously on the newest "
+              "weights, where PipeDream used each stage's version at its forward and 2BW the one "
+              "before. A flush schedule's checkpoint is re-cut exactly, as without the flag");
   return r;
 }
 
@@ -117,13 +138,21 @@ int run_reshard(const reshard_options& o) {
   std::optional<run_plan> from_plan, to_plan;
   std::optional<checkpoint_manifest> manifest;
   std::vector<rank_state> to_states;
+  std::string async_refused;  // the checkpoint is asynchronous and --restart-pipeline was not given
+  nlohmann::json restart;     // what --restart-pipeline dropped, for the manifest
   auto got = read_checkpoint(o.dir, o.step, [&](const chosen_checkpoint& c) -> status {
     auto plan = parse_run_plan(c.manifest.plan.dump(), c.dir + "/manifest.json (its plan)");
     if (!plan) return plan.err();
-    if (!flush_or_none(*plan))
-      return make_error(c.dir + " is a checkpoint of " + std::string(schedule_name(*plan->schedule)) +
-                        ", an asynchronous schedule whose microbatches and weight versions cross "
-                        "steps: only a flush schedule's (or none's) checkpoint can be re-cut");
+    const bool async = !flush_or_none(*plan);
+    if (async && !o.restart_pipeline) {
+      async_refused = c.dir + " is a checkpoint of " + std::string(schedule_name(*plan->schedule)) +
+                      ", an asynchronous schedule (schedule.kind) whose microbatches and weight "
+                      "versions cross steps: only a flush schedule's (or none's) checkpoint can be "
+                      "re-cut as it is; add --restart-pipeline (with --schedule, a flush one) to "
+                      "restart its pipeline from each stage's newest weights, dropping what was in "
+                      "flight (not the computation the interrupted run would have made)";
+      return make_error(async_refused);
+    }
     const model<float> net = build_model<float>(plan->model);
     const run_plan to = new_layout(o, *plan, net);
     auto from_run = lower_run(*plan, net.size());
@@ -135,6 +164,12 @@ int run_reshard(const reshard_options& o) {
       if (!st) return st.err();
       from.push_back(std::move(*st));
     }
+    if (async) {
+      auto r = restart_at_newest(std::move(from));
+      if (!r) return r.err();
+      restart = restart_record(*r, schedule_name(*plan->schedule));
+      from = std::move(r->states);
+    }
     auto lowered = lower_run(to, net.size());
     if (!lowered) return lowered.err();
     auto states = reshard(net, *from_run, from, *lowered);
@@ -145,6 +180,7 @@ int run_reshard(const reshard_options& o) {
     to_states = std::move(*states);
     return {};
   });
+  if (!async_refused.empty()) throw CLI::ValidationError("--restart-pipeline", async_refused);
   if (!got) throw pipeworks_error(got.message());
   if (!got->read) throw pipeworks_error(got->read.message());
   const std::int64_t step = got->checkpoint.step;
@@ -160,6 +196,7 @@ int run_reshard(const reshard_options& o) {
   checkpoint_manifest m = *manifest;
   m.plan = nlohmann::json::parse(to_json_text(*to_plan));
   m.files = std::move(files);
+  if (!restart.is_null()) m.restart = restart;  // else a re-cut restarted checkpoint keeps its record
   if (status s = write_manifest(o.out, m); !s) throw pipeworks_error(s.message());
   std::printf("step %lld of %s (%s, %d stages x %d chunks, %d replicas, zero %d) re-cut as %s, "
               "%d stages x %d chunks, %d replicas, zero %d, split %s: %zu rank files in %s\n",
@@ -170,6 +207,18 @@ int run_reshard(const reshard_options& o) {
               to_plan->stages, to_plan->chunks, to_plan->replicas, to_plan->zero,
               nlohmann::json(to_plan->split).dump().c_str(), m.files.size(),
               step_dir(o.out, step).c_str());
+  if (!restart.is_null()) {
+    std::size_t held = 0, versions = 0;
+    for (const auto& r : restart["dropped"]) {
+      held += r["microbatches"].size();
+      versions += r["weight_versions"].size();
+    }
+    std::printf("the pipeline restarts at step %lld from each stage's newest weights: dropped %zu "
+                "microbatches in flight and %zu older weight versions (the manifest's \"restart\" "
+                "lists them); not the computation the interrupted %s run would have made\n",
+                static_cast<long long>(step), held, versions,
+                restart["from_schedule"].get<std::string>().c_str());
+  }
   return exit_ok;
 }
 

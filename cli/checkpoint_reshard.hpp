@@ -18,6 +18,9 @@ struct reshard_options {
   std::string schedule, split;
   int stages = 0, chunks = 0, replicas = 0, microbatches = 0;
   int zero = -1;  // ZeRO stage 0-2; -1: the checkpoint's (0 when the new layout has one replica)
+  // An asynchronous schedule's checkpoint: restart the pipeline at its step from each stage's
+  // newest weights, dropping what was in flight (runtime/exec/restart_async.hpp).
+  bool restart_pipeline = false;
 };
 
 // Adds `reshard` under the checkpoint command, filling o.

@@ -122,14 +122,16 @@ json report_json(const std::string& step_path, const checkpoint_manifest& m,
     if (!r.tensors_error.empty()) jf["tensors_error"] = r.tensors_error;
     out_files.push_back(std::move(jf));
   }
-  return {{"step_dir", step_path},
-          {"step", m.step},
-          {"data_position", m.data_position},
-          {"plan", plan_summary(m.plan)},
-          {"metrics", m.metrics},
-          {"data", m.data ? json(record_json(*m.data)) : json(nullptr)},
-          {"files", out_files},
-          {"verified", ok}};
+  json out = {{"step_dir", step_path},
+              {"step", m.step},
+              {"data_position", m.data_position},
+              {"plan", plan_summary(m.plan)},
+              {"metrics", m.metrics},
+              {"data", m.data ? json(record_json(*m.data)) : json(nullptr)},
+              {"files", out_files},
+              {"verified", ok}};
+  if (!m.restart.is_null()) out["restart"] = m.restart;  // checkpoint reshard --restart-pipeline
+  return out;
 }
 
 void print_report(const std::string& step_path, const checkpoint_manifest& m,
@@ -139,6 +141,9 @@ void print_report(const std::string& step_path, const checkpoint_manifest& m,
   const std::string plan = plan_summary(m.plan);
   std::printf("plan: %s\n", plan.empty() ? "(no model or schedule recorded)" : plan.c_str());
   if (m.metrics.is_object() && !m.metrics.empty()) std::printf("metrics: %s\n", m.metrics.dump().c_str());
+  if (!m.restart.is_null())
+    std::printf("restarted (checkpoint reshard --restart-pipeline): not the interrupted run's "
+                "computation; %s\n", m.restart.dump().c_str());
   if (m.data) {
     const data_fingerprint& d = m.data->fingerprint;
     std::printf("data: %s, %llu bytes in %llu file%s, sha256 %s\n", d.path.c_str(),
@@ -214,7 +219,8 @@ const bool registered = register_command(
                         "one-line summary), \"metrics\", \"data\" (its path and fingerprint; "
                         "null when the program supplied it), \"files\": [{\"rank\", \"path\", "
                         "\"bytes\", \"sha256\", \"verified\", \"error\" (when not verified), "
-                        "\"tensors\": [{\"group\", \"count\", \"bytes\"}]}], \"verified\"}");
+                        "\"tensors\": [{\"group\", \"count\", \"bytes\"}]}], \"verified\"}, and \"restart\" "
+                        "(what checkpoint reshard --restart-pipeline dropped) when it has one");
       CLI::App* exporting = add_export_subcommand(sub, *e);
       CLI::App* resharding = add_reshard_subcommand(sub, *r);
       return [o, e, r, exporting, resharding] {

@@ -399,8 +399,12 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given, bool 
                "--replicas, --microbatches or --split) and resume NEWDIR";
     else if (layout)
       advice = "an asynchronous schedule's checkpoint holds microbatches and weight versions "
-               "in flight for its own layout: resume it as it was, or start a new run from its "
-               "weights with --init (the optimizer starts afresh)";
+               "in flight for its own layout: resume it as it was; or restart its pipeline from "
+               "each stage's newest weights and optimizer state, dropping what was in flight (not "
+               "what the interrupted run would compute: pipeworks checkpoint reshard DIR --out "
+               "NEWDIR --restart-pipeline --schedule with a flush schedule and the new --stages, "
+               "--chunks, --replicas, --microbatches or --split, then resume NEWDIR); or start a "
+               "new run from its weights with --init (the optimizer starts afresh)";
     return make_error(f + " differs from the checkpoint's plan; a resumed run must compute what "
                           "the interrupted one would have (" + advice + ")");
   }

@@ -178,6 +178,7 @@ nlohmann::ordered_json content_of(const checkpoint_manifest& m) {
                                 {"rng", opaque(m.rng)},
                                 {"metrics", opaque(m.metrics)}};
   if (m.data) out["data"] = record_json(*m.data);
+  if (!m.restart.is_null()) out["restart"] = nlohmann::ordered_json(m.restart);
   out["files"] = std::move(files);
   return out;
 }
@@ -207,7 +208,7 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
   if (!j.is_object()) return make_error(prefix + "the manifest must be a JSON object, not " + shown(j));
   PW_TRY(only_keys(j, prefix, "the manifest",
                    {"format", "version", "step", "data_position", "plan", "rng", "metrics", "data",
-                    "files", "manifest_sha256"}));
+                    "restart", "files", "manifest_sha256"}));
   const object_reader r{j, prefix, ""};
   auto format = r.string("format");
   if (!format) return format.err();
@@ -245,6 +246,11 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
     auto data = parse_record(j["data"], prefix, "data");
     if (!data) return data.err();
     m.data = std::move(*data);
+  }
+  if (j.contains("restart")) {
+    auto restart = r.object("restart");
+    if (!restart) return restart.err();
+    m.restart = std::move(*restart);
   }
   auto files = r.get("files");
   if (!files) return files.err();

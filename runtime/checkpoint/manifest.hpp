@@ -37,6 +37,9 @@ struct checkpoint_manifest {
   nlohmann::json metrics;          // e.g. samples seen, elapsed seconds (an object; opaque here)
   // The data the run read (--data); nullopt when the program supplied it (data.source callback).
   std::optional<data_record> data;
+  // What `checkpoint reshard --restart-pipeline` dropped from an asynchronous schedule's checkpoint
+  // (an object; opaque here); null for every other checkpoint.
+  nlohmann::json restart;
   std::vector<checkpoint_file> files;  // one per rank, ranks 0..n-1 each exactly once
 };
 
@@ -46,7 +49,8 @@ inline constexpr const char* checkpoint_format = "pipeworks-checkpoint";
 inline constexpr int checkpoint_format_version = 2;
 
 // The manifest as pretty-printed JSON, fields in a fixed order:
-// {"format", "version", "step", "data_position", "plan", "rng", "metrics"[, "data"], "files":
+// {"format", "version", "step", "data_position", "plan", "rng", "metrics"[, "data"][, "restart"],
+// "files":
 // [{"rank", "path", "bytes", "sha256"[, "host", "dir"]}, ...], "manifest_sha256"}.
 // manifest_sha256 is the sha256 of the same text without that last field (manifest_digest).
 std::string to_json(const checkpoint_manifest& m);

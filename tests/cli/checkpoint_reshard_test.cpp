@@ -94,8 +94,9 @@ TEST_CASE("checkpoint reshard refuses what cannot be re-cut and writes nothing",
   run_ok(gpt(dir, {"--schedule", "2bw", "--stages", "2", "--microbatches", "2", "--save-every",
                    "3", "--checkpoint-dir", async}));
   const cli_result from_async = run_cli({"checkpoint", "reshard", async, "--out", dir / "a", "--stages", "4"});
-  CHECK(from_async.exit_code == 1);
+  CHECK(from_async.exit_code == 2);
   CHECK(contains(from_async.err, "2bw, an asynchronous schedule"));
+  CHECK(contains(from_async.err, "--restart-pipeline"));
   CHECK(!std::filesystem::exists(dir / "a"));
   const cli_result to_async = run_cli({"checkpoint", "reshard", ck, "--out", dir / "b", "--schedule", "2bw"});
   CHECK(to_async.exit_code == 2);

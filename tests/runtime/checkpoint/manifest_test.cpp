@@ -66,6 +66,20 @@ TEST_CASE("a manifest round trips through to_json and parse_manifest", "[runtime
   CHECK(to_json(*back) == text);
 }
 
+TEST_CASE("a restarted checkpoint's restart record round trips and others have none", "[runtime][checkpoint]") {
+  checkpoint_manifest m = sample();
+  CHECK(to_json(m).find("\"restart\"") == std::string::npos);
+  m.restart = {{"from_schedule", "2bw"}, {"step", 10}, {"dropped", json::array()}};
+  const std::string text = to_json(m);
+  auto back = parse_manifest(text, "manifest.json");
+  REQUIRE(back.ok());
+  CHECK(back->restart == m.restart);
+  CHECK(to_json(*back) == text);
+  auto edited = parse_edited([](json& j) { j["restart"] = 3; });
+  REQUIRE(!edited.ok());
+  CHECK_THAT(edited.message(), Catch::Contains("restart"));
+}
+
 TEST_CASE("parse_manifest reads upper-case digests as lower case", "[runtime][checkpoint]") {
   auto m = parse_edited([](json& j) { j["files"][1]["sha256"] = std::string(64, 'C'); });
   REQUIRE(m.ok());
