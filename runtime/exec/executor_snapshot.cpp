@@ -6,6 +6,7 @@
 // schedule. restore() rebuilds a rank from what it recorded.
 #include <algorithm>
 
+#include "ops/train/zero_shards.hpp"
 #include "runtime/exec/executor_state.hpp"
 
 namespace pipeworks {
@@ -155,6 +156,10 @@ void stage_executor<T>::impl::restore(rank_state s) {
       opt[e].step = ss.updates[e];
     }
     st.optimizer->set_state(std::move(opt));
+    if (sharded()) {  // as init_stages: this replica keeps and updates only the tensors it owns
+      st.owned = owned_by(shard_owners(layout, plan.params.replicas), setup.replica);
+      st.optimizer->own_only(st.owned);
+    }
     st.grads = ss.grads ? ss.grads->on(context) : layout.zeros_like();
     st.versions = ss.versions;  // release_versions drops those no later F names
     for (const auto& [v, snap] : st.versions) st.ref(v);
