@@ -139,8 +139,9 @@ int run_train(train_options& o) {
   const loaded_data data = load_data(plan, o.eval_windows, f.given.count("--eval-windows") > 0);
   fit_plan_to_images(o, data.images ? std::optional(data.images->size()) : std::nullopt, plan);
   const checked_plan checked = check_plan_flags(plan, net.size());  // the run's one check
-  if (f.given.count("--memory-limit"))
-    check_memory_limit(checked.get(), net, parse_bytes(f.memory_limit).value());
+  // The flag's limit, or a plan file's (runtime.memory_limit): predicted first, then enforced.
+  if (checked.get().memory_limit > 0)
+    check_memory_limit(checked.get(), net, checked.get().memory_limit);
   check_checkpoint_dir(o, plan);
   pipeline_hooks hooks = hooks_of(o, plan);
   // Tests only: the driver's own clock reports a stop this long, so that what the driver makes of

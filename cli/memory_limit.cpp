@@ -28,9 +28,9 @@ std::string mib(std::int64_t bytes) {
 
 // Per device (rank of replica 0): its stages' predicted memory summed, and which stages.
 struct rank_figure {
-  std::int64_t weights = 0, gradients = 0, moments = 0, activations = 0;
+  std::int64_t weights = 0, gradients = 0, moments = 0, activations = 0, transient = 0;
   std::string stages;
-  std::int64_t total() const { return weights + gradients + moments + activations; }
+  std::int64_t total() const { return weights + gradients + moments + activations + transient; }
 };
 
 // One microbatch of the plan's size.
@@ -47,7 +47,8 @@ std::pair<std::vector<stage_memory>, std::vector<int>> predict_resolved(const ru
   auto bytes = measure_stage_bytes(net, plan_microbatch(plan), lowered->boundaries, plan.recompute,
                                    plan.train.optim.kind, plan.zero > 0 ? plan.replicas : 1);
   if (!bytes) throw pipeworks_error(bytes.message());
-  return {predict_memory(*lowered->programs, *bytes, plan.recompute), lowered->programs->device_of};
+  return {predict_memory(*lowered->programs, *bytes, plan.recompute, lowered->credit_window),
+          lowered->programs->device_of};
 }
 
 std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net, recompute_mode mode,
@@ -63,7 +64,7 @@ std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net,
                                      recompute_mode::none, plan.train.optim.kind);
     if (!bytes) throw pipeworks_error(bytes.message());
     const stage_bytes& b = bytes->front();
-    out[0] = {b.weights, b.weights, b.moments, b.whole_stash, "0"};
+    out[0] = {b.weights, b.weights, b.moments, b.whole_stash, b.workspace, "0"};
     return out;
   }
   const auto [stages, device_of] = predict_resolved(plan, net);
@@ -73,6 +74,7 @@ std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net,
     r.gradients += s.gradients;
     r.moments += s.moments;
     r.activations += s.activations;
+    r.transient += s.workspace + s.messages;
     r.stages += (r.stages.empty() ? "" : ", ") + std::to_string(s.stage);
   }
   return out;
@@ -136,7 +138,8 @@ void check_memory_limit(const run_plan& plan, const model<float>& net, std::int6
         "rank " + std::to_string(device) + " (virtual stages " + r.stages + ") is predicted to hold " +
             mib(r.total()) + " at its peak, over the limit of " + mib(limit) + ": weights " +
             mib(r.weights) + ", gradients " + mib(r.gradients) + ", optimizer moments " +
-            mib(r.moments) + ", stashed activations " + mib(r.activations) + " (--recompute " +
+            mib(r.moments) + ", stashed activations " + mib(r.activations) +
+            ", messages and scratch " + mib(r.transient) + " (--recompute " +
             std::string(recompute_name(plan.recompute)) + ", --zero " + std::to_string(plan.zero) +
             "); " + advice);
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "cli/memory_limit.hpp"
 #include "cli/options.hpp"
 #include "ops/data/fashion_mnist.hpp"
 #include "ops/data/text.hpp"
@@ -45,6 +46,7 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"runtime.bf16", "--bf16"},
     {"runtime.recompute", "--recompute"},
     {"runtime.zero", "--zero"},
+    {"runtime.memory_limit", "--memory-limit"},
     {"checkpoint.every", "--save-every"},
     {"checkpoint.dir", "--checkpoint-dir"},
     {"checkpoint.keep", "--keep"},
@@ -100,6 +102,7 @@ void apply_device_flags(const train_options& o, run_plan& p) {
   if (f.given.count("--bf16")) p.bf16 = f.bf16;
   if (f.given.count("--recompute")) p.recompute = parse_recompute(f.recompute).value();
   if (f.given.count("--zero")) p.zero = f.zero;
+  if (f.given.count("--memory-limit")) p.memory_limit = parse_bytes(f.memory_limit).value();
 }
 
 void apply_process_flags(const train_options& o, run_plan& p, bool all) {

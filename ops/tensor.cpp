@@ -3,6 +3,7 @@
 
 #include "ops/device/caching_allocator.hpp"
 #include "ops/device/device_memory.hpp"
+#include "ops/memory_account.hpp"
 
 #include <cstdlib>
 #include <map>
@@ -91,16 +92,30 @@ buffer_cache& cache() {
   return *c;
 }
 
+// Charged to the calling thread's memory account, if any (ops/memory_account.hpp), which refuses
+// an allocation over its limit before anything is allocated and is credited when it is freed.
 std::shared_ptr<std::byte> allocate_storage(std::size_t n, bool zero) {
   std::size_t padded = ((n + 63) / 64) * 64;
   if (padded == 0) padded = 64;
+  const std::shared_ptr<memory_account>& account = current_account();
+  if (account) account->charge(padded);
   const bool cached = padded >= buffer_cache::smallest;
   std::byte* p = cached ? cache().take(padded) : nullptr;
   if (p == nullptr) p = static_cast<std::byte*>(std::aligned_alloc(64, padded));
-  if (!p) throw std::bad_alloc();
+  if (!p) {
+    if (account) account->credit(padded);
+    throw std::bad_alloc();
+  }
   std::memset(p + (zero ? 0 : n), 0, zero ? padded : padded - n);  // the padding is always zero
-  if (!cached) return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
-  return std::shared_ptr<std::byte>(p, [padded](std::byte* q) { cache().give(q, padded); });
+  auto release = [cached, padded](std::byte* q) {
+    if (cached) cache().give(q, padded);
+    else std::free(q);
+  };
+  if (!account) return std::shared_ptr<std::byte>(p, release);
+  return std::shared_ptr<std::byte>(p, [release, account, padded](std::byte* q) {
+    release(q);
+    account->credit(padded);
+  });
 }
 
 void check_shape(const shape_t& shape) {

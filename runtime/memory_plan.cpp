@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "ops/memory_account.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/model/param_split.hpp"
 #include "ops/train/microbatches.hpp"
@@ -48,7 +50,7 @@ struct walked_stage {
 }  // namespace
 
 std::vector<stage_memory> predict_memory(const schedule& s, const std::vector<stage_bytes>& bytes,
-                                         recompute_mode mode) {
+                                         recompute_mode mode, int credit_window) {
   const int S = s.virtual_stages;
   if (static_cast<int>(bytes.size()) != S)
     throw pipeworks_error("predict_memory: " + std::to_string(bytes.size()) + " stage sizes for " +
@@ -134,6 +136,9 @@ std::vector<stage_memory> predict_memory(const schedule& s, const std::vector<st
     o.weights = o.peak_versions * b.weights;
     o.gradients = b.weights;
     o.moments = b.moments;
+    o.workspace = b.workspace;
+    const std::int64_t window = credit_window > 0 ? credit_window : s.params.microbatches;
+    o.messages = window * ((st + 1 < S ? b.output : 0) + (st > 0 ? b.input : 0));
   }
   return out;
 }
@@ -170,6 +175,9 @@ result<std::vector<stage_bytes>> measure_stage_bytes(const model<T>& m, const mi
           p.entries()[i].numel() * static_cast<std::int64_t>(sizeof(T));
     b.moments = (optimizer == optimizer_kind::adamw ? 2 : 1) * *std::max_element(owned.begin(), owned.end());
     const std::int64_t input_bytes = static_cast<std::int64_t>(input.nbytes());
+    // What the forward and backward allocate is counted from here (the input is not).
+    auto account = std::make_shared<memory_account>("the memory plan", 0);
+    std::optional<account_scope> counted(std::in_place, account);
     stage_forward f = forward_blocks(m, p, input.clone(), mb.ctx);
     std::int64_t whole_stash = 0;
     for (const stash& s : f.saved)
@@ -187,8 +195,14 @@ result<std::vector<stage_bytes>> measure_stage_bytes(const model<T>& m, const mi
     const bool last = p.end_block() == m.size();
     tensor dout = last ? scalar_tensor<T>(T(1)) : tensor(f.output.shape(), f.output.type());
     stage_deferred later;
-    backward_input_blocks(m, p, std::move(kept), std::move(dout), mb.ctx, later);
+    {
+      tensor din = backward_input_blocks(m, p, std::move(kept), std::move(dout), mb.ctx, later);
+      counted.reset();
+    }
     b.deferred = later.bytes();
+    b.input = input_bytes;
+    b.output = static_cast<std::int64_t>(f.output.nbytes());
+    b.workspace = std::max<std::int64_t>(0, account->peak() - b.whole_stash);
     out.push_back(b);
     input = std::move(f.output);
   }

@@ -23,6 +23,11 @@ struct stage_bytes {
   std::int64_t stash = 0;        // what an F holds until its B or I, in the run's recompute mode
   std::int64_t whole_stash = 0;  // recompute full: the stash a B or I makes again and holds
   std::int64_t deferred = 0;     // what an I leaves for its W
+  // The most one microbatch's forward and backward hold at once beyond its stash: the output and
+  // the input gradient, and the kernels' scratch (a memory account's peak, ops/memory_account).
+  std::int64_t workspace = 0;
+  std::int64_t output = 0;  // the F's output: one activation message to the next stage
+  std::int64_t input = 0;   // the F's input: one gradient message back to the previous stage
 };
 
 // A virtual stage's predicted peaks (the largest over its replicas).
@@ -34,14 +39,21 @@ struct stage_memory {
   std::int64_t gradients = 0;     // the gradient buffer
   std::int64_t moments = 0;       // the optimizer's state
   std::int64_t activations = 0;   // stashed bytes at their peak (peak_activation_bytes)
+  std::int64_t workspace = 0;     // an F's or B's transient bytes (stage_bytes::workspace)
+  // Messages the stage made that may wait at their receivers (credit window × message bytes,
+  // each direction): an in-process receiver reads the sender's own buffer.
+  std::int64_t messages = 0;
   // Each part at its own peak: an upper bound on the stage's bytes at any one moment.
-  std::int64_t total() const { return weights + gradients + moments + activations; }
+  std::int64_t total() const {
+    return weights + gradients + moments + activations + workspace + messages;
+  }
 };
 
 // Walks each rank's program as its executor runs it (in program order, whatever the messages'
 // timing), counting what is held after every action. `bytes`: one entry per virtual stage.
+// credit_window: the messages a link may hold (0: as many as the step's microbatches).
 std::vector<stage_memory> predict_memory(const schedule& programs, const std::vector<stage_bytes>& bytes,
-                                         recompute_mode mode);
+                                         recompute_mode mode, int credit_window = 0);
 
 // One microbatch of `samples` samples the model accepts (token ids or images, zeros) with targets.
 minibatch example_microbatch(const model_spec& spec, std::int64_t samples);

@@ -421,6 +421,7 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given, bool 
   out.tf32 = given.tf32;
   out.bf16 = given.bf16;
   out.recompute = given.recompute;  // memory against time: the same bits either way
+  out.memory_limit = given.memory_limit;
   if (!given.checkpoint.dir.empty()) out.checkpoint.dir = given.checkpoint.dir;  // may have moved
   if (out.checkpoint.run.empty()) out.checkpoint.run = given.checkpoint.run;
   out.ranks = want.ranks.empty() ? saved.ranks : want.ranks;

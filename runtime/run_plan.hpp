@@ -117,6 +117,10 @@ struct run_plan {
   // updates the optimizer moments of the tensors it owns, then the tensors are gathered; 2 also
   // the reduced gradient is only its own tensors'. The same bits as 0 either way.
   int zero = 0;
+  // The bytes of tensors (and host optimizer moments) one rank may hold; 0: no limit. Checked
+  // against the prediction before the run (train --memory-limit) and enforced by each CPU rank's
+  // memory account as it allocates.
+  std::int64_t memory_limit = 0;
   std::optional<auto_partition_spec> auto_partition;
   process_spec processes;
 

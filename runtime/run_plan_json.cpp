@@ -202,7 +202,8 @@ std::string to_json_text(const run_plan& p) {
         {"tf32", p.tf32},
         {"bf16", p.bf16},
         {"recompute", std::string(recompute_name(p.recompute))},
-        {"zero", p.zero}}},
+        {"zero", p.zero},
+        {"memory_limit", p.memory_limit}}},
       {"checkpoint",
        {{"every", p.checkpoint.every}, {"dir", p.checkpoint.dir}, {"keep", p.checkpoint.keep}}},
       {"auto_partition", ap},
@@ -365,10 +366,12 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   {
     const reader r = top.sub("runtime");
-    // "recompute" and "zero" are optional: plans written before them recompute and shard nothing.
+    // "recompute", "zero" and "memory_limit" are optional: plans written before them recompute,
+    // shard and limit nothing.
     PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"},
-                  {"recompute", "zero"}));
+                  {"recompute", "zero", "memory_limit"}));
     if (r.has("zero")) PW_TRY(r.whole("zero", p.zero, 0, 2));
+    if (r.has("memory_limit")) PW_TRY(r.whole("memory_limit", p.memory_limit, 0, big));
     PW_TRY(r.flag("tf32", p.tf32));
     if (r.has("recompute")) {
       std::string mode;

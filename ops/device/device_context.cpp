@@ -122,6 +122,35 @@ const device_context& host_context() {
   return host;
 }
 
+namespace {
+
+// Sets each worker thread's memory account while it works in the arena (the thread that calls
+// execute keeps its own: the executor's account_scope).
+class account_observer : public tbb::task_scheduler_observer {
+ public:
+  account_observer(tbb::task_arena& arena, std::shared_ptr<memory_account> account)
+      : tbb::task_scheduler_observer(arena), account_(std::move(account)) {
+    observe(true);
+  }
+  ~account_observer() override { observe(false); }
+  void on_scheduler_entry(bool worker) override {
+    if (worker) set_current_account(account_);
+  }
+  void on_scheduler_exit(bool worker) override {
+    if (worker) set_current_account(nullptr);
+  }
+
+ private:
+  std::shared_ptr<memory_account> account_;
+};
+
+}  // namespace
+
+void device_context::charge_to(std::shared_ptr<memory_account> account) {
+  observer_.reset();
+  if (arena_ && account) observer_ = std::make_unique<account_observer>(*arena_, std::move(account));
+}
+
 device_context::device_context(device_context&&) noexcept = default;
 device_context& device_context::operator=(device_context&& o) noexcept {
   if (this == &o) return *this;
@@ -133,7 +162,9 @@ device_context& device_context::operator=(device_context&& o) noexcept {
   }
   device_ = o.device_;
   threads_ = o.threads_;
+  observer_.reset();  // before the arena it observes
   arena_ = std::move(o.arena_);
+  observer_ = std::move(o.observer_);
   gpu_ = std::move(o.gpu_);
   copied_from_ = std::move(o.copied_from_);
   return *this;

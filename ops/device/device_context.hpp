@@ -3,6 +3,7 @@
 // its stream, caching allocator and cuBLAS handle (gpu_resources, opaque here).
 #pragma once
 #include <tbb/task_arena.h>
+#include <tbb/task_scheduler_observer.h>
 
 #include <memory>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "ops/device/caching_allocator.hpp"
 #include "ops/device/device.hpp"
+#include "ops/memory_account.hpp"
 #include "ops/tensor.hpp"
 
 namespace pipeworks {
@@ -57,6 +59,9 @@ class device_context {
   // A GPU's caching allocator's figures (its peak is the rank's device memory peak); zeros on
   // the CPU.
   allocator_stats memory_stats() const;
+  // On the CPU: the host tensors made by the arena's worker threads are charged to `account`
+  // (the rank's; its own thread charges it with account_scope). Nothing on a GPU.
+  void charge_to(std::shared_ptr<memory_account> account);
 
   // Runs f with the device's threads: inside the arena on the CPU (f's results go out through
   // what it captures).
@@ -72,6 +77,7 @@ class device_context {
   pipeworks::device device_;
   int threads_ = 0;
   std::unique_ptr<tbb::task_arena> arena_;
+  std::unique_ptr<tbb::task_scheduler_observer> observer_;  // of arena_: charge_to's account
   std::shared_ptr<gpu_resources> gpu_;
   // Tensors of other ranks' streams adopted by copy, each kept until the event after its copy on
   // this stream is done (then freed, in order, by later calls).

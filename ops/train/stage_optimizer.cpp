@@ -39,6 +39,26 @@ stage_optimizer<T>::stage_optimizer(const param_set& layout, train_config cfg)
     : cfg_(cfg), state_(layout.entries().size()) {}
 
 template <class T>
+stage_optimizer<T>::~stage_optimizer() {
+  if (account_) account_->credit(static_cast<std::size_t>(charged_));
+}
+
+// Host moments are std::vectors, not tensors: their growth is charged here, to the account of
+// the thread that stepped (a GPU's moments are its allocator's).
+template <class T>
+void stage_optimizer<T>::charge_moments() {
+  std::int64_t host = 0;
+  for (const optimizer_state<T>& s : state_)
+    host += static_cast<std::int64_t>((s.m.size() + s.v.size()) * sizeof(T));
+  if (host == charged_) return;
+  if (!account_) account_ = current_account();
+  if (!account_) return;
+  if (host > charged_) account_->charge(static_cast<std::size_t>(host - charged_));
+  else account_->credit(static_cast<std::size_t>(charged_ - host));
+  charged_ = host;
+}
+
+template <class T>
 double stage_optimizer<T>::lr_for(std::int64_t step) const {
   return lr_at(lr_schedule{cfg_.optim.lr, cfg_.min_lr, cfg_.warmup_steps, cfg_.steps}, step);
 }
@@ -94,6 +114,7 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
     for (std::size_t i = 0; i < entries.size(); ++i) update(i);
   for (const status& s : done)
     if (!s) return make_error(s.message());
+  charge_moments();
   // Keep the retired version's buffer when it is one this optimizer made.
   if (mine_ == latest.get()) spare_ = std::const_pointer_cast<param_set>(latest);
   mine_ = next.get();
@@ -128,12 +149,14 @@ void stage_optimizer<T>::own_only(std::vector<bool> owned) {
   owned_ = std::move(owned);
   for (std::size_t i = 0; i < state_.size(); ++i)
     if (!owned_[i]) state_[i] = optimizer_state<T>{};  // no moments for another's tensor
+  charge_moments();
 }
 
 template <class T>
 void stage_optimizer<T>::set_state(std::vector<optimizer_state<T>> s) {
   state_ = std::move(s);
   on_device_.clear();  // the next update on a GPU uploads the restored moments
+  charge_moments();
 }
 
 template class stage_optimizer<float>;

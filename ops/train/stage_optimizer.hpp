@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/device/optimizer_update.hpp"
+#include "ops/memory_account.hpp"
 #include "ops/model/param_set.hpp"
 #include "ops/optim/optimizer.hpp"
 #include "base/result.hpp"
@@ -18,6 +19,9 @@ template <class T>
 class stage_optimizer {
  public:
   stage_optimizer(const param_set& layout, train_config cfg);
+  ~stage_optimizer();
+  stage_optimizer(stage_optimizer&&) noexcept = default;
+  stage_optimizer& operator=(stage_optimizer&&) noexcept = default;
 
   // The new version made from `latest` and the gradient g (same layout) at rate lr_for(step).
   // g is clipped in place when the config asks for it: to the norm whose square is global_sq
@@ -52,6 +56,11 @@ class stage_optimizer {
   const param_set* mine_ = nullptr;        // the latest version this optimizer made
   std::vector<bool> owned_;                // per tensor; empty: every tensor
   double last_grad_norm_ = 0;
+  // The host moments' bytes charged to the memory account current when they grew (the rank's:
+  // ops/memory_account.hpp), credited back when this optimizer goes.
+  std::shared_ptr<memory_account> account_;
+  std::int64_t charged_ = 0;
+  void charge_moments();
 };
 
 // The sum of squares of g's values, in double: per tensor of g (each summed over its values in

@@ -41,6 +41,12 @@ stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
                           " boundaries for " + std::to_string(plan.virtual_stages) +
                           " virtual stages");
   index_of.assign(plan.virtual_stages, -1);
+  const bool cpu = setup.where.kind == device_kind::cpu;
+  account = std::make_shared<memory_account>(
+      "rank " + std::to_string(rank) + " (replica " + std::to_string(setup.replica) + ", device " +
+          std::to_string(setup.device) + ")",
+      cpu ? setup.memory_limit : 0);
+  if (cpu) context.charge_to(account);
 }
 
 template <class T>
@@ -54,7 +60,8 @@ void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
     virtual_stage_state<T> st;
     st.stage = s;
     st.stats.stage = s;
-    if (initial[next].where() != context.where()) initial[next] = initial[next].on(context);
+    // A copy made here: the rank's memory account holds what the rank holds.
+    initial[next] = initial[next].where() != context.where() ? initial[next].on(context) : initial[next].clone();
     st.grads = initial[next].zeros_like();
     st.optimizer.emplace(initial[next], setup.train);
     if (sharded()) {
@@ -655,6 +662,7 @@ template <class T>
 stage_executor<T>::stage_executor(const model<T>& m, executor_setup setup,
                                   std::vector<param_set> initial, sink send)
     : impl_(std::make_unique<impl>(m, std::move(setup), std::move(send))) {
+  account_scope charged(impl_->account);
   impl_->init_stages(std::move(initial));
   impl_->init_program_tables();
 }
@@ -663,6 +671,7 @@ template <class T>
 stage_executor<T>::stage_executor(const model<T>& m, executor_setup setup, rank_state state,
                                   sink send)
     : impl_(std::make_unique<impl>(m, std::move(setup), std::move(send))) {
+  account_scope charged(impl_->account);
   impl_->restore(std::move(state));
 }
 
@@ -678,12 +687,14 @@ void stage_executor<T>::start() {
 
 template <class T>
 void stage_executor<T>::deliver(message msg) {
+  account_scope charged(impl_->account);
   impl_->deliver(std::move(msg));
 }
 
 template <class T>
 result<bool> stage_executor<T>::run() {
   result<bool> r = false;
+  account_scope charged(impl_->account);
   impl_->context.run([&] { r = impl_->run(); });
   return r;
 }
@@ -734,7 +745,9 @@ std::vector<stage_stats> stage_executor<T>::stats() const {
     s.peak_buffered = impl_->mail.peak_buffered;
     s.rank_peak_inflight = impl_->peaks.inflight;
     s.rank_peak_activation_bytes = impl_->peaks.activation_bytes;
-    s.device_peak_bytes = static_cast<std::int64_t>(impl_->context.memory_stats().peak_in_use);
+    s.device_peak_bytes = impl_->context.on_gpu()
+                              ? static_cast<std::int64_t>(impl_->context.memory_stats().peak_in_use)
+                              : impl_->account->peak();
     s.optimizer_bytes = st.optimizer->moment_bytes();
     out.push_back(s);
   }

@@ -82,6 +82,10 @@ struct executor_setup {
   // put every owner's tensors together; 2, also the reduced gradient is only its own tensors'
   // sums. 0 (or one replica): every replica updates every tensor.
   int zero = 0;
+  // The bytes the rank's tensors (and host optimizer moments) may hold; 0: no limit. On the CPU
+  // its memory account (ops/memory_account.hpp) refuses an allocation over it, which stops the
+  // run naming the rank; its peak is the rank's device_peak_bytes.
+  std::int64_t memory_limit = 0;
   // Every rank's device and process (empty: all on the CPU in one process). A GPU rank hands an
   // activation or gradient to a rank on the same GPU in the same process as a GPU tensor (the
   // consumer copies it device to device); to any other rank through the host.
@@ -100,8 +104,9 @@ struct stage_stats {
   int rank_peak_inflight = 0;
   std::int64_t rank_peak_activation_bytes = 0;
   int steps = 0;            // STEPs done
-  // A GPU rank: the peak of its caching allocator's bytes in use (weights, gradients, moments,
-  // stashes and scratch of all its virtual stages); 0 on the CPU.
+  // The peak of the bytes the rank held on its device, all its virtual stages together (weights,
+  // gradients, moments, stashes, messages and scratch): a GPU rank's caching allocator's bytes in
+  // use, a CPU rank's memory account (its host tensors and optimizer moments).
   std::int64_t device_peak_bytes = 0;
   // The optimizer's moments the stage holds at the end (under ZeRO: this replica's share).
   std::int64_t optimizer_bytes = 0;

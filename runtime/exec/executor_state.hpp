@@ -96,6 +96,8 @@ struct stage_executor<T>::impl {
   const model<T>& model_;
   executor_setup setup;
   sink send;
+  // What the rank's host tensors and moments hold, charged as they are made (ops/memory_account).
+  std::shared_ptr<memory_account> account;
   device_context context;  // where the kernels run: run() enters it
   const schedule& plan;
   const program& prog;

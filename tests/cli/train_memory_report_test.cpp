@@ -1,6 +1,7 @@
 // `train --json` reports each stage's predicted memory (runtime/memory_plan, what --memory-limit
 // checks) beside the measured peaks: within 10% of each other for every schedule, with and
-// without replicas and ZeRO (they are in fact equal).
+// without replicas and ZeRO (they are in fact equal), and the measured bytes of a rank within
+// the predicted total.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -56,6 +57,9 @@ TEST_CASE("train --json reports predicted peaks within 10 percent of the measure
       CHECK(within_10_percent(p["peak_inflight"], st["peak_inflight"]));
       CHECK(within_10_percent(p["peak_versions"], st["peak_versions"]));
       CHECK(p["total_bytes"] > p["peak_activation_bytes"]);
+      // The rank's host tensors and moments at their peak, as its memory account measured them
+      // (what --memory-limit enforces), stay within the predicted total (each part at its peak).
+      CHECK(st["device_peak_bytes"].get<std::int64_t>() <= p["total_bytes"].get<std::int64_t>());
     }
   }
 }
