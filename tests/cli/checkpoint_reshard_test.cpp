@@ -20,11 +20,6 @@ std::vector<std::string> gpt(const scratch_dir& dir, std::vector<std::string> mo
   return a;
 }
 
-void run_ok(const std::vector<std::string>& args) {
-  const cli_result r = run_cli(args);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-}
 
 // Re-cuts `from` into `to` with the layout options, then resumes it to the end, saving `save`.
 std::string reshard_and_resume(const scratch_dir& dir, const std::string& from, const std::string& to,

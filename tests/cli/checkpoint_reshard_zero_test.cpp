@@ -30,11 +30,6 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
-void run_ok(const std::vector<std::string>& args) {
-  const cli_result r = run_cli(args);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-}
 
 // Re-cuts `from` into `to` with the layout options.
 void reshard(const std::string& from, const std::string& to, std::vector<std::string> layout) {

@@ -24,11 +24,6 @@ std::vector<std::string> gpt(const scratch_dir& dir, std::vector<std::string> mo
   return a;
 }
 
-void run_ok(const std::vector<std::string>& args) {
-  const cli_result r = run_cli(args);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-}
 
 // A run of `schedule` over 4 stages, 4 microbatches, checkpointed at step 3 into dir/ck-SCHEDULE.
 std::string async_checkpoint(const scratch_dir& dir, const std::string& schedule) {

@@ -70,6 +70,20 @@ inline std::vector<nlohmann::json> json_lines(const cli_result& r) {
   return objects;
 }
 
+// The last stdout line of a --json run (its summary), parsed.
+inline nlohmann::json last_json(const cli_result& r) {
+  const std::vector<nlohmann::json> all = json_lines(r);
+  REQUIRE_FALSE(all.empty());
+  return all.back();
+}
+
+// Runs the CLI and requires exit 0, showing its stderr when not.
+inline void run_ok(const std::vector<std::string>& args) {
+  const cli_result r = run_cli(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+}
+
 // Trains `model` for a few steps on `text` with --save `checkpoint`; returns the last JSON line.
 inline nlohmann::json train_checkpoint(const std::string& model, const std::string& text,
                                        const std::string& checkpoint, int steps = 5) {

@@ -13,11 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-json last_line(const std::string& out) {
-  const auto end = out.find_last_not_of('\n');
-  const auto start = out.rfind('\n', end);
-  return json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
-}
 
 bool within_10_percent(std::int64_t predicted, std::int64_t measured) {
   const auto gap = predicted > measured ? predicted - measured : measured - predicted;
@@ -46,7 +41,7 @@ TEST_CASE("train --json reports predicted peaks within 10 percent of the measure
     const cli_result r = run_cli(args);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    const json report = last_line(r.out);
+    const json report = last_json(r);
     REQUIRE(report["stages"].size() >= 2);
     for (const json& st : report["stages"]) {
       INFO(st.dump());

@@ -21,11 +21,6 @@ std::vector<std::string> gpt_args(const scratch_dir& dir, std::vector<std::strin
   return a;
 }
 
-json last_line(const std::string& out) {
-  const auto end = out.find_last_not_of('\n');
-  const auto start = out.rfind('\n', end);
-  return json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
-}
 
 }  // namespace
 
@@ -42,7 +37,7 @@ TEST_CASE("train --recompute full and selective end with the bits of none and ho
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     files.push_back(read_file(file));
-    reports.push_back(last_line(r.out));
+    reports.push_back(last_json(r));
   }
   REQUIRE(!files[0].empty());
   CHECK(files[0] == files[1]);

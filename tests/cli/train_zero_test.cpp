@@ -22,11 +22,6 @@ std::vector<std::string> zero_args(const scratch_dir& dir, std::vector<std::stri
   return a;
 }
 
-json last_line(const std::string& out) {
-  const auto end = out.find_last_not_of('\n');
-  const auto start = out.rfind('\n', end);
-  return json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
-}
 
 struct zero_case {
   const char* kind;
@@ -54,7 +49,7 @@ TEST_CASE("train --zero 1 and 2 end with the bits of --zero 0 and hold a share o
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
       files.push_back(read_file(file));
-      reports.push_back(last_line(r.out));
+      reports.push_back(last_json(r));
     }
     REQUIRE(!files[0].empty());
     CHECK(files[0] == files[1]);
