@@ -68,10 +68,11 @@ std::vector<std::int64_t> memory_by_device(const std::vector<planned_stage>& sta
   return out;
 }
 
-// {"recompute": mode}: the run plan's runtime fields a plan from this profile sets (the profile's
-// mode: the memory the planner counted assumes the run recomputes as it was measured).
-nlohmann::json runtime_json(recompute_mode mode) {
-  return {{"recompute", std::string(recompute_name(mode))}};
+// {"recompute": mode, "zero": level}: the run plan's runtime fields a plan from this profile sets
+// (the profile's mode: the memory the planner counted assumes the run recomputes as it was
+// measured; the ZeRO level it counted the optimizer state with).
+nlohmann::json runtime_json(recompute_mode mode, int zero = 0) {
+  return {{"recompute", std::string(recompute_name(mode))}, {"zero", zero}};
 }
 
 // How the run must recompute, for people: "" for none from a profile of one mode. With a profile
@@ -138,7 +139,7 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
                      {"samples_per_s", plan->throughput_samples_per_s},
                      {"simulated", plan->simulated},
                      {"memory_bytes", memory_by_device(plan->stages)},
-                     {"runtime", runtime_json(plan->recompute)}};
+                     {"runtime", runtime_json(plan->recompute, plan->zero)}};
     add_choice(j, plan->recompute_choice);
     std::cout << j.dump() << std::endl;
     return exit_ok;
@@ -151,6 +152,10 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
   std::printf("predicted step %.3f ms (%s): %.1f samples/s\n", plan->step_ms,
               plan->simulated ? "simulated" : "analytic", plan->throughput_samples_per_s);
   std::fputs(recompute_line(plan->recompute, plan->recompute_choice).c_str(), stdout);
+  if (plan->zero > 0)
+    std::printf("optimizer state shared out over each stage's %d replicas (a faster plan fits "
+                "with it than without): train with --zero %d\n",
+                plan->w, plan->zero);
   return exit_ok;
 }
 

@@ -276,6 +276,7 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
     out.planner_step_ms = plan->step_ms;
     out.recompute = plan->recompute;
     out.recompute_choice = plan->recompute_choice;
+    out.zero = plan->zero;
     if (status s = fill_ranks(out, c); !s) return make_error(s.message());
     if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
     out.m = plan->m;

@@ -54,6 +54,7 @@ struct auto_partition {
   // modes the planner's choice, with each mode's outcome in recompute_choice ("" otherwise).
   recompute_mode recompute = recompute_mode::none;
   std::string recompute_choice;
+  int zero = 0;  // the ZeRO level the planner counted memory with (run_plan::zero)
 };
 
 // Plans with PipeDream's planner (same replicas on every stage: the runtime replicates whole

@@ -75,14 +75,21 @@ const model_profile& profile_numbered(const cost_context& ctx, int k) {
 // profile k (-1: the plan's): weights, gradients and optimizer state, and the stash of the
 // microbatches in flight under the profile's recompute mode (stash_bytes; full: the input of each
 // in flight and one whole stash). Device profiles share the plan's mode (check_same_model).
+// Under ZeRO (options.zero) with w > 1 replicas each holds 1/w of the optimizer state.
 std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std::int64_t b, int m,
-                        int k = -1) {
+                        int w, int k = -1) {
   const profile_sums* o = k < 0 ? nullptr : &ctx.by_profile[static_cast<std::size_t>(k)];
   const std::vector<std::int64_t>& saved_prefix = o ? o->saved_prefix : ctx.saved_prefix;
   const std::vector<std::int64_t>& weight_prefix = o ? o->weight_prefix : ctx.weight_prefix;
+  const std::vector<std::int64_t>& optimizer_prefix = o ? o->optimizer_prefix : ctx.optimizer_prefix;
   const std::int64_t saved = scaled(saved_prefix[j] - saved_prefix[i], b, ctx.profile.microbatch);
   const std::int64_t input = scaled(input_bytes(ctx.profile, i), b, ctx.profile.microbatch);
-  return weight_prefix[j] - weight_prefix[i] +
+  std::int64_t shared_out = 0;  // the optimizer state other replicas hold
+  if (ctx.options.zero > 0 && w > 1) {
+    const std::int64_t optimizer = optimizer_prefix[j] - optimizer_prefix[i];
+    shared_out = optimizer - (optimizer + w - 1) / w;
+  }
+  return weight_prefix[j] - weight_prefix[i] - shared_out +
          stash_bytes(ctx.profile.recompute, stashed(ctx.rules, s, p, m), saved, input);
 }
 
@@ -97,7 +104,7 @@ struct replica_figures {
 // profile and speed); when it does not fit every replica's memory, the best that does, if any.
 const std::vector<int>& choose_replica_split(cost_context& ctx,
                                              const std::vector<std::vector<replica_figures>>& reps,
-                                             std::int64_t b, int m) {
+                                             std::int64_t b, int m, int w) {
   const int p = static_cast<int>(reps.size());
   auto time = [&](int s, int i, int j) {
     double t = 0;
@@ -109,7 +116,7 @@ const std::vector<int>& choose_replica_split(cost_context& ctx,
   };
   auto fits = [&](int s, int i, int j) {
     for (const replica_figures& r : reps[s])
-      if (r.cap > 0 && stage_need(ctx, s, p, i, j, b, m, r.profile) > r.cap) return false;
+      if (r.cap > 0 && stage_need(ctx, s, p, i, j, b, m, w, r.profile) > r.cap) return false;
     return true;
   };
   std::vector<double> key;
@@ -130,7 +137,8 @@ const std::vector<int>& choose_replica_split(cost_context& ctx,
   for (const auto& stage : reps)
     for (const replica_figures& r : stage) key.push_back(static_cast<double>(r.cap));
   key.insert(key.end(), {static_cast<double>(b),
-                         ctx.rules.stash == stash_rule::microbatches ? double(m) : 0.0});
+                         ctx.rules.stash == stash_rule::microbatches ? double(m) : 0.0,
+                         ctx.options.zero > 0 ? double(w) : 0.0});
   auto f = ctx.replica_splits.find(key);
   if (f == ctx.replica_splits.end())
     f = ctx.replica_splits.emplace(key, balanced_split_by(ctx.L, p, time, fits)).first;
@@ -140,10 +148,11 @@ const std::vector<int>& choose_replica_split(cost_context& ctx,
 // The split balanced on time; when it does not fit the stages' memory (caps[s], 0: unlimited),
 // the best balanced split that does, if any.
 const std::vector<int>& choose_split(cost_context& ctx, const std::vector<double>& speed,
-                                     const std::vector<std::int64_t>& caps, std::int64_t b, int m) {
+                                     const std::vector<std::int64_t>& caps, std::int64_t b, int m,
+                                     int w) {
   const int p = static_cast<int>(speed.size());
   auto fits = [&](int s, int i, int j) {
-    return caps[s] == 0 || stage_need(ctx, s, p, i, j, b, m) <= caps[s];
+    return caps[s] == 0 || stage_need(ctx, s, p, i, j, b, m, w) <= caps[s];
   };
   auto it = ctx.splits.find(speed);
   if (it == ctx.splits.end())
@@ -152,8 +161,10 @@ const std::vector<int>& choose_split(cost_context& ctx, const std::vector<double
   bool ok = true;
   for (int s = 0; s < p && ok; ++s) ok = fits(s, first[s], s + 1 < p ? first[s + 1] : ctx.L);
   if (ok) return first;
-  // The stash depends on m only under stash_rule::microbatches.
-  auto key = std::make_tuple(speed, caps, b, ctx.rules.stash == stash_rule::microbatches ? m : 0);
+  // The stash depends on m only under stash_rule::microbatches; the need on w only under ZeRO.
+  std::vector<std::int64_t> caps_w = caps;
+  if (ctx.options.zero > 0) caps_w.push_back(-w);
+  auto key = std::make_tuple(speed, caps_w, b, ctx.rules.stash == stash_rule::microbatches ? m : 0);
   auto f = ctx.fitted_splits.find(key);
   if (f == ctx.fitted_splits.end())
     f = ctx.fitted_splits.emplace(key, balanced_split(ctx.time_prefix, speed, fits)).first;
@@ -186,6 +197,7 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
   plan.w = w;
   plan.b = b;
   plan.m = m;
+  plan.zero = w > 1 ? ctx.options.zero : 0;
   const std::vector<int> devs = arrangement(ctx, p, w, which);
   auto dev = [&](int r, int s) { return devs[static_cast<std::size_t>(r) * p + s]; };
 
@@ -207,7 +219,7 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
         reps[s].push_back(replica_figures{c.speed(dev(r, s)), profile_number(ctx, dev(r, s)),
                                           c.memory(dev(r, s))});
   const std::vector<int>& first =
-      own ? choose_replica_split(ctx, reps, b, m) : choose_split(ctx, speed, caps, b, m);
+      own ? choose_replica_split(ctx, reps, b, m, w) : choose_split(ctx, speed, caps, b, m, w);
   if (first.size() != static_cast<std::size_t>(p)) {  // no split: times past the largest double
     out.fits = false;
     out.excess = std::numeric_limits<std::int64_t>::max();
@@ -265,6 +277,10 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
       }
       reduce_ms = 2.0 * (w - 1) / w * static_cast<double>(params) * worst.ms_per_byte +
                   2.0 * (w - 1) * worst.latency_ms;
+      // ZeRO: the updated weights are gathered too, each replica receiving (w - 1)/w of them.
+      if (ctx.options.zero > 0)
+        reduce_ms += static_cast<double>(w - 1) / w * static_cast<double>(params) * worst.ms_per_byte +
+                     (w - 1) * worst.latency_ms;
     }
     max_reduce = std::max(max_reduce, reduce_ms);
 
@@ -290,7 +306,7 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
     for (int r = 0; r < w; ++r) {
       const int d = dev(r, s);
       const std::int64_t need =
-          stage_need(ctx, s, p, st.first_layer, st.last_layer + 1, b, m, profile_number(ctx, d));
+          stage_need(ctx, s, p, st.first_layer, st.last_layer + 1, b, m, w, profile_number(ctx, d));
       stage_need_max = std::max(stage_need_max, need);
       plan.memory_bytes[static_cast<std::size_t>(d)] = need;
       st.devices.push_back(d);
@@ -378,7 +394,7 @@ bool better(const scored_config& a, const scored_config& b) {
 
 result<cost_context> make_cost_context(const model_profile& profile, const cluster& c,
                                        const cost_options& options, const schedule_rules& rules) {
-  cost_context ctx{profile, c, options, rules, 0, 0, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  cost_context ctx{profile, c, options, rules, 0, 0, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   ctx.L = static_cast<int>(profile.layers.size());
   if (ctx.L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
   if (profile.microbatch < 1) return make_error("the profile's microbatch must be at least 1");
@@ -397,6 +413,7 @@ result<cost_context> make_cost_context(const model_profile& profile, const clust
   ctx.time_prefix.assign(ctx.L + 1, 0.0);
   ctx.weight_prefix.assign(ctx.L + 1, 0);
   ctx.saved_prefix.assign(ctx.L + 1, 0);
+  ctx.optimizer_prefix.assign(ctx.L + 1, 0);
   for (int l = 0; l < ctx.L; ++l) {
     const layer_profile& x = profile.layers[l];
     ctx.time_prefix[l + 1] = ctx.time_prefix[l] + x.fwd_ms + x.bwd_ms;
@@ -404,6 +421,7 @@ result<cost_context> make_cost_context(const model_profile& profile, const clust
     ctx.weight_prefix[l + 1] =
         ctx.weight_prefix[l] + (rules.weight_versions + 1) * x.param_bytes + x.optimizer_bytes;
     ctx.saved_prefix[l + 1] = ctx.saved_prefix[l] + x.saved_bytes;
+    ctx.optimizer_prefix[l + 1] = ctx.optimizer_prefix[l] + x.optimizer_bytes;
   }
   // Devices that name a profile of their own (a GPU's, measured there): its sums.
   static const std::map<std::string, model_profile> none;
@@ -419,13 +437,14 @@ result<cost_context> make_cost_context(const model_profile& profile, const clust
       }
       auto [it, fresh] = number.try_emplace(d.profile, static_cast<int>(ctx.by_profile.size()));
       if (fresh) {
-        profile_sums sums{&own.at(d.profile), {0.0}, {0}, {0}};
+        profile_sums sums{&own.at(d.profile), {0.0}, {0}, {0}, {0}};
         for (const layer_profile& x : sums.profile->layers) {
           sums.time_prefix.push_back(sums.time_prefix.back() + x.fwd_ms + x.bwd_ms);
           sums.weight_prefix.push_back(sums.weight_prefix.back() +
                                        (rules.weight_versions + 1) * x.param_bytes +
                                        x.optimizer_bytes);
           sums.saved_prefix.push_back(sums.saved_prefix.back() + x.saved_bytes);
+          sums.optimizer_prefix.push_back(sums.optimizer_prefix.back() + x.optimizer_bytes);
         }
         ctx.by_profile.push_back(std::move(sums));
       }

@@ -59,6 +59,10 @@ struct cost_options {
   // Profiles of the model measured on other kinds of device, by the name a device's `profile`
   // gives (two_bw_options::device_profiles); must outlive the context.
   const std::map<std::string, model_profile>* device_profiles = nullptr;
+  // The ZeRO level candidates are planned with (run_plan::zero): above 0, each replica of a stage
+  // with w > 1 replicas holds 1/w of its optimizer state (rounded up), and its STEP gathers the
+  // updated weights over the replicas' ring after the all-reduce.
+  int zero = 0;
 };
 
 // Prefix sums over the layers of one profile, as the cost model reads them.
@@ -67,6 +71,7 @@ struct profile_sums {
   std::vector<double> time_prefix;          // Σ(fwd+bwd) at the profile's microbatch
   std::vector<std::int64_t> weight_prefix;  // Σ((weight_versions + 1)·param + optimizer)
   std::vector<std::int64_t> saved_prefix;   // Σsaved at the profile's microbatch
+  std::vector<std::int64_t> optimizer_prefix;  // Σoptimizer (what ZeRO shares out)
 };
 
 // One scored configuration (the 2BW planner's plan type; the baselines add their kind).
@@ -96,6 +101,7 @@ struct cost_context {
   std::vector<double> time_prefix;          // Σ(fwd+bwd) at the profile's microbatch
   std::vector<std::int64_t> weight_prefix;  // Σ((weight_versions + 1)·param + optimizer)
   std::vector<std::int64_t> saved_prefix;   // Σsaved at the profile's microbatch
+  std::vector<std::int64_t> optimizer_prefix;  // Σoptimizer (what ZeRO shares out)
   // Devices that name a profile of their own: by_profile[k] its sums, profile_of[d] device d's k
   // (-1: the plan's profile, the sums above). Both empty when no device names one.
   std::vector<profile_sums> by_profile;

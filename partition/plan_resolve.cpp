@@ -41,6 +41,7 @@ nlohmann::json summary_json(const auto_partition& a, const std::string& cluster_
           {"predicted_step_ms", a.planner_step_ms},
           {"simulated_step_ms", a.simulated_step_ms}};
   if (!a.recompute_choice.empty()) out["recompute_choice"] = a.recompute_choice;
+  if (a.zero > 0) out["zero"] = a.zero;
   return out;
 }
 
@@ -91,6 +92,7 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
     plan.ranks.push_back(
         rank_placement{a->run_devices[r], a->device_speed[r], a->device_names[r], 0});
   plan.recompute = a->recompute;  // the mode the plan assumed (the profile's, or the one it chose)
+  plan.zero = a->zero;            // and the ZeRO level it counted the optimizer state with
   plan.threads_per_stage = 1;  // a device of speed 1 is the one core it was profiled on
   plan.auto_partition.reset();
   if (auto i = first_issue(plan, net.size()))

@@ -2,6 +2,7 @@
 // model of candidate_cost.hpp under 2BW's rules (two weight versions, a stash of p − s).
 #include "partition/two_bw_planner.hpp"
 
+#include <cmath>
 #include <utility>
 
 #include "partition/candidate_cost.hpp"
@@ -10,9 +11,20 @@
 namespace pipeworks {
 namespace {
 
-cost_options to_cost(const two_bw_options& o) {
+cost_options to_cost(const two_bw_options& o, int zero = 0) {
   return {o.max_devices, o.use_simulator, o.simulate_top, o.max_simulated_actions,
-          &o.device_profiles};
+          &o.device_profiles, zero};
+}
+
+// The best plan of one recompute mode at one ZeRO level.
+result<two_bw_plan> search_at(const model_profile& profile, const cluster& c,
+                              const two_bw_options& options, int zero) {
+  auto ctx = make_cost_context(profile, c, to_cost(options, zero), two_bw_rules());
+  if (!ctx) return ctx.err();
+  auto r = search_configs(*ctx, 1, ctx->L, [](int p) { return std::vector<int>{p, 2 * p, 4 * p}; });
+  if (!r) return r.err();
+  r->recompute = profile.recompute;
+  return std::move(*r);
 }
 
 }  // namespace
@@ -37,12 +49,17 @@ result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
           return plan_two_bw(one, c, o);
         },
         [](const two_bw_plan& p) { return p.throughput_samples_per_s; });
-  auto ctx = make_cost_context(profile, c, to_cost(options), two_bw_rules());
-  if (!ctx) return ctx.err();
-  auto r = search_configs(*ctx, 1, ctx->L, [](int p) { return std::vector<int>{p, 2 * p, 4 * p}; });
-  if (!r) return r.err();
-  r->recompute = profile.recompute;
-  return std::move(*r);
+  // ZeRO stage 1 shares each replicated stage's optimizer state out and pays a gather of the
+  // weights per step: it is chosen only when it makes a faster plan fit (a tie keeps none).
+  auto plain = search_at(profile, c, options, 0);
+  auto sharded = search_at(profile, c, options, 1);
+  if (sharded && sharded->zero > 0) {
+    const bool faster = !plain || sharded->throughput_samples_per_s >
+                                      plain->throughput_samples_per_s *
+                                          (1 + 1e-9);
+    if (faster) return sharded;
+  }
+  return plain;
 }
 
 }  // namespace pipeworks

@@ -46,6 +46,9 @@ struct two_bw_plan {
   // With a profile of several modes: each mode's outcome and the choice (recompute_choice.hpp);
   // "" with a profile of one mode.
   std::string recompute_choice;
+  // ZeRO's level the plan assumes (run_plan::zero; 0 with one replica): plan_two_bw chooses 1
+  // when it makes a faster plan fit (memory_bytes then counts each replica's share).
+  int zero = 0;
 };
 
 struct two_bw_options {

@@ -131,6 +131,30 @@ TEST_CASE("2bw: a model too big for any device is an error with the excess", "[p
   CHECK(plan.message().find("510 bytes more than its memory") != std::string::npos);
 }
 
+TEST_CASE("2bw: shares the optimizer state out over replicas when only that fits", "[partition]") {
+  model_profile prof;
+  prof.microbatch = 4;
+  // One layer: 3 x 1000 bytes of weights (two versions and the gradient) and 2000 of optimizer
+  // state. On devices of 4000 bytes nothing fits whole (5000 before the stash); shared out over
+  // w replicas (ZeRO 1) a replica holds 3000 + 2000 / w and its stash: 4000 at w = 2 leaves no
+  // room for the stash, w = 4 does.
+  prof.layers.push_back(layer(1, 2, 10, 40, 1000, 2000));
+  const cluster tight = servers(4, 2, 1e9, 1e8, 4000);
+  auto plan = plan_two_bw(prof, tight);
+  INFO((plan.ok() ? std::string() : plan.message()));
+  REQUIRE(plan.ok());
+  CHECK(plan->zero == 1);
+  CHECK(plan->w >= 4);
+  CHECK(plan->max_memory_bytes <= 4000);
+  // The same plan without ZeRO would not fit.
+  CHECK(plan->max_memory_bytes + 2000 - (2000 + plan->w - 1) / plan->w > 4000);
+  // With memory to spare the gather is not worth it.
+  const cluster roomy = servers(4, 2, 1e9, 1e8, 1000000);
+  auto free_plan = plan_two_bw(prof, roomy);
+  REQUIRE(free_plan.ok());
+  CHECK(free_plan->zero == 0);
+}
+
 TEST_CASE("2bw: the chosen plan scores at least as well as the alternatives", "[partition]") {
   // 8 equal layers, ample memory, cheap communication, one server of 8.
   model_profile prof;

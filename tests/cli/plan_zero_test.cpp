@@ -1,0 +1,40 @@
+// `pipeworks plan --planner 2bw` shares the optimizer state out over replicas (ZeRO 1) when only
+// that makes a plan fit, and says so: `train with --zero 1`, and "zero": 1 in --json's runtime.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.hpp"
+#include "run_cli.hpp"
+
+using namespace pipeworks::cli_test;
+
+TEST_CASE("plan with 2bw names --zero 1 when only sharded optimizer state fits", "[cli]") {
+  scratch_dir dir;
+  // One layer: 3 x 1000 bytes of weights and gradient, 2000 of optimizer state; devices of 4000.
+  write_file(dir / "profile.json", R"({"model": "toy", "microbatch": 4, "layers": [
+    {"name": "a", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 10, "saved_bytes": 40,
+     "param_bytes": 1000, "optimizer_bytes": 2000}]})");
+  auto cluster = [&](long long memory) {
+    const std::string path = dir / ("c" + std::to_string(memory) + ".json");
+    write_file(path, R"({"device_memory_bytes": )" + std::to_string(memory) +
+                         R"(, "levels": [{"name": "server", "count": 8, "bandwidth_bytes_per_s": 1e9, "latency_s": 0}]})");
+    return path;
+  };
+  const std::string tight = cluster(4000);
+  const cli_result text = run_cli({"plan", "--profile", dir / "profile.json", "--cluster", tight,
+                                   "--planner", "2bw"});
+  INFO(text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "train with --zero 1"));
+  const cli_result j = run_cli({"plan", "--profile", dir / "profile.json", "--cluster", tight,
+                                "--planner", "2bw", "--json"});
+  REQUIRE(j.exit_code == 0);
+  const nlohmann::json plan = last_json(j);
+  CHECK(plan["runtime"]["zero"] == 1);
+  CHECK(plan["w"].get<int>() >= 4);
+  // With room for the whole state no sharding is planned.
+  const cli_result roomy = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                    cluster(1000000), "--planner", "2bw", "--json"});
+  REQUIRE(roomy.exit_code == 0);
+  CHECK(last_json(roomy)["runtime"]["zero"] == 0);
+}
