@@ -454,9 +454,9 @@ void stage_executor<T>::impl::send_update(virtual_stage_state<T>& st) {
   st.step_started = timer.begin();
   param_snapshot mine = update(st);
   st.step_ended = timer.end(st.step_started);
+  st.gather_sent = true;  // before the request: an answer delivered at once finds it asked for
   emit(endpoint_kind::reducer, st.stage,
        reduce_request{st.stage, setup.replica, st.latest, host_version(mine), reduce_kind::weights});
-  st.gather_sent = true;
 }
 
 template <class T>

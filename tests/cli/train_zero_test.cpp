@@ -99,6 +99,28 @@ TEST_CASE("train --zero over two worker processes ends with the bits of one proc
   }
 }
 
+TEST_CASE("train --zero over workers where some replicas own no tensor ends with the same bits", "[cli][workers]") {
+  // mlp on 2 stages: the last holds one linear layer, two tensors, among 4 replicas.
+  scratch_dir dir;
+  worker_cli a, b;
+  const std::vector<std::string> run{"train", "--model", "mlp", "--data", fashion_mnist_dir,
+                                     "--steps", "3", "--batch", "32", "--schedule", "1f1b",
+                                     "--stages", "2", "--replicas", "4", "--microbatches", "2"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> all = run;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+  const std::string local = dir / "local.safetensors";
+  run_ok(with({"--save", local}));
+  for (const char* zero : {"1", "2"}) {
+    INFO("--zero " << zero);
+    const std::string file = dir / (std::string("workers") + zero + ".safetensors");
+    run_ok(with({"--zero", zero, "--workers", a.address() + "," + b.address(), "--save", file}));
+    CHECK(read_file(file) == read_file(local));
+  }
+}
+
 TEST_CASE("a --zero 2 checkpoint resumes its shards bit for bit", "[cli][checkpoint]") {
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());

@@ -18,11 +18,13 @@ using namespace pipeworks;
 
 namespace {
 
-// Two blocks of tensors of unequal sizes, so that the owners' shares differ.
-std::shared_ptr<const param_set> random_set(std::mt19937& rng) {
-  param_set p({{{"a.weight", {7, 5}}, {"a.bias", {5}}, {"b.weight", {3, 4}}},
-               {{"c.weight", {11}}, {"c.bias", {2}}}},
-              0, dtype::f32);
+// Two blocks of tensors of unequal sizes, so that the owners' shares differ; or (small) one
+// block of two tensors, so that with more replicas some own nothing.
+std::shared_ptr<const param_set> random_set(std::mt19937& rng, bool small = false) {
+  param_set p = small ? param_set({{{"a.weight", {3, 2}}, {"a.bias", {2}}}}, 0, dtype::f32)
+                      : param_set({{{"a.weight", {7, 5}}, {"a.bias", {5}}, {"b.weight", {3, 4}}},
+                                   {{"c.weight", {11}}, {"c.bias", {2}}}},
+                                  0, dtype::f32);
   std::normal_distribution<float> d(0.f, 1e3f);
   for (float& x : p.values<float>()) x = d(rng);
   return std::make_shared<const param_set>(std::move(p));
@@ -80,10 +82,11 @@ bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
 
 TEST_CASE("owners summing their tensors in any order reach the reducer's sums and norms bit for bit", "[runtime]") {
   std::mt19937 rng(11);
-  for (int w : {2, 3, 4}) {
-    CAPTURE(w);
+  for (int w : {2, 3, 4, 5})
+  for (bool small : {false, true}) {  // small: with w > 2 some replicas own no tensor
+    CAPTURE(w, small);
     std::vector<std::shared_ptr<const param_set>> g;
-    for (int r = 0; r < w; ++r) g.push_back(random_set(rng));
+    for (int r = 0; r < w; ++r) g.push_back(random_set(rng, small));
     gradient_reducer central(2, w);
     std::optional<std::vector<reduce_result>> want;
     for (int r = 0; r < w; ++r) {
@@ -122,11 +125,12 @@ TEST_CASE("owners summing their tensors in any order reach the reducer's sums an
 
 TEST_CASE("owners gathering their updated tensors reach the reducer's version bit for bit", "[runtime]") {
   std::mt19937 rng(12);
-  for (int w : {2, 3, 4}) {
-    CAPTURE(w);
+  for (int w : {2, 3, 4, 5})
+  for (bool small : {false, true}) {  // small: with w > 2 some replicas own no tensor
+    CAPTURE(w, small);
     // Replica r's version: its own values everywhere; only its owned tensors are to be kept.
     std::vector<param_snapshot> versions;
-    for (int r = 0; r < w; ++r) versions.push_back(random_set(rng));
+    for (int r = 0; r < w; ++r) versions.push_back(random_set(rng, small));
     gradient_reducer central(2, w);
     std::optional<std::vector<reduce_result>> want;
     for (int r = 0; r < w; ++r) {
