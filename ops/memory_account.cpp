@@ -22,8 +22,8 @@ void memory_account::charge(std::size_t n) {
     throw pipeworks_error(who_ + " would hold " + std::to_string(now) + " bytes of tensors (" +
                           std::to_string(now - bytes) + " held, " + std::to_string(bytes) +
                           " more asked for), over its memory limit of " + std::to_string(limit_) +
-                          " bytes (--memory-limit): give more, or free memory with --recompute, "
-                          "--zero or more stages");
+                          " bytes (runtime.memory_limit): give more, or hold less with "
+                          "recomputation (runtime.recompute), ZeRO (runtime.zero) or more stages");
   }
   std::int64_t seen = peak_.load(std::memory_order_relaxed);
   while (now > seen && !peak_.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
@@ -34,7 +34,10 @@ void memory_account::credit(std::size_t n) {
   in_use_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_relaxed);
 }
 
-const std::shared_ptr<memory_account>& current_account() { return current; }
+std::shared_ptr<memory_account> current_account() {
+  if (current && current->closed()) current.reset();
+  return current;
+}
 
 void set_current_account(std::shared_ptr<memory_account> account) { current = std::move(account); }
 

@@ -18,6 +18,10 @@ class memory_account {
   void charge(std::size_t n);
   void credit(std::size_t n);
 
+  // The holder is gone: allocations no longer charge it (a thread that still names it forgets it).
+  void close() { closed_.store(true, std::memory_order_relaxed); }
+  bool closed() const { return closed_.load(std::memory_order_relaxed); }
+
   std::int64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
   std::int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
   std::int64_t limit() const { return limit_; }
@@ -26,10 +30,12 @@ class memory_account {
   std::string who_;
   std::int64_t limit_;
   std::atomic<std::int64_t> in_use_{0}, peak_{0};
+  std::atomic<bool> closed_{false};
 };
 
-// The account the calling thread's host allocations are charged to (empty: none).
-const std::shared_ptr<memory_account>& current_account();
+// The account the calling thread's host allocations are charged to (empty: none, or a closed one,
+// which the thread then forgets).
+std::shared_ptr<memory_account> current_account();
 
 // Charges the calling thread's host allocations to `account` from now on (empty: to none).
 void set_current_account(std::shared_ptr<memory_account> account);

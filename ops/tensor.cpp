@@ -97,7 +97,7 @@ buffer_cache& cache() {
 std::shared_ptr<std::byte> allocate_storage(std::size_t n, bool zero) {
   std::size_t padded = ((n + 63) / 64) * 64;
   if (padded == 0) padded = 64;
-  const std::shared_ptr<memory_account>& account = current_account();
+  const std::shared_ptr<memory_account> account = current_account();
   if (account) account->charge(padded);
   const bool cached = padded >= buffer_cache::smallest;
   std::byte* p = cached ? cache().take(padded) : nullptr;

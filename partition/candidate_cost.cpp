@@ -75,7 +75,9 @@ const model_profile& profile_numbered(const cost_context& ctx, int k) {
 // profile k (-1: the plan's): weights, gradients and optimizer state, and the stash of the
 // microbatches in flight under the profile's recompute mode (stash_bytes; full: the input of each
 // in flight and one whole stash). Device profiles share the plan's mode (check_same_model).
-// Under ZeRO (options.zero) with w > 1 replicas each holds 1/w of the optimizer state.
+// Under ZeRO (options.zero) with w > 1 replicas each holds 1/w of the optimizer state, but at
+// least its largest tensor's: the runtime shares whole tensors out (a layer's largest, from the
+// profile, or the whole layer's when the profile does not say).
 std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std::int64_t b, int m,
                         int w, int k = -1) {
   const profile_sums* o = k < 0 ? nullptr : &ctx.by_profile[static_cast<std::size_t>(k)];
@@ -87,7 +89,13 @@ std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std
   std::int64_t shared_out = 0;  // the optimizer state other replicas hold
   if (ctx.options.zero > 0 && w > 1) {
     const std::int64_t optimizer = optimizer_prefix[j] - optimizer_prefix[i];
-    shared_out = optimizer - (optimizer + w - 1) / w;
+    std::int64_t largest = 0;
+    for (int l = i; l < j; ++l) {
+      const layer_profile& x = ctx.profile.layers[static_cast<std::size_t>(l)];
+      largest = std::max(largest, x.largest_optimizer_bytes > 0 ? x.largest_optimizer_bytes
+                                                                : x.optimizer_bytes);
+    }
+    shared_out = optimizer - std::max((optimizer + w - 1) / w, largest);
   }
   return weight_prefix[j] - weight_prefix[i] - shared_out +
          stash_bytes(ctx.profile.recompute, stashed(ctx.rules, s, p, m), saved, input);

@@ -60,8 +60,9 @@ struct cost_options {
   // gives (two_bw_options::device_profiles); must outlive the context.
   const std::map<std::string, model_profile>* device_profiles = nullptr;
   // The ZeRO level candidates are planned with (run_plan::zero): above 0, each replica of a stage
-  // with w > 1 replicas holds 1/w of its optimizer state (rounded up), and its STEP gathers the
-  // updated weights over the replicas' ring after the all-reduce.
+  // with w > 1 replicas holds 1/w of its optimizer state (rounded up, and at least its largest
+  // layer's), and its STEP gathers the updated weights over the replicas' ring after the
+  // all-reduce.
   int zero = 0;
 };
 

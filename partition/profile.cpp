@@ -126,6 +126,7 @@ std::string to_json(const model_profile& p) {
     o["saved_bytes"] = l.saved_bytes;
     o["param_bytes"] = l.param_bytes;
     o["optimizer_bytes"] = l.optimizer_bytes;
+    if (l.largest_optimizer_bytes > 0) o["largest_optimizer_bytes"] = l.largest_optimizer_bytes;
     if (!l.other_modes.empty()) {
       ordered_json modes = ordered_json::object();
       for (recompute_mode m : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
@@ -178,7 +179,8 @@ result<model_profile> parse_profile(const std::string& json_text) {
     json_where at{prefix, "layers[" + std::to_string(i) + "]"};
     const json& lj = ls[i];
     PW_TRY(only_keys(lj, at, {"name", "fwd_ms", "bwd_ms", "activation_bytes", "saved_bytes",
-                              "param_bytes", "optimizer_bytes", "modes"}));
+                              "param_bytes", "optimizer_bytes", "largest_optimizer_bytes",
+                              "modes"}));
     layer_profile l;
     PW_TRY(read_string(lj, at, "name", l.name, presence::required));
     at.path += " (\"" + l.name + "\")";
@@ -190,6 +192,15 @@ result<model_profile> parse_profile(const std::string& json_text) {
     PW_TRY(read_whole(lj, at, "param_bytes", byte_count, l.param_bytes, presence::required));
     PW_TRY(read_whole(lj, at, "optimizer_bytes", byte_count, l.optimizer_bytes,
                       presence::required));
+    if (lj.contains("largest_optimizer_bytes")) {
+      PW_TRY(read_whole(lj, at, "largest_optimizer_bytes", byte_count, l.largest_optimizer_bytes,
+                        presence::required));
+      if (l.largest_optimizer_bytes > l.optimizer_bytes)
+        return make_error(prefix + at.path + ".largest_optimizer_bytes " +
+                          std::to_string(l.largest_optimizer_bytes) + " is more than the layer's " +
+                          "optimizer_bytes " + std::to_string(l.optimizer_bytes) +
+                          "; give at most that (the largest tensor's part of it)");
+    }
     if (lj.contains("modes")) {
       const json& mj = lj.at("modes");
       if (!mj.is_object())

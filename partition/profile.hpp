@@ -28,6 +28,9 @@ struct layer_profile {
   std::int64_t saved_bytes = 0;       // kept from forward to backward
   std::int64_t param_bytes = 0;
   std::int64_t optimizer_bytes = 0;
+  // The largest tensor's part of optimizer_bytes: ZeRO shares whole tensors out, so no replica
+  // holds less of a stage than this. 0: unknown (the planners take the whole layer's).
+  std::int64_t largest_optimizer_bytes = 0;
   // The same layer measured in other modes (`pipeworks profile --recompute all`): empty in a
   // profile of one mode. Every layer carries the same modes, never the profile's own.
   std::map<recompute_mode, mode_figures> other_modes;

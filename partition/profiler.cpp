@@ -48,6 +48,10 @@ result<model_profile> profile_model(const model<T>& m, const minibatch& sample,
     lp.name = blk.name();
     lp.param_bytes = (weights.block_end(b) - weights.block_begin(b)) * static_cast<std::int64_t>(sizeof(T));
     lp.optimizer_bytes = state_copies * lp.param_bytes;
+    for (const param_entry& e : weights.entries())  // ZeRO shares whole tensors out
+      if (e.block == b)
+        lp.largest_optimizer_bytes = std::max(
+            lp.largest_optimizer_bytes, state_copies * e.numel() * static_cast<std::int64_t>(sizeof(T)));
     std::vector<double> fwd, bwd;
     tensor next;
     for (int rep = 0; rep <= options.repeats; ++rep) {

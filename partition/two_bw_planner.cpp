@@ -52,6 +52,7 @@ result<two_bw_plan> plan_two_bw(const model_profile& profile, const cluster& c,
   // ZeRO stage 1 shares each replicated stage's optimizer state out and pays a gather of the
   // weights per step: it is chosen only when it makes a faster plan fit (a tie keeps none).
   auto plain = search_at(profile, c, options, 0);
+  if (c.device_count() < 2 || options.max_devices == 1) return plain;  // no replicas to share over
   auto sharded = search_at(profile, c, options, 1);
   if (sharded && sharded->zero > 0) {
     const bool faster = !plain || sharded->throughput_samples_per_s >

@@ -449,6 +449,20 @@ param_snapshot stage_executor<T>::impl::update(virtual_stage_state<T>& st) {
   return *next;
 }
 
+// A version made on another thread (the reducer's gather, shared by the replicas in one process)
+// is charged to this rank's account while the rank holds it, as one it made itself would be.
+template <class T>
+param_snapshot stage_executor<T>::impl::charged_version(param_snapshot p) const {
+  if (!p || p->where().kind != device_kind::cpu) return p;
+  const std::size_t n = p->nbytes();
+  account->charge(n);
+  const param_set* raw = p.get();
+  return param_snapshot(raw, [held = std::move(p), a = account, n](const param_set*) mutable {
+    held.reset();
+    a->credit(n);
+  });
+}
+
 template <class T>
 void stage_executor<T>::impl::send_update(virtual_stage_state<T>& st) {
   st.step_started = timer.begin();
@@ -471,7 +485,7 @@ void stage_executor<T>::impl::run_step(const action& a) {
       throw pipeworks_error("the reducer's version of step " + std::to_string(t) + " is missing");
     t0 = st.step_started;
     t1 = st.step_ended;
-    next = here_version(st.gathered->sum);
+    next = charged_version(here_version(st.gathered->sum));
     st.gathered.reset();
     st.gather_sent = false;
   } else {

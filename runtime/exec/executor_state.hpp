@@ -116,6 +116,11 @@ struct stage_executor<T>::impl {
   trace_recorder trace;
 
   impl(const model<T>& mdl, executor_setup su, sink out);
+  // Tensors that outlive the rank are no longer charged, nor are later allocations of a worker
+  // thread that still names the account (ops/memory_account.hpp).
+  ~impl() {
+    if (account) account->close();
+  }
   void init_stages(std::vector<param_set> initial);
   void init_program_tables();
 
@@ -150,6 +155,7 @@ struct stage_executor<T>::impl {
   // A weight version on the host (for the driver and checkpoints), and on this rank's device.
   param_snapshot host_version(const param_snapshot& p) const;
   param_snapshot here_version(const param_snapshot& p) const;
+  param_snapshot charged_version(param_snapshot p) const;  // held against this rank's account
   void send_norms(int step);
   void run_forward(const action& a);
   void run_backward(const action& a);

@@ -123,9 +123,12 @@ result<owner_reducer::outputs> owner_reducer::add_local(reduce_request request) 
 result<owner_reducer::outputs> owner_reducer::add_piece(reduce_chunk piece) {
   if (piece.kind != chunk_kind::owned_gradient || piece.stage != stage_ || piece.chunk != replica_ ||
       piece.replica < 0 || piece.replica >= replicas_ || piece.replica == replica_)
-    return make_error(who(piece.step) + ": a gradient piece for owner " + std::to_string(piece.chunk) +
-                      " from replica " + std::to_string(piece.replica) + " of stage " +
-                      std::to_string(piece.stage) + " is not this replica's to sum");
+    return make_error(who(piece.step) + ": a piece of kind " + std::to_string(piece.kind) +
+                      " for owner " + std::to_string(piece.chunk) + " from replica " +
+                      std::to_string(piece.replica) + " of stage " + std::to_string(piece.stage) +
+                      " is not this replica's to sum (it sums kind " +
+                      std::to_string(chunk_kind::owned_gradient) + " for itself, from the " +
+                      std::to_string(replicas_ - 1) + " other replicas)");
   exchange& x = at(grads_, piece.step);
   auto& slot = x.from[static_cast<std::size_t>(piece.replica)];
   if (slot || x.sum)
@@ -139,8 +142,11 @@ result<owner_reducer::outputs> owner_reducer::add_gathered(gather_chunk share) {
   const bool weights = share.kind == chunk_kind::owned_weights;
   if ((!weights && share.kind != chunk_kind::owned_squares) || share.stage != stage_ ||
       share.chunk < 0 || share.chunk >= replicas_ || share.chunk == replica_)
-    return make_error(who(share.step) + ": a share of owner " + std::to_string(share.chunk) +
-                      " of stage " + std::to_string(share.stage) + " is not another replica's");
+    return make_error(who(share.step) + ": a share of kind " + std::to_string(share.kind) +
+                      " from owner " + std::to_string(share.chunk) + " of stage " +
+                      std::to_string(share.stage) + " is not another replica's squared norms (kind " +
+                      std::to_string(chunk_kind::owned_squares) + ") or tensors (kind " +
+                      std::to_string(chunk_kind::owned_weights) + ")");
   exchange& x = at(weights ? weights_ : grads_, share.step);
   auto& slot = weights ? x.from[static_cast<std::size_t>(share.chunk)]
                        : x.squares[static_cast<std::size_t>(share.chunk)];

@@ -10,10 +10,11 @@ using namespace pipeworks::cli_test;
 
 TEST_CASE("plan with 2bw names --zero 1 when only sharded optimizer state fits", "[cli]") {
   scratch_dir dir;
-  // One layer: 3 x 1000 bytes of weights and gradient, 2000 of optimizer state; devices of 4000.
+  // One layer: 3 x 1000 bytes of weights and gradient, 2000 of optimizer state (its largest
+  // tensor's 500); devices of 4000.
   write_file(dir / "profile.json", R"({"model": "toy", "microbatch": 4, "layers": [
     {"name": "a", "fwd_ms": 1, "bwd_ms": 2, "activation_bytes": 10, "saved_bytes": 40,
-     "param_bytes": 1000, "optimizer_bytes": 2000}]})");
+     "param_bytes": 1000, "optimizer_bytes": 2000, "largest_optimizer_bytes": 500}]})");
   auto cluster = [&](long long memory) {
     const std::string path = dir / ("c" + std::to_string(memory) + ".json");
     write_file(path, R"({"device_memory_bytes": )" + std::to_string(memory) +

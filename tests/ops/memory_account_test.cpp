@@ -46,11 +46,20 @@ TEST_CASE("an allocation over the account's limit is refused naming the holder a
     const std::string what = e.what();
     CHECK(what.find("rank 3 (replica 1, device 1)") != std::string::npos);
     CHECK(what.find("over its memory limit of 10000 bytes") != std::string::npos);
-    CHECK(what.find("--memory-limit") != std::string::npos);
+    CHECK(what.find("runtime.memory_limit") != std::string::npos);
   }
   CHECK(account->in_use() == 8000);  // the refused allocation took nothing
   tensor fits({400}, dtype::f32);
   CHECK(account->in_use() == 9600);
+}
+
+TEST_CASE("a closed account is no longer charged, and a thread naming it forgets it", "[ops]") {
+  auto account = std::make_shared<memory_account>("rank 5", 100);
+  account_scope charged(account);
+  account->close();
+  tensor big({1000}, dtype::f32);  // over the limit, but the holder is gone
+  CHECK(account->in_use() == 0);
+  CHECK(current_account() == nullptr);
 }
 
 TEST_CASE("an arena's worker threads charge the account charge_to gives them", "[ops]") {

@@ -138,7 +138,9 @@ TEST_CASE("2bw: shares the optimizer state out over replicas when only that fits
   // state. On devices of 4000 bytes nothing fits whole (5000 before the stash); shared out over
   // w replicas (ZeRO 1) a replica holds 3000 + 2000 / w and its stash: 4000 at w = 2 leaves no
   // room for the stash, w = 4 does.
+  // Its largest tensor holds a quarter of the state, so up to 4 replicas can share it evenly.
   prof.layers.push_back(layer(1, 2, 10, 40, 1000, 2000));
+  prof.layers.back().largest_optimizer_bytes = 500;
   const cluster tight = servers(4, 2, 1e9, 1e8, 4000);
   auto plan = plan_two_bw(prof, tight);
   INFO((plan.ok() ? std::string() : plan.message()));
@@ -147,7 +149,10 @@ TEST_CASE("2bw: shares the optimizer state out over replicas when only that fits
   CHECK(plan->w >= 4);
   CHECK(plan->max_memory_bytes <= 4000);
   // The same plan without ZeRO would not fit.
-  CHECK(plan->max_memory_bytes + 2000 - (2000 + plan->w - 1) / plan->w > 4000);
+  CHECK(plan->max_memory_bytes + 2000 - std::max<std::int64_t>((2000 + plan->w - 1) / plan->w, 500) > 4000);
+  // Without knowing the layer's tensors the planner cannot share one layer out at all.
+  prof.layers.back().largest_optimizer_bytes = 0;
+  CHECK_FALSE(plan_two_bw(prof, tight).ok());
   // With memory to spare the gather is not worth it.
   const cluster roomy = servers(4, 2, 1e9, 1e8, 1000000);
   auto free_plan = plan_two_bw(prof, roomy);
