@@ -116,7 +116,9 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
     if (!s) return make_error(s.message());
   charge_moments();
   // Keep the retired version's buffer when it is one this optimizer made.
-  if (mine_ == latest.get()) spare_ = std::const_pointer_cast<param_set>(latest);
+  // Under ZeRO (owned_ set) the latest is the replicas' gathered version, which others share
+  // without this optimizer seeing their references: its buffer is never reused here.
+  if (owned_.empty() && mine_ == latest.get()) spare_ = std::const_pointer_cast<param_set>(latest);
   mine_ = next.get();
   return param_snapshot(std::move(next));
 }

@@ -113,3 +113,38 @@ TEST_CASE("compose_shards refuses versions of another layout or a bad owner", "[
   CHECK(!compose_shards({a, b}, owners).ok());      // no third replica
   CHECK(!compose_shards({a}, std::vector<int>(3, 0)).ok());
 }
+
+TEST_CASE("a sharded optimizer never reuses the buffer of a version another replica may hold", "[ops][zero]") {
+  // Under ZeRO the latest version is the replicas' gathered one: other replicas (and a checkpoint
+  // writer) may hold it through references this optimizer cannot count, so even when it is the
+  // very object the optimizer made last (an address the allocator gave again) and this
+  // optimizer's own references to it are gone, its buffer is not written.
+  const model<float> m = make_gpt<float>(gpt_tiny());
+  train_config cfg;
+  cfg.steps = 10;
+  cfg.optim = default_optimizer_config(optimizer_kind::adamw);
+  const param_snapshot v0 = std::make_shared<const param_set>(m.init_params(3));
+  stage_optimizer<float> opt(*v0, cfg);
+  opt.own_only(owned_by(shard_owners(*v0, 2), 0));
+  auto gradient = [&](std::uint64_t seed) {
+    param_set g = v0->zeros_like();
+    fill_random(g, seed);
+    return g;
+  };
+  param_set g0 = gradient(1), g1 = gradient(2), g2 = gradient(3);
+  auto v1 = opt.apply(v0, g0, 0);
+  REQUIRE(v1.ok());
+  const param_snapshot held_elsewhere = *v1;  // another replica's reference
+  const param_set before = held_elsewhere->clone();
+  {
+    // This rank's reference, through a control block of its own.
+    param_snapshot mine(v1->get(), [keep = *v1](const param_set*) {});
+    v1 = param_snapshot{};
+    auto v2 = opt.apply(mine, g1, 1);
+    REQUIRE(v2.ok());
+    mine.reset();
+    auto v3 = opt.apply(*v2, g2, 2);
+    REQUIRE(v3.ok());
+  }
+  CHECK(same_bits(*held_elsewhere, before));
+}
