@@ -14,10 +14,8 @@ using namespace pipeworks::cli_test;
 namespace {
 
 std::vector<std::string> gpt(const scratch_dir& dir, std::vector<std::string> more) {
-  std::vector<std::string> a{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
-                             "--batch", "8", "--steps", "6", "--sample", "0", "--eval-windows", "1"};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
+  more.insert(more.begin(), {"--eval-windows", "1"});
+  return gpt_tiny_train(dir / "text.txt", 6, std::move(more));
 }
 
 

@@ -19,10 +19,8 @@ namespace {
 
 // gpt-tiny, batch 8, 8 steps; the layout's flags follow.
 std::vector<std::string> gpt(const scratch_dir& dir, std::vector<std::string> more) {
-  std::vector<std::string> a{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
-                             "--batch", "8", "--steps", "8", "--sample", "0", "--eval-windows", "1"};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
+  more.insert(more.begin(), {"--eval-windows", "1"});
+  return gpt_tiny_train(dir / "text.txt", 8, std::move(more));
 }
 
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {

@@ -77,6 +77,16 @@ inline nlohmann::json last_json(const cli_result& r) {
   return all.back();
 }
 
+// `pipeworks train` of gpt-tiny on `text`, batch 8, `steps` steps, no sample at the end, then
+// `more` (the layout, the outputs).
+inline std::vector<std::string> gpt_tiny_train(const std::string& text, int steps,
+                                               std::vector<std::string> more) {
+  std::vector<std::string> a{"train", "--model", "gpt-tiny", "--data", text, "--batch", "8",
+                             "--steps", std::to_string(steps), "--sample", "0"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
 // Runs the CLI and requires exit 0, showing its stderr when not.
 inline void run_ok(const std::vector<std::string>& args) {
   const cli_result r = run_cli(args);

@@ -15,11 +15,8 @@ using nlohmann::json;
 namespace {
 
 std::vector<std::string> zero_args(const scratch_dir& dir, std::vector<std::string> more) {
-  std::vector<std::string> a{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
-                             "--steps", "4", "--batch", "8", "--sample", "0", "--eval-windows", "2",
-                             "--json"};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
+  more.insert(more.begin(), {"--eval-windows", "2", "--json"});
+  return gpt_tiny_train(dir / "text.txt", 4, std::move(more));
 }
 
 
