@@ -1,7 +1,8 @@
-// Schedule kinds by name ("gpipe", "1f1b", ..., "cyclic") and make_schedule, which dispatches to
-// the generator of a kind.
+// Schedule kinds by name ("gpipe", "1f1b", ..., "cyclic", "zbv") and their properties, and
+// make_schedule, which dispatches to the generator of a kind.
 #include <array>
 #include <string>
+#include <vector>
 
 #include "runtime/schedule.hpp"
 
@@ -14,7 +15,7 @@ struct kind_entry {
   std::string_view name;
 };
 
-constexpr std::array<kind_entry, 10> kind_entries{{
+constexpr std::array<kind_entry, 13> kind_entries{{
     {schedule_kind::gpipe, "gpipe"},
     {schedule_kind::one_f_one_b, "1f1b"},
     {schedule_kind::interleaved, "interleaved"},
@@ -25,6 +26,9 @@ constexpr std::array<kind_entry, 10> kind_entries{{
     {schedule_kind::pipedream_vs, "pipedream-vs"},
     {schedule_kind::two_bw, "2bw"},
     {schedule_kind::cyclic, "cyclic"},
+    {schedule_kind::zbv, "zbv"},
+    {schedule_kind::v_half, "v-half"},
+    {schedule_kind::v_min, "v-min"},
 }};
 
 }  // namespace
@@ -33,6 +37,15 @@ std::string_view schedule_name(schedule_kind k) {
   for (const auto& e : kind_entries)
     if (e.kind == k) return e.name;
   return "?";
+}
+
+const std::vector<schedule_kind>& every_schedule_kind() {
+  static const std::vector<schedule_kind> kinds = [] {
+    std::vector<schedule_kind> out;
+    for (const auto& e : kind_entries) out.push_back(e.kind);
+    return out;
+  }();
+  return kinds;
 }
 
 result<schedule_kind> parse_schedule_kind(std::string_view name) {
@@ -51,10 +64,23 @@ bool is_flush(schedule_kind k) {
     case schedule_kind::zb_h1:
     case schedule_kind::zb_h2:
     case schedule_kind::bfs:
+    case schedule_kind::zbv:
+    case schedule_kind::v_half:
+    case schedule_kind::v_min:
       return true;
     default:
       return false;
   }
+}
+
+bool is_v_shape(schedule_kind k) {
+  return k == schedule_kind::zbv || k == schedule_kind::v_half || k == schedule_kind::v_min;
+}
+
+int default_chunks(schedule_kind k) { return is_v_shape(k) ? 2 : 1; }
+
+bool splits_backward(schedule_kind k) {
+  return k == schedule_kind::zb_h1 || k == schedule_kind::zb_h2 || is_v_shape(k);
 }
 
 result<schedule> make_schedule(schedule_kind kind, const schedule_params& params) {
@@ -69,6 +95,9 @@ result<schedule> make_schedule(schedule_kind kind, const schedule_params& params
     case schedule_kind::pipedream_vs: return pipedream_vertical_sync(params);
     case schedule_kind::two_bw: return pipedream_2bw(params);
     case schedule_kind::cyclic: return cyclic(params);
+    case schedule_kind::zbv: return zbv(params);
+    case schedule_kind::v_half: return v_half(params);
+    case schedule_kind::v_min: return v_min(params);
   }
   return make_error("make_schedule: unknown schedule kind " +
                     std::to_string(static_cast<int>(kind)));

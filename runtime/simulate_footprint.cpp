@@ -25,7 +25,7 @@ footprint estimate_footprint(schedule_kind kind, const schedule_params& sp, bool
   const double p = sp.stages, w = sp.replicas;
   const double ids = static_cast<double>(sp.microbatches) * sp.steps;
   const double stages = p * sp.chunks;  // virtual stages
-  const bool split = kind == schedule_kind::zb_h1 || kind == schedule_kind::zb_h2;
+  const bool split = splits_backward(kind);
   // Compute-only: F and B (or F, I and W) per (replica, stage, microbatch), and a STEP and a
   // REDUCE per (replica, stage, step). Lowering adds SEND/RECV pairs both ways at every
   // boundary between devices.

@@ -46,13 +46,24 @@ status check_params(std::string_view name, const schedule_params& params, bool a
   return status::success();
 }
 
+status check_v_params(std::string_view name, const schedule_params& params) {
+  if (auto ok = check_params(name, params, true); !ok) return ok;
+  if (params.chunks != 2)
+    return make_error(std::string(name) +
+                      " places two virtual stages on each device (d and 2p-1-d, a V), so the "
+                      "chunk count v must be 2 (got " + std::to_string(params.chunks) + ")");
+  return status::success();
+}
+
 schedule start_schedule(schedule_kind kind, const schedule_params& params) {
   schedule s;
   s.kind = kind;
   s.params = params;
   s.virtual_stages = params.stages * params.chunks;
   s.device_of.resize(s.virtual_stages);
-  for (int v = 0; v < s.virtual_stages; ++v) s.device_of[v] = v % params.stages;
+  const int p = params.stages;
+  for (int v = 0; v < s.virtual_stages; ++v)
+    s.device_of[v] = is_v_shape(kind) ? (v < p ? v : 2 * p - 1 - v) : v % p;
   s.programs.assign(static_cast<std::size_t>(params.stages) * params.replicas, program{});
   return s;
 }

@@ -13,9 +13,11 @@ namespace pipeworks::schedules {
 // Checks p, m, v, w and steps for generator `name`; `allows_chunks` is false for schedules with
 // one chunk per device. The message says which value is wrong and what would work.
 status check_params(std::string_view name, const schedule_params& params, bool allows_chunks);
+// check_params for a V schedule, whose chunk count must be 2.
+status check_v_params(std::string_view name, const schedule_params& params);
 
 // A schedule with no actions yet: kind, params, p * v virtual stages, virtual stage s on device
-// s % p, and p * w empty programs.
+// s % p (on device s or 2p-1-s for the V schedules), and p * w empty programs.
 schedule start_schedule(schedule_kind kind, const schedule_params& params);
 
 // Reserves room in each of replica 0's programs for `compute` F, B, I and W actions, the

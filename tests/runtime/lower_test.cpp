@@ -63,13 +63,10 @@ TEST_CASE("lowering keeps REDUCE and STEP in place", "[runtime]") {
 }
 
 TEST_CASE("lowering by value gives the same programs and grows them in place", "[runtime]") {
-  for (auto k : {schedule_kind::gpipe, schedule_kind::one_f_one_b, schedule_kind::interleaved,
-                 schedule_kind::zb_h1, schedule_kind::zb_h2, schedule_kind::bfs,
-                 schedule_kind::pipedream, schedule_kind::pipedream_vs, schedule_kind::two_bw,
-                 schedule_kind::cyclic}) {
+  for (auto k : every_schedule_kind()) {
     CAPTURE(schedule_name(k));
     auto s = make_schedule(k, {4, 8, k == schedule_kind::interleaved || k == schedule_kind::bfs
-                                          ? 2 : 1, 2, 2});
+                                          ? 2 : default_chunks(k), 2, 2});
     REQUIRE(s.ok());
     const schedule copied = lower_communication(*s);  // the const& form leaves *s alone
     CHECK_FALSE(s->lowered);

@@ -65,7 +65,7 @@ TEST_CASE("predicted memory equals the measured peaks for every schedule and rec
   for (schedule_kind k : all_kinds)
     for (int p : {2, 3})
       for (int w : {1, 2}) {
-        const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+        const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
         for (int m : {p, 2 * p + 1})
           for (recompute_mode mode : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
             ran += check_prediction({k, p, m, w, v, true}, mode, m == p ? 0 : 29);

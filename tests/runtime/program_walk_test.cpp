@@ -22,11 +22,7 @@ namespace {
 
 using test::from_text;
 
-const std::vector<schedule_kind> every_kind = {
-    schedule_kind::gpipe,     schedule_kind::one_f_one_b,  schedule_kind::interleaved,
-    schedule_kind::zb_h1,     schedule_kind::zb_h2,        schedule_kind::bfs,
-    schedule_kind::pipedream, schedule_kind::pipedream_vs, schedule_kind::two_bw,
-    schedule_kind::cyclic};
+const std::vector<schedule_kind>& every_kind = every_schedule_kind();
 
 // The built-in schedules of a small grid, lowered; those a generator does not permit are skipped.
 std::vector<schedule> small_grid() {

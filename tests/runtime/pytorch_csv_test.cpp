@@ -21,7 +21,7 @@ const schedule_kind all_kinds[] = {
     schedule_kind::cyclic};
 
 int chunks_of(schedule_kind k) {
-  return k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+  return k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
 }
 
 }  // namespace

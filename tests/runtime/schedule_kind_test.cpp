@@ -6,11 +6,7 @@
 using namespace pipeworks;
 
 TEST_CASE("schedule kinds print and parse by name", "[runtime]") {
-  for (schedule_kind k : {schedule_kind::gpipe, schedule_kind::one_f_one_b,
-                          schedule_kind::interleaved, schedule_kind::zb_h1, schedule_kind::zb_h2,
-                          schedule_kind::bfs, schedule_kind::pipedream,
-                          schedule_kind::pipedream_vs, schedule_kind::two_bw,
-                          schedule_kind::cyclic}) {
+  for (schedule_kind k : every_schedule_kind()) {
     auto back = parse_schedule_kind(schedule_name(k));
     REQUIRE(back.ok());
     CHECK(*back == k);

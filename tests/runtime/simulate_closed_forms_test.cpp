@@ -112,7 +112,7 @@ TEST_CASE("simulate: peak live versions are p - s for PipeDream, 2 for 2BW, 1 fo
     }
     for (auto k : {schedule_kind::gpipe, schedule_kind::one_f_one_b, schedule_kind::interleaved,
                    schedule_kind::zb_h1, schedule_kind::zb_h2, schedule_kind::bfs}) {
-      const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+      const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
       const simulation sim = run_kind(k, params(p, 2 * p, v, 1, 3), uniform_costs(1.0, 2.0, 1.0));
       for (int s = 0; s < p; ++s) {
         INFO(schedule_name(k) << " p=" << p << " stage " << s);

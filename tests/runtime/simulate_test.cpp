@@ -211,13 +211,9 @@ TEST_CASE("simulate: a built-in schedule on its quick bounds gives what the full
           "[runtime]") {
   // The same programs marked custom take the path that scans every program first.
   cost_model costs = uniform_costs(1.0, 2.0, 0.5);
-  for (schedule_kind k : {schedule_kind::gpipe, schedule_kind::one_f_one_b,
-                          schedule_kind::interleaved, schedule_kind::zb_h1, schedule_kind::zb_h2,
-                          schedule_kind::bfs, schedule_kind::pipedream,
-                          schedule_kind::pipedream_vs, schedule_kind::two_bw,
-                          schedule_kind::cyclic}) {
+  for (schedule_kind k : every_schedule_kind()) {
     CAPTURE(schedule_name(k));
-    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
     const schedule built = lower_communication(make_schedule(k, params(3, 6, v, 2, 2)).value());
     schedule custom = built;
     custom.custom_programs = true;

@@ -9,11 +9,7 @@ using namespace pipeworks;
 
 namespace {
 
-const schedule_kind all_kinds[] = {
-    schedule_kind::gpipe,    schedule_kind::one_f_one_b,  schedule_kind::interleaved,
-    schedule_kind::zb_h1,    schedule_kind::zb_h2,        schedule_kind::bfs,
-    schedule_kind::pipedream, schedule_kind::pipedream_vs, schedule_kind::two_bw,
-    schedule_kind::cyclic};
+const std::vector<schedule_kind>& all_kinds = every_schedule_kind();
 
 }  // namespace
 

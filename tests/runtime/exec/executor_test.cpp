@@ -158,7 +158,7 @@ TEST_CASE("min_credit_window is the smallest window that finishes and one less d
   int windows_above_one = 0;
   for (schedule_kind k : all_kinds)
     for (int p : {2, 4}) {
-      const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+      const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
       auto s = make_schedule(k, schedule_params{p, 2 * p, v, 1, 2});
       if (!s) continue;
       auto plan = std::make_shared<const schedule>(lower_communication(*s));

@@ -56,7 +56,7 @@ std::vector<semantics_case> gpu_grid(bool gpt) {
   for (schedule_kind k : all_kinds)
     for (int p : {2, 4})
       for (int w : {1, 2}) {
-        const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+        const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
         out.push_back({k, p, p, w, v, gpt});
         if (p == 2) out.push_back({k, p, 2 * p + 1, w, v, gpt});
       }

@@ -114,7 +114,7 @@ TEST_CASE("every schedule resumes from its checkpoint snapshots bit for bit: mlp
     for (int p : {2, 3})
       for (int w : {1, 2})
         for (int m : {1, p, 2 * p + 1}) {
-          const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+          const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
           const resume_case rc{{k, p, m, w, v, false}, 5, 1, p == 3 && m == p && w == 2};
           ran += make_schedule(k, schedule_params{p, m, v, w, 5}).ok();
           check_resume(rc);
@@ -124,7 +124,7 @@ TEST_CASE("every schedule resumes from its checkpoint snapshots bit for bit: mlp
 
 TEST_CASE("every schedule resumes from its checkpoint snapshots bit for bit: gpt-tiny", "[runtime][checkpoint]") {
   for (schedule_kind k : all_kinds) {
-    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
     check_resume({{k, 2, 4, 2, v, true}, 4, 2, true});
   }
 }
@@ -132,7 +132,7 @@ TEST_CASE("every schedule resumes from its checkpoint snapshots bit for bit: gpt
 TEST_CASE("every schedule with GPU stages resumes from its checkpoint files bit for bit", "[cuda]") {
   if (!cuda_test::have_gpu()) return;
   for (schedule_kind k : all_kinds) {
-    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+    const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
     check_resume({{k, 2, 4, 2, v, true}, 4, 2, true, true});
     check_resume({{k, 2, 3, 1, v, false}, 4, 1, true, true});
   }

@@ -27,13 +27,10 @@ struct semantics_case {
   }
 };
 
-inline constexpr schedule_kind all_kinds[] = {
-    schedule_kind::gpipe,     schedule_kind::one_f_one_b,  schedule_kind::interleaved,
-    schedule_kind::zb_h1,     schedule_kind::zb_h2,        schedule_kind::bfs,
-    schedule_kind::pipedream, schedule_kind::pipedream_vs, schedule_kind::two_bw,
-    schedule_kind::cyclic};
+inline const std::vector<schedule_kind>& all_kinds = every_schedule_kind();
 
-// p in {2, 3, 4}, m in {1, p-1, p, 2p+1}, w in {1, 2}; v = 2 for the schedules that interleave.
+// p in {2, 3, 4}, m in {1, p-1, p, 2p+1}, w in {1, 2}; v = 2 for the schedules that interleave
+// and the V schedules.
 // Cases the generator refuses are left out by the caller (make_schedule says why).
 inline std::vector<semantics_case> semantics_grid(bool gpt) {
   std::vector<semantics_case> out;
@@ -42,7 +39,7 @@ inline std::vector<semantics_case> semantics_grid(bool gpt) {
       std::vector<int> ms{1, p - 1, p, 2 * p + 1};
       std::sort(ms.begin(), ms.end());
       ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
-      const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1;
+      const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
       for (int m : ms)
         for (int w : {1, 2}) out.push_back({k, p, m, w, v, gpt});
     }

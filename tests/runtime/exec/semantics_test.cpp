@@ -86,7 +86,7 @@ TEST_CASE("flush schedules equal single-device gradient accumulation", "[runtime
   for (schedule_kind k : all_kinds) {
     if (!is_flush(k)) continue;
     for (int w : {1, 2}) {
-      const semantics_case c{k, 3, 6, w, k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : 1, false};
+      const semantics_case c{k, 3, 6, w, k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k), false};
       outcome o = run_case(c, 0);
       REQUIRE(o.ran);
       model<float> mdl = make_mlp<float>(small_mlp());
