@@ -27,11 +27,27 @@ std::string mib(std::int64_t bytes) {
 }
 
 // Per device (rank of replica 0): its stages' predicted memory summed, and which stages.
+// `host`: what of them offload keeps in host memory (a GPU rank's); total() is the rest, what
+// the device holds and the limit is about.
 struct rank_figure {
-  std::int64_t weights = 0, gradients = 0, moments = 0, activations = 0, transient = 0;
+  std::int64_t weights = 0, gradients = 0, moments = 0, activations = 0, transient = 0, host = 0;
   std::string stages;
-  std::int64_t total() const { return weights + gradients + moments + activations + transient; }
+  std::int64_t total() const {
+    return weights + gradients + moments + activations + transient - host;
+  }
 };
+
+// Whether rank r (replica * p + device) is placed on a GPU.
+bool on_gpu(const run_plan& plan, int r) {
+  return static_cast<std::size_t>(r) < plan.ranks.size() &&
+         plan.ranks[static_cast<std::size_t>(r)].device.on_gpu();
+}
+
+bool all_on_gpu(const run_plan& plan) {
+  for (int r = 0; r < plan.rank_count(); ++r)
+    if (!on_gpu(plan, r)) return false;
+  return true;
+}
 
 // One microbatch of the plan's size.
 minibatch plan_microbatch(const run_plan& plan) {
@@ -47,14 +63,20 @@ std::pair<std::vector<stage_memory>, std::vector<int>> predict_resolved(const ru
   auto bytes = measure_stage_bytes(net, plan_microbatch(plan), lowered->boundaries, plan.recompute,
                                    plan.train.optim.kind, plan.zero > 0 ? plan.replicas : 1);
   if (!bytes) throw pipeworks_error(bytes.message());
-  return {predict_memory(*lowered->programs, *bytes, plan.recompute, lowered->credit_window),
-          lowered->programs->device_of};
+  std::vector<stage_memory> stages =
+      predict_memory(*lowered->programs, *bytes, plan.recompute, lowered->credit_window);
+  const std::vector<int>& device_of = lowered->programs->device_of;
+  for (stage_memory& s : stages)  // offload moves a GPU rank's bytes to the host
+    if (on_gpu(plan, device_of[static_cast<std::size_t>(s.stage)]))
+      offload_to_host(s, (*bytes)[static_cast<std::size_t>(s.stage)], plan.offload, plan.recompute);
+  return {std::move(stages), device_of};
 }
 
 std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net, recompute_mode mode,
-                                         int zero) {
+                                         int zero, offload_spec offload) {
   plan.recompute = mode;
   plan.zero = zero;
+  plan.offload = offload;
   auto resolved = resolve_plan(std::move(plan), net, nullptr);  // the split the run will have
   if (!resolved) throw CLI::ValidationError("--memory-limit", resolved.message());
   plan = std::move(resolved->plan);
@@ -64,7 +86,11 @@ std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net,
                                      recompute_mode::none, plan.train.optim.kind);
     if (!bytes) throw pipeworks_error(bytes.message());
     const stage_bytes& b = bytes->front();
-    out[0] = {b.weights, b.weights, b.moments, b.whole_stash, b.workspace, "0"};
+    stage_memory m;
+    m.activations = b.whole_stash;  // one microbatch in flight at a time
+    m.moments = b.moments;
+    if (on_gpu(plan, 0)) offload_to_host(m, b, plan.offload, recompute_mode::none);
+    out[0] = {b.weights, b.weights, b.moments, b.whole_stash, b.workspace, m.host, "0"};
     return out;
   }
   const auto [stages, device_of] = predict_resolved(plan, net);
@@ -75,6 +101,7 @@ std::map<int, rank_figure> predict_ranks(run_plan plan, const model<float>& net,
     r.moments += s.moments;
     r.activations += s.activations;
     r.transient += s.workspace + s.messages;
+    r.host += s.host;
     r.stages += (r.stages.empty() ? "" : ", ") + std::to_string(s.stage);
   }
   return out;
@@ -111,24 +138,37 @@ std::vector<stage_memory> predict_stages(const run_plan& plan) {
 
 void check_memory_limit(const run_plan& plan, const model<float>& net, std::int64_t limit) {
   if (plan.auto_partition) return;
-  const auto figures = predict_ranks(plan, net, plan.recompute, plan.zero);
+  const auto figures = predict_ranks(plan, net, plan.recompute, plan.zero, plan.offload);
   for (const auto& [device, r] : figures) {
     if (r.total() <= limit) continue;
     std::string advice;
-    auto would = [&](const std::string& flags, recompute_mode mode, int zero) {
-      const rank_figure other = predict_ranks(plan, net, mode, zero).at(device);
+    auto would = [&](const std::string& flags, recompute_mode mode, int zero, offload_spec offload,
+                     const char* note = "") {
+      const rank_figure other = predict_ranks(plan, net, mode, zero, offload).at(device);
       advice += std::string(advice.empty() ? "" : "; ") + flags + " would make it " +
-                mib(other.total()) + (other.total() <= limit ? " (fits)" : " (does not fit)");
+                mib(other.total()) + (other.total() <= limit ? " (fits" : " (does not fit") +
+                note + ")";
     };
     const std::string at_recompute = " (with --recompute " + std::string(recompute_name(plan.recompute)) + ")";
     if (plan.schedule && plan.replicas > 1 && plan.zero == 0)
-      would("--zero 1" + at_recompute, plan.recompute, 1);
+      would("--zero 1" + at_recompute, plan.recompute, 1, plan.offload);
     if (plan.schedule)
       for (recompute_mode mode : {recompute_mode::selective, recompute_mode::full}) {
         if (mode == plan.recompute) continue;
-        would("--recompute " + std::string(recompute_name(mode)), mode, plan.zero);
+        would("--recompute " + std::string(recompute_name(mode)), mode, plan.zero, plan.offload);
         if (plan.replicas > 1 && plan.zero == 0)
-          would("--recompute " + std::string(recompute_name(mode)) + " --zero 1", mode, 1);
+          would("--recompute " + std::string(recompute_name(mode)) + " --zero 1", mode, 1,
+                plan.offload);
+      }
+    // Offload only on GPU ranks (a CPU rank's memory is host memory already), every rank's: the
+    // plan refuses it when any rank is on the CPU.
+    if (all_on_gpu(plan))
+      for (offload_spec o : {offload_spec{true, false}, offload_spec{false, true},
+                             offload_spec{true, true}}) {
+        if ((o.optimizer && !plan.offload.optimizer) || (o.activations && !plan.offload.activations))
+          would("--offload " + offload_name(o) + at_recompute, plan.recompute, plan.zero,
+                {o.optimizer || plan.offload.optimizer, o.activations || plan.offload.activations},
+                "; offload is not built yet");
       }
     if (advice.empty())
       advice = plan.schedule ? "more stages, a smaller --batch or more --microbatches would lower it"
@@ -139,9 +179,12 @@ void check_memory_limit(const run_plan& plan, const model<float>& net, std::int6
             mib(r.total()) + " at its peak, over the limit of " + mib(limit) + ": weights " +
             mib(r.weights) + ", gradients " + mib(r.gradients) + ", optimizer moments " +
             mib(r.moments) + ", stashed activations " + mib(r.activations) +
-            ", messages and scratch " + mib(r.transient) + " (--recompute " +
-            std::string(recompute_name(plan.recompute)) + ", --zero " + std::to_string(plan.zero) +
-            "); " + advice);
+            ", messages and scratch " + mib(r.transient) +
+            (r.host > 0 ? ", less " + mib(r.host) + " offloaded to host memory" : "") +
+            " (--recompute " + std::string(recompute_name(plan.recompute)) + ", --zero " +
+            std::to_string(plan.zero) +
+            (plan.offload.any() ? ", --offload " + offload_name(plan.offload) : "") + "); " +
+            advice);
   }
 }
 

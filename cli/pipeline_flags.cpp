@@ -6,6 +6,7 @@
 
 #include "cli/options.hpp"
 #include "ops/device/device.hpp"
+#include "runtime/offload_mode.hpp"
 
 namespace pipeworks::cli {
 
@@ -55,11 +56,23 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                  "The weights are the same bit for bit at every level")
       ->check(CLI::Range(0, 2))
       ->capture_default_str();
+  sub.add_option("--offload", f.offload,
+                 "what GPU ranks keep in page-locked host memory instead of the GPU's: optimizer "
+                 "(the optimizer moments, updated on the host), activations (the stashes of "
+                 "microbatches in flight, between their forward and backward), both as "
+                 "optimizer,activations, or none. The same bits either way. Refused on CPU ranks, "
+                 "whose memory is host memory already, and on GPU ranks for now: not built yet")
+      ->check([](const std::string& s) {
+        return parse_offload(s) ? std::string()
+                                : "'" + s + "' is not none, optimizer, activations or "
+                                  "optimizer,activations";
+      })
+      ->capture_default_str();
   sub.add_option("--memory-limit", f.memory_limit,
                  "the most bytes one rank may hold (e.g. 512M, 2G): before anything trains, each "
                  "rank's predicted peak (weights and their versions, gradients, optimizer moments, "
                  "stashed activations) is checked against it, and a rank that does not fit is "
-                 "refused with what --recompute would make it")
+                 "refused with what --recompute, --zero or (GPU ranks) --offload would make it")
       ->check([](const std::string& s) {
         auto b = parse_bytes(s);
         return b ? std::string() : b.message();

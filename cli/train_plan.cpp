@@ -46,6 +46,7 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"runtime.bf16", "--bf16"},
     {"runtime.recompute", "--recompute"},
     {"runtime.zero", "--zero"},
+    {"runtime.offload", "--offload"},
     {"runtime.memory_limit", "--memory-limit"},
     {"checkpoint.every", "--save-every"},
     {"checkpoint.dir", "--checkpoint-dir"},
@@ -75,6 +76,10 @@ bool shapes_the_run(std::string_view flag) {
 }
 
 std::string flag_of(std::string_view field) {
+  // A rank's device (ranks[N].device) is --device's, which places every rank.
+  if (field.substr(0, 6) == "ranks[" && field.size() > 8 &&
+      field.substr(field.size() - 8) == "].device")
+    return "--device";
   for (const auto& [f, flag] : field_flags) {
     const std::string_view prefix(f);
     if (field == prefix || (field.substr(0, prefix.size()) == prefix &&
@@ -102,6 +107,7 @@ void apply_device_flags(const train_options& o, run_plan& p) {
   if (f.given.count("--bf16")) p.bf16 = f.bf16;
   if (f.given.count("--recompute")) p.recompute = parse_recompute(f.recompute).value();
   if (f.given.count("--zero")) p.zero = f.zero;
+  if (f.given.count("--offload")) p.offload = parse_offload(f.offload).value();  // checked
   if (f.given.count("--memory-limit")) p.memory_limit = parse_bytes(f.memory_limit).value();
 }
 

@@ -154,6 +154,7 @@ nlohmann::json run_summary(const run_plan& plan, const pipeline_result& run, dou
                           {"peak_activation_bytes", p.activations},
                           {"optimizer_bytes", p.moments},
                           {"total_bytes", p.total()}};
+        if (p.host > 0) s["predicted"]["host_bytes"] = p.host;  // offloaded: part of total_bytes
       }
       stages.push_back(s);
     }

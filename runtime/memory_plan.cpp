@@ -143,6 +143,16 @@ std::vector<stage_memory> predict_memory(const schedule& s, const std::vector<st
   return out;
 }
 
+void offload_to_host(stage_memory& m, const stage_bytes& b, offload_spec o, recompute_mode mode) {
+  m.host = 0;
+  if (o.optimizer) m.host += m.moments;
+  if (o.activations) {
+    const std::int64_t one =
+        std::max({b.stash, mode == recompute_mode::full ? b.whole_stash : 0, b.deferred});
+    m.host += m.activations - std::min(m.activations, offload_resident_microbatches * one);
+  }
+}
+
 minibatch example_microbatch(const model_spec& spec, std::int64_t samples) {
   if (spec.is_gpt()) {
     const std::int64_t T = spec.gpt().context;

@@ -10,6 +10,7 @@
 #include "ops/model/model_spec.hpp"
 #include "ops/train/microbatches.hpp"
 #include "ops/optim/optimizer.hpp"
+#include "runtime/offload_mode.hpp"
 #include "runtime/recompute_mode.hpp"
 #include "runtime/schedule.hpp"
 
@@ -43,10 +44,17 @@ struct stage_memory {
   // Messages the stage made that may wait at their receivers (credit window × message bytes,
   // each direction): an in-process receiver reads the sender's own buffer.
   std::int64_t messages = 0;
-  // Each part at its own peak: an upper bound on the stage's bytes at any one moment.
+  // Of the bytes above, those that a GPU rank's offload keeps in page-locked host memory instead
+  // of the device's (offload_to_host); 0 without offload, and on CPU ranks (their memory is all
+  // host memory, counted as the device's).
+  std::int64_t host = 0;
+  // Each part at its own peak: an upper bound on the stage's bytes at any one moment, wherever
+  // they live.
   std::int64_t total() const {
     return weights + gradients + moments + activations + workspace + messages;
   }
+  // What of total() the device holds (GPU memory on a GPU rank).
+  std::int64_t device_total() const { return total() - host; }
 };
 
 // Walks each rank's program as its executor runs it (in program order, whatever the messages'
@@ -54,6 +62,18 @@ struct stage_memory {
 // credit_window: the messages a link may hold (0: as many as the step's microbatches).
 std::vector<stage_memory> predict_memory(const schedule& programs, const std::vector<stage_bytes>& bytes,
                                          recompute_mode mode, int credit_window = 0);
+
+// Activation offload keeps this many microbatches' stashes on the device: the latest forward's,
+// on its way out, and the next backward's, brought back ahead of it (PipeOffload's two buffers).
+constexpr int offload_resident_microbatches = 2;
+
+// Sets m.host to what offload `o` moves from a GPU rank's virtual stage (predicted as m, one
+// microbatch and one version as b) to host memory: optimizer, the moments (under --bf16 too:
+// the weights stay fp32 on the device, there is no separate master copy); activations, the
+// stash at its peak beyond offload_resident_microbatches microbatches' (each its stash, the
+// whole stash a full recomputation makes again, or what an I leaves for its W, whichever is
+// largest). The other figures stay the stage's whole bytes. Only for stages on GPU ranks.
+void offload_to_host(stage_memory& m, const stage_bytes& b, offload_spec o, recompute_mode mode);
 
 // One microbatch of `samples` samples the model accepts (token ids or images, zeros) with targets.
 minibatch example_microbatch(const model_spec& spec, std::int64_t samples);

@@ -215,6 +215,38 @@ std::optional<plan_issue> check_credits(const run_plan& p) {
   return std::nullopt;
 }
 
+// Offload moves a GPU rank's bytes to host memory: a CPU rank has nothing to move them to. Both
+// kinds are refused on a GPU rank too until they are built (the plan names them already, so the
+// memory plan can say what they would save).
+std::optional<plan_issue> check_offload(const run_plan& p) {
+  if (!p.offload.any()) return std::nullopt;
+  const std::string what = offload_name(p.offload);
+  if (p.auto_partition)
+    return issue("runtime.offload", "is " + what + ", but {auto_partition} places the ranks on its "
+                                    "cluster's devices, CPU threads here, whose memory is host "
+                                    "memory already: drop {runtime.offload}, or drop "
+                                    "{auto_partition} and place the ranks on a GPU yourself");
+  auto device_of = [&](int r) {
+    const bool placed = static_cast<std::size_t>(r) < p.ranks.size();
+    return placed ? p.ranks[static_cast<std::size_t>(r)].device : named_device{};
+  };
+  auto rank = [&](int r) {
+    return "rank " + str(r) + " (stage " + str(r % p.stages) + ", replica " + str(r / p.stages) + ")";
+  };
+  for (int r = 0; r < p.rank_count(); ++r)
+    if (!device_of(r).on_gpu())
+      return issue("runtime.offload",
+                   "is " + what + ", but " + rank(r) + " runs on the CPU, whose memory is host "
+                   "memory already: there is nothing to offload it to. Drop {runtime.offload}, or "
+                   "place the rank on a GPU ({ranks[" + str(r) + "].device} cuda or cuda:N)");
+  return issue("runtime.offload",
+               "is " + what + " for GPU " + rank(0) + " on " + device_of(0).to_string() +
+                   (p.rank_count() > 1 ? " and the other GPU ranks" : "") +
+                   ", and offload is not built yet (the memory plan predicts what it would save, "
+                   "but no run moves the bytes): drop {runtime.offload}, or hold less with "
+                   "{runtime.recompute} or {runtime.zero}");
+}
+
 }  // namespace
 
 std::string planner_name(planner_kind k) { return k == planner_kind::two_bw ? "2bw" : "pipedream"; }
@@ -297,8 +329,14 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
   if (auto i = check_data(p)) return i;
   if (auto i = check_runtime(p)) return i;
   if (auto i = check_processes(p)) return i;
-  if (!p.schedule) return check_single_device(p);
-  if (p.auto_partition) return check_auto_partition(p);  // the planner chooses the rest
+  if (!p.schedule) {
+    if (auto i = check_single_device(p)) return i;
+    return check_offload(p);
+  }
+  if (p.auto_partition) {  // the planner chooses the rest
+    if (auto i = check_auto_partition(p)) return i;
+    return check_offload(p);
+  }
   if (p.zero > 0 && p.replicas < 2)
     return issue("runtime.zero", "shards the optimizer state over a stage's replicas, and "
                                  "{schedule.replicas} is 1: give 2 or more, or drop it");
@@ -306,6 +344,7 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
   const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1};
   if (auto s = make_schedule(*p.schedule, sp); !s) return issue("schedule.kind", s.message());
   if (auto i = check_ranks(p)) return i;
+  if (auto i = check_offload(p)) return i;
   return check_credits(p);
 }
 
@@ -421,6 +460,7 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given, bool 
   out.tf32 = given.tf32;
   out.bf16 = given.bf16;
   out.recompute = given.recompute;  // memory against time: the same bits either way
+  out.offload = given.offload;      // device memory against host memory: the same bits too
   out.memory_limit = given.memory_limit;
   if (!given.checkpoint.dir.empty()) out.checkpoint.dir = given.checkpoint.dir;  // may have moved
   if (out.checkpoint.run.empty()) out.checkpoint.run = given.checkpoint.run;

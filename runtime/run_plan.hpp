@@ -14,6 +14,7 @@
 #include "ops/device/device.hpp"
 #include "ops/model/model_spec.hpp"
 #include "ops/train/trainer_config.hpp"
+#include "runtime/offload_mode.hpp"
 #include "runtime/recompute_mode.hpp"
 #include "runtime/schedule.hpp"
 
@@ -117,6 +118,11 @@ struct run_plan {
   // updates the optimizer moments of the tensors it owns, then the tensors are gathered; 2 also
   // the reduced gradient is only its own tensors'. The same bits as 0 either way.
   int zero = 0;
+  // What GPU ranks keep in page-locked host memory instead of the device's (runtime/offload_mode):
+  // it moves bytes, never changes them, so the weights are the same bit for bit with or without
+  // it (and a resume may change it). Refused when any rank is on the CPU, whose memory is host
+  // memory already.
+  offload_spec offload;
   // The bytes of tensors (and host optimizer moments) one rank may hold; 0: no limit. Checked
   // against the prediction before the run (train --memory-limit) and enforced by each CPU rank's
   // memory account as it allocates.

@@ -203,6 +203,7 @@ std::string to_json_text(const run_plan& p) {
         {"bf16", p.bf16},
         {"recompute", std::string(recompute_name(p.recompute))},
         {"zero", p.zero},
+        {"offload", offload_name(p.offload)},
         {"memory_limit", p.memory_limit}}},
       {"checkpoint",
        {{"every", p.checkpoint.every}, {"dir", p.checkpoint.dir}, {"keep", p.checkpoint.keep}}},
@@ -366,10 +367,19 @@ result<run_plan> parse_run_plan(std::string_view text, const std::string& source
   }
   {
     const reader r = top.sub("runtime");
-    // "recompute", "zero" and "memory_limit" are optional: plans written before them recompute,
-    // shard and limit nothing.
+    // "recompute", "zero", "offload" and "memory_limit" are optional: plans written before them
+    // recompute, shard, offload and limit nothing.
     PW_TRY(r.keys({"credits", "threads_per_stage", "actors", "weights_every", "tf32", "bf16"},
-                  {"recompute", "zero", "memory_limit"}));
+                  {"recompute", "zero", "offload", "memory_limit"}));
+    if (r.has("offload")) {
+      std::string what;
+      PW_TRY(r.text("offload", what));
+      const auto o = parse_offload(what);
+      if (!o)
+        return r.fail("offload", "is \"" + what + "\"; known: none, optimizer, activations, or "
+                                 "optimizer,activations");
+      p.offload = *o;
+    }
     if (r.has("zero")) PW_TRY(r.whole("zero", p.zero, 0, 2));
     if (r.has("memory_limit")) PW_TRY(r.whole("memory_limit", p.memory_limit, 0, big));
     PW_TRY(r.flag("tf32", p.tf32));

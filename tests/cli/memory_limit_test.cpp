@@ -1,6 +1,7 @@
 // `train --memory-limit`: a rank predicted to hold more than the limit is refused before anything
 // trains (exit 2), naming the rank, its bytes by kind and what each --recompute mode (and, with
-// replicas, --zero 1) would make it; a run that fits trains; byte counts read with K, M and G.
+// replicas, --zero 1; on GPU ranks, --offload) would make it; a run that fits trains; byte counts
+// read with K, M and G.
 #include <catch2/catch.hpp>
 
 #include "cli/memory_limit.hpp"
@@ -86,4 +87,32 @@ TEST_CASE("memory limits read as bytes with K M and G", "[cli]") {
     INFO(bad);
     CHECK(!parse_bytes(bad).ok());
   }
+}
+
+TEST_CASE("train --memory-limit names what --offload would make a GPU rank and not a CPU rank", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::vector<std::string> gpipe{"--schedule", "gpipe", "--stages", "2", "--microbatches", "8",
+                                       "--memory-limit", "3M"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = gpipe;
+    a.insert(a.end(), more.begin(), more.end());
+    return gpt(dir, a);
+  };
+  // Predicted before any GPU is opened, so this runs without one. gpt-tiny's stage 0 under
+  // GPipe: 6.0 MiB, 4.5 MiB of it 8 stashes; activation offload keeps 2 of them on the device.
+  const cli_result gpu = run_cli(with({"--device", "cuda"}));
+  INFO(gpu.err);
+  CHECK(gpu.exit_code == 2);
+  CHECK(contains(gpu.err, "rank 0 (virtual stages 0) is predicted to hold 6.0 MiB"));
+  CHECK(contains(gpu.err, "--offload optimizer (with --recompute none) would make it 5.5 MiB "
+                          "(does not fit; offload is not built yet)"));
+  CHECK(contains(gpu.err, "--offload activations (with --recompute none) would make it 2.6 MiB "
+                          "(fits; offload is not built yet)"));
+  CHECK(contains(gpu.err, "--offload optimizer,activations (with --recompute none) would make it"));
+  const cli_result cpu = run_cli(with({}));
+  INFO(cpu.err);
+  CHECK(cpu.exit_code == 2);
+  CHECK(contains(cpu.err, "--recompute full would make it"));
+  CHECK_FALSE(contains(cpu.err, "--offload"));
 }

@@ -185,3 +185,71 @@ TEST_CASE("simulate: peak activation bytes follow the stashed microbatches",
     CHECK(h2.stages[p - 1].peak_activation_bytes == 1000 * (2 * p - 1));
   }
 }
+
+namespace {
+
+// A device's idle time in one step when every chunk's F, I and W take 1 (a whole stage of 1F1B on
+// the same devices then takes F = 2 and B = I + W = 4): the makespan beyond the 6m of work, of
+// step `steps` alone (the last step's makespan minus the one before it) when steps > 1.
+double idle_per_step(schedule_kind k, int p, int m, int steps) {
+  const double c = is_v_shape(k) ? 1.0 : 2.0;
+  const cost_model costs = uniform_costs(c, 2 * c, c);
+  auto at = [&](int n) {
+    return run_kind(k, params(p, m, default_chunks(k), 1, n), costs).makespan;
+  };
+  return (steps == 1 ? at(1) : at(steps) - at(steps - 1)) - 6.0 * m;
+}
+
+}  // namespace
+
+TEST_CASE("simulate: the V schedules' bubbles against 1F1B's, as the papers publish them",
+          "[runtime][generators]") {
+  // "Pipeline Parallelism with Controllable Memory", T_F = T_B = T_W: bubbles 1F1B b, ZB1P b/3,
+  // ZB2P 0, ZBV 0, V-Half b/2, V-Min 2b/3 plus lower-order terms. Here in idle time per device
+  // and step, against 1F1B's 6(p - 1): ZB-H1 exactly a third; ZB-H2 and ZBV exactly 0 from the
+  // second step on (their steps overlap: each stage steps on its own), ZBV (p - 1) in a step alone
+  // (the first forward's way down); V-Half and V-Min within 4 (four chunk-actions) of a half and
+  // two thirds, never above. Conditions: m >= 2p, p in 2..12.
+  for (int p : {2, 3, 4, 6, 8, 12})
+    for (int m : {2 * p, 3 * p}) {
+      INFO("p=" << p << " m=" << m);
+      const double one_f_one_b = 6.0 * (p - 1);
+      CHECK(idle_per_step(schedule_kind::one_f_one_b, p, m, 1) == exactly(one_f_one_b));
+      CHECK(idle_per_step(schedule_kind::zb_h1, p, m, 2) == exactly(one_f_one_b / 3));
+      CHECK(idle_per_step(schedule_kind::zb_h2, p, m, 3) == exactly(0));
+      CHECK(idle_per_step(schedule_kind::zbv, p, m, 3) == exactly(0));
+      CHECK(idle_per_step(schedule_kind::zbv, p, m, 1) == exactly(p - 1));
+      const double half = idle_per_step(schedule_kind::v_half, p, m, 2);
+      const double min = idle_per_step(schedule_kind::v_min, p, m, 2);
+      CHECK(half <= one_f_one_b / 2);
+      CHECK(half >= one_f_one_b / 2 - 4);
+      CHECK(min <= 2 * one_f_one_b / 3);
+      CHECK(min >= 2 * one_f_one_b / 3 - 4);
+    }
+}
+
+TEST_CASE("simulate: the V schedules' activation memory against 1F1B's, as the papers publish it",
+          "[runtime][generators]") {
+  // Activation memory 1F1B 1x, ZB1P 1x, ZB2P 2x, ZBV 1x, V-Half 1/2x, V-Min 1/3x, on the device
+  // that holds the most. A stage of 1F1B stashes 2 units per microbatch, a chunk of a V schedule
+  // 1: 1F1B holds 2p, ZB-H1 2p, ZB-H2 2(2p - 1), ZBV 2p, V-Half p + 2, V-Min at most
+  // ceil(2p/3) + 2. Conditions: m = 3p.
+  for (int p : {2, 4, 6, 8, 12}) {
+    const int m = 3 * p;
+    auto peak = [&](schedule_kind k) {
+      cost_model c = uniform_costs(1.0, 2.0, 1.0);
+      c.stages[0].activation_bytes = is_v_shape(k) ? 1 : 2;
+      const simulation sim = run_kind(k, params(p, m, default_chunks(k)), c);
+      std::int64_t most = 0;
+      for (const auto& s : sim.stages) most = std::max(most, s.peak_activation_bytes);
+      return most;
+    };
+    INFO("p=" << p);
+    CHECK(peak(schedule_kind::one_f_one_b) == 2 * p);
+    CHECK(peak(schedule_kind::zb_h1) == 2 * p);
+    CHECK(peak(schedule_kind::zb_h2) == 2 * (2 * p - 1));
+    CHECK(peak(schedule_kind::zbv) == 2 * p);
+    CHECK(peak(schedule_kind::v_half) == p + 2);
+    CHECK(peak(schedule_kind::v_min) <= (2 * p + 2) / 3 + 2);
+  }
+}

@@ -119,3 +119,29 @@ TEST_CASE("V schedules refuse another chunk count than 2", "[runtime]") {
     CHECK(s.message().find("v must be 2") != std::string::npos);
   }
 }
+
+TEST_CASE("V schedules send twice 1F1B's pipeline traffic", "[runtime]") {
+  // The V crosses every device boundary twice (down with chunk 0, back up with chunk 1); the turn
+  // at device p-1 stays on the device.
+  auto sends = [](const schedule& s) {
+    int n = 0;
+    for (const program& prog : lower_communication(s).programs)
+      for (const action& a : prog)
+        n += a.kind == action_kind::send_f || a.kind == action_kind::send_b;
+    return n;
+  };
+  for (int p : {2, 3, 4, 8}) {
+    const int m = 2 * p;
+    schedule_params one = params(p, m);
+    one.chunks = 1;
+    auto base = one_f_one_b(one);
+    REQUIRE(base.ok());
+    CHECK(sends(*base) == 2 * (p - 1) * m);
+    for (schedule_kind k : v_kinds) {
+      auto s = make_schedule(k, params(p, m));
+      REQUIRE(s.ok());
+      INFO(schedule_name(k) << " p=" << p);
+      CHECK(sends(*s) == 2 * sends(*base));
+    }
+  }
+}
