@@ -19,6 +19,7 @@
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
 #include "runtime/exec/rank_setup.hpp"
+#include "runtime/plan_schedule.hpp"
 
 namespace pipeworks {
 namespace {
@@ -163,7 +164,7 @@ class driver_state {
       if (reducers_[s]) watch(reducers_[s], {who_kind::reducer, static_cast<int>(s)});
     if (spec_->record_trace) {
       tracer_ = spawn_tracer(self_->system(), run().ranks(), p.stages,
-                             std::string(schedule_name(*p.schedule)) + " p=" +
+                             schedule_label(p) + " p=" +
                                  std::to_string(p.stages) + " m=" +
                                  std::to_string(p.train.microbatches) + " (measured)");
       watch(tracer_, {who_kind::tracer, 0});

@@ -1,5 +1,6 @@
-// `pipeworks schedule`: prints the programs of a built-in schedule, one per rank, as text or as
-// CSV in PyTorch's pipelining format, optionally lowered with SEND/RECV pairs.
+// `pipeworks schedule`: prints the programs of a built-in schedule or a schedule file, one per
+// rank, as text (pipeworks' action text, which --schedule-file reads back) or as CSV in PyTorch's
+// pipelining format, optionally lowered with SEND/RECV pairs.
 #include <iostream>
 #include <memory>
 #include <new>
@@ -40,7 +41,38 @@ int print_pytorch(const schedule_options& o, const schedule& s) {
   return exit_ok;
 }
 
+// The text form's header: what the programs are, and where each virtual stage runs.
+std::string header(const schedule_options& o, const schedule& s) {
+  const schedule_params& sp = s.params;
+  std::string placement = "virtual stage s on device s % p";
+  bool modulo = true;
+  for (int v = 0; v < s.virtual_stages; ++v) modulo = modulo && s.device_of[v] == v % sp.stages;
+  if (!modulo) {
+    placement = "virtual stages on devices";
+    for (int v = 0; v < s.virtual_stages; ++v)
+      placement += (v ? ", " : " ") + std::to_string(v) + "->" + std::to_string(s.device_of[v]);
+  }
+  const std::string name = o.file.empty() ? std::string(schedule_name(s.kind)) : "custom (" + o.file + ")";
+  return "# " + name + ": p=" + std::to_string(sp.stages) + " m=" +
+         std::to_string(sp.microbatches) + " v=" + std::to_string(sp.chunks) + " w=" +
+         std::to_string(sp.replicas) + " steps=" + std::to_string(sp.steps) + ", " +
+         std::to_string(s.ranks()) + " ranks (rank = replica * p + device, " + placement + ")" +
+         (s.lowered ? ", lowered" : "") + "\n";
+}
+
 int run_schedule(const schedule_options& o) {
+  if (!o.file.empty()) {
+    const schedule s = file_schedule(o, o.lowered);
+    if (o.pytorch) return print_pytorch(o, s);
+    if (o.csv) {
+      std::cout << to_csv(s);
+      return exit_ok;
+    }
+    std::cout << header(o, s) << "# versions: " << s.version_rule << "\n";
+    for (int r = 0; r < s.ranks(); ++r)
+      std::cout << "rank " << r << ": " << to_string(s.programs[r]) << "\n";
+    return exit_ok;
+  }
   const schedule_kind kind = checked_kind(o);
   const schedule_params params = params_of(o);
   if (status fits = check_footprint(kind, params, false, false); !fits) {
@@ -60,11 +92,7 @@ int run_schedule(const schedule_options& o) {
     std::cout << to_csv(s);
     return exit_ok;
   }
-  std::cout << "# " << schedule_name(s.kind) << ": p=" << o.stages << " m=" << o.microbatches
-            << " v=" << o.chunks << " w=" << o.replicas << " steps=" << o.steps << ", "
-            << s.ranks() << " ranks (rank = replica * p + device, virtual stage s on device s % p)"
-            << (o.lowered ? ", lowered" : "") << "\n"
-            << "# versions: " << s.version_rule << "\n";
+  std::cout << header(o, s) << "# versions: " << s.version_rule << "\n";
   for (int r = 0; r < s.ranks(); ++r)
     std::cout << "rank " << r << ": " << to_string(s.programs[r]) << "\n";
   return exit_ok;

@@ -87,7 +87,8 @@ void print_table(const simulation& sim, const std::string& title) {
 }
 
 int run_simulate(const simulate_flags& o) {
-  const schedule_kind kind = checked_kind(o);
+  const bool from_file = !o.file.empty();
+  const schedule_kind kind = from_file ? schedule_kind::gpipe : checked_kind(o);
   if (o.width < min_text_width || o.width > max_text_width) {
     throw CLI::ValidationError("--width", "must be " + std::to_string(min_text_width) + ".." +
                                               std::to_string(max_text_width) + " columns, got " +
@@ -100,18 +101,26 @@ int run_simulate(const simulate_flags& o) {
   const schedule_params params = params_of(o);
   pipeworks::simulate_options sopt;
   sopt.record_timeline = o.text || !o.trace.empty() || !o.svg.empty();
-  if (status fits = check_footprint(kind, params, true, sopt.record_timeline); !fits) {
-    std::cerr << "pipeworks " << fits.message() << "\n";
-    return exit_failure;
+  if (!from_file)
+    if (status fits = check_footprint(kind, params, true, sopt.record_timeline); !fits) {
+      std::cerr << "pipeworks " << fits.message() << "\n";
+      return exit_failure;
+    }
+  // --schedule-file: read, lowered and validated (a usage error naming the file when not valid).
+  schedule lowered;
+  if (from_file) {
+    lowered = file_schedule(o, true);
+  } else {
+    auto made = make_schedule(kind, params);
+    if (!made) throw CLI::ValidationError(flags_text(o), made.message());
+    lowered = lower_communication(std::move(*made));
   }
-  auto made = make_schedule(kind, params);
-  if (!made) throw CLI::ValidationError(flags_text(o), made.message());
+  const schedule_params& sp = lowered.params;
   const cost_model costs = make_costs(o);
-  if (status ok = costs.check(made->virtual_stages, o.stages, o.replicas); !ok) {
+  if (status ok = costs.check(lowered.virtual_stages, sp.stages, sp.replicas); !ok) {
     throw CLI::ValidationError("--costs", ok.message());
   }
 
-  const schedule lowered = lower_communication(std::move(*made));
   auto sim = simulate(lowered, costs, sopt);
   if (!sim) {
     const std::string& m = sim.message();  // the library's messages start with "simulate: "
@@ -142,11 +151,11 @@ int run_simulate(const simulate_flags& o) {
   if (json) {
     std::cout << *json << "\n";
   } else {
-    const std::string title = std::string(schedule_name(kind)) + " p=" +
-                              std::to_string(o.stages) + " m=" + std::to_string(o.microbatches) +
-                              " v=" + std::to_string(o.chunks) + " w=" +
-                              std::to_string(o.replicas) + " steps=" + std::to_string(o.steps) +
-                              " (simulated)";
+    const std::string name = from_file ? "custom (" + o.file + ")" : std::string(schedule_name(kind));
+    const std::string title = name + " p=" + std::to_string(sp.stages) + " m=" +
+                              std::to_string(sp.microbatches) + " v=" + std::to_string(sp.chunks) +
+                              " w=" + std::to_string(sp.replicas) + " steps=" +
+                              std::to_string(sp.steps) + " (simulated)";
     print_table(*sim, title);
   }
   return exit_ok;

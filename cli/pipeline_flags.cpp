@@ -15,6 +15,19 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                  "none (one device, gradient accumulation), gpipe, 1f1b, interleaved, zb-h1, "
                  "zb-h2, bfs, pipedream, pipedream-vs, 2bw or cyclic")
       ->capture_default_str();
+  CLI::Option* file =
+      sub.add_option("--schedule-file", f.schedule_file,
+                     "train with the schedule in a file instead of --schedule: PyTorch "
+                     "pipelining's CSV (compute_only or compute_comms: one pipeline for one step, "
+                     "repeated every step with REDUCE and STEP added, synchronous versions) or "
+                     "pipeworks' action text (`pipeworks schedule` output); it sets --stages, "
+                     "--chunks and --microbatches, and the plan carries the programs");
+  sub.add_option("--schedule-versions", f.schedule_versions,
+                 "with --schedule-file: sync (step t uses version t; the default without STEPs "
+                 "in the file) or latest (each F the newest version; the default for action "
+                 "text with STEPs)")
+      ->check(CLI::IsMember({"sync", "latest"}))
+      ->needs(file);
   sub.add_option("--stages", f.stages, "pipeline stages p (devices; a device is a CPU core here)")
       ->check(positive_int)
       ->capture_default_str();

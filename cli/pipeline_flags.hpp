@@ -16,6 +16,8 @@ namespace pipeworks::cli {
 
 struct pipeline_flags {
   std::string schedule = "none";
+  // --schedule-file FILE [--schedule-versions sync|latest]: a schedule from a file instead.
+  std::string schedule_file, schedule_versions;
   int stages = 1, replicas = 1, chunks = 1, credits = 0;
   std::string split, trace, inject_fault, actors = "detached";
   bool compare_sim = false;

@@ -1,5 +1,6 @@
 // The flags that pick a schedule (--schedule, --stages, --microbatches, --chunks, --replicas,
-// --steps), shared by `pipeworks schedule` and `pipeworks simulate`.
+// --steps, or --schedule-file and --schedule-versions), shared by `pipeworks schedule` and
+// `pipeworks simulate`.
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -12,10 +13,20 @@ namespace pipeworks::cli {
 struct schedule_flags {
   std::string kind;
   int stages = 0, microbatches = 0, chunks = 1, replicas = 1, steps = 1;
+  std::string file, versions;  // --schedule-file, --schedule-versions
+  const CLI::Option* chunks_flag = nullptr;  // to tell a given --chunks or --steps from the default
+  const CLI::Option* steps_flag = nullptr;
 };
 
-// Adds the six flags to sub, writing into flags (which must outlive the parse).
+// Adds the flags to sub, writing into flags (which must outlive the parse).
 void add_schedule_flags(CLI::App& sub, schedule_flags& flags);
+
+// With --schedule-file: its schedule for --replicas and --steps (by default the steps the file
+// covers), lowered when the file was or `lower` asks, and validated. --stages, --chunks and
+// --microbatches, when given, must be the file's. Throws CLI::ValidationError naming the flag
+// (exit 2) for a file that does not read, does not fit the flags or that the validator refuses
+// (its message shows the grid and the stuck or wrong action).
+schedule file_schedule(const schedule_flags& flags, bool lower);
 
 // The schedule kind, after checking every flag; throws CLI::ValidationError naming the flag
 // (a usage error, exit 2) for an unknown name or a count below 1.

@@ -9,6 +9,8 @@
 #include "ops/data/fashion_mnist.hpp"
 #include "ops/data/text.hpp"
 #include "cli/split_flag.hpp"
+#include "base/input_file.hpp"
+#include "runtime/schedule_file.hpp"
 
 namespace pipeworks::cli {
 namespace {
@@ -17,6 +19,8 @@ namespace {
 const std::pair<const char*, const char*> field_flags[] = {
     {"model", "--model"},
     {"schedule.kind", "--schedule"},
+    {"schedule.programs", "--schedule-file"},
+    {"schedule.versions", "--schedule-versions"},
     {"schedule.stages", "--stages"},
     {"schedule.chunks", "--chunks"},
     {"schedule.replicas", "--replicas"},
@@ -65,6 +69,29 @@ const std::pair<const char*, const char*> field_flags[] = {
 
 bool given(const train_options& o, bool all, const char* flag) {
   return all || o.pipe.given.count(flag) > 0;
+}
+
+// --schedule-file: the plan carries the file's programs, and takes the stages, chunks and
+// microbatches the file has unless their flags are given (first_issue refuses a mismatch).
+void apply_schedule_file(const train_options& o, run_plan& p) {
+  const pipeline_flags& f = o.pipe;
+  if (f.given.count("--schedule"))
+    throw CLI::ValidationError("--schedule-file", "and --schedule both name a schedule: drop one");
+  auto text = read_input_text(f.schedule_file, std::uint64_t{256} << 20, "schedule file");
+  if (!text) throw CLI::ValidationError("--schedule-file", text.message());
+  auto file = parse_schedule_file(*text);
+  if (!file) throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + file.message());
+  auto shape = shape_of(*file, p.replicas);
+  if (!shape) throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + shape.message());
+  p.programs = to_programs_text(file->rows);
+  p.programs_versions = !f.schedule_versions.empty()
+                            ? parse_version_mode(f.schedule_versions).value()  // checked
+                            : file->has_steps ? version_mode::latest : version_mode::sync;
+  p.schedule = p.programs_versions == version_mode::latest ? schedule_kind::pipedream
+                                                           : schedule_kind::gpipe;
+  if (!f.given.count("--stages")) p.stages = shape->stages;
+  if (!f.given.count("--chunks")) p.chunks = shape->chunks;
+  if (!f.given.count("--microbatches")) p.train.microbatches = shape->microbatches;
 }
 
 }  // namespace
@@ -168,6 +195,7 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
     p.init_seed = o.seed;
   }
   if (has("--steps")) p.train.steps = o.steps;
+  if (f.given.count("--schedule-file")) apply_schedule_file(o, p);
   if (o.epochs > 0 && images > 0 && p.data.batch > 0)
     p.train.steps = o.epochs * (images / p.data.batch);
   if (has("--optimizer")) {

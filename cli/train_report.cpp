@@ -18,6 +18,7 @@
 #include "ops/model/param_split.hpp"
 #include "ops/train/evaluate.hpp"
 #include "ops/train/sample.hpp"
+#include "runtime/plan_schedule.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/exec/measured_costs.hpp"
 #include "runtime/simulate.hpp"
@@ -125,7 +126,7 @@ nlohmann::json run_summary(const run_plan& plan, const pipeline_result& run, dou
                          {"elapsed_s", last.elapsed_s},
                          {"model", plan.model.name},
                          {"blas_core", blas_core_name()},
-                         {"schedule", run.plan.schedule ? std::string(schedule_name(*run.plan.schedule)) : "none"}};
+                         {"schedule", schedule_label(run.plan)}};
   // The first block of each stage, as --split takes it.
   summary["split"] = std::vector<int>(run.boundaries.begin(), run.boundaries.end() - 1);
   if (!run.plan_summary.empty()) summary["plan"] = nlohmann::json::parse(run.plan_summary);

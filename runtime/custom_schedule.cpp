@@ -9,8 +9,57 @@
 
 namespace pipeworks {
 
+namespace {
+
+// device_of from the programs: each virtual stage runs on the device (rank % devices) whose row
+// runs its forwards. A stage with forwards on two devices, or none, or a device that holds another
+// number of stages than `chunks`, is refused, naming the stage and the rows.
+result<std::vector<int>> placement_from_forwards(const std::vector<program>& programs, int devices,
+                                                 int chunks) {
+  const int stages = devices * chunks;
+  std::vector<int> device_of(static_cast<std::size_t>(stages), -1), row_of(device_of);
+  for (std::size_t r = 0; r < programs.size(); ++r)
+    for (const action& a : programs[r]) {
+      if (a.kind != action_kind::forward || a.stage >= stages) continue;
+      const int d = static_cast<int>(r % static_cast<std::size_t>(devices));
+      int& at = device_of[static_cast<std::size_t>(a.stage)];
+      if (at >= 0 && at != d)
+        return make_error("virtual stage " + std::to_string(a.stage) + " has forwards on row " +
+                          std::to_string(row_of[static_cast<std::size_t>(a.stage)]) + " (device " +
+                          std::to_string(at) + ") and on row " + std::to_string(r) + " (device " +
+                          std::to_string(d) + "); a stage runs on one device: put all forwards of stage " +
+                          std::to_string(a.stage) + " on one row");
+      at = d;
+      row_of[static_cast<std::size_t>(a.stage)] = static_cast<int>(r);
+    }
+  std::vector<int> held(static_cast<std::size_t>(devices), 0);
+  for (int s = 0; s < stages; ++s) {
+    if (device_of[static_cast<std::size_t>(s)] < 0)
+      return make_error("virtual stage " + std::to_string(s) + " has no forward on any of the " +
+                        std::to_string(programs.size()) + " rows, so no row says where it runs; "
+                        "stages 0.." + std::to_string(stages - 1) + " each need their F actions");
+    ++held[static_cast<std::size_t>(device_of[static_cast<std::size_t>(s)])];
+  }
+  for (int d = 0; d < devices; ++d)
+    if (held[static_cast<std::size_t>(d)] != chunks) {
+      std::string list;
+      for (int s = 0; s < stages; ++s)
+        if (device_of[static_cast<std::size_t>(s)] == d)
+          list += (list.empty() ? "" : ", ") + std::to_string(s);
+      return make_error("row " + std::to_string(d) + " (device " + std::to_string(d) +
+                        ") runs the forwards of " + std::to_string(held[static_cast<std::size_t>(d)]) +
+                        " virtual stages (" + (list.empty() ? std::string("none") : list) +
+                        "), but " + std::to_string(stages) + " stages on " +
+                        std::to_string(devices) + " devices give each " + std::to_string(chunks) +
+                        "; give every device the same number of stages");
+    }
+  return device_of;
+}
+
+}  // namespace
+
 result<schedule> schedule_from_programs(std::vector<program> programs, int devices, int chunks,
-                                        int replicas, bool lowered) {
+                                        int replicas, bool lowered, bool infer_placement) {
   if (devices < 1 || chunks < 1 || replicas < 1)
     return make_error("schedule_from_programs: devices, chunks and replicas must be at least 1 "
                       "(got " + std::to_string(devices) + ", " + std::to_string(chunks) + ", " +
@@ -67,6 +116,11 @@ result<schedule> schedule_from_programs(std::vector<program> programs, int devic
   s.virtual_stages = static_cast<int>(virtual_stages);
   s.device_of.resize(s.virtual_stages);
   for (int v = 0; v < s.virtual_stages; ++v) s.device_of[v] = v % devices;
+  if (infer_placement) {
+    auto placed = placement_from_forwards(programs, devices, chunks);
+    if (!placed) return placed.err();
+    s.device_of = std::move(*placed);
+  }
   s.programs = std::move(programs);
   s.lowered = lowered;
   s.versions = latest_versions(s);

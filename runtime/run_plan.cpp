@@ -8,7 +8,9 @@
 
 #include "base/host_port.hpp"
 #include "runtime/lower.hpp"
+#include "runtime/plan_schedule.hpp"
 #include "runtime/program_walk.hpp"
+#include "runtime/validate.hpp"
 
 namespace pipeworks {
 namespace {
@@ -22,6 +24,39 @@ std::string str(std::int64_t x) { return std::to_string(x); }
 
 plan_issue issue(std::string field, std::string text) { return {std::move(field), std::move(text)}; }
 
+// A schedule from a file (schedule.programs): it reads, it fits the plan's shape, and one
+// repetition of it passes the validator (deadlocks, sends, backwards before forwards, versions).
+std::optional<plan_issue> check_programs(const run_plan& p) {
+  if (p.programs.empty()) return std::nullopt;
+  if (!p.schedule)
+    return issue("schedule.programs", "is set, but {schedule.kind} is none (one device)");
+  if (p.auto_partition)
+    return issue("auto_partition", "chooses a built-in schedule itself, and {schedule.programs} "
+                                   "gives the programs: drop one of the two");
+  auto f = parse_schedule_file(p.programs);
+  if (!f) return issue("schedule.programs", f.message());
+  auto shape = shape_of(*f, p.replicas);
+  if (!shape) return issue("schedule.programs", shape.message());
+  auto differs = [&](const char* field, const char* what, std::int64_t plan, std::int64_t file) {
+    return issue(field, "is " + str(plan) + ", but {schedule.programs} has " + str(file) + " " +
+                            what + "; drop it, or give " + str(file));
+  };
+  if (shape->stages != p.stages) return differs("schedule.stages", "devices", p.stages, shape->stages);
+  if (shape->chunks != p.chunks)
+    return differs("schedule.chunks", "virtual stages per device", p.chunks, shape->chunks);
+  if (shape->microbatches != p.train.microbatches)
+    return differs("schedule.microbatches", "microbatches per step", p.train.microbatches,
+                   shape->microbatches);
+  if (p.train.steps % shape->steps != 0)
+    return issue("schedule.steps", "is " + str(p.train.steps) + ", not a multiple of the " +
+                                       str(shape->steps) + " steps {schedule.programs} covers");
+  auto s = plan_schedule(p, 0);
+  if (!s) return issue("schedule.programs", s.message());
+  if (status ok = validate(*s); !ok)
+    return issue("schedule.programs", "do not make a valid schedule: " + ok.message());
+  return std::nullopt;
+}
+
 std::optional<plan_issue> check_schedule_shape(const run_plan& p) {
   if (p.stages < 1) return issue("schedule.stages", "must be at least 1 (got " + str(p.stages) + ")");
   if (p.chunks < 1) return issue("schedule.chunks", "must be at least 1 (got " + str(p.chunks) + ")");
@@ -33,7 +68,7 @@ std::optional<plan_issue> check_schedule_shape(const run_plan& p) {
   if (p.train.steps < 1) return issue("schedule.steps", "must be at least 1 (got " + str(p.train.steps) + ")");
   if (p.train.steps > (std::int64_t{1} << 30))
     return issue("schedule.steps", "must be at most 2^30 (got " + str(p.train.steps) + ")");
-  return std::nullopt;
+  return check_programs(p);
 }
 
 std::optional<plan_issue> check_train(const run_plan& p) {
@@ -203,11 +238,9 @@ std::optional<plan_issue> check_runtime(const run_plan& p) {
 // The lowered schedule's smallest safe credit window, against runtime.credits.
 std::optional<plan_issue> check_credits(const run_plan& p) {
   if (p.credits == 0) return std::nullopt;
-  const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas,
-                           static_cast<int>(p.train.steps)};
-  auto made = make_schedule(*p.schedule, sp);
-  if (!made) return issue("schedule.kind", made.message());
-  const int need = min_credit_window(lower_communication(std::move(*made)));
+  auto made = plan_schedule(p, static_cast<int>(p.train.steps));
+  if (!made) return issue(p.programs.empty() ? "schedule.kind" : "schedule.programs", made.message());
+  const int need = min_credit_window(*made);
   if (p.credits < need)
     return issue("runtime.credits", "a window of " + str(p.credits) +
                                         " deadlocks this schedule: it needs at least " + str(need) +
@@ -342,7 +375,8 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
                                  "{schedule.replicas} is 1: give 2 or more, or drop it");
   if (auto i = check_split(p, blocks)) return i;
   const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1};
-  if (auto s = make_schedule(*p.schedule, sp); !s) return issue("schedule.kind", s.message());
+  if (auto s = make_schedule(*p.schedule, sp); !s && p.programs.empty())
+    return issue("schedule.kind", s.message());
   if (auto i = check_ranks(p)) return i;
   if (auto i = check_offload(p)) return i;
   return check_credits(p);
@@ -357,6 +391,8 @@ status check(const run_plan& p, int blocks) {
 std::string first_result_difference(const run_plan& a, const run_plan& b) {
   if (to_json(a.model) != to_json(b.model)) return "model";
   if (a.schedule != b.schedule) return "schedule.kind";
+  if (a.programs != b.programs) return "schedule.programs";
+  if (!a.programs.empty() && a.programs_versions != b.programs_versions) return "schedule.versions";
   if (a.stages != b.stages) return "schedule.stages";
   if (a.chunks != b.chunks) return "schedule.chunks";
   if (a.replicas != b.replicas) return "schedule.replicas";

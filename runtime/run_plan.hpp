@@ -17,6 +17,7 @@
 #include "runtime/offload_mode.hpp"
 #include "runtime/recompute_mode.hpp"
 #include "runtime/schedule.hpp"
+#include "runtime/schedule_file.hpp"
 
 namespace pipeworks {
 
@@ -95,6 +96,13 @@ struct run_plan {
   int stages = 1;    // p
   int chunks = 1;    // v: virtual stages per device
   int replicas = 1;  // w
+  // A schedule from a file (train --schedule-file): its rows as pipeworks' action text
+  // (runtime/schedule_file.hpp), which plan_schedule (runtime/plan_schedule.hpp) makes into the
+  // run's programs, so that workers and resumed runs need no file; "" for the built-in kind.
+  // `schedule` then holds a stand-in for the rules that follow from the kind: gpipe (a flush
+  // schedule) with sync versions, pipedream (latest version, per-stage clipping) with latest.
+  std::string programs;
+  version_mode programs_versions = version_mode::sync;
   // Optimizer, lr schedule and clipping. train.steps is the run's total steps and
   // train.microbatches is m, per replica and step.
   train_config train;

@@ -6,6 +6,7 @@
 
 #include "base/json_read.hpp"
 #include "base/input_file.hpp"
+#include "runtime/plan_schedule.hpp"
 #include "runtime/run_plan.hpp"
 
 namespace pipeworks {
@@ -117,12 +118,27 @@ class reader {
 constexpr std::int64_t int_max = 2147483647;
 constexpr std::int64_t big = std::int64_t{1} << 62;
 
+// The schedule's shape; kind "custom" with the programs of a schedule file and their version
+// rule ("programs", "versions": only then).
 status read_schedule(const reader& r, run_plan& p) {
-  PW_TRY(r.keys({"kind", "stages", "chunks", "replicas", "microbatches", "steps"}));
+  PW_TRY(r.keys({"kind", "stages", "chunks", "replicas", "microbatches", "steps"},
+                {"programs", "versions"}));
   std::string kind;
   PW_TRY(r.text("kind", kind));
+  if ((kind == "custom") != r.has("programs") || r.has("programs") != r.has("versions"))
+    return r.fail("kind", "is \"" + kind + "\"; \"programs\" and \"versions\" come with kind "
+                          "\"custom\" (a schedule file's programs): all three, or none of them");
   if (kind == "none") {
     p.schedule.reset();
+  } else if (kind == "custom") {
+    PW_TRY(r.text("programs", p.programs));
+    if (p.programs.empty()) return r.fail("programs", "is empty: give the programs' text");
+    std::string versions;
+    PW_TRY(r.text("versions", versions));
+    auto v = parse_version_mode(versions);
+    if (!v) return r.fail("versions", v.message());
+    p.programs_versions = *v;
+    p.schedule = *v == version_mode::latest ? schedule_kind::pipedream : schedule_kind::gpipe;
   } else {
     auto k = parse_schedule_kind(kind);
     if (!k) return r.fail("kind", k.message());
@@ -175,7 +191,7 @@ std::string to_json_text(const run_plan& p) {
       {"version", format_version},
       {"model", model},
       {"schedule",
-       {{"kind", p.schedule ? std::string(schedule_name(*p.schedule)) : std::string("none")},
+       {{"kind", schedule_label(p)},
         {"stages", p.stages},
         {"chunks", p.chunks},
         {"replicas", p.replicas},
@@ -217,6 +233,10 @@ std::string to_json_text(const run_plan& p) {
         {"world_size", p.processes.world_size},
         {"transport", p.processes.transport}}},
   };
+  if (!p.programs.empty()) {
+    j["schedule"]["programs"] = p.programs;
+    j["schedule"]["versions"] = std::string(version_mode_name(p.programs_versions));
+  }
   if (!p.checkpoint.run.empty()) j["checkpoint"]["run"] = p.checkpoint.run;
   return j.dump(2) + "\n";
 }

@@ -104,11 +104,15 @@ std::string to_csv(const std::vector<program>& programs);
 result<std::vector<program>> parse_csv(std::string_view text);
 
 // A schedule around hand-written or imported programs (one per rank, rank = replica * p + device):
-// virtual stage s runs on device s % p. The step count is the number of STEPs per stage (the most
+// virtual stage s runs on device s % p, or with infer_placement on the device whose row runs its
+// forwards (a stage with forwards on two devices or none, or a device holding other than `chunks`
+// stages, is an error naming the stage and rows: V-shaped programs place stages d and 2p-1-d on
+// device d). The step count is the number of STEPs per stage (the most
 // of any stage; 1 with steps_known = false when there are none), and m = (largest microbatch
 // id + 1) / steps, which must divide evenly. Versions by the latest-version rule. Microbatch ids
 // must be below the number of actions in the programs. `lowered`: the programs carry SEND/RECV.
 result<schedule> schedule_from_programs(std::vector<program> programs, int devices, int chunks = 1,
-                                        int replicas = 1, bool lowered = true);
+                                        int replicas = 1, bool lowered = true,
+                                        bool infer_placement = false);
 
 }  // namespace pipeworks

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/schedule.hpp"
+#include "runtime/plan_schedule.hpp"
 
 namespace pipeworks {
 namespace {
@@ -21,8 +21,7 @@ constexpr std::uint64_t max_header_bytes = std::uint64_t{100} << 20;
 // The virtual stages rank r's device runs under the plan's schedule ({0} for none).
 std::vector<int> stages_of(const run_plan& plan, int rank) {
   if (!plan.schedule) return {0};
-  const schedule_params sp{plan.stages, plan.train.microbatches, plan.chunks, plan.replicas, 1};
-  auto s = make_schedule(*plan.schedule, sp);
+  auto s = plan_schedule(plan, 0);
   std::vector<int> out;
   if (!s) return out;  // a plan that was checked always makes its schedule
   const int device = rank % std::max(1, plan.stages);
@@ -53,7 +52,7 @@ metadata_map rank_identity(const run_plan& plan, int rank) {
   const std::int64_t parts =
       std::max<std::int64_t>(1, std::int64_t{plan.train.microbatches} * (plan.schedule ? plan.replicas : 1));
   return {{"pipeworks.model", to_json(plan.model).dump()},
-          {"pipeworks.schedule", plan.schedule ? std::string(schedule_name(*plan.schedule)) : "none"},
+          {"pipeworks.schedule", schedule_label(plan)},
           {"pipeworks.optimizer", std::string(optimizer_kind_name(plan.train.optim.kind))},
           {"pipeworks.stages", json(stages_of(plan, rank)).dump()},
           {"pipeworks.split", json(split).dump()},

@@ -3,6 +3,7 @@
 
 #include "ops/model/model.hpp"
 #include "runtime/lower.hpp"
+#include "runtime/plan_schedule.hpp"
 #include "runtime/program_walk.hpp"
 #include "runtime/validate.hpp"
 
@@ -17,12 +18,9 @@ result<std::shared_ptr<const schedule>> prepare_programs(schedule lowered, const
 }
 
 result<std::shared_ptr<const schedule>> plan_programs(const run_plan& plan) {
-  if (!plan.schedule) return make_error("the plan has no schedule (none runs on one device)");
-  const schedule_params sp{plan.stages, plan.train.microbatches, plan.chunks, plan.replicas,
-                           static_cast<int>(plan.train.steps)};
-  auto made = make_schedule(*plan.schedule, sp);
+  auto made = plan_schedule(plan, static_cast<int>(plan.train.steps));
   if (!made) return made.err();
-  return prepare_programs(lower_communication(std::move(*made)), plan);
+  return prepare_programs(std::move(*made), plan);
 }
 
 result<lowered_run> lower_run(run_plan plan, int blocks) {

@@ -60,3 +60,23 @@ TEST_CASE("schedule_from_programs rejects microbatch ids beyond the action count
   REQUIRE(gap.ok());
   CHECK_THAT(validate(*gap).message(), Catch::Contains("microbatch 1 never runs on stage 0"));
 }
+
+TEST_CASE("schedule_from_programs can infer the placement from the forwards", "[runtime]") {
+  // V order on two devices: device 0 holds stages 0 and 3, device 1 holds 1 and 2.
+  auto v = schedule_from_programs({parse_program("0F0 3F0 3B0 0B0").value(),
+                                   parse_program("1F0 2F0 2B0 1B0").value()},
+                                  2, 2, 1, false, true);
+  REQUIRE(v.ok());
+  CHECK(v->device_of == std::vector<int>{0, 1, 1, 0});
+  CHECK(validate(*v).ok());
+  auto twice = schedule_from_programs({parse_program("0F0 1F1 1B1 0B0").value(),
+                                       parse_program("1F0 0F1 0B1 1B0").value()},
+                                      2, 1, 1, false, true);
+  REQUIRE_FALSE(twice.ok());
+  CHECK_THAT(twice.message(), Catch::Contains("virtual stage 1 has forwards on row 0 (device 0) "
+                                              "and on row 1 (device 1)"));
+  auto none = schedule_from_programs({parse_program("0F0 0B0").value(), parse_program("1B0").value()},
+                                     2, 1, 1, false, true);
+  REQUIRE_FALSE(none.ok());
+  CHECK_THAT(none.message(), Catch::Contains("virtual stage 1 has no forward"));
+}

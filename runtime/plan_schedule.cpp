@@ -1,0 +1,37 @@
+// The run plan's schedule, built-in or from a file's programs; see plan_schedule.hpp.
+#include "runtime/plan_schedule.hpp"
+
+#include "runtime/lower.hpp"
+#include "runtime/schedule_file.hpp"
+
+namespace pipeworks {
+
+result<schedule> plan_schedule(const run_plan& plan, int steps) {
+  if (!plan.schedule) return make_error("the plan has no schedule (none runs on one device)");
+  if (plan.programs.empty()) {
+    const schedule_params sp{plan.stages, plan.train.microbatches, plan.chunks, plan.replicas,
+                             steps > 0 ? steps : 1};
+    auto made = make_schedule(*plan.schedule, sp);
+    if (!made) return made.err();
+    return lower_communication(std::move(*made));
+  }
+  auto file = parse_schedule_file(plan.programs);
+  if (!file) return file.err();
+  if (steps <= 0) {
+    auto shape = shape_of(*file, plan.replicas);
+    if (!shape) return shape.err();
+    steps = shape->steps;
+  }
+  auto made = schedule_from_file(*file, plan.replicas, steps, plan.programs_versions);
+  if (!made) return made.err();
+  if (made->lowered) return made;
+  return lower_communication(std::move(*made));
+}
+
+std::string schedule_label(const run_plan& plan) {
+  if (!plan.schedule) return "none";
+  if (!plan.programs.empty()) return "custom";
+  return std::string(schedule_name(*plan.schedule));
+}
+
+}  // namespace pipeworks

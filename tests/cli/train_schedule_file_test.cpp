@@ -1,0 +1,118 @@
+// `pipeworks train --schedule-file` (cli/train_plan.cpp): the PyTorch CSV of every built-in flush
+// schedule, in both forms, and pipeworks' action text train to the weights of --schedule KIND bit
+// for bit; the plan carries the programs, so --plan trains without the file; files that deadlock
+// or do not fit exit 2 naming the problem.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "fixtures.hpp"
+#include "run_cli.hpp"
+
+using namespace pipeworks::cli_test;
+
+namespace {
+
+std::vector<std::string> tiny(const scratch_dir& dir, std::vector<std::string> more) {
+  return gpt_tiny_train(dir / "text.txt", 2, std::move(more));
+}
+
+// Trains and returns the saved weights' bytes.
+std::string weights(const scratch_dir& dir, const std::string& name,
+                    std::vector<std::string> more) {
+  const std::string file = dir / (name + ".safetensors");
+  more.insert(more.end(), {"--save", file});
+  const cli_result r = run_cli(tiny(dir, more));
+  INFO(name << "\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  return read_file(file);
+}
+
+// The chunks a kind takes in these tests.
+std::string chunks_of(const std::string& kind) {
+  return kind == "interleaved" || kind == "bfs" ? "2" : "1";
+}
+
+void check_kinds_in_form(bool lowered) {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  for (const std::string kind : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs"}) {
+    const std::vector<std::string> shape{"--schedule", kind, "--stages", "2", "--microbatches",
+                                         "4", "--chunks", chunks_of(kind)};
+    std::vector<std::string> print{"schedule", "--pytorch"};
+    print.insert(print.end(), shape.begin(), shape.end());
+    if (lowered) print.push_back("--lowered");
+    const cli_result csv = run_cli(print);
+    REQUIRE(csv.exit_code == 0);
+    const std::string file = dir / (kind + ".csv");
+    write_file(file, csv.out);
+    INFO(kind << (lowered ? " compute_comms" : " compute_only"));
+    const std::string builtin = weights(dir, kind, shape);
+    REQUIRE_FALSE(builtin.empty());
+    CHECK(weights(dir, kind + "-file", {"--schedule-file", file}) == builtin);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("train with a compute_only CSV gives the bits of train --schedule KIND", "[cli]") {
+  check_kinds_in_form(false);
+}
+
+TEST_CASE("train with a compute_comms CSV gives the bits of train --schedule KIND", "[cli]") {
+  check_kinds_in_form(true);
+}
+
+TEST_CASE("train with pipeworks' action text and from its plan gives the bits of the kind",
+          "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const cli_result text = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
+                                   "--microbatches", "2"});
+  REQUIRE(text.exit_code == 0);
+  const std::string file = dir / "programs.txt";
+  write_file(file, text.out);
+  const std::string builtin =
+      weights(dir, "1f1b", {"--schedule", "1f1b", "--stages", "2", "--microbatches", "2"});
+  // The text has STEPs, so its versions rule is latest, which clips each stage on its own (as
+  // PipeDream does); sync clips globally, as 1F1B does. Without clipping the two agree.
+  CHECK(weights(dir, "text", {"--schedule-file", file, "--schedule-versions", "sync"}) == builtin);
+  CHECK(weights(dir, "latest", {"--schedule-file", file, "--clip", "0"}) ==
+        weights(dir, "1f1b-noclip",
+                {"--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--clip", "0"}));
+  // The plan carries the programs: it trains with the file gone.
+  const std::string plan = dir / "plan.json";
+  const cli_result printed = run_cli(tiny(dir, {"--schedule-file", file, "--schedule-versions",
+                                                "sync", "--print-plan", plan}));
+  INFO(printed.err);
+  REQUIRE(printed.exit_code == 0);
+  CHECK_THAT(read_file(plan), Catch::Contains("\"programs\""));
+  std::filesystem::remove(file);
+  const std::string saved = dir / "plan.safetensors";
+  const cli_result r = run_cli({"train", "--plan", plan, "--save", saved, "--sample", "0"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_file(saved) == builtin);
+}
+
+TEST_CASE("train refuses a schedule file that deadlocks or does not fit, exit 2", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::string csv = dir / "deadlock.csv";
+  write_file(csv, "0F0,0B0,0F1,0B1\n1F1,1F0,1B0,1B1\n");
+  const cli_result r = run_cli(tiny(dir, {"--schedule-file", csv}));
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--schedule-file: do not make a valid schedule: deadlock"));
+  CHECK_THAT(r.err, Catch::Contains("<-- stuck"));
+  const std::string backward_first = dir / "backward_first.csv";
+  write_file(backward_first, "0F0,0F1,0B0,0B1\n1B0,1F0,1F1,1B1\n");
+  const cli_result b = run_cli(tiny(dir, {"--schedule-file", backward_first}));
+  CHECK(b.exit_code == 2);
+  CHECK_THAT(b.err, Catch::Contains("a B before its F"));
+  const std::string ok = dir / "gpipe.csv";
+  write_file(ok, "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+  const cli_result m = run_cli(tiny(dir, {"--schedule-file", ok, "--microbatches", "4"}));
+  CHECK(m.exit_code == 2);
+  CHECK_THAT(m.err, Catch::Contains("--microbatches: is 4, but --schedule-file has 2"));
+}

@@ -1,0 +1,206 @@
+// Tests for runtime/schedule_file.cpp: PyTorch's two CSV formats and pipeworks' action text read
+// back into the programs every built-in flush schedule generates, the placement inferred from the
+// rows, and the messages for files that do not make a schedule.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runtime/pytorch_csv.hpp"
+#include "runtime/schedule.hpp"
+#include "runtime/schedule_file.hpp"
+#include "runtime/validate.hpp"
+
+using namespace pipeworks;
+
+namespace {
+
+// Every built-in flush kind this build knows: the names are tried, so kinds added later (the V
+// schedules) are covered once parse_schedule_kind and is_flush list them.
+std::vector<schedule_kind> flush_kinds() {
+  std::vector<schedule_kind> out;
+  for (const char* name : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "zbv",
+                           "v-half", "v-min", "dualpipev", "dualpipe"})
+    if (auto k = parse_schedule_kind(name); k && is_flush(*k)) out.push_back(*k);
+  return out;
+}
+
+// The generator's schedule for kind with p = 2 or 4, m = 4 or 8, v = 1 or 2, w = 2 and 3 steps,
+// for each combination the kind permits.
+std::vector<schedule> generated(schedule_kind kind) {
+  std::vector<schedule> out;
+  for (int p : {2, 4})
+    for (int m : {4, 8})
+      for (int v : {1, 2})
+        if (auto s = make_schedule(kind, {p, m, v, 2, 3})) out.push_back(std::move(*s));
+  return out;
+}
+
+schedule from_text(const std::string& text, int replicas, int steps,
+                   std::optional<version_mode> versions = std::nullopt) {
+  auto f = parse_schedule_file(text);
+  REQUIRE(f.ok());
+  auto s = schedule_from_file(*f, replicas, steps, versions);
+  if (!s) FAIL(s.message());
+  return std::move(*s);
+}
+
+std::string problem_of(const std::string& text, int replicas = 1, int steps = 1) {
+  auto f = parse_schedule_file(text);
+  if (!f) return f.message();
+  auto s = schedule_from_file(*f, replicas, steps);
+  if (!s) return s.message();
+  const status ok = validate(*s);
+  return ok ? "ok" : ok.message();
+}
+
+}  // namespace
+
+TEST_CASE("PyTorch compute_only CSV of every flush schedule reads back to its programs", "[runtime]") {
+  REQUIRE(flush_kinds().size() >= 6);
+  for (schedule_kind kind : flush_kinds())
+    for (const schedule& gen : generated(kind)) {
+      const schedule_params& sp = gen.params;
+      INFO(schedule_name(kind) << " p=" << sp.stages << " m=" << sp.microbatches
+                               << " v=" << sp.chunks);
+      auto rows = pytorch_programs(gen, pytorch_form::compute_only, 0, 0);
+      REQUIRE(rows.ok());
+      auto f = parse_schedule_file(to_pytorch_csv(*rows));
+      REQUIRE(f.ok());
+      CHECK(f->format == schedule_file_format::pytorch_compute_only);
+      auto shape = shape_of(*f, sp.replicas);
+      REQUIRE(shape.ok());
+      CHECK(shape->stages == sp.stages);
+      CHECK(shape->chunks == sp.chunks);
+      CHECK(shape->microbatches == sp.microbatches);
+      const schedule back = from_text(to_pytorch_csv(*rows), sp.replicas, sp.steps);
+      CHECK_FALSE(back.lowered);
+      CHECK(back.programs == gen.programs);
+      CHECK(back.device_of == gen.device_of);
+      CHECK(back.versions == gen.versions);
+      CHECK(validate(back).ok());
+    }
+}
+
+TEST_CASE("PyTorch compute_comms CSV of every flush schedule reads back to its lowered programs",
+          "[runtime]") {
+  for (schedule_kind kind : flush_kinds())
+    for (const schedule& compute : generated(kind)) {
+      const schedule gen = lower_communication(compute);
+      INFO(schedule_name(kind) << " p=" << gen.params.stages << " v=" << gen.params.chunks);
+      auto rows = pytorch_programs(gen, pytorch_form::compute_comms, 0, 0);
+      REQUIRE(rows.ok());
+      auto f = parse_schedule_file(to_pytorch_csv(*rows));
+      REQUIRE(f.ok());
+      CHECK(f->format == schedule_file_format::pytorch_compute_comms);
+      const schedule back = from_text(to_pytorch_csv(*rows), gen.params.replicas, gen.params.steps);
+      CHECK(back.lowered);
+      CHECK(back.programs == gen.programs);
+      CHECK(back.device_of == gen.device_of);
+    }
+}
+
+TEST_CASE("pipeworks action text of any schedule reads back to its programs", "[runtime]") {
+  for (const char* name : {"1f1b", "interleaved", "zb-h2", "pipedream", "pipedream-vs", "2bw"}) {
+    auto gen = make_schedule(parse_schedule_kind(name).value(), {2, 4, 1, 2, 2});
+    REQUIRE(gen.ok());
+    INFO(name);
+    const std::string text = to_programs_text(gen->programs);
+    CHECK(text.rfind("# pipeworks action text", 0) == 0);
+    auto f = parse_schedule_file(text);
+    REQUIRE(f.ok());
+    CHECK(f->format == schedule_file_format::pipeworks_text);
+    CHECK(f->has_steps);
+    // The file covers every rank of both replicas for its 2 steps; the run repeats it.
+    const schedule once = from_text(text, 2, 2);
+    CHECK(once.programs == gen->programs);
+    CHECK(validate(once).ok());
+    const schedule twice = from_text(text, 2, 4);
+    CHECK(twice.params.steps == 4);
+    CHECK(validate(twice).ok());
+    // With STEPs the versions are the latest-version rule; sync holds only for flush schedules.
+    auto f2 = parse_schedule_file(text);
+    auto sync = schedule_from_file(*f2, 2, 2, version_mode::sync);
+    REQUIRE(sync.ok());
+    CHECK(validate(*sync).ok() == is_flush(gen->kind));
+  }
+}
+
+TEST_CASE("action text takes rank prefixes, comments and blank lines", "[runtime]") {
+  const schedule s = from_text("# a comment line\nrank 0: 0F0 0F1 0B0 0B1  # warm up\n\n"
+                               "rank 1: 1F0 1B0 1F1 1B1\n",
+                               1, 2);
+  CHECK(s.params.stages == 2);
+  CHECK(s.params.steps == 2);
+  CHECK(to_string(s.programs[1]) == "1F0 1B0 1F1 1B1 1STEP 1F2 1B2 1F3 1B3 1STEP");
+  CHECK(validate(s).ok());
+  CHECK_THAT(problem_of("rank 1: 0F0 0B0\n"), Catch::Contains("should start with \"rank 0:\""));
+  CHECK_THAT(problem_of("0F0 0X0\n"), Catch::Contains("line 1: action 1: action '0X0': unknown kind"));
+}
+
+TEST_CASE("a V-shaped file places each stage on the row that runs its forwards", "[runtime]") {
+  // p = 2, four virtual stages: device 0 holds 0 and 3, device 1 holds 1 and 2.
+  const schedule s = from_text("0F0,0F1,3F0,3B0,3F1,3B1,0B0,0B1\n"
+                               "1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n",
+                               1, 2);
+  CHECK(s.device_of == std::vector<int>{0, 1, 1, 0});
+  CHECK(s.params.chunks == 2);
+  CHECK(validate(s).ok());
+  // Stages 1 and 2 share a device, so no SEND/RECV between them; 0 and 1 do not.
+  const std::string rank1 = to_string(lower_communication(s).programs[1]);
+  CHECK_THAT(rank1, Catch::Contains("1RECV_F0 1F0 2F0 2SEND_F0"));
+}
+
+TEST_CASE("a stage on two rows or without a forward is refused naming the stage and rows",
+          "[runtime]") {
+  CHECK_THAT(problem_of("0F0,1F1,0B0,0B1\n1F0,0F1,1B0,1B1\n"),
+             Catch::Contains("virtual stage 1 has forwards on row 0 (device 0) and on row 1"));
+  CHECK_THAT(problem_of("0F0,0B0\n1B0\n"), Catch::Contains("virtual stage 1 has no forward"));
+  CHECK_THAT(problem_of("0F0,1F0,2F0,2B0,1B0,0B0\n3F0,3B0\n"),
+             Catch::Contains("row 0 (device 0) runs the forwards of 3 virtual stages (0, 1, 2)"));
+}
+
+TEST_CASE("the validator names a deadlock and a backward before its forward in a file",
+          "[runtime]") {
+  const std::string deadlock = problem_of("0F0,0B0,0F1,0B1\n1F1,1F0,1B0,1B1\n");
+  CHECK_THAT(deadlock, Catch::Contains("deadlock"));
+  CHECK_THAT(deadlock, Catch::Contains("[1F1]"));
+  CHECK_THAT(deadlock, Catch::Contains("[0B0]"));
+  CHECK_THAT(problem_of("0F0,0F1,0B0,0B1\n1B0,1F0,1F1,1B1\n"),
+             Catch::Contains("1B0 (rank 1, action 0): a B before its F"));
+  // compute_comms: a send with no receive.
+  CHECK_THAT(problem_of("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0\n"),
+             Catch::Contains("SEND_B"));
+}
+
+TEST_CASE("PyTorch's cells: empty ones, REDUCE_GRAD, FSDP's and OVERLAP_F_B", "[runtime]") {
+  // compute_only: an empty cell is an idle slot; a row of a file may be empty.
+  const schedule idle = from_text("0F0,,0B0\n,1F0,1B0\n", 1, 1);
+  CHECK(to_string(idle.programs[1]) == "1F0 1B0 1STEP");
+  // compute_comms refuses an empty cell, as PyTorch does.
+  CHECK_THAT(problem_of("0F0,0SEND_F0,,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"),
+             Catch::Contains("CSV line 1, column 3 is empty"));
+  // REDUCE_GRAD is dropped (the run adds REDUCE when w > 1); UNSHARD and RESHARD are skipped.
+  const schedule reduced =
+      from_text("0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
+                "1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD\n",
+                2, 1);
+  CHECK(to_string(reduced.programs[0]) == "0F0 0SEND_F0 0RECV_B0 0B0 0REDUCE 0STEP");
+  CHECK(validate(reduced).ok());
+  CHECK_THAT(problem_of("(0F1;0B0)OVERLAP_F_B,0F0\n"), Catch::Contains("OVERLAP_F_B"));
+  CHECK_THAT(problem_of("0F0,0B0,0STEP\n"), Catch::Contains("not in PyTorch's CSV"));
+}
+
+TEST_CASE("the version rule: latest needs STEPs, and a file's steps divide the run's", "[runtime]") {
+  auto f = parse_schedule_file("0F0 0B0\n");
+  REQUIRE(f.ok());
+  CHECK_THAT(schedule_from_file(*f, 1, 1, version_mode::latest).message(),
+             Catch::Contains("needs STEPs"));
+  auto two = parse_schedule_file("0F0 0B0 0STEP 0F1 0B1 0STEP\n");
+  REQUIRE(two.ok());
+  CHECK_THAT(schedule_from_file(*two, 1, 3).message(),
+             Catch::Contains("cover 2 steps (STEPs per stage), and the run's 3 steps"));
+  CHECK(parse_version_mode("latest").value() == version_mode::latest);
+  CHECK_FALSE(parse_version_mode("newest").ok());
+  CHECK_THAT(parse_schedule_file("# only a comment\n").message(), Catch::Contains("no rows"));
+}
