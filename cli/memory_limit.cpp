@@ -168,7 +168,7 @@ void check_memory_limit(const run_plan& plan, const model<float>& net, std::int6
         if ((o.optimizer && !plan.offload.optimizer) || (o.activations && !plan.offload.activations))
           would("--offload " + offload_name(o) + at_recompute, plan.recompute, plan.zero,
                 {o.optimizer || plan.offload.optimizer, o.activations || plan.offload.activations},
-                "; offload is not built yet");
+                o.activations ? "; activation offload is not built yet" : "");
       }
     if (advice.empty())
       advice = plan.schedule ? "more stages, a smaller --batch or more --microbatches would lower it"

@@ -71,10 +71,10 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
       ->capture_default_str();
   sub.add_option("--offload", f.offload,
                  "what GPU ranks keep in page-locked host memory instead of the GPU's: optimizer "
-                 "(the optimizer moments, updated on the host), activations (the stashes of "
+                 "(the optimizer moments, which the GPU updates there over the bus), activations (the stashes of "
                  "microbatches in flight, between their forward and backward), both as "
                  "optimizer,activations, or none. The same bits either way. Refused on CPU ranks, "
-                 "whose memory is host memory already, and on GPU ranks for now: not built yet")
+                 "whose memory is host memory already; activations is not built yet")
       ->check([](const std::string& s) {
         return parse_offload(s) ? std::string()
                                 : "'" + s + "' is not none, optimizer, activations or "

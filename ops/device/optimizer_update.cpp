@@ -1,7 +1,8 @@
 // optimizer_update: the CPU's optimizer_step on host spans, or the CUDA update kernels with the
-// moments kept on the GPU (see optimizer_update.hpp).
+// moments kept on the GPU or, offloaded, in page-locked host memory (see optimizer_update.hpp).
 #include "ops/device/optimizer_update.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "ops/device/device_memory.hpp"
@@ -25,6 +26,24 @@ tensor upload(const tensor& like, const std::vector<T>& host, std::int64_t n,
   return t;
 }
 
+// The same in page-locked host memory, which the GPU's kernels reach over the bus.
+template <class T>
+tensor in_host(const std::vector<T>& host, std::int64_t n, std::string_view name) {
+  const std::shared_ptr<caching_allocator> pool = pinned_host_pool();
+  if (!pool)
+    throw pipeworks_error("the optimizer state of " + std::string(name) + " cannot be offloaded: "
+                          "this pipeworks was built without CUDA");
+  tensor t({n}, dtype_of<T>());
+  if (!host.empty()) {
+    if (static_cast<std::int64_t>(host.size()) != n)
+      throw pipeworks_error("optimizer state of " + std::string(name) + " has " +
+                            std::to_string(host.size()) + " elements, the weights " +
+                            std::to_string(n));
+    std::copy(host.begin(), host.end(), t.data<T>());
+  }
+  return t.copy_to(device::cpu(), pool);
+}
+
 template <class T>
 void download(const tensor& d, std::vector<T>& host) {
   const tensor h = d.copy_to(device::cpu());
@@ -44,10 +63,12 @@ status optimizer_update(const optimizer_config& c, double lr, const tensor& w, c
                              state, {w_out.data<T>() + begin, count}, name);
   }
   if (on_device.m.empty()) {  // the first update here, or moments restored from a checkpoint
-    on_device.m = upload<T>(w, state.m, n, name);
-    on_device.v = upload<T>(w, state.v, n, name);
+    on_device.m = on_device.in_host ? in_host<T>(state.m, n, name) : upload<T>(w, state.m, n, name);
+    on_device.v = on_device.in_host ? in_host<T>(state.v, n, name) : upload<T>(w, state.v, n, name);
   }
   gpu_optimizer_step(c, lr, w, g, w_out, begin, n, on_device.m, on_device.v, state.step + 1);
+  on_device.updated_on = w_out.where();
+  on_device.stream = w_out.stream();
   ++state.step;
   return {};
 }
@@ -55,6 +76,8 @@ status optimizer_update(const optimizer_config& c, double lr, const tensor& w, c
 template <class T>
 void read_moments(const device_moments& on_device, optimizer_kind kind, optimizer_state<T>& state) {
   if (on_device.m.empty()) return;
+  if (on_device.m.where().kind == device_kind::cpu)  // offloaded: written by the GPU's kernel
+    wait_stream(on_device.updated_on, on_device.stream);
   download<T>(on_device.m, state.m);
   if (kind == optimizer_kind::adamw) download<T>(on_device.v, state.v);
 }

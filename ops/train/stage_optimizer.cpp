@@ -101,6 +101,7 @@ result<param_snapshot> stage_optimizer<T>::apply(const param_snapshot& latest, p
     }
     optimizer_config oc = cfg_.optim;
     if (e.shape.size() < 2 && !cfg_.decay_vectors) oc.weight_decay = 0;
+    on_device_[i].in_host = offload_;  // read when the moments are made
     done[i] = optimizer_update<T>(oc, lr, latest->arena(), std::as_const(g).arena(), next->arena(),
                                   e.offset, e.numel(), state_[i], on_device_[i], e.name);
   };

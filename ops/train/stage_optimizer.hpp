@@ -46,6 +46,11 @@ class stage_optimizer {
   void own_only(std::vector<bool> owned);
   // The bytes of the moments this optimizer holds (on its device or the host).
   std::int64_t moment_bytes() const;
+  // Optimizer offload (the plan's runtime.offload): from now on a GPU's moments are made in
+  // page-locked host memory, where its update kernels read and write them (device_moments::
+  // in_host): the same bits, less GPU memory. Nothing changes on the CPU, whose moments are host
+  // memory already.
+  void offload_moments() { offload_ = true; }
 
  private:
   bool owns(std::size_t entry) const { return owned_.empty() || owned_[entry]; }
@@ -55,6 +60,7 @@ class stage_optimizer {
   std::shared_ptr<param_set> spare_;       // the version before the latest: reused when unheld
   const param_set* mine_ = nullptr;        // the latest version this optimizer made
   std::vector<bool> owned_;                // per tensor; empty: every tensor
+  bool offload_ = false;                   // a GPU's moments in page-locked host memory
   double last_grad_norm_ = 0;
   // The host moments' bytes charged to the memory account current when they grew (the rank's:
   // ops/memory_account.hpp), credited back when this optimizer goes.

@@ -46,6 +46,8 @@ class trainer {
   // Continues from a checkpoint: these weights and optimizer state after `steps` steps.
   void restore(param_snapshot weights, std::vector<optimizer_state<T>> state, std::int64_t steps);
   const std::vector<optimizer_state<T>>& optimizer_state_now() const { return optimizer_.state(); }
+  // A GPU's optimizer moments in page-locked host memory (stage_optimizer::offload_moments).
+  void offload_moments() { optimizer_.offload_moments(); }
 
   param_snapshot weights() const { return weights_; }  // on the trainer's device
   const param_set& gradients() const { return grads_; }

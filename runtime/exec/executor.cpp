@@ -64,6 +64,7 @@ void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
     initial[next] = initial[next].where() != context.where() ? initial[next].on(context) : initial[next].clone();
     st.grads = initial[next].zeros_like();
     st.optimizer.emplace(initial[next], setup.train);
+    if (setup.offload.optimizer) st.optimizer->offload_moments();
     if (sharded()) {
       st.owned = owned_by(shard_owners(initial[next], plan.params.replicas), setup.replica);
       st.optimizer->own_only(st.owned);

@@ -25,6 +25,7 @@
 #include "ops/device/device_context.hpp"
 #include "runtime/exec/fault.hpp"
 #include "runtime/exec/messages.hpp"
+#include "runtime/offload_mode.hpp"
 #include "runtime/recompute_mode.hpp"
 #include "runtime/schedule.hpp"
 
@@ -82,6 +83,9 @@ struct executor_setup {
   // put every owner's tensors together; 2, also the reduced gradient is only its own tensors'
   // sums. 0 (or one replica): every replica updates every tensor.
   int zero = 0;
+  // Offload (the plan's runtime.offload; GPU ranks only): optimizer, the moments in page-locked
+  // host memory (stage_optimizer::offload_moments). The same bits either way.
+  offload_spec offload;
   // The bytes the rank's tensors (and host optimizer moments) may hold; 0: no limit. On the CPU
   // its memory account (ops/memory_account.hpp) refuses an allocation over it, which stops the
   // run naming the rank; its peak is the rank's device_peak_bytes.

@@ -142,6 +142,7 @@ void stage_executor<T>::impl::restore(rank_state s) {
     st.forwards_done = static_cast<std::size_t>(ss.forwards_done);
     const param_set& layout = *latest->second;
     st.optimizer.emplace(layout, setup.train);
+    if (setup.offload.optimizer) st.optimizer->offload_moments();
     std::vector<optimizer_state<T>> opt(layout.entries().size());
     if (ss.updates.size() != opt.size() || ss.moment1.size() != opt.size() ||
         ss.moment2.size() != opt.size())

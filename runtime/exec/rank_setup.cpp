@@ -69,6 +69,7 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
   s.bf16 = p.bf16;
   s.recompute = p.recompute;
   s.zero = p.zero;
+  s.offload = p.offload;
   s.memory_limit = p.memory_limit;
   for (const rank_placement& r : p.ranks) {
     s.rank_devices.push_back(r.device.where);

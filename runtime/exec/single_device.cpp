@@ -32,6 +32,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
   const device where = plan.ranks.empty() ? device::cpu() : plan.ranks.at(0).device.where;
   const device_context dev = device_context::open(where, gpu_math_of(plan.tf32, plan.bf16), 0);
   trainer<T> t(net, initial.clone(), plan.train, dev);
+  if (plan.offload.optimizer) t.offload_moments();  // a GPU's moments in page-locked host memory
   std::int64_t samples = 0;
   const std::vector<int> whole{0, net.size()};
   if (resume) {

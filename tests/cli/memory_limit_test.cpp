@@ -106,9 +106,9 @@ TEST_CASE("train --memory-limit names what --offload would make a GPU rank and n
   CHECK(gpu.exit_code == 2);
   CHECK(contains(gpu.err, "rank 0 (virtual stages 0) is predicted to hold 6.0 MiB"));
   CHECK(contains(gpu.err, "--offload optimizer (with --recompute none) would make it 5.5 MiB "
-                          "(does not fit; offload is not built yet)"));
+                          "(does not fit)"));
   CHECK(contains(gpu.err, "--offload activations (with --recompute none) would make it 2.6 MiB "
-                          "(fits; offload is not built yet)"));
+                          "(fits; activation offload is not built yet)"));
   CHECK(contains(gpu.err, "--offload optimizer,activations (with --recompute none) would make it"));
   const cli_result cpu = run_cli(with({}));
   INFO(cpu.err);

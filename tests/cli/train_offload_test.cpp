@@ -1,10 +1,12 @@
 // `pipeworks train --offload`: on a CPU rank it is refused naming the flag, the rank and what to
-// do (exit 2); on GPU ranks it is refused as not built yet; a bad list names the flag; a plan
-// file carries runtime.offload, and --print-plan writes none by default.
+// do (exit 2); on GPU ranks optimizer ends with the bits of the moments on the GPU and a lower
+// GPU peak (where a GPU is present), activations is refused as not built yet; a bad list names
+// the flag; a plan file carries runtime.offload, and --print-plan writes none by default.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
+#include "ops/device/device.hpp"
 #include "run_cli.hpp"
 #include "runtime/offload_mode.hpp"
 
@@ -40,16 +42,54 @@ TEST_CASE("train --offload on a CPU rank exits 2 naming the flag the rank and wh
   CHECK(contains(single.err, "rank 0 (stage 0, replica 0) runs on the CPU"));
 }
 
-TEST_CASE("train --offload on GPU ranks exits 2 saying it is not built yet", "[cli]") {
+TEST_CASE("train --offload activations on GPU ranks exits 2 saying it is not built yet", "[cli]") {
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());
   // Refused by the plan's check, before any GPU is opened: the same with a GPU or without.
-  const cli_result r = run_cli(gpt_args(dir, {"--device", "cuda", "--offload", "optimizer"}));
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(contains(r.err, "--offload: is optimizer for GPU rank 0 (stage 0, replica 0) on cuda"));
-  CHECK(contains(r.err, "not built yet"));
-  CHECK(contains(r.err, "--recompute"));
+  for (const char* what : {"activations", "optimizer,activations"}) {
+    const cli_result r = run_cli(gpt_args(dir, {"--device", "cuda", "--offload", what}));
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "--offload: is " + std::string(what) +
+                              " for GPU rank 0 (stage 0, replica 0) on cuda and the other GPU ranks"));
+    CHECK(contains(r.err, "activation offload is not built yet"));
+    CHECK(contains(r.err, "--recompute"));
+  }
+}
+
+TEST_CASE("train --offload optimizer on a GPU ends with the bits of the moments on the GPU", "[cli][cuda]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  auto run = [&](const std::vector<std::string>& layout, const char* offload, const std::string& save) {
+    std::vector<std::string> more = layout;
+    more.insert(more.end(), {"--device", "cuda", "--json", "--save", save, "--offload", offload});
+    return run_cli(gpt_tiny_train(dir / "text.txt", 3, more));
+  };
+  const std::vector<std::string> pipelined{"--eval-windows", "1", "--schedule", "1f1b", "--stages",
+                                           "2", "--microbatches", "2"};
+  const std::vector<std::string> single{"--eval-windows", "1"};  // --schedule none: the trainer
+  for (const auto* layout : {&pipelined, &single}) {
+    const cli_result on_gpu = run(*layout, "none", dir / "gpu.safetensors");
+    const cli_result off = run(*layout, "optimizer", dir / "off.safetensors");
+    INFO(on_gpu.err << off.err);
+    if (pipeworks::find_gpus().count == 0) {  // no GPU here: the plan is accepted, the GPU is not
+      CHECK(off.exit_code == 1);
+      CHECK(contains(off.err, "cannot be used"));
+      continue;
+    }
+    REQUIRE(on_gpu.exit_code == 0);
+    REQUIRE(off.exit_code == 0);
+    const std::string a = read_file(dir / "gpu.safetensors"), b = read_file(dir / "off.safetensors");
+    REQUIRE(!a.empty());
+    CHECK(a == b);
+    CHECK(last_json(on_gpu)["final_loss"] == last_json(off)["final_loss"]);
+    if (layout == &pipelined)  // the moments left the GPU: its peak is lower by about them
+      for (std::size_t s = 0; s < 2; ++s) {
+        const json x = last_json(on_gpu)["stages"][s], y = last_json(off)["stages"][s];
+        CHECK(y["optimizer_bytes"] == x["optimizer_bytes"]);
+        CHECK(y["device_peak_bytes"].get<std::int64_t>() < x["device_peak_bytes"].get<std::int64_t>());
+      }
+  }
 }
 
 TEST_CASE("train --offload refuses a bad list naming the flag", "[cli]") {
