@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -162,14 +163,19 @@ void check_memory_limit(const run_plan& plan, const model<float>& net, std::int6
       }
     // Offload only on GPU ranks (a CPU rank's memory is host memory already), every rank's: the
     // plan refuses it when any rank is on the CPU.
-    if (all_on_gpu(plan))
+    if (all_on_gpu(plan)) {
+      std::vector<offload_spec> named;  // each more than the plan offloads, once
       for (offload_spec o : {offload_spec{true, false}, offload_spec{false, true},
                              offload_spec{true, true}}) {
-        if ((o.optimizer && !plan.offload.optimizer) || (o.activations && !plan.offload.activations))
-          would("--offload " + offload_name(o) + at_recompute, plan.recompute, plan.zero,
-                {o.optimizer || plan.offload.optimizer, o.activations || plan.offload.activations},
-                o.activations ? "; activation offload is not built yet" : "");
+        const offload_spec more{o.optimizer || plan.offload.optimizer,
+                                o.activations || plan.offload.activations};
+        if (more == plan.offload || std::find(named.begin(), named.end(), more) != named.end())
+          continue;
+        named.push_back(more);
+        would("--offload " + offload_name(more) + at_recompute, plan.recompute, plan.zero, more,
+              more.activations ? "; activation offload is not built yet" : "");
       }
+    }
     if (advice.empty())
       advice = plan.schedule ? "more stages, a smaller --batch or more --microbatches would lower it"
                              : "a pipeline schedule with --stages, or a smaller --batch, would lower it";

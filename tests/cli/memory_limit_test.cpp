@@ -110,6 +110,17 @@ TEST_CASE("train --memory-limit names what --offload would make a GPU rank and n
   CHECK(contains(gpu.err, "--offload activations (with --recompute none) would make it 2.6 MiB "
                           "(fits; activation offload is not built yet)"));
   CHECK(contains(gpu.err, "--offload optimizer,activations (with --recompute none) would make it"));
+  // Offloading the optimizer already: the figure is the GPU's, the moments named apart, and the
+  // advice names only what offloads more.
+  const cli_result offloaded = run_cli(with({"--device", "cuda", "--offload", "optimizer"}));
+  INFO(offloaded.err);
+  CHECK(offloaded.exit_code == 2);
+  CHECK(contains(offloaded.err, "is predicted to hold 5.5 MiB"));
+  CHECK(contains(offloaded.err, "less 550.5 KiB offloaded to host memory (--recompute none, "
+                                "--zero 0, --offload optimizer)"));
+  CHECK(contains(offloaded.err, "--offload optimizer,activations (with --recompute none) would "
+                                "make it 2.1 MiB (fits; activation offload is not built yet)"));
+  CHECK_FALSE(contains(offloaded.err, "--offload activations ("));
   const cli_result cpu = run_cli(with({}));
   INFO(cpu.err);
   CHECK(cpu.exit_code == 2);
