@@ -292,9 +292,14 @@ result<schedule_file> parse_schedule_file(std::string_view text) {
 std::string to_programs_text(const std::vector<program>& rows) {
   std::string out = "# pipeworks action text: one rank per line, actions space separated\n";
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    out += "rank " + std::to_string(r) + ":";
-    for (const action& a : rows[r]) out += " " + to_string(a);
-    out += "\n";
+    out += "rank ";
+    out += std::to_string(r);
+    out += ':';
+    for (const action& a : rows[r]) {
+      out += ' ';  // appended apart: g++ 12 warns (-Wrestrict, wrongly) at " " + to_string(a)
+      out += to_string(a);
+    }
+    out += '\n';
   }
   return out;
 }
