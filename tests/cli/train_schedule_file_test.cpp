@@ -117,3 +117,36 @@ TEST_CASE("train refuses a schedule file that deadlocks or does not fit, exit 2"
   CHECK(m.exit_code == 2);
   CHECK_THAT(m.err, Catch::Contains("--microbatches: is 4, but --schedule-file has 2"));
 }
+
+TEST_CASE("a run from a V-shaped schedule file resumes bit for bit without the file", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  // Device 0 holds virtual stages 0 and 3, device 1 holds 1 and 2.
+  const std::string csv = dir / "v.csv";
+  write_file(csv, "0F0,0F1,3F0,3B0,3F1,3B1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n");
+  auto run = [&](int steps, std::vector<std::string> more) {
+    return run_cli(gpt_tiny_train(dir / "text.txt", steps, std::move(more)));
+  };
+  const std::string whole = dir / "whole.safetensors";
+  const cli_result w = run(4, {"--schedule-file", csv, "--save", whole});
+  INFO(w.err);
+  REQUIRE(w.exit_code == 0);
+  const std::string ckpt = dir / "ckpt";
+  const cli_result c = run(4, {"--schedule-file", csv, "--save-every", "3", "--checkpoint-dir", ckpt});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  REQUIRE(has_manifest(ckpt, 3));
+  // Another file is another schedule: a resume refuses it, naming the flag.
+  const std::string other = dir / "other.csv";
+  write_file(other, "0F0,0F1,3F0,3F1,3B0,3B1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n");
+  const cli_result refused = run_cli({"train", "--resume", ckpt, "--schedule-file", other,
+                                      "--sample", "0"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("--schedule-file"));
+  std::filesystem::remove(csv);
+  const std::string resumed = dir / "resumed.safetensors";
+  const cli_result r = run_cli({"train", "--resume", ckpt, "--save", resumed, "--sample", "0"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_file(resumed) == read_file(whole));
+}
