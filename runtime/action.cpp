@@ -18,7 +18,8 @@ struct kind_text {
 };
 
 // Longest names first, so that "SEND_F" is not read as something shorter.
-constexpr std::array<kind_text, 10> kind_texts{{
+constexpr std::array<kind_text, 11> kind_texts{{
+    {action_kind::overlap_f_b, "OVERLAP_F_B"},
     {action_kind::send_f, "SEND_F"},
     {action_kind::recv_f, "RECV_F"},
     {action_kind::send_b, "SEND_B"},
@@ -121,14 +122,51 @@ result<action> parse_action(std::string_view text) {
     return a;
   }
   return make_error("action '" + shown + "': unknown kind '" + std::string(rest) +
-                    "'; known kinds are F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE, STEP");
+                    "'; known kinds are F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE, STEP "
+                    "(and (xF..;yB..)OVERLAP_F_B)");
+}
+
+result<program> parse_token(std::string_view text) {
+  const std::string_view t = trim(text);
+  constexpr std::string_view suffix = ")OVERLAP_F_B";
+  if (t.empty() || t.front() != '(') {
+    auto a = parse_action(t);
+    if (!a) return error{a.message()};
+    if (a->kind == action_kind::overlap_f_b)
+      return make_error("action '" + std::string(t) + "': OVERLAP_F_B joins two actions; write " +
+                        "it as (xF..;yB..)OVERLAP_F_B, e.g. (0F1;1B0)OVERLAP_F_B");
+    return program{*a};
+  }
+  const std::string shown(t);
+  if (t.size() < suffix.size() || t.substr(t.size() - suffix.size()) != suffix)
+    return make_error("'" + shown + "': a parenthesised action must end in )OVERLAP_F_B, e.g. "
+                      "(0F1;1B0)OVERLAP_F_B");
+  const std::string_view inner = t.substr(1, t.size() - 1 - suffix.size());
+  const std::size_t semi = inner.find(';');
+  if (semi == std::string_view::npos || inner.find(';', semi + 1) != std::string_view::npos)
+    return make_error("'" + shown + "': OVERLAP_F_B joins exactly two actions, an F and a B or I, "
+                      "separated by ';', e.g. (0F1;1B0)OVERLAP_F_B");
+  auto f = parse_action(inner.substr(0, semi));
+  if (!f) return make_error("'" + shown + "': " + f.message());
+  auto b = parse_action(inner.substr(semi + 1));
+  if (!b) return make_error("'" + shown + "': " + b.message());
+  if (f->kind != action_kind::forward ||
+      (b->kind != action_kind::backward && b->kind != action_kind::input_grad))
+    return make_error("'" + shown + "': OVERLAP_F_B joins an F and then a B or I, got " +
+                      to_string(*f) + " and " + to_string(*b));
+  return program{action{f->stage, action_kind::overlap_f_b, -1}, *f, *b};
 }
 
 std::string to_string(const program& p) {
   std::string out;
-  for (const auto& a : p) {
+  for (std::size_t i = 0; i < p.size(); ++i) {
     if (!out.empty()) out += ' ';
-    out += to_string(a);
+    if (p[i].kind == action_kind::overlap_f_b && i + 2 < p.size()) {
+      out += "(" + to_string(p[i + 1]) + ";" + to_string(p[i + 2]) + ")OVERLAP_F_B";
+      i += 2;
+    } else {
+      out += to_string(p[i]);
+    }
   }
   return out;
 }
@@ -146,9 +184,9 @@ result<program> parse_program(std::string_view text) {
                                 text[j] == '\n' || text[j] == '\r'))
       ++j;
     if (j > i) {
-      auto a = parse_action(text.substr(i, j - i));
+      auto a = parse_token(text.substr(i, j - i));
       if (!a) return make_error("action " + std::to_string(out.size()) + ": " + a.message());
-      out.push_back(*a);
+      out.insert(out.end(), a->begin(), a->end());
     }
     i = j;
   }

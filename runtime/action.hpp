@@ -21,13 +21,17 @@ enum class action_kind : std::uint8_t {
   recv_b,       // RECV_B: receive the output gradient from the next stage
   reduce,       // REDUCE: all-reduce the gradients of a replicated stage
   step,         // STEP: optimizer step, makes a new weight version
+  // OVERLAP_F_B: the next two actions of the program, an F and a B (or I) of another microbatch,
+  // run together (PyTorch writes the three as one, "(0F1;1B0)OVERLAP_F_B"). Its stage is the F's;
+  // it computes nothing itself: what the pair computes is what the two compute one after the other.
+  overlap_f_b,
 };
 
 std::string_view kind_name(action_kind k);  // "F", "B", "I", "W", "SEND_F", ..., "STEP"
 bool is_compute(action_kind k);             // F, B, I, W
 bool is_comm(action_kind k);                // SEND_*, RECV_*
-inline bool has_microbatch(action_kind k) {  // everything but REDUCE and STEP
-  return k != action_kind::reduce && k != action_kind::step;
+inline bool has_microbatch(action_kind k) {  // everything but REDUCE, STEP and OVERLAP_F_B
+  return k != action_kind::reduce && k != action_kind::step && k != action_kind::overlap_f_b;
 }
 
 // Eight bytes: a large simulation walks hundreds of millions of actions, so their size is most
@@ -48,8 +52,13 @@ result<action> parse_action(std::string_view text);
 // A device's (rank's) ordered program.
 using program = std::vector<action>;
 
-std::string to_string(const program& p);      // actions joined by single spaces
-result<program> parse_program(std::string_view text);  // space- or comma-separated
+// Actions joined by single spaces; an OVERLAP_F_B and the two actions it joins as one token,
+// "(0F1;1B0)OVERLAP_F_B", as PyTorch writes them.
+std::string to_string(const program& p);
+// Space- or comma-separated actions, and "(x;y)OVERLAP_F_B" tokens.
+result<program> parse_program(std::string_view text);
+// One token of a program: an action, or "(x;y)OVERLAP_F_B" (three actions).
+result<program> parse_token(std::string_view text);
 
 // The position right after the program's last STEP of step `step` (counting each virtual
 // stage's STEPs from 1): where a rank restored after that step goes on. 0 when it has none.

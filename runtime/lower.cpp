@@ -1,6 +1,7 @@
 // The lowering pass: compute-only programs -> programs with SEND/RECV pairs between virtual
 // stages on different devices. Sends are buffered; a RECV sits right before the compute action
-// that consumes it, and a SEND right after the one that produces it. Each program grows in place.
+// that consumes it, and a SEND right after the one that produces it (both receives of an
+// OVERLAP_F_B pair before it, both sends after it). Each program grows in place.
 #include "runtime/lower.hpp"
 
 #include <bit>
@@ -37,15 +38,36 @@ schedule lower_communication(schedule&& out) {
     prog.resize(n);
     action* p = prog.data();
     std::size_t dst = n;
+    // F(s) reads stage s-1's activation and feeds stage s+1; B(s) or I(s) reads stage s+1's
+    // input gradient and sends its own to stage s-1.
+    auto send_of = [](const action& a) {
+      return action{a.stage, a.kind == action_kind::forward ? action_kind::send_f : action_kind::send_b,
+                    a.microbatch};
+    };
+    auto recv_of = [](const action& a) {
+      return action{a.stage, a.kind == action_kind::forward ? action_kind::recv_f : action_kind::recv_b,
+                    a.microbatch};
+    };
     for (std::size_t i = n0; i-- > 0;) {
+      if (i >= 2 && p[i - 2].kind == action_kind::overlap_f_b) {
+        // OVERLAP_F_B x y stays whole: both receives before it, both sends after the pair.
+        const action mark = p[i - 2], x = p[i - 1], y = p[i];
+        const unsigned cx = around(x), cy = around(y);
+        if (cy & 2) p[--dst] = send_of(y);
+        if (cx & 2) p[--dst] = send_of(x);
+        p[--dst] = y;
+        p[--dst] = x;
+        p[--dst] = mark;
+        if (cy & 1) p[--dst] = recv_of(y);
+        if (cx & 1) p[--dst] = recv_of(x);
+        i -= 2;
+        continue;
+      }
       const action a = p[i];
       const unsigned c = around(a);
-      const bool fwd = a.kind == action_kind::forward;
-      // F(s) reads stage s-1's activation and feeds stage s+1; B(s) or I(s) reads stage s+1's
-      // input gradient and sends its own to stage s-1.
-      if (c & 2) p[--dst] = {a.stage, fwd ? action_kind::send_f : action_kind::send_b, a.microbatch};
+      if (c & 2) p[--dst] = send_of(a);
       p[--dst] = a;
-      if (c & 1) p[--dst] = {a.stage, fwd ? action_kind::recv_f : action_kind::recv_b, a.microbatch};
+      if (c & 1) p[--dst] = recv_of(a);
     }
   }
   out.lowered = true;

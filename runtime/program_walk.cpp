@@ -68,6 +68,7 @@ namespace {
       break;
     case action_kind::weight_grad:
     case action_kind::step:
+    case action_kind::overlap_f_b:  // the F and B after it wait and make what they do
       break;
   }
   return f;

@@ -13,15 +13,15 @@ namespace pipeworks {
 
 enum class schedule_kind {
   gpipe, one_f_one_b, interleaved, zb_h1, zb_h2, bfs, pipedream, pipedream_vs, two_bw, cyclic,
-  zbv, v_half, v_min,
+  zbv, v_half, v_min, dualpipev,
 };
 std::string_view schedule_name(schedule_kind k);        // "gpipe", "1f1b", ..., "2bw", "cyclic"
 result<schedule_kind> parse_schedule_kind(std::string_view name);
 // Every kind, in the order of their names' list.
 const std::vector<schedule_kind>& every_schedule_kind();
 bool is_flush(schedule_kind k);  // synchronous: every microbatch of step t uses version t
-// The V schedules (zbv, v-half, v-min) place two virtual stages on each device, d and 2p-1-d, so
-// that the model runs down the devices and back up: their chunk count is fixed at 2.
+// The V schedules (zbv, v-half, v-min, dualpipev) place two virtual stages on each device, d and
+// 2p-1-d, so that the model runs down the devices and back up: their chunk count is fixed at 2.
 bool is_v_shape(schedule_kind k);
 // The chunk count a kind runs when none is given: 2 for the V schedules, else 1.
 int default_chunks(schedule_kind k);
@@ -89,6 +89,7 @@ result<schedule> cyclic(const schedule_params& params);
 result<schedule> zbv(const schedule_params& params);
 result<schedule> v_half(const schedule_params& params);
 result<schedule> v_min(const schedule_params& params);
+result<schedule> dualpipev(const schedule_params& params);
 // Cyclic's version rule: microbatch k of step t >= 1 uses version t-1 when k < this split
 // (min(m, p - 1 + floor((w - 1) m / w))), else t; see runtime/schedules/cyclic.cpp.
 int cyclic_version_split(const schedule_params& params);

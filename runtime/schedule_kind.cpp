@@ -15,7 +15,7 @@ struct kind_entry {
   std::string_view name;
 };
 
-constexpr std::array<kind_entry, 13> kind_entries{{
+constexpr std::array<kind_entry, 14> kind_entries{{
     {schedule_kind::gpipe, "gpipe"},
     {schedule_kind::one_f_one_b, "1f1b"},
     {schedule_kind::interleaved, "interleaved"},
@@ -29,6 +29,7 @@ constexpr std::array<kind_entry, 13> kind_entries{{
     {schedule_kind::zbv, "zbv"},
     {schedule_kind::v_half, "v-half"},
     {schedule_kind::v_min, "v-min"},
+    {schedule_kind::dualpipev, "dualpipev"},
 }};
 
 }  // namespace
@@ -67,6 +68,7 @@ bool is_flush(schedule_kind k) {
     case schedule_kind::zbv:
     case schedule_kind::v_half:
     case schedule_kind::v_min:
+    case schedule_kind::dualpipev:
       return true;
     default:
       return false;
@@ -74,7 +76,8 @@ bool is_flush(schedule_kind k) {
 }
 
 bool is_v_shape(schedule_kind k) {
-  return k == schedule_kind::zbv || k == schedule_kind::v_half || k == schedule_kind::v_min;
+  return k == schedule_kind::zbv || k == schedule_kind::v_half || k == schedule_kind::v_min ||
+         k == schedule_kind::dualpipev;
 }
 
 int default_chunks(schedule_kind k) { return is_v_shape(k) ? 2 : 1; }
@@ -98,6 +101,7 @@ result<schedule> make_schedule(schedule_kind kind, const schedule_params& params
     case schedule_kind::zbv: return zbv(params);
     case schedule_kind::v_half: return v_half(params);
     case schedule_kind::v_min: return v_min(params);
+    case schedule_kind::dualpipev: return dualpipev(params);
   }
   return make_error("make_schedule: unknown schedule kind " +
                     std::to_string(static_cast<int>(kind)));

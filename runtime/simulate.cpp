@@ -222,6 +222,8 @@ bool simulator::advance(int r) {
         rs.busy += t_step_[st];
         break;
       }
+      case action_kind::overlap_f_b:  // the F and B after it share the device: one after the other
+        break;
     }
     if (!ok) return false;
     ++pc;

@@ -66,7 +66,7 @@ status simulator::scan_programs() {
         }
         known = a.stage;
       }
-      const bool update = a.kind == action_kind::reduce || a.kind == action_kind::step;
+      const bool update = !has_microbatch(a.kind);  // REDUCE, STEP, OVERLAP_F_B
       bad |= !update & (a.microbatch < 0);
       steps += a.kind == action_kind::step;
       top = std::max(top, update ? -1 : a.microbatch);

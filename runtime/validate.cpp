@@ -66,6 +66,24 @@ class validator {
     return status::success();
   }
 
+  // An OVERLAP_F_B is followed at once by the F it names and a B or I of another microbatch.
+  status check_overlap(int r, std::size_t pos) const {
+    const program& prog = s_.programs[r];
+    const bool pair = pos + 2 < prog.size() && prog[pos + 1].kind == action_kind::forward &&
+                      prog[pos + 1].stage == prog[pos].stage &&
+                      (prog[pos + 2].kind == action_kind::backward ||
+                       prog[pos + 2].kind == action_kind::input_grad);
+    if (!pair)
+      return make_error(where(r, pos) + ": OVERLAP_F_B must be followed at once by an F of its "
+                        "stage and a B or I (write them as (xF..;yB..)OVERLAP_F_B, with any "
+                        "RECV before it and any SEND after the pair)");
+    if (prog[pos + 1].microbatch == prog[pos + 2].microbatch &&
+        prog[pos + 1].stage == prog[pos + 2].stage)
+      return make_error(where(r, pos + 1) + " and its own backward are joined by OVERLAP_F_B; a "
+                        "microbatch's backward needs its forward done, so join two microbatches");
+    return status::success();
+  }
+
   // Per rank, in program order: placement, ranges, duplicates, and local order (a B after its F,
   // a W after its I, a SEND after its producer, a RECV before its consumer).
   status scan_programs() {
@@ -84,6 +102,10 @@ class validator {
                             std::to_string(s_.device_of[s]) + ", but rank " + std::to_string(r) +
                             " is device " + std::to_string(d) + " of replica " +
                             std::to_string(q) + "; move it to rank " + std::to_string(rank_of(q, s)));
+        if (a.kind == action_kind::overlap_f_b) {
+          if (auto st = check_overlap(r, pos); !st) return st;
+          continue;
+        }
         if (!has_microbatch(a.kind)) continue;
         if (mb < 0 || mb >= mbs_)
           return make_error(where(r, pos) + ": microbatch " + std::to_string(mb) +

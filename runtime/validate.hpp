@@ -10,7 +10,8 @@ namespace pipeworks {
 // Returns ok, or an error that names the first problem found and the rank and action involved:
 //  - an action on the wrong device, an unknown stage, or a microbatch id outside 0 .. steps*m-1;
 //  - an action twice; a B (or I) before its F on a stage; a W before its I; a SEND before the
-//    action that produces what it sends;
+//    action that produces what it sends; an OVERLAP_F_B not followed at once by an F of its
+//    stage and a B or I of another microbatch;
 //  - a microbatch never consumed (F without B, or I without W) or missing on some stage;
 //  - in lowered schedules (schedule::lowered, or any SEND/RECV present): an unmatched send or
 //    receive, or a compute action whose input comes from another device with no RECV before it;

@@ -2,6 +2,7 @@
 // that is a oneTBB arena of the rank's threads (OpenBLAS runs single-threaded inside it); on a GPU
 // its stream, caching allocator and cuBLAS handle (gpu_resources, opaque here).
 #pragma once
+#include <tbb/parallel_invoke.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_scheduler_observer.h>
 
@@ -69,6 +70,17 @@ class device_context {
   void run(F&& f) {
     if (arena_) arena_->execute(std::forward<F>(f));
     else f();
+  }
+  // Runs f and g at once, each with a share of the device's threads, on a CPU arena of two
+  // threads or more; one after the other otherwise (one thread, or a GPU's one stream).
+  template <class F, class G>
+  void run_both(F&& f, G&& g) {
+    if (arena_ && threads_ > 1) {
+      arena_->execute([&] { tbb::parallel_invoke(f, g); });
+    } else {
+      run(f);
+      run(g);
+    }
   }
 
  private:

@@ -246,43 +246,57 @@ void stage_executor<T>::impl::send_norms(int t) {
 }
 
 template <class T>
-void stage_executor<T>::impl::run_forward(const action& a) {
+compute_job<T> stage_executor<T>::impl::begin_forward(const action& a) {
   auto& st = state(a.stage);
+  compute_job<T> job;
+  job.a = a;
   auto node = mail.inbox_f.extract({a.stage, a.microbatch});
-  activation_msg in = std::move(node.mapped().msg);
+  job.in = std::move(node.mapped().msg);
   const int v = plan.versions.at(a.stage).at(a.microbatch).forward;
   if (natural_latest() && v != st.latest)
     throw pipeworks_error("the version rule says version " + std::to_string(v) +
                           " but the latest version, which this schedule's F must use, is " +
                           std::to_string(st.latest));
-  if (plan.kind == schedule_kind::pipedream_vs && a.stage > 0 && in.version != v)
-    throw pipeworks_error("vertical sync: stage 0 used version " + std::to_string(in.version) +
+  if (plan.kind == schedule_kind::pipedream_vs && a.stage > 0 && job.in.version != v)
+    throw pipeworks_error("vertical sync: stage 0 used version " + std::to_string(job.in.version) +
                           " but the version rule names " + std::to_string(v));
   auto found = st.versions.find(v);
   if (found == st.versions.end())
     throw pipeworks_error("version " + std::to_string(v) + " is not available (latest " +
                           std::to_string(st.latest) + ")");
-  param_snapshot weights = found->second;
+  job.version = v;
+  job.weights = found->second;
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
-  tensor input = context.adopt(in.data.take());
+  job.input = context.adopt(job.in.data.take());
   // A microbatch that a checkpoint's cut will find held keeps its input until the backward: the
   // checkpoint stores it and a restored rank recomputes the stash from it, rather than storing
   // the stash, which is many times larger.
   // Under recompute full every microbatch keeps it, and the stash is dropped.
   const bool recompute = setup.recompute == recompute_mode::full;
-  tensor kept = recompute || cuts.keeps_input(pc) ? input.clone() : tensor{};
-  const double t0 = timer.begin();
-  stage_forward out = forward_blocks(context, model_, *weights, std::move(input), in.ctx);
+  if (recompute || cuts.keeps_input(pc)) job.kept = job.input.clone();
+  return job;
+}
+
+template <class T>
+void stage_executor<T>::impl::compute_forward(compute_job<T>& job) {
+  job.out = forward_blocks(context, model_, *job.weights, std::move(job.input), job.in.ctx);
+}
+
+template <class T>
+void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double t1) {
+  const action& a = job.a;
+  auto& st = state(a.stage);
+  const int v = job.version;
+  stage_forward& out = job.out;
   if (fault_here(a, fault_kind::nan)) {  // what is sent is corrupt; what this stage saved is not
     out.output = out.output.clone();
     poison<T>(out.output);
   }
-  const double t1 = timer.end(t0);
   trace.record(stream_kind::compute, a, t0, t1, v);
   ++st.forwards_done;
   held_microbatch<T> h;
   h.version = v;
-  h.input = std::move(kept);
+  h.input = std::move(job.kept);
   h.stash_bytes = stash_bytes(out.saved);
   h.bytes = h.stash_bytes;
   if (a.stage == plan.virtual_stages - 1) {
@@ -296,9 +310,10 @@ void stage_executor<T>::impl::run_forward(const action& a) {
     if (setup.checkpoint_every > 0) reports.recent_losses[a.microbatch] = rep;
     emit(endpoint_kind::driver, 0, rep);
   } else {
-    activation_msg next{setup.replica, a.stage + 1, a.microbatch, a.stage == 0 ? v : in.version,
+    activation_msg next{setup.replica, a.stage + 1, a.microbatch,
+                        a.stage == 0 ? v : job.in.version,
                         tensor_payload(to_wire(std::move(out.output), rank_of_stage(a.stage + 1))),
-                        in.ctx};
+                        job.in.ctx};
     if (plan.device_of[a.stage + 1] == setup.device) {
       mail.inbox_f.emplace(message_key{a.stage + 1, a.microbatch},
                            buffered<activation_msg>{std::move(next)});
@@ -307,8 +322,8 @@ void stage_executor<T>::impl::run_forward(const action& a) {
       mail.out_f.emplace(message_key{a.stage, a.microbatch}, std::move(next));
     }
   }
-  h.stash = stage_stash{std::move(weights), std::move(out.saved), std::move(in.ctx)};
-  if (recompute) {
+  h.stash = stage_stash{std::move(job.weights), std::move(out.saved), std::move(job.in.ctx)};
+  if (setup.recompute == recompute_mode::full) {
     h.stash.saved.clear();
     h.recomputes = true;
     h.bytes = static_cast<std::int64_t>(h.input.nbytes());
@@ -324,29 +339,44 @@ void stage_executor<T>::impl::run_forward(const action& a) {
   if (a.stage == 0) request_inputs();
 }
 
+template <class T>
+void stage_executor<T>::impl::run_forward(const action& a) {
+  compute_job<T> job = begin_forward(a);
+  const double t0 = timer.begin();
+  compute_forward(job);
+  const double t1 = timer.end(t0);
+  end_forward(job, t0, t1);
+}
+
 // B (full backward) or I (input gradient now, the weight gradient kept for W).
 template <class T>
-void stage_executor<T>::impl::run_backward(const action& a) {
+compute_job<T> stage_executor<T>::impl::begin_backward(const action& a) {
   auto& st = state(a.stage);
   auto it = st.held.find(a.microbatch);
   if (it == st.held.end() || it->second.later)
     throw pipeworks_error("no forward stash for this microbatch");
-  held_microbatch<T>& h = it->second;
+  compute_job<T> job;
+  job.a = a;
+  job.held = &it->second;
   const int v = plan.versions.at(a.stage).at(a.microbatch).backward;
-  if (v != h.version)
+  if (v != job.held->version)
     throw pipeworks_error("the version rule says version " + std::to_string(v) +
-                          " but the forward stashed version " + std::to_string(h.version));
-  tensor dout;
+                          " but the forward stashed version " + std::to_string(job.held->version));
+  job.version = v;
   if (a.stage == plan.virtual_stages - 1) {
     const int parts = plan.params.microbatches * plan.params.replicas;  // m * w
-    dout = scalar_tensor<T>(T(1) / static_cast<T>(parts));
+    job.dout = scalar_tensor<T>(T(1) / static_cast<T>(parts));
   } else {
     auto node = mail.inbox_b.extract({a.stage, a.microbatch});
-    dout = node.mapped().msg.data.take();
+    job.dout = node.mapped().msg.data.take();
   }
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
-  const bool split = a.kind == action_kind::input_grad;
-  const double t0 = timer.begin();
+  return job;
+}
+
+template <class T>
+void stage_executor<T>::impl::compute_backward(compute_job<T>& job) {
+  held_microbatch<T>& h = *job.held;
   if (h.recomputes) {
     // The forward again, on the input and weight version the F used: the same stash, bit for
     // bit (deterministic kernels). Held until this backward has used it.
@@ -354,21 +384,31 @@ void stage_executor<T>::impl::run_backward(const action& a) {
         forward_blocks(context, model_, *h.stash.weights, std::move(h.input), h.stash.ctx);
     h.stash.saved = std::move(again.saved);
     h.recomputes = false;
+    job.recomputed = true;
+  }
+  if (job.a.kind == action_kind::input_grad)  // the weight-gradient GEMMs wait for W
+    job.din = backward_input_blocks(context, model_, *h.stash.weights, std::move(h.stash.saved),
+                                    std::move(job.dout), h.stash.ctx, job.later);
+  else
+    job.din = backward_blocks(context, model_, *h.stash.weights, state(job.a.stage).grads,
+                              std::move(h.stash.saved), std::move(job.dout), h.stash.ctx);
+}
+
+template <class T>
+void stage_executor<T>::impl::end_backward(compute_job<T>& job, double t0, double t1) {
+  const action& a = job.a;
+  auto& st = state(a.stage);
+  held_microbatch<T>& h = *job.held;
+  const bool split = a.kind == action_kind::input_grad;
+  if (job.recomputed) {  // the stash made again was held while the backward ran
     st.activation_bytes += h.stash_bytes - h.bytes;
     h.bytes = h.stash_bytes;
     st.note_peaks();
   }
-  tensor din;
-  stage_deferred later;
-  if (split)  // I: the input gradient now; the weight-gradient GEMMs wait for W
-    din = backward_input_blocks(context, model_, *h.stash.weights, std::move(h.stash.saved),
-                                std::move(dout), h.stash.ctx, later);
-  else
-    din = backward_blocks(context, model_, *h.stash.weights, st.grads, std::move(h.stash.saved),
-                          std::move(dout), h.stash.ctx);
+  tensor din = std::move(job.din);
   if (a.stage > 0) din = to_wire(std::move(din), rank_of_stage(a.stage - 1));
   if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison<T>(din);
-  trace.record(stream_kind::compute, a, t0, timer.end(t0), v);
+  trace.record(stream_kind::compute, a, t0, t1, job.version);
   if (a.stage > 0) {
     if (plan.device_of[a.stage - 1] == setup.device) {
       gradient_msg g{setup.replica, a.stage - 1, a.microbatch, tensor_payload(std::move(din))};
@@ -381,15 +421,41 @@ void stage_executor<T>::impl::run_backward(const action& a) {
   }
   st.activation_bytes -= h.bytes;
   if (split) {
-    h.bytes = later.bytes();
+    h.bytes = job.later.bytes();
     st.activation_bytes += h.bytes;
-    h.later = std::move(later);
+    h.later = std::move(job.later);
     h.input = tensor{};  // W needs only what I left
   } else {
     st.unref(h.version);
-    st.held.erase(it);
+    st.held.erase(a.microbatch);
   }
   st.note_peaks();
+}
+
+template <class T>
+void stage_executor<T>::impl::run_backward(const action& a) {
+  compute_job<T> job = begin_backward(a);
+  const double t0 = timer.begin();
+  compute_backward(job);
+  const double t1 = timer.end(t0);
+  end_backward(job, t0, t1);
+}
+
+template <class T>
+void stage_executor<T>::impl::run_overlapped() {
+  const action f = prog[pc + 1], b = prog[pc + 2];
+  const std::size_t at = pc;
+  pc = at + 1;  // each part sees its own position (a cut may keep the F's input)
+  compute_job<T> fj = begin_forward(f);
+  pc = at + 2;
+  compute_job<T> bj = begin_backward(b);
+  const double t0 = timer.begin();
+  context.run_both([&] { compute_forward(fj); }, [&] { compute_backward(bj); });
+  const double t1 = timer.end(t0);
+  end_forward(fj, t0, t1);
+  note_rank_peaks();  // the F's stash and the B's were held together
+  end_backward(bj, t0, t1);
+  pc = at;
 }
 
 template <class T>
@@ -561,6 +627,7 @@ void stage_executor<T>::impl::execute(const action& a) {
     case action_kind::send_b: run_send(a); break;
     case action_kind::recv_f:
     case action_kind::recv_b: run_recv(a); break;
+    case action_kind::overlap_f_b: break;
   }
 }
 
@@ -576,18 +643,22 @@ result<bool> stage_executor<T>::impl::run() {
       killed = true;
       return false;
     }
+    const bool pair = a.kind == action_kind::overlap_f_b;
     try {
-      if (!ready(a)) {
+      if (pair ? !ready(prog[pc + 1]) || !ready(prog[pc + 2]) : !ready(a)) {
         if (wait_start < 0) wait_start = now();
         return false;
       }
-      execute(a);
+      if (pair)
+        run_overlapped();
+      else
+        execute(a);
       note_rank_peaks();
     } catch (const std::exception& e) {
       return make_error(where(a) + ": " + exception_text(e));
     }
     wait_start = -1;
-    ++pc;
+    pc += pair ? 3 : 1;
   }
   return true;
 }

@@ -85,6 +85,22 @@ struct step_reports {
   std::vector<loss_report> resend_losses;    // a restored rank's, reported again at start()
 };
 
+// An F or a B/I between its bookkeeping before and after: its compute (the blocks' kernels) is
+// all that touches nothing of the rank's, so that two of them can run at once (OVERLAP_F_B).
+template <class T>
+struct compute_job {
+  action a;
+  int version = 0;
+  param_snapshot weights;  // F: the version it runs
+  activation_msg in;        // F: the activation it came with
+  tensor input, kept;       // F: its input, and the copy kept for a cut or recompute full
+  stage_forward out;        // F: what the blocks made
+  held_microbatch<T>* held = nullptr;  // B or I: its forward's stash
+  tensor dout, din;         // B or I: the output gradient, and the input gradient made
+  stage_deferred later;     // I: what W needs
+  bool recomputed = false;  // B or I: the stash was made again first (recompute full)
+};
+
 // The rank's peaks over all its virtual stages at once.
 struct rank_peaks {
   int inflight = 0;                  // microbatches held
@@ -159,6 +175,17 @@ struct stage_executor<T>::impl {
   void send_norms(int step);
   void run_forward(const action& a);
   void run_backward(const action& a);
+  // The three parts of an F and of a B or I: before and after touch the rank's state, compute
+  // only the job's tensors and the device.
+  compute_job<T> begin_forward(const action& a);
+  void compute_forward(compute_job<T>& job);
+  void end_forward(compute_job<T>& job, double t0, double t1);
+  compute_job<T> begin_backward(const action& a);
+  void compute_backward(compute_job<T>& job);
+  void end_backward(compute_job<T>& job, double t0, double t1);
+  // OVERLAP_F_B: the F at pc + 1 and the B or I at pc + 2, their computes at once on the rank's
+  // threads (one after the other where it has one thread).
+  void run_overlapped();
   void run_weight_grad(const action& a);
   void run_reduce(const action& a);
   void run_step(const action& a);

@@ -94,6 +94,7 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
   }
   for (int r = 0; r < s.ranks(); ++r) {
     executor_setup su = rank_setup(run, r);
+    su.threads = options.threads;
     su.record_trace = false;
     su.fault = options.fault;
     auto sink = [&, r](outgoing o) {

@@ -26,6 +26,9 @@ struct local_run_options {
   // Continue from one snapshot per rank, all of the same step; resume_samples: samples seen.
   std::vector<rank_state> resume;
   std::int64_t resume_samples = 0;
+  // Each rank's kernels in an arena of this many threads (an OVERLAP_F_B pair then runs its two
+  // at once); 0: on the calling thread.
+  int threads = 0;
 };
 
 struct local_run_result {

@@ -93,15 +93,13 @@ void add_updates(schedule& s) {
   std::vector<std::size_t> after;  // positions that close a step of their stage, in order
   for (int d = 0; d < s.params.stages; ++d) {
     program& prog = s.programs[d];
-    bool split = false;  // does this device split backwards into I and W?
-    for (const action& a : prog) split = split || a.kind == action_kind::weight_grad;
-    const action_kind closes = split ? action_kind::weight_grad : action_kind::backward;
-    // done[s * steps + t]: backwards of step t that stage s has finished so far.
+    // done[s * steps + t]: backwards of step t that stage s has finished so far (a microbatch's
+    // backward ends with its B, or with its W when it is split into I and W).
     std::vector<int> done(static_cast<std::size_t>(s.virtual_stages) * steps, 0);
     after.clear();
     for (std::size_t i = 0; i < prog.size(); ++i) {
       const action& a = prog[i];
-      if (a.kind != closes) continue;
+      if (a.kind != action_kind::backward && a.kind != action_kind::weight_grad) continue;
       const int t = a.microbatch / m;
       if (++done[static_cast<std::size_t>(a.stage) * steps + t] == m) after.push_back(i);
     }

@@ -1,5 +1,6 @@
-// Tests for the V schedules ZBV, V-Half and V-Min: the V placement, validity over p, m, steps and
-// replicas (compute-only and lowered), in-flight activation bounds, and parameter errors.
+// Tests for the V schedules ZBV, V-Half, V-Min and DualPipeV: the V placement, validity over p, m,
+// steps and replicas (compute-only and lowered), orders against their sources, in-flight
+// activation bounds, OVERLAP_F_B's text and checks, and parameter errors.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -144,4 +145,74 @@ TEST_CASE("V schedules send twice 1F1B's pipeline traffic", "[runtime]") {
       CHECK(sends(*s) == 2 * sends(*base));
     }
   }
+}
+
+TEST_CASE("dualpipev matches PyTorch's ScheduleDualPipeV order at p=2, m=4", "[runtime]") {
+  auto s = dualpipev(params(2, 4));
+  REQUIRE(s.ok());
+  // Worked by hand from PyTorch 2.11's _calculate_single_rank_operations: F0 warm-up, F0 F1,
+  // I1 W F1, the overlapped main loop, B1 with F1&B0, then B and I at the end with their W.
+  CHECK(to_string(s->programs[0]) ==
+        "0F0 0F1 0F2 3F0 3I0 3W0 3F1 (0F3;3B1)OVERLAP_F_B (3F2;0B0)OVERLAP_F_B 3B2 "
+        "(3F3;0B1)OVERLAP_F_B 3B3 3STEP 0I2 0W2 0I3 0W3 0STEP");
+  auto back = parse_program(to_string(s->programs[0]));
+  REQUIRE(back.ok());
+  CHECK(*back == s->programs[0]);
+}
+
+TEST_CASE("dualpipev validates for p 1 to 6, m 2p to 4p + 1, one and two steps and replicas",
+          "[runtime]") {
+  int checked = 0;
+  for (int p = 1; p <= 6; ++p)
+    for (int m = 2 * p; m <= 4 * p + 1; ++m)
+      for (int steps : {1, 2})
+        for (int w : {1, 2}) {
+          INFO("p=" << p << " m=" << m << " steps=" << steps << " w=" << w);
+          auto s = dualpipev(params(p, m, steps, w));
+          REQUIRE(s.ok());
+          CHECK(validate(*s).message() == "");
+          const schedule lowered = lower_communication(*s);
+          CHECK(validate(lowered).message() == "");
+          // Lowering keeps each OVERLAP_F_B whole: the F and B right after it.
+          for (const program& prog : lowered.programs)
+            for (std::size_t i = 0; i < prog.size(); ++i)
+              if (prog[i].kind == action_kind::overlap_f_b) {
+                REQUIRE(i + 2 < prog.size());
+                CHECK(prog[i + 1].kind == action_kind::forward);
+                CHECK(prog[i + 2].kind == action_kind::backward);
+              }
+          ++checked;
+        }
+  CHECK(checked == 2 * 2 * (4 + 6 + 8 + 10 + 12 + 14));
+}
+
+TEST_CASE("dualpipev refuses fewer microbatches than virtual stages", "[runtime]") {
+  auto s = dualpipev(params(4, 7));
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("m >= 2p") != std::string::npos);
+}
+
+TEST_CASE("OVERLAP_F_B parses, prints and is checked by the validator", "[runtime]") {
+  auto pr = parse_program("0F0 (0F1;1B0)OVERLAP_F_B");
+  REQUIRE(pr.ok());
+  REQUIRE(pr->size() == 4);
+  CHECK((*pr)[1] == action{0, action_kind::overlap_f_b, -1});
+  CHECK(to_string(*pr) == "0F0 (0F1;1B0)OVERLAP_F_B");
+  CHECK(parse_program("(0B1;1F0)OVERLAP_F_B").message().find("an F and then a B or I") !=
+        std::string::npos);
+  CHECK(parse_program("(0F1)OVERLAP_F_B").message().find("exactly two actions") !=
+        std::string::npos);
+  CHECK(parse_program("0OVERLAP_F_B").message().find("joins two actions") != std::string::npos);
+  // A marker that does not sit right before its pair is refused by name.
+  auto s = dualpipev(params(2, 4));
+  REQUIRE(s.ok());
+  schedule broken = *s;
+  program& prog = broken.programs[0];
+  const auto mark = std::find_if(prog.begin(), prog.end(), [](const action& a) {
+    return a.kind == action_kind::overlap_f_b;
+  });
+  REQUIRE(mark != prog.end());
+  std::iter_swap(mark + 1, mark + 2);  // the B before the F
+  const std::string why = validate(broken).message();
+  CHECK(why.find("OVERLAP_F_B must be followed at once by an F") != std::string::npos);
 }
