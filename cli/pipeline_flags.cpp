@@ -223,7 +223,8 @@ void check_pipeline_flags(const pipeline_flags& f) {
                                                "for workers to join: give one of them");
   if (f.compare_sim && f.trace.empty())
     throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
-  if (f.compare_sim && f.schedule == "none" && f.plan.empty() && f.resume.empty())
+  if (f.compare_sim && f.schedule == "none" && f.schedule_file.empty() && f.plan.empty() &&
+      f.resume.empty())
     throw CLI::ValidationError("--compare-sim", "--schedule none has no schedule to simulate");
   if (!f.plan.empty() && !f.resume.empty())
     throw CLI::ValidationError("--plan", "--resume DIR runs the checkpoint's own plan: drop --plan");

@@ -150,3 +150,15 @@ TEST_CASE("a run from a V-shaped schedule file resumes bit for bit without the f
   REQUIRE(r.exit_code == 0);
   CHECK(read_file(resumed) == read_file(whole));
 }
+
+TEST_CASE("train --schedule-file --compare-sim simulates the file's programs", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::string csv = dir / "gpipe.csv";
+  write_file(csv, "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+  const std::string trace = dir / "run.json";
+  const cli_result r = run_cli(tiny(dir, {"--schedule-file", csv, "--trace", trace, "--compare-sim"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out + r.err, Catch::Contains("compare-sim: measured makespan"));
+}
