@@ -11,6 +11,12 @@ std::string to_csv(const std::vector<program>& programs) {
   for (const program& p : programs) {
     for (std::size_t i = 0; i < p.size(); ++i) {
       if (i) out += ',';
+      if (p[i].kind == action_kind::overlap_f_b && i + 2 < p.size()) {  // one cell, as PyTorch's
+        out += to_string(program(p.begin() + static_cast<std::ptrdiff_t>(i),
+                                 p.begin() + static_cast<std::ptrdiff_t>(i) + 3));
+        i += 2;
+        continue;
+      }
       out += to_string(p[i]);
     }
     out += '\n';
@@ -51,11 +57,11 @@ result<std::vector<program>> parse_csv(std::string_view text) {
       bool blank = true;
       for (char c : cell) blank = blank && (c == ' ' || c == '\t');
       if (!blank) {
-        auto a = parse_action(cell);
+        auto a = parse_token(cell);  // an action, or (x;y)OVERLAP_F_B
         if (!a)
           return make_error("CSV line " + std::to_string(line) + ", column " +
                             std::to_string(column) + ": " + a.message());
-        prog.push_back(*a);
+        prog.insert(prog.end(), a->begin(), a->end());
       }
       cell_start = comma + 1;
     }

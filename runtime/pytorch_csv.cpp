@@ -88,10 +88,17 @@ std::string to_pytorch_csv(const std::vector<program>& rows) {
   std::string out;
   for (const program& p : rows) {
     bool first = true;
-    for (const action& a : p) {
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const action& a = p[i];
       if (a.kind == action_kind::step) continue;
       if (!first) out += ',';
       first = false;
+      if (a.kind == action_kind::overlap_f_b && i + 2 < p.size()) {  // one cell, as PyTorch's
+        out += to_string(program(p.begin() + static_cast<std::ptrdiff_t>(i),
+                                 p.begin() + static_cast<std::ptrdiff_t>(i) + 3));
+        i += 2;
+        continue;
+      }
       out += a.kind == action_kind::reduce ? std::to_string(a.stage) + "REDUCE_GRAD" : to_string(a);
     }
     out += '\n';

@@ -13,8 +13,11 @@ TEST_CASE("CSV export writes one row per rank of action strings", "[runtime]") {
 
 TEST_CASE("CSV round trip of lowered schedules", "[runtime]") {
   for (schedule_kind kind : {schedule_kind::gpipe, schedule_kind::interleaved,
-                             schedule_kind::pipedream, schedule_kind::bfs}) {
-    const int v = kind == schedule_kind::interleaved || kind == schedule_kind::bfs ? 2 : 1;
+                             schedule_kind::pipedream, schedule_kind::bfs, schedule_kind::zbv,
+                             schedule_kind::dualpipev}) {
+    const int v = kind == schedule_kind::interleaved || kind == schedule_kind::bfs
+                      ? 2
+                      : default_chunks(kind);
     auto s = make_schedule(kind, {3, 6, v, 2, 2});
     REQUIRE(s.ok());
     const schedule l = lower_communication(*s);
@@ -22,6 +25,10 @@ TEST_CASE("CSV round trip of lowered schedules", "[runtime]") {
     REQUIRE(back.ok());
     CHECK(*back == l.programs);
   }
+  // An OVERLAP_F_B pair is one cell, as PyTorch writes it.
+  auto d = make_schedule(schedule_kind::dualpipev, {2, 4, 2, 1, 1});
+  REQUIRE(d.ok());
+  CHECK(to_csv(*d).find(",(0F3;3B1)OVERLAP_F_B,") != std::string::npos);
 }
 
 TEST_CASE("CSV import reads what Python's csv.writer writes", "[runtime]") {
