@@ -143,12 +143,10 @@ void check_memory_limit(const run_plan& plan, const model<float>& net, std::int6
   for (const auto& [device, r] : figures) {
     if (r.total() <= limit) continue;
     std::string advice;
-    auto would = [&](const std::string& flags, recompute_mode mode, int zero, offload_spec offload,
-                     const char* note = "") {
+    auto would = [&](const std::string& flags, recompute_mode mode, int zero, offload_spec offload) {
       const rank_figure other = predict_ranks(plan, net, mode, zero, offload).at(device);
       advice += std::string(advice.empty() ? "" : "; ") + flags + " would make it " +
-                mib(other.total()) + (other.total() <= limit ? " (fits" : " (does not fit") +
-                note + ")";
+                mib(other.total()) + (other.total() <= limit ? " (fits)" : " (does not fit)");
     };
     const std::string at_recompute = " (with --recompute " + std::string(recompute_name(plan.recompute)) + ")";
     if (plan.schedule && plan.replicas > 1 && plan.zero == 0)
@@ -169,11 +167,11 @@ void check_memory_limit(const run_plan& plan, const model<float>& net, std::int6
                              offload_spec{true, true}}) {
         const offload_spec more{o.optimizer || plan.offload.optimizer,
                                 o.activations || plan.offload.activations};
-        if (more == plan.offload || std::find(named.begin(), named.end(), more) != named.end())
+        if (more == plan.offload || std::find(named.begin(), named.end(), more) != named.end() ||
+            (more.activations && !plan.schedule))  // one microbatch at a time: no stash waits
           continue;
         named.push_back(more);
-        would("--offload " + offload_name(more) + at_recompute, plan.recompute, plan.zero, more,
-              more.activations ? "; activation offload is not built yet" : "");
+        would("--offload " + offload_name(more) + at_recompute, plan.recompute, plan.zero, more);
       }
     }
     if (advice.empty())

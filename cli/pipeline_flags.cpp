@@ -13,7 +13,8 @@ namespace pipeworks::cli {
 void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
   sub.add_option("--schedule", f.schedule,
                  "none (one device, gradient accumulation), gpipe, 1f1b, interleaved, zb-h1, "
-                 "zb-h2, bfs, pipedream, pipedream-vs, 2bw or cyclic")
+                 "zb-h2, bfs, zbv, v-half, v-min, dualpipev, pipedream, pipedream-vs, 2bw or "
+                 "cyclic")
       ->capture_default_str();
   CLI::Option* file =
       sub.add_option("--schedule-file", f.schedule_file,
@@ -34,7 +35,8 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
   sub.add_option("--replicas", f.replicas, "data-parallel replicas w of every stage")
       ->check(positive_int)
       ->capture_default_str();
-  sub.add_option("--chunks", f.chunks, "virtual stages per device v (interleaved, bfs)")
+  sub.add_option("--chunks", f.chunks, "virtual stages per device v (interleaved, bfs; 2 for zbv, v-half, v-min and "
+                 "dualpipev)")
       ->check(positive_int)
       ->capture_default_str();
   sub.add_option("--device", f.device,
@@ -71,10 +73,10 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
       ->capture_default_str();
   sub.add_option("--offload", f.offload,
                  "what GPU ranks keep in page-locked host memory instead of the GPU's: optimizer "
-                 "(the optimizer moments, which the GPU updates there over the bus), activations (the stashes of "
-                 "microbatches in flight, between their forward and backward), both as "
-                 "optimizer,activations, or none. The same bits either way. Refused on CPU ranks, "
-                 "whose memory is host memory already; activations is not built yet")
+                 "(the optimizer moments, which the GPU updates there over the bus), activations "
+                 "(the stashes of microbatches in flight, between their forward and backward), "
+                 "both as optimizer,activations, or none. The same bits either way. Refused on "
+                 "CPU ranks, whose memory is host memory already")
       ->check([](const std::string& s) {
         return parse_offload(s) ? std::string()
                                 : "'" + s + "' is not none, optimizer, activations or "

@@ -10,10 +10,10 @@ namespace pipeworks {
 // optimizer: the optimizer moments live in page-locked host memory, and the GPU's update kernel
 // reads and writes them there over the bus (ops/device/optimizer_update.hpp; under --bf16 the
 // weights stay fp32 on the device, so there is no separate master copy to move). activations:
-// the stashes of microbatches in flight go to host memory after their forward and come back
-// before their backward (not built yet: the memory plan counts it, a plan refuses it). Both
-// only move bytes: the weights come out bit for bit the same as without them. A CPU rank's
-// memory is host memory already, so a plan refuses them there.
+// the stash of each microbatch in flight goes to page-locked host memory after its forward and
+// comes back before its backward (runtime/exec: copies on the rank's stream, not yet overlapped
+// with compute). Both only move bytes: the weights come out bit for bit the same as without
+// them. A CPU rank's memory is host memory already, so a plan refuses them there.
 struct offload_spec {
   bool optimizer = false;
   bool activations = false;

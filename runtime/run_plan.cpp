@@ -249,8 +249,6 @@ std::optional<plan_issue> check_credits(const run_plan& p) {
 }
 
 // Offload moves a GPU rank's bytes to host memory: a CPU rank has nothing to move them to.
-// Activation offload is refused on a GPU rank too until it is built (the plan names it already,
-// so the memory plan can say what it would save).
 std::optional<plan_issue> check_offload(const run_plan& p) {
   if (!p.offload.any()) return std::nullopt;
   const std::string what = offload_name(p.offload);
@@ -272,14 +270,11 @@ std::optional<plan_issue> check_offload(const run_plan& p) {
                    "is " + what + ", but " + rank(r) + " runs on the CPU, whose memory is host "
                    "memory already: there is nothing to offload it to. Drop {runtime.offload}, or "
                    "place the rank on a GPU ({ranks[" + str(r) + "].device} cuda or cuda:N)");
-  if (p.offload.activations)
-    return issue("runtime.offload",
-                 "is " + what + " for GPU " + rank(0) + " on " + device_of(0).to_string() +
-                     (p.rank_count() > 1 ? " and the other GPU ranks" : "") +
-                     ", and activation offload is not built yet (the memory plan predicts what "
-                     "it would save, but no run moves the stashes): drop activations from "
-                     "{runtime.offload} (optimizer is built), or hold less with "
-                     "{runtime.recompute}");
+  if (!p.schedule && p.offload.activations)
+    return issue("runtime.offload", "is " + what + ", but with {schedule.kind} none each "
+                                    "microbatch's backward follows its forward at once: no stash "
+                                    "waits to be moved. Drop activations from {runtime.offload}, "
+                                    "or pick a pipeline schedule (e.g. 1f1b)");
   return std::nullopt;
 }
 

@@ -129,7 +129,7 @@ struct run_plan {
   // What GPU ranks keep in page-locked host memory instead of the device's (runtime/offload_mode):
   // it moves bytes, never changes them, so the weights are the same bit for bit with or without
   // it (and a resume may change it). Refused when any rank is on the CPU, whose memory is host
-  // memory already; activations is refused on GPU ranks too (not built yet).
+  // memory already.
   offload_spec offload;
   // The bytes of tensors (and host optimizer moments) one rank may hold; 0: no limit. Checked
   // against the prediction before the run (train --memory-limit) and enforced by each CPU rank's

@@ -16,6 +16,16 @@
 
 namespace pipeworks {
 
+// Activation offload (setup.offload.activations): a held microbatch's stash, and the input kept
+// for a recomputation or a checkpoint, each tensor made anew by `move` (to the host after the
+// forward, back to the device before the backward). What an I leaves for its W stays.
+template <class T, class Move>
+void move_held(held_microbatch<T>& h, Move move) {
+  for (stash& s : h.stash.saved)
+    for (tensor& t : s.saved) t = move(std::move(t));
+  if (!h.input.empty()) h.input = move(std::move(h.input));
+}
+
 template <class T>
 stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
     : model_(mdl), setup(std::move(su)), send(std::move(out)),
@@ -331,6 +341,9 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
     drop_recomputable(model_, *h.stash.weights, h.stash.saved);
     h.bytes = stash_bytes(h.stash.saved);
   }
+  // Offloaded: into page-locked host memory (to_host), the GPU's copy freed. A plain copy on the
+  // rank's stream, waited for: not yet on a stream of its own, overlapping compute.
+  if (setup.offload.activations) move_held(h, [&](tensor t) { return context.to_host(t); });
   st.activation_bytes += h.bytes;
   st.ref(v);
   st.held.emplace(a.microbatch, std::move(h));
@@ -363,6 +376,9 @@ compute_job<T> stage_executor<T>::impl::begin_backward(const action& a) {
     throw pipeworks_error("the version rule says version " + std::to_string(v) +
                           " but the forward stashed version " + std::to_string(job.held->version));
   job.version = v;
+  // Offloaded: back onto the device (a copy from page-locked memory, on the rank's stream).
+  if (setup.offload.activations)
+    move_held(*job.held, [&](tensor t) { return context.adopt(std::move(t)); });
   if (a.stage == plan.virtual_stages - 1) {
     const int parts = plan.params.microbatches * plan.params.replicas;  // m * w
     job.dout = scalar_tensor<T>(T(1) / static_cast<T>(parts));

@@ -84,7 +84,9 @@ struct executor_setup {
   // sums. 0 (or one replica): every replica updates every tensor.
   int zero = 0;
   // Offload (the plan's runtime.offload; GPU ranks only): optimizer, the moments in page-locked
-  // host memory (stage_optimizer::offload_moments). The same bits either way.
+  // host memory (stage_optimizer::offload_moments); activations, each held microbatch's stash in
+  // page-locked host memory between its forward and its backward. The same bits either way (on
+  // the CPU, where a plan refuses it, the stash is copied host to host: tests run it there).
   offload_spec offload;
   // The bytes the rank's tensors (and host optimizer moments) may hold; 0: no limit. On the CPU
   // its memory account (ops/memory_account.hpp) refuses an allocation over it, which stops the

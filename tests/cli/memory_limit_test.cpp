@@ -108,7 +108,7 @@ TEST_CASE("train --memory-limit names what --offload would make a GPU rank and n
   CHECK(contains(gpu.err, "--offload optimizer (with --recompute none) would make it 5.5 MiB "
                           "(does not fit)"));
   CHECK(contains(gpu.err, "--offload activations (with --recompute none) would make it 2.6 MiB "
-                          "(fits; activation offload is not built yet)"));
+                          "(fits)"));
   CHECK(contains(gpu.err, "--offload optimizer,activations (with --recompute none) would make it"));
   // Offloading the optimizer already: the figure is the GPU's, the moments named apart, and the
   // advice names only what offloads more.
@@ -119,7 +119,7 @@ TEST_CASE("train --memory-limit names what --offload would make a GPU rank and n
   CHECK(contains(offloaded.err, "less 550.5 KiB offloaded to host memory (--recompute none, "
                                 "--zero 0, --offload optimizer)"));
   CHECK(contains(offloaded.err, "--offload optimizer,activations (with --recompute none) would "
-                                "make it 2.1 MiB (fits; activation offload is not built yet)"));
+                                "make it 2.1 MiB (fits)"));
   CHECK_FALSE(contains(offloaded.err, "--offload activations ("));
   const cli_result cpu = run_cli(with({}));
   INFO(cpu.err);

@@ -1,7 +1,7 @@
 // `pipeworks train --offload`: on a CPU rank it is refused naming the flag, the rank and what to
-// do (exit 2); on GPU ranks optimizer ends with the bits of the moments on the GPU and a lower
-// GPU peak (where a GPU is present), activations is refused as not built yet; a bad list names
-// the flag; a plan file carries runtime.offload, and --print-plan writes none by default.
+// do (exit 2); on GPU ranks (where a GPU is present) each kind ends with the bits of the run
+// without it and a lower GPU peak; a bad list names the flag; a plan file carries
+// runtime.offload, and --print-plan writes none by default.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -42,22 +42,7 @@ TEST_CASE("train --offload on a CPU rank exits 2 naming the flag the rank and wh
   CHECK(contains(single.err, "rank 0 (stage 0, replica 0) runs on the CPU"));
 }
 
-TEST_CASE("train --offload activations on GPU ranks exits 2 saying it is not built yet", "[cli]") {
-  scratch_dir dir;
-  write_file(dir / "text.txt", small_text());
-  // Refused by the plan's check, before any GPU is opened: the same with a GPU or without.
-  for (const char* what : {"activations", "optimizer,activations"}) {
-    const cli_result r = run_cli(gpt_args(dir, {"--device", "cuda", "--offload", what}));
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(contains(r.err, "--offload: is " + std::string(what) +
-                              " for GPU rank 0 (stage 0, replica 0) on cuda and the other GPU ranks"));
-    CHECK(contains(r.err, "activation offload is not built yet"));
-    CHECK(contains(r.err, "--recompute"));
-  }
-}
-
-TEST_CASE("train --offload optimizer on a GPU ends with the bits of the moments on the GPU", "[cli][cuda]") {
+TEST_CASE("train --offload on a GPU ends with the bits of the run without it", "[cli][cuda]") {
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());
   auto run = [&](const std::vector<std::string>& layout, const char* offload, const std::string& save) {
@@ -68,9 +53,12 @@ TEST_CASE("train --offload optimizer on a GPU ends with the bits of the moments 
   const std::vector<std::string> pipelined{"--eval-windows", "1", "--schedule", "1f1b", "--stages",
                                            "2", "--microbatches", "2"};
   const std::vector<std::string> single{"--eval-windows", "1"};  // --schedule none: the trainer
-  for (const auto* layout : {&pipelined, &single}) {
+  for (const auto* layout : {&pipelined, &single})
+   for (const char* what : {"optimizer", "activations", "optimizer,activations"}) {
+    if (layout == &single && std::string(what) != "optimizer") continue;  // refused: see below
+    INFO((layout == &single ? "--schedule none" : "1f1b") << ", --offload " << what);
     const cli_result on_gpu = run(*layout, "none", dir / "gpu.safetensors");
-    const cli_result off = run(*layout, "optimizer", dir / "off.safetensors");
+    const cli_result off = run(*layout, what, dir / "off.safetensors");
     INFO(on_gpu.err << off.err);
     if (pipeworks::find_gpus().count == 0) {  // no GPU here: the plan is accepted, the GPU is not
       CHECK(off.exit_code == 1);
@@ -83,10 +71,11 @@ TEST_CASE("train --offload optimizer on a GPU ends with the bits of the moments 
     REQUIRE(!a.empty());
     CHECK(a == b);
     CHECK(last_json(on_gpu)["final_loss"] == last_json(off)["final_loss"]);
-    if (layout == &pipelined)  // the moments left the GPU: its peak is lower by about them
+    if (layout == &pipelined)  // the moments, or stashes, left the GPU: its peak is lower
       for (std::size_t s = 0; s < 2; ++s) {
         const json x = last_json(on_gpu)["stages"][s], y = last_json(off)["stages"][s];
         CHECK(y["optimizer_bytes"] == x["optimizer_bytes"]);
+        CHECK(y["peak_activation_bytes"] == x["peak_activation_bytes"]);
         CHECK(y["device_peak_bytes"].get<std::int64_t>() < x["device_peak_bytes"].get<std::int64_t>());
       }
   }
@@ -123,4 +112,16 @@ TEST_CASE("a plan file carries runtime.offload and is refused with it on CPU ran
   const cli_result old = run_cli({"train", "--plan", plan, "--sample", "0"});
   INFO(old.err);
   CHECK(old.exit_code == 0);
+}
+
+TEST_CASE("train --offload activations without a pipeline schedule exits 2 naming why", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  // Refused by the plan's check, before any GPU is opened: the same with a GPU or without.
+  const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 2, {"--device", "cuda", "--offload",
+                                                                   "activations"}));
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--offload: is activations, but with --schedule none"));
+  CHECK(contains(r.err, "no stash waits to be moved"));
 }
