@@ -73,11 +73,15 @@ status optimizer_update(const optimizer_config& c, double lr, const tensor& w, c
   return {};
 }
 
+void settle_moments(const device_moments& on_device) {
+  if (!on_device.m.empty() && on_device.m.where().kind == device_kind::cpu)  // written by the GPU
+    wait_stream(on_device.updated_on, on_device.stream);
+}
+
 template <class T>
 void read_moments(const device_moments& on_device, optimizer_kind kind, optimizer_state<T>& state) {
   if (on_device.m.empty()) return;
-  if (on_device.m.where().kind == device_kind::cpu)  // offloaded: written by the GPU's kernel
-    wait_stream(on_device.updated_on, on_device.stream);
+  settle_moments(on_device);
   download<T>(on_device.m, state.m);
   if (kind == optimizer_kind::adamw) download<T>(on_device.v, state.v);
 }

@@ -35,6 +35,10 @@ status optimizer_update(const optimizer_config& c, double lr, const tensor& w, c
                         optimizer_state<T>& state, device_moments& on_device,
                         std::string_view name);
 
+// Returns once the GPU's last update of offloaded (host) moments is done; nothing otherwise. Before
+// they are read on the host or freed: the pool would give their memory out again.
+void settle_moments(const device_moments& on_device);
+
 // state's moments brought up to date from a GPU's copy (nothing when there is none; host moments
 // once the GPU's last update of them is done).
 template <class T>

@@ -41,6 +41,11 @@ stage_optimizer<T>::stage_optimizer(const param_set& layout, train_config cfg)
 template <class T>
 stage_optimizer<T>::~stage_optimizer() {
   if (account_) account_->credit(static_cast<std::size_t>(charged_));
+  try {  // offloaded moments are freed after the GPU's last update of them
+    for (const device_moments& d : on_device_) settle_moments(d);
+  } catch (const std::exception&) {
+    // A GPU that fails here has failed the run already; its error is reported there.
+  }
 }
 
 // Host moments are std::vectors, not tensors: their growth is charged here, to the account of
@@ -158,6 +163,7 @@ void stage_optimizer<T>::own_only(std::vector<bool> owned) {
 template <class T>
 void stage_optimizer<T>::set_state(std::vector<optimizer_state<T>> s) {
   state_ = std::move(s);
+  for (const device_moments& d : on_device_) settle_moments(d);  // offloaded: freed after the GPU
   on_device_.clear();  // the next update on a GPU uploads the restored moments
   charge_moments();
 }

@@ -71,12 +71,19 @@ TEST_CASE("train --offload on a GPU ends with the bits of the run without it", "
     REQUIRE(!a.empty());
     CHECK(a == b);
     CHECK(last_json(on_gpu)["final_loss"] == last_json(off)["final_loss"]);
-    if (layout == &pipelined)  // the moments, or stashes, left the GPU: its peak is lower
+    // The moments, or stashes, left the GPU: its peak is lower. 1F1B's stage 0 holds both
+    // microbatches' stashes at once, stage 1 one at a time, which has nowhere to wait but the GPU.
+    const bool moments = std::string(what) != "activations";
+    if (layout == &pipelined)
       for (std::size_t s = 0; s < 2; ++s) {
+        INFO("stage " << s);
         const json x = last_json(on_gpu)["stages"][s], y = last_json(off)["stages"][s];
         CHECK(y["optimizer_bytes"] == x["optimizer_bytes"]);
         CHECK(y["peak_activation_bytes"] == x["peak_activation_bytes"]);
-        CHECK(y["device_peak_bytes"].get<std::int64_t>() < x["device_peak_bytes"].get<std::int64_t>());
+        const auto before = x["device_peak_bytes"].get<std::int64_t>();
+        const auto after = y["device_peak_bytes"].get<std::int64_t>();
+        if (s == 0 || moments) CHECK(after < before);
+        else CHECK(after <= before);
       }
   }
 }
