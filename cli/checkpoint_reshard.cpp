@@ -31,6 +31,8 @@ bool flush_or_none(const run_plan& p) { return !p.schedule || is_flush(*p.schedu
 run_plan new_layout(const reshard_options& o, const run_plan& from, const model<float>& net) {
   run_plan to = from;
   if (!o.schedule.empty()) {
+    to.programs.clear();  // a built-in kind instead of a schedule file's programs
+    to.programs_versions = version_mode::sync;
     if (o.schedule == "none") {
       to.schedule.reset();
     } else {
@@ -45,15 +47,15 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
                           std::string(schedule_name(*to.schedule)) +
                           ", is asynchronous: --restart-pipeline restarts the pipeline at a step "
                           "boundary, where an asynchronous schedule's stages would already hold "
-                          "microbatches of the next step; give --schedule with a flush schedule "
-                          "(gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs) or none");
+                          "microbatches of the next step; give --schedule with a flush schedule (" +
+                          schedule_names(true) + ") or none");
   if (!flush_or_none(to))
     throw CLI::ValidationError("--schedule", std::string(schedule_name(*to.schedule)) +
                                                  " is asynchronous: its stages hold several weight "
                                                  "versions and microbatches across steps, which a "
                                                  "checkpoint at a step boundary does not have; pick "
-                                                 "a flush schedule (gpipe, 1f1b, interleaved, zb-h1, "
-                                                 "zb-h2, bfs) or none");
+                                                 "a flush schedule (" + schedule_names(true) +
+                                                 ") or none");
   if (!to.schedule) to.stages = to.chunks = to.replicas = 1;
   if (o.stages > 0) to.stages = o.stages;
   if (o.chunks > 0) to.chunks = o.chunks;

@@ -214,10 +214,9 @@ const bool registered = register_command(
           ->capture_default_str();
       sub.add_option("--clip", o->clip,
                      "clip the gradient norm to this (0: off): the global norm over all stages "
-                     "for --schedule none and the flush schedules (gpipe, 1f1b, interleaved, "
-                     "zb-h1, zb-h2, bfs), each stage's own norm for the asynchronous ones "
-                     "(pipedream, pipedream-vs, 2bw, cyclic), whose stages step at different "
-                     "times")
+                     "for --schedule none and the flush schedules (" + schedule_names(true) +
+                         "), each stage's own norm for the asynchronous ones (" +
+                         schedule_names(false) + "), whose stages step at different times")
           ->check(nonnegative_number)
           ->capture_default_str();
       sub.add_option("--seed", o->seed, "seed for init and data order")

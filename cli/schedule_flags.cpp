@@ -9,13 +9,14 @@ namespace pipeworks::cli {
 
 void add_schedule_flags(CLI::App& sub, schedule_flags& f) {
   sub.add_option("--schedule", f.kind,
-                 "gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs, pipedream, pipedream-vs, 2bw "
-                 "or cyclic (or --schedule-file)");
+                 "gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs, zbv, v-half, v-min, dualpipev, "
+                 "pipedream, pipedream-vs, 2bw or cyclic (or --schedule-file)");
   sub.add_option("--stages", f.stages, "p: devices in one pipeline (with --schedule-file: the "
                                        "file's rows)");
   sub.add_option("--microbatches", f.microbatches, "m: microbatches per step, per replica");
   f.chunks_flag = sub.add_option("--chunks", f.chunks,
-                                 "v: virtual stages per device (interleaved, bfs)")
+                                 "v: virtual stages per device (interleaved, bfs; 2 for zbv, "
+                                 "v-half, v-min and dualpipev)")
                       ->capture_default_str();
   sub.add_option("--replicas", f.replicas, "w: data-parallel replicas of every stage")
       ->capture_default_str();
@@ -58,7 +59,11 @@ schedule_kind checked_kind(const schedule_flags& f) {
 }
 
 schedule_params params_of(const schedule_flags& f) {
-  return {f.stages, f.microbatches, f.chunks, f.replicas, f.steps};
+  // A V schedule holds two virtual stages per device unless --chunks says otherwise.
+  auto kind = parse_schedule_kind(f.kind);
+  const bool v_default = kind && is_v_shape(*kind) && f.chunks_flag && f.chunks_flag->count() == 0;
+  return {f.stages, f.microbatches, v_default ? default_chunks(*kind) : f.chunks, f.replicas,
+          f.steps};
 }
 
 schedule file_schedule(const schedule_flags& f, bool lower) {

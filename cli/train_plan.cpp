@@ -186,7 +186,11 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
     }
   }
   if (has("--stages")) p.stages = f.stages;
-  if (has("--chunks")) p.chunks = f.chunks;
+  // A V schedule holds two virtual stages per device unless --chunks itself says otherwise.
+  if (p.schedule && is_v_shape(*p.schedule) && f.given.count("--chunks") == 0)
+    p.chunks = default_chunks(*p.schedule);
+  else if (has("--chunks"))
+    p.chunks = f.chunks;
   if (has("--replicas")) p.replicas = f.replicas;
   if (has("--microbatches")) p.train.microbatches = o.microbatches;
   if (has("--batch")) p.data.batch = o.batch;

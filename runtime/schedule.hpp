@@ -19,6 +19,8 @@ std::string_view schedule_name(schedule_kind k);        // "gpipe", "1f1b", ...,
 result<schedule_kind> parse_schedule_kind(std::string_view name);
 // Every kind, in the order of their names' list.
 const std::vector<schedule_kind>& every_schedule_kind();
+// The names of the flush kinds (flush = true) or of the asynchronous ones, "gpipe, 1f1b, ...".
+std::string schedule_names(bool flush);
 bool is_flush(schedule_kind k);  // synchronous: every microbatch of step t uses version t
 // The V schedules (zbv, v-half, v-min, dualpipev) place two virtual stages on each device, d and
 // 2p-1-d, so that the model runs down the devices and back up: their chunk count is fixed at 2.

@@ -49,6 +49,13 @@ const std::vector<schedule_kind>& every_schedule_kind() {
   return kinds;
 }
 
+std::string schedule_names(bool flush) {
+  std::string out;
+  for (const auto& e : kind_entries)
+    if (is_flush(e.kind) == flush) out += (out.empty() ? "" : ", ") + std::string(e.name);
+  return out;
+}
+
 result<schedule_kind> parse_schedule_kind(std::string_view name) {
   for (const auto& e : kind_entries)
     if (e.name == name) return e.kind;

@@ -1,0 +1,57 @@
+// `pipeworks train/schedule/simulate --schedule zbv|v-half|v-min|dualpipev`: at the default flags
+// each ends with the weights of --schedule none bit for bit, takes its two chunks per device
+// without --chunks, and refuses another chunk count by name (exit 2).
+#include <catch2/catch.hpp>
+
+#include "fixtures.hpp"
+#include "run_cli.hpp"
+
+using namespace pipeworks::cli_test;
+
+namespace {
+
+constexpr const char* v_kinds[] = {"zbv", "v-half", "v-min", "dualpipev"};
+
+}  // namespace
+
+TEST_CASE("train with each V schedule ends with the bits of schedule none", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  auto train = [&](std::vector<std::string> more, const std::string& name) {
+    const std::string file = dir / (name + ".safetensors");
+    more.insert(more.end(), {"--microbatches", "4", "--save", file});
+    const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 3, more));
+    INFO(name << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return read_file(file);
+  };
+  const std::string none = train({"--schedule", "none"}, "none");
+  REQUIRE(!none.empty());
+  for (const char* kind : v_kinds) {
+    INFO(kind);
+    CHECK(train({"--schedule", kind, "--stages", "2"}, kind) == none);
+  }
+}
+
+TEST_CASE("the V schedules take two chunks without --chunks and refuse another count", "[cli]") {
+  for (const char* kind : v_kinds) {
+    INFO(kind);
+    const cli_result shown =
+        run_cli({"schedule", "--schedule", kind, "--stages", "2", "--microbatches", "4"});
+    CHECK(shown.exit_code == 0);
+    CHECK(contains(shown.out, "v=2"));
+    const cli_result simulated =
+        run_cli({"simulate", "--schedule", kind, "--stages", "2", "--microbatches", "4"});
+    CHECK(simulated.exit_code == 0);
+    const cli_result refused = run_cli(
+        {"schedule", "--schedule", kind, "--stages", "2", "--microbatches", "4", "--chunks", "3"});
+    CHECK(refused.exit_code == 2);
+    CHECK(contains(refused.err, "v must be 2"));
+  }
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const cli_result r = run_cli(gpt_tiny_train(
+      dir / "text.txt", 1, {"--schedule", "zbv", "--stages", "2", "--chunks", "1"}));
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "v must be 2"));
+}
