@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 bin="${PIPEWORKS_BIN_DIR:-build/bin}/pipeworks"
 [ -x "$bin" ] || { echo "resume-grid: $bin not found; run scripts/build.sh first" >&2; exit 2; }
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-workers=0 trials=100 steps="" every="" schedules="gpipe,1f1b,interleaved,zb-h1,zb-h2,bfs,pipedream,pipedream-vs,2bw,cyclic"
+workers=0 trials=100 steps="" every="" schedules="gpipe,1f1b,interleaved,zb-h1,zb-h2,bfs,zbv,v-half,v-min,dualpipev,pipedream,pipedream-vs,2bw,cyclic"
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
