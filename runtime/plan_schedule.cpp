@@ -17,11 +17,17 @@ result<schedule> plan_schedule(const run_plan& plan, int steps) {
   }
   auto file = parse_schedule_file(plan.programs);
   if (!file) return file.err();
-  if (steps <= 0) {
-    auto shape = shape_of(*file, plan.replicas);
-    if (!shape) return shape.err();
-    steps = shape->steps;
-  }
+  auto shape = shape_of(*file, plan.replicas);
+  if (!shape) return shape.err();
+  if (shape->stages != plan.stages || shape->chunks != plan.chunks ||
+      shape->microbatches != plan.train.microbatches)
+    return make_error("the plan's programs run " + std::to_string(shape->microbatches) +
+                      " microbatches on " + std::to_string(shape->stages) + " devices x " +
+                      std::to_string(shape->chunks) + " chunks, but the plan has " +
+                      std::to_string(plan.train.microbatches) + " on " +
+                      std::to_string(plan.stages) + " x " + std::to_string(plan.chunks) +
+                      "; give the plan the programs' shape, or programs of its own");
+  if (steps <= 0) steps = shape->steps;
   auto made = schedule_from_file(*file, plan.replicas, steps, plan.programs_versions);
   if (!made) return made.err();
   if (made->lowered) return made;

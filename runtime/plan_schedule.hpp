@@ -12,7 +12,8 @@ namespace pipeworks {
 // The plan's schedule over `steps` optimizer steps, lowered (with SEND/RECV) and not validated:
 // the generator of plan.schedule, or plan.programs made by schedule_from_file with the plan's
 // replicas and version rule. steps <= 0: the fewest a schedule is made of (1, or the steps a
-// file with STEPs covers). An error for a plan without a schedule (none).
+// file with STEPs covers). An error for a plan without a schedule (none), and for programs whose
+// devices, chunks or microbatches are not the plan's.
 result<schedule> plan_schedule(const run_plan& plan, int steps);
 
 // The schedule's name for people and manifests: "none", "custom" (from a file) or the kind's.

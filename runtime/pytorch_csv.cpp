@@ -11,7 +11,8 @@ namespace {
 
 // The actions with a microbatch each form keeps: compute_comms adds its own REDUCE_GRAD.
 bool keeps(pytorch_form form, action_kind k) {
-  return is_compute(k) || (form == pytorch_form::compute_comms && is_comm(k));
+  return is_compute(k) || k == action_kind::overlap_f_b ||
+         (form == pytorch_form::compute_comms && is_comm(k));
 }
 
 // The first place on a rank where an action of a later step comes before one of an earlier
@@ -22,6 +23,7 @@ long long overlap_at(const schedule& s, const program& prog) {
   int latest = 0;                                  // the latest step begun so far
   for (std::size_t i = 0; i < prog.size(); ++i) {
     const action& a = prog[i];
+    if (a.kind == action_kind::overlap_f_b) continue;  // of the step of the F it joins, next
     int t = 0;
     if (a.kind == action_kind::step) t = updates[a.stage]++;
     else if (a.kind == action_kind::reduce) t = updates[a.stage];
@@ -67,14 +69,19 @@ result<std::vector<program>> pytorch_programs(const schedule& s, pytorch_form fo
     // data parallelism; here after that backward's SEND_B, so the previous stage need not wait
     // for the all-reduce (where pipeworks puts its REDUCE when w > 1).
     int pending = -1;  // the stage whose REDUCE_GRAD is due
-    for (const action& a : prog) {
-      if (!has_microbatch(a.kind) || a.microbatch / m != step || !keeps(form, a.kind)) continue;
+    for (std::size_t i = 0; i < prog.size(); ++i) {
+      const action& a = prog[i];
+      // An OVERLAP_F_B belongs to the step of the F it joins, the next action.
+      const action& owner =
+          a.kind == action_kind::overlap_f_b && i + 1 < prog.size() ? prog[i + 1] : a;
+      if (!has_microbatch(owner.kind) || owner.microbatch / m != step || !keeps(form, a.kind))
+        continue;
       if (pending >= 0 && !(a.kind == action_kind::send_b && a.stage == pending)) {
         row.push_back(action{pending, action_kind::reduce, -1});
         pending = -1;
       }
       row.push_back(a);
-      row.back().microbatch = a.microbatch - step * m;
+      if (has_microbatch(a.kind)) row.back().microbatch = a.microbatch - step * m;
       const bool closes = a.kind == action_kind::backward || a.kind == action_kind::weight_grad;
       if (form == pytorch_form::compute_comms && closes && ++backwards[a.stage] == m)
         pending = a.stage;

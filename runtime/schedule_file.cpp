@@ -83,19 +83,18 @@ result<schedule_file> parse_csv_rows(const std::vector<std::string_view>& lines)
         continue;  // compute_only: an idle slot
       }
       if (fsdp_only(cell)) continue;
-      if (cell.front() == '(')
-        return make_error(where + ": '" + std::string(cell) + "' is PyTorch's OVERLAP_F_B, which "
-                          "pipeworks does not run; write its forward and backward as two cells");
-      auto a = parse_action(cell);
-      if (!a) return make_error(where + ": " + a.message());
-      if (a->kind == action_kind::step)
+      // An action, or an OVERLAP_F_B cell "(0F1;1B0)OVERLAP_F_B": the marker and its two actions.
+      auto token = parse_token(cell);
+      if (!token) return make_error(where + ": " + token.message());
+      const action& a = token->front();
+      if (a.kind == action_kind::step)
         return make_error(where + ": " + std::string(cell) + " is not in PyTorch's CSV (the "
                           "optimizer steps outside it); use pipeworks' action text for programs "
                           "with STEPs");
-      if (a->kind == action_kind::reduce) continue;  // the run adds its own REDUCE
-      if (!f.lowered && is_comm(a->kind))
+      if (a.kind == action_kind::reduce) continue;  // the run adds its own REDUCE
+      if (!f.lowered && is_comm(a.kind))
         return make_error(where + ": " + std::string(cell) + " in a compute_only CSV");
-      prog.push_back(*a);
+      prog.insert(prog.end(), token->begin(), token->end());
     }
     f.rows.push_back(std::move(prog));
   }
@@ -214,10 +213,10 @@ std::vector<program> with_updates(const schedule_file& f, const layout& l, int s
         due = false;
       };
       for (action a : f.rows[d]) {
-        a.microbatch += t * m;
-        if (due && !(a.kind == action_kind::send_b && a.stage == pending.stage &&
-                     a.microbatch == pending.microbatch))
-          flush();
+        if (has_microbatch(a.kind)) a.microbatch += t * m;
+        // The update follows the closing backward and the sends right after it (lowering puts
+        // an OVERLAP_F_B pair's two sends after the pair).
+        if (due && a.kind != action_kind::send_b && a.kind != action_kind::send_f) flush();
         row.push_back(a);
         if (closes(a) && a.stage < l.stages && ++backwards[static_cast<std::size_t>(a.stage)] == m) {
           if (due) flush();
@@ -294,11 +293,8 @@ std::string to_programs_text(const std::vector<program>& rows) {
   for (std::size_t r = 0; r < rows.size(); ++r) {
     out += "rank ";
     out += std::to_string(r);
-    out += ':';
-    for (const action& a : rows[r]) {
-      out += ' ';  // appended apart: g++ 12 warns (-Wrestrict, wrongly) at " " + to_string(a)
-      out += to_string(a);
-    }
+    out += ": ";  // appended apart: g++ 12 warns (-Wrestrict, wrongly) at "rank " + ... + ": "
+    out += to_string(rows[r]);  // an OVERLAP_F_B and its two actions as one token
     out += '\n';
   }
   return out;

@@ -20,7 +20,8 @@ namespace pipeworks {
 //    writes them ("0F0 0SEND_F0 1RECV_F0 1F0"), separated by spaces; a line may start with
 //    "rank N:" (as `pipeworks schedule` prints it; N counts from 0 in order); "#" starts a
 //    comment to the end of the line; blank lines are skipped.
-// CSV is told by its commas; UNSHARD and RESHARD cells (FSDP's) are skipped.
+// CSV is told by its commas; UNSHARD and RESHARD cells (FSDP's) are skipped; an OVERLAP_F_B cell
+// "(0F1;1B0)OVERLAP_F_B" is that action and the two it joins, in both forms.
 enum class schedule_file_format { pytorch_compute_only, pytorch_compute_comms, pipeworks_text };
 std::string_view schedule_file_format_name(schedule_file_format f);  // "PyTorch CSV (compute_only)", ...
 
@@ -62,8 +63,8 @@ result<schedule_file_shape> shape_of(const schedule_file& f, int replicas);
 
 // The schedule of a run with `replicas` replicas and `steps` steps from a file. Without STEPs
 // the file's pipeline is repeated for every step (microbatch ids offset by t*m), a [REDUCE when
-// w > 1 and] STEP put after each stage's m-th B or W of the step (after its SEND_B when the rows
-// carry sends), as the built-in flush schedules do, and copied to every replica; versions sync.
+// w > 1 and] STEP put after each stage's m-th B or W of the step (and the sends right after it
+// when the rows carry sends), as the built-in flush schedules do, and copied to every replica; versions sync.
 // With STEPs the file is repeated steps / (its steps) times; versions latest unless `versions`
 // says sync. Each virtual stage runs on the device whose row runs its F. The schedule is lowered
 // exactly when the file was (lower_communication adds the pairs to one that was not), and not

@@ -30,14 +30,17 @@ std::string weights(const scratch_dir& dir, const std::string& name,
 
 // The chunks a kind takes in these tests: two for interleaved, BFS and the V schedules.
 std::string chunks_of(const std::string& kind) {
-  return kind == "interleaved" || kind == "bfs" || kind[0] == 'v' || kind == "zbv" ? "2" : "1";
+  const bool two = kind == "interleaved" || kind == "bfs" || kind[0] == 'v' || kind == "zbv" ||
+                   kind == "dualpipev";
+  return two ? "2" : "1";
 }
 
 void check_kinds_in_form(bool lowered) {
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());
   for (const std::string kind :
-       {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "zbv", "v-half", "v-min"}) {
+       {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "zbv", "v-half", "v-min",
+        "dualpipev"}) {
     const std::vector<std::string> shape{"--schedule", kind, "--stages", "2", "--microbatches",
                                          "4", "--chunks", chunks_of(kind)};
     std::vector<std::string> print{"schedule", "--pytorch"};

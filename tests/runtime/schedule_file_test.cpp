@@ -17,13 +17,11 @@ using namespace pipeworks;
 
 namespace {
 
-// The built-in flush kinds whose programs are plain F, B, I and W (DualPipe's OVERLAP_F_B is not
-// in a schedule file yet), V schedules included.
+// Every built-in flush kind (V schedules and DualPipeV's OVERLAP_F_B included).
 std::vector<schedule_kind> flush_kinds() {
   std::vector<schedule_kind> out;
-  for (const char* name : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "zbv",
-                           "v-half", "v-min"})
-    if (auto k = parse_schedule_kind(name); k && is_flush(*k)) out.push_back(*k);
+  for (schedule_kind k : every_schedule_kind())
+    if (is_flush(k)) out.push_back(k);
   return out;
 }
 
@@ -75,14 +73,14 @@ std::string problem_of(const std::string& text, int replicas = 1, int steps = 1)
 }  // namespace
 
 TEST_CASE("PyTorch compute_only CSV of every flush schedule reads back to its programs", "[runtime]") {
-  REQUIRE(flush_kinds().size() == 9);
+  REQUIRE(flush_kinds().size() >= 10);
   for (schedule_kind kind : flush_kinds())
     for (const schedule& gen : generated(kind)) {
       const schedule_params& sp = gen.params;
       INFO(schedule_name(kind) << " p=" << sp.stages << " m=" << sp.microbatches
                                << " v=" << sp.chunks);
       auto rows = pytorch_programs(gen, pytorch_form::compute_only, 0, 0);
-      REQUIRE(rows.ok());
+      if (!rows) FAIL(rows.message());
       auto f = parse_schedule_file(to_pytorch_csv(*rows));
       REQUIRE(f.ok());
       CHECK(f->format == schedule_file_format::pytorch_compute_only);
@@ -107,7 +105,7 @@ TEST_CASE("PyTorch compute_comms CSV of every flush schedule reads back to its l
       const schedule gen = lower_communication(compute);
       INFO(schedule_name(kind) << " p=" << gen.params.stages << " v=" << gen.params.chunks);
       auto rows = pytorch_programs(gen, pytorch_form::compute_comms, 0, 0);
-      REQUIRE(rows.ok());
+      if (!rows) FAIL(rows.message());
       auto f = parse_schedule_file(to_pytorch_csv(*rows));
       REQUIRE(f.ok());
       CHECK(f->format == schedule_file_format::pytorch_compute_comms);
@@ -205,7 +203,12 @@ TEST_CASE("PyTorch's cells: empty ones, REDUCE_GRAD, FSDP's and OVERLAP_F_B", "[
                 2, 1);
   CHECK(to_string(reduced.programs[0]) == "0F0 0SEND_F0 0RECV_B0 0B0 0REDUCE 0STEP");
   CHECK(validate(reduced).ok());
-  CHECK_THAT(problem_of("(0F1;0B0)OVERLAP_F_B,0F0\n"), Catch::Contains("OVERLAP_F_B"));
+  // OVERLAP_F_B: the marker, then the forward and the backward it joins.
+  auto overlap = parse_schedule_file("0F0,(0F1;0B0)OVERLAP_F_B,0B1\n");
+  REQUIRE(overlap.ok());
+  CHECK(to_string(overlap->rows[0]) == "0F0 (0F1;0B0)OVERLAP_F_B 0B1");
+  CHECK(overlap->rows[0].size() == 5);
+  CHECK_THAT(problem_of("(0B1;0F0)OVERLAP_F_B\n"), Catch::Contains("joins an F and then a B or I"));
   CHECK_THAT(problem_of("0F0,0B0,0STEP\n"), Catch::Contains("not in PyTorch's CSV"));
 }
 
