@@ -1,6 +1,7 @@
 // `pipeworks simulate`: generates a schedule, lowers it, runs the discrete-event simulator on a
 // cost model (flags or costs.json) and prints the makespan, bubble and per-stage peaks, as a
-// table or JSON, with optional Chrome trace, SVG and text timelines.
+// table or JSON, with optional Chrome trace, SVG and text timelines; or, with --every-schedule,
+// the table of every built-in schedule side by side (cli/simulate_every.cpp).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -9,10 +10,12 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cli/command.hpp"
 #include "cli/options.hpp"
 #include "cli/schedule_flags.hpp"
+#include "cli/simulate_every.hpp"
 #include "ops/checkpoint/atomic_file.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/lower.hpp"
@@ -32,6 +35,7 @@ struct simulate_flags : schedule_flags {
   int width = 100;
   std::optional<double> fwd, bwd, wgrad;  // unset: the cost file's or the default times
   bool json = false, text = false;
+  bool every = false;  // --every-schedule
 };
 
 std::string num(double x) {
@@ -86,7 +90,44 @@ void print_table(const simulation& sim, const std::string& title) {
   }
 }
 
+// --every-schedule: the comparison table at --stages and --microbatches. It picks each schedule's
+// chunks, steps and costs itself, so the flags that would set them are refused.
+int run_every_schedule(const simulate_flags& o) {
+  auto refuse = [](const char* flag) {
+    throw CLI::ValidationError(
+        flag, "cannot go with --every-schedule, which simulates every schedule with its own "
+              "chunks, steps and equal costs; drop " + std::string(flag) +
+                  ", or simulate one schedule with --schedule");
+  };
+  if (!o.kind.empty()) refuse("--schedule");
+  if (!o.file.empty()) refuse("--schedule-file");
+  if (o.chunks_flag && o.chunks_flag->count() > 0) refuse("--chunks");
+  if (o.steps_flag && o.steps_flag->count() > 0) refuse("--steps");
+  if (o.replicas != 1) refuse("--replicas");
+  if (!o.costs.empty()) refuse("--costs");
+  if (o.fwd) refuse("--fwd");
+  if (o.bwd) refuse("--bwd");
+  if (o.wgrad) refuse("--wgrad");
+  if (o.json) refuse("--json");
+  if (!o.trace.empty()) refuse("--trace");
+  if (!o.svg.empty()) refuse("--svg");
+  if (o.text) refuse("--text");
+  for (auto [flag, value] : {std::pair{"--stages", o.stages}, {"--microbatches", o.microbatches}}) {
+    if (value == 0) throw CLI::ValidationError(flag, "is required with --every-schedule");
+    if (value < 0)
+      throw CLI::ValidationError(flag, "must be at least 1, got " + std::to_string(value));
+  }
+  auto table = every_schedule_table(o.stages, o.microbatches);
+  if (!table) {
+    std::cerr << "pipeworks " << table.message() << "\n";
+    return exit_failure;
+  }
+  std::cout << *table;
+  return exit_ok;
+}
+
 int run_simulate(const simulate_flags& o) {
+  if (o.every) return run_every_schedule(o);
   const bool from_file = !o.file.empty();
   const schedule_kind kind = from_file ? schedule_kind::gpipe : checked_kind(o);
   if (o.width < min_text_width || o.width > max_text_width) {
@@ -196,6 +237,10 @@ const bool registered = register_command(
                    "print {\"makespan\", \"bubble_fraction\", \"stages\": [...]} as JSON");
       sub.add_option("--trace", o->trace, "write a Chrome trace-event JSON file (Perfetto)");
       sub.add_option("--svg", o->svg, "write an SVG timeline");
+      sub.add_flag("--every-schedule", o->every,
+                   "simulate every built-in schedule at --stages and --microbatches with equal "
+                   "work per microbatch and print a Markdown table: bubble, peak activations and "
+                   "peak parameter copies per device (see docs/schedules.md)");
       sub.add_flag("--text", o->text, "print a text timeline (to stderr with --json)");
       sub.add_option("--width", o->width,
                      "columns of the text timeline, " + std::to_string(min_text_width) + ".." +
