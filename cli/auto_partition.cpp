@@ -6,6 +6,7 @@
 #include "partition/auto_partition.hpp"
 #include "partition/cluster.hpp"
 #include "partition/plan_inputs.hpp"
+#include "runtime/schedule.hpp"
 
 namespace pipeworks::cli {
 
@@ -27,6 +28,11 @@ void check_auto_partition_flags(pipeline_flags& f) {
   if (given("--schedule") && f.schedule == "none")
     throw CLI::ValidationError("--schedule", "--auto-partition plans a pipeline: give a pipeline "
                                              "schedule (e.g. 1f1b or 2bw) or leave --schedule out");
+  if (auto kind = parse_schedule_kind(f.schedule); kind && default_chunks(*kind) > 1)
+    throw CLI::ValidationError("--schedule",
+                               "--auto-partition's planners cut the model into one stage per "
+                               "device, and " + f.schedule + " runs two per device (a V): set "
+                               "--stages (and --split) yourself for it, or plan with 1f1b");
   if (f.planner.empty()) f.planner = f.schedule == "2bw" ? "2bw" : "pipedream";
   if (!given("--schedule")) f.schedule = f.planner == "2bw" ? "2bw" : "1f1b";
   if (f.planner == "2bw" && f.schedule != "2bw")
