@@ -64,18 +64,21 @@ result<schedule_file> parse_csv_rows(const std::vector<std::string_view>& lines)
   // Rows that end the file empty are the newlines after the last row, not ranks.
   while (!cells.empty() && cells.back().empty()) cells.pop_back();
   for (const auto& row : cells)
-    for (std::string_view c : row)
+    for (std::string_view c : row) {
       f.lowered = f.lowered || c.find("SEND_") != std::string_view::npos ||
                   c.find("RECV_") != std::string_view::npos;
-  f.format = f.lowered ? schedule_file_format::pytorch_compute_comms
-                       : schedule_file_format::pytorch_compute_only;
+      f.has_steps = f.has_steps || (c.size() > 4 && c.substr(c.size() - 4) == "STEP");
+    }
+  f.format = f.has_steps ? schedule_file_format::pipeworks_csv
+             : f.lowered ? schedule_file_format::pytorch_compute_comms
+                         : schedule_file_format::pytorch_compute_only;
   for (std::size_t r = 0; r < cells.size(); ++r) {
     program prog;
     for (std::size_t c = 0; c < cells[r].size(); ++c) {
       const std::string_view cell = cells[r][c];
       const std::string where = "CSV " + at_line(r) + ", column " + std::to_string(c + 1);
       if (cell.empty()) {
-        if (f.lowered)
+        if (f.lowered && !f.has_steps)
           return make_error(where + " is empty, but the file has SEND/RECV cells, so it is "
                             "PyTorch's compute_comms format, which has an action in every cell "
                             "(_load_csv(f, format=\"compute_comms\") refuses an empty one); drop "
@@ -87,11 +90,8 @@ result<schedule_file> parse_csv_rows(const std::vector<std::string_view>& lines)
       auto token = parse_token(cell);
       if (!token) return make_error(where + ": " + token.message());
       const action& a = token->front();
-      if (a.kind == action_kind::step)
-        return make_error(where + ": " + std::string(cell) + " is not in PyTorch's CSV (the "
-                          "optimizer steps outside it); use pipeworks' action text for programs "
-                          "with STEPs");
-      if (a.kind == action_kind::reduce) continue;  // the run adds its own REDUCE
+      // PyTorch's REDUCE_GRAD: the run adds its own REDUCE. pipeworks' CSV keeps its REDUCEs.
+      if (a.kind == action_kind::reduce && !f.has_steps) continue;
       if (!f.lowered && is_comm(a.kind))
         return make_error(where + ": " + std::string(cell) + " in a compute_only CSV");
       prog.insert(prog.end(), token->begin(), token->end());
@@ -255,6 +255,7 @@ std::string_view schedule_file_format_name(schedule_file_format f) {
   switch (f) {
     case schedule_file_format::pytorch_compute_only: return "PyTorch CSV (compute_only)";
     case schedule_file_format::pytorch_compute_comms: return "PyTorch CSV (compute_comms)";
+    case schedule_file_format::pipeworks_csv: return "pipeworks CSV";
     case schedule_file_format::pipeworks_text: return "pipeworks action text";
   }
   return "pipeworks action text";

@@ -16,13 +16,17 @@ namespace pipeworks {
 //    rank of one pipeline, cells F, B, I and W ("1F0"), an empty cell an idle slot, no header;
 //  - pytorch_compute_comms: CSV as _load_csv(f, format="compute_comms") reads it: the same with
 //    SEND_F, RECV_F, SEND_B, RECV_B and REDUCE_GRAD cells, and no empty cell;
+//  - pipeworks_csv: CSV with STEP cells, as `pipeworks schedule --csv` writes it: every rank
+//    (replica * p + device) for every step, with REDUCE and STEP, read like action text with STEPs;
 //  - pipeworks_text: pipeworks' action text. One rank per line, its actions as to_string(action)
 //    writes them ("0F0 0SEND_F0 1RECV_F0 1F0"), separated by spaces; a line may start with
 //    "rank N:" (as `pipeworks schedule` prints it; N counts from 0 in order); "#" starts a
 //    comment to the end of the line; blank lines are skipped.
 // CSV is told by its commas; UNSHARD and RESHARD cells (FSDP's) are skipped; an OVERLAP_F_B cell
 // "(0F1;1B0)OVERLAP_F_B" is that action and the two it joins, in both forms.
-enum class schedule_file_format { pytorch_compute_only, pytorch_compute_comms, pipeworks_text };
+enum class schedule_file_format {
+  pytorch_compute_only, pytorch_compute_comms, pipeworks_csv, pipeworks_text,
+};
 std::string_view schedule_file_format_name(schedule_file_format f);  // "PyTorch CSV (compute_only)", ...
 
 // The weight versions of a schedule from a file: sync (microbatch k of step t uses version t,
@@ -36,7 +40,7 @@ struct schedule_file {
   schedule_file_format format = schedule_file_format::pipeworks_text;
   // One program per row. Without STEPs: one pipeline (p rows) for one optimizer step, microbatch
   // ids 0..m-1 (REDUCE, REDUCE_GRAD dropped: the run adds its own). With STEPs (pipeworks' text
-  // only): every rank (replica * p + device) for as many steps as each stage has STEPs.
+  // and CSV): every rank (replica * p + device) for as many steps as each stage has STEPs.
   std::vector<program> rows;
   bool lowered = false;    // the rows carry SEND/RECV pairs
   bool has_steps = false;  // the rows carry STEPs
