@@ -133,3 +133,14 @@ TEST_CASE("--schedule-file refuses flags that disagree with the file and --sched
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("absent.csv"));
 }
+
+TEST_CASE("a compute_comms file with a receive that no send matches is refused, exit 2", "[cli]") {
+  scratch_dir dir;
+  const std::string csv = dir / "unmatched.csv";
+  write_file(csv, "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0\n");
+  const cli_result r = run_cli({"schedule", "--schedule-file", csv});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("(PyTorch CSV (compute_comms)) is not a valid schedule: "
+                                    "unmatched receive: 0RECV_B0 on rank 0 waits for 1SEND_B0"));
+}

@@ -67,6 +67,19 @@ TEST_CASE("train with a compute_comms CSV gives the bits of train --schedule KIN
   check_kinds_in_form(true);
 }
 
+TEST_CASE("train with a PyTorch CSV copies its pipeline to every replica", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const cli_result csv = run_cli({"schedule", "--schedule", "zb-h1", "--stages", "2",
+                                  "--microbatches", "2", "--pytorch"});
+  REQUIRE(csv.exit_code == 0);
+  const std::string file = dir / "zb.csv";
+  write_file(file, csv.out);
+  CHECK(weights(dir, "file", {"--schedule-file", file, "--replicas", "2"}) ==
+        weights(dir, "zb-h1", {"--schedule", "zb-h1", "--stages", "2", "--microbatches", "2",
+                               "--replicas", "2"}));
+}
+
 TEST_CASE("train with pipeworks' action text and from its plan gives the bits of the kind",
           "[cli]") {
   scratch_dir dir;
