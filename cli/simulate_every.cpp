@@ -3,6 +3,7 @@
 #include "cli/simulate_every.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -16,7 +17,8 @@
 namespace pipeworks::cli {
 namespace {
 
-// Peaks are taken over this many steps; the steady step is the last one.
+// Peaks are taken over this many steps; the steady step is the last one, checked against the one
+// before it.
 constexpr int steady_steps = 4;
 // One stage's activations for one microbatch, and one stage's parameters: the tables' units.
 constexpr std::int64_t stage_bytes = std::int64_t{1} << 20;
@@ -39,6 +41,7 @@ struct row {
   int chunks = 1;
   double one_step = 0.0;  // makespan of one step from an idle pipeline
   double steady = 0.0;    // what the last of steady_steps steps adds to the makespan
+  bool settled = true;    // the step before the last added as much
   double activations = 0.0, parameters = 0.0;  // peaks, in stage units, on the device with most
 };
 
@@ -87,14 +90,16 @@ result<std::string> every_schedule_table(int stages, int microbatches) {
       continue;
     }
     auto one = run(kind, params(1), false);
+    auto earlier = run(kind, params(steady_steps - 2), false);
     auto before = run(kind, params(steady_steps - 1), false);
     auto last = run(kind, params(steady_steps), false);
     auto weights = run(kind, params(steady_steps), true);
-    for (const auto* r : {&one, &before, &last, &weights})
+    for (const auto* r : {&one, &earlier, &before, &last, &weights})
       if (!*r) return make_error("simulate --every-schedule: " + r->message());
     row x{kind, v};
     x.one_step = one->makespan;
     x.steady = last->makespan - before->makespan;
+    x.settled = std::abs((before->makespan - earlier->makespan) - x.steady) <= 1e-9 * x.steady;
     for (const rank_stats& s : last->stages)
       x.activations = std::max(x.activations, double(s.peak_activation_bytes) / stage_bytes);
     for (const rank_stats& s : weights->stages)
@@ -123,6 +128,12 @@ result<std::string> every_schedule_table(int stages, int microbatches) {
            fixed("%g", x.activations) + " | " + fixed("%g", x.parameters) + " |\n";
   }
   for (const std::string& r : refused) out += "\nNot simulated, " + r + "\n";
+  for (const row& x : rows)
+    if (!x.settled)
+      out += "\nNot yet steady, " + std::string(schedule_name(x.kind)) + ": step " +
+             std::to_string(steady_steps) + " adds another time than step " +
+             std::to_string(steady_steps - 1) + " did; its steady columns are step " +
+             std::to_string(steady_steps) + "'s\n";
   out += "\nBubble: idle device time as a fraction of the time taken; idle vs 1F1B: that idle "
          "time over 1F1B's at the same p and m. One step: a single step from an idle pipeline. "
          "Steady: what step " + std::to_string(steady_steps) + " adds to the makespan of " +

@@ -73,6 +73,7 @@ TEST_CASE("simulate --every-schedule has one row for every schedule kind, in ord
   for (schedule_kind k : every_schedule_kind()) expected.emplace_back(schedule_name(k));
   CHECK(names == expected);
   CHECK_FALSE(contains(out, "Not simulated"));
+  CHECK_FALSE(contains(out, "Not yet steady"));
   const table_rows rows = rows_of(out);
   for (schedule_kind k : every_schedule_kind()) {
     const std::string name(schedule_name(k));
