@@ -75,14 +75,24 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // One line, as every other error: what was wrong, then where the usage is.
     const std::string cmd = argc > 1 && argv[1][0] != '-' ? std::string(argv[1]) : std::string();
-    // CLI11 checks required flags before unknown ones: a mistyped flag ("--schedul") is what
-    // went wrong, not the flag it failed to give.
+    // A mistyped flag ("--schedul") is what went wrong, whether CLI11 names the required flag it
+    // failed to give or lists it among the arguments it did not expect (with its value).
     std::string what = e.what();
-    if (e.get_name() == "RequiredError" && !cmd.empty()) {
+    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // named by its app
+    if ((e.get_name() == "RequiredError" || extras) && !cmd.empty()) {
       std::string unknown;
       for (CLI::App* sub : app.get_subcommands())
         for (const std::string& a : sub->remaining())
-          if (unknown.empty() && a.size() > 1 && a[0] == '-') unknown = a;
+          if (unknown.empty() && a.size() > 1 && a[0] == '-') unknown = a.substr(0, a.find('='));
+      // Extras are the parent's: the first argument that looks like a flag the command lacks.
+      CLI::App* sub = nullptr;
+      for (CLI::App* s : app.get_subcommands({})) sub = s->get_name() == cmd ? s : sub;
+      if (unknown.empty() && sub)
+        for (int i = 2; i < argc && unknown.empty(); ++i) {
+          const std::string a = argv[i];
+          if (a.size() < 2 || a[0] != '-' || a == "--") continue;
+          if (!sub->get_option_no_throw(a.substr(0, a.find('=')))) unknown = a.substr(0, a.find('='));
+        }
       if (!unknown.empty()) what = "unknown flag " + unknown + " (mistyped?)";
     }
     std::cerr << "pipeworks" << (cmd.empty() ? "" : " " + cmd) << ": " << what

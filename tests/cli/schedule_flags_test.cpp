@@ -116,7 +116,7 @@ TEST_CASE("simulate --schedule-file simulates the file as the built-in schedule"
   CHECK(file["bubble_fraction"] == builtin["bubble_fraction"]);
 }
 
-TEST_CASE("--schedule-file refuses flags that disagree with the file and --schedule", "[cli]") {
+TEST_CASE("schedule --schedule-file refuses flags that disagree with the file and --schedule", "[cli]") {
   scratch_dir dir;
   const std::string csv = dir / "gpipe.csv";
   write_file(csv, "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
