@@ -1,13 +1,17 @@
 // `pipeworks schedule`: prints the programs of a built-in schedule or a schedule file, one per
 // rank, as text (pipeworks' action text, which --schedule-file reads back) or as CSV in PyTorch's
-// pipelining format, optionally lowered with SEND/RECV pairs.
+// pipelining format, optionally lowered with SEND/RECV pairs; or, with --html, the simulated
+// schedule as one self-contained page of the explorer (runtime/explorer.hpp).
 #include <iostream>
 #include <memory>
 #include <new>
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "cli/schedule_flags.hpp"
+#include "ops/checkpoint/atomic_file.hpp"
+#include "runtime/explorer.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/pytorch_csv.hpp"
 #include "runtime/schedule.hpp"
@@ -20,7 +24,32 @@ namespace {
 struct schedule_options : schedule_flags {
   bool csv = false, pytorch = false, lowered = false;
   int for_replica = 0, for_step = 0;
+  std::string html;  // --html FILE: the explorer's page
 };
+
+// --html: simulates the schedule (lowered, F=1 B=2 W=1, free communication, as `pipeworks
+// simulate` does by default) and writes the explorer's page with the simulator's numbers.
+int write_html(const schedule_options& o, schedule s) {
+  if (!s.lowered) s = lower_communication(std::move(s));
+  if (status ok = validate(s); !ok) {
+    std::cerr << "pipeworks schedule: the schedule is invalid:\n" << ok.message() << "\n";
+    return exit_failure;
+  }
+  const cost_model costs;
+  auto sim = simulate(s, costs);
+  if (!sim) {
+    std::cerr << "pipeworks schedule: --html: " << sim.message() << "\n";
+    return exit_failure;
+  }
+  auto data = explorer_json(s, costs, *sim);
+  if (!data) throw CLI::ValidationError("--html", data.message());
+  if (status ok = write_text_atomic(o.html, explorer_html(*data)); !ok) {
+    std::cerr << "pipeworks schedule: --html: cannot write " << o.html << ": " << ok.message()
+              << "\n";
+    return exit_failure;
+  }
+  return exit_ok;
+}
 
 // --pytorch: one pipeline for one optimizer step, as PyTorch's runtime loads it.
 int print_pytorch(const schedule_options& o, const schedule& s) {
@@ -61,8 +90,13 @@ std::string header(const schedule_options& o, const schedule& s) {
 }
 
 int run_schedule(const schedule_options& o) {
+  if (!o.html.empty()) {
+    if (o.csv || o.pytorch) throw CLI::ValidationError("--html", "cannot go with --csv or --pytorch");
+    check_outputs({{o.html, "--html"}}, {{o.file, "--schedule-file"}});
+  }
   if (!o.file.empty()) {
-    const schedule s = file_schedule(o, o.lowered);
+    const schedule s = file_schedule(o, o.lowered || !o.html.empty());
+    if (!o.html.empty()) return write_html(o, s);
     if (o.pytorch) return print_pytorch(o, s);
     if (o.csv) {
       std::cout << to_csv(s);
@@ -75,12 +109,13 @@ int run_schedule(const schedule_options& o) {
   }
   const schedule_kind kind = checked_kind(o);
   const schedule_params params = params_of(o);
-  if (status fits = check_footprint(kind, params, false, false); !fits) {
+  if (status fits = check_footprint(kind, params, !o.html.empty(), !o.html.empty()); !fits) {
     std::cerr << "pipeworks " << fits.message() << "\n";
     return exit_failure;
   }
   auto made = make_schedule(kind, params);
   if (!made) throw CLI::ValidationError(flags_text(o), made.message());
+  if (!o.html.empty()) return write_html(o, std::move(*made));
   const schedule s = o.lowered ? lower_communication(std::move(*made)) : std::move(*made);
   if (status ok = validate(s); !ok) {
     std::cerr << "pipeworks schedule: the generated schedule is invalid (a bug):\n"
@@ -124,6 +159,10 @@ const bool registered = register_command(
           ->check(CLI::NonNegativeNumber)
           ->needs(pytorch);
       sub.add_flag("--lowered", o->lowered, "add SEND/RECV pairs between devices");
+      sub.add_option("--html", o->html,
+                     "write the explorer: one self-contained HTML page (no network) of the "
+                     "schedule simulated with F=1 B=2 W=1 and free communication, each action's "
+                     "wait, version and rule, and a cursor over each rank's state");
       return [o] {
         try {
           return run_schedule(*o);

@@ -1,0 +1,448 @@
+// The explorer's data: pairs every timeline event with what it waited for (program_walk's
+// describe_action, the SEND/RECV flows), its version and rule, and sweeps the events in time
+// order for each rank's state (stashed microbatches, live versions, bytes, waiting RECVs).
+#include "runtime/explorer.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/program_walk.hpp"
+
+namespace pipeworks {
+namespace {
+
+using nlohmann::json;
+
+const char* stream_name(stream_kind s) {
+  switch (s) {
+    case stream_kind::compute: return "compute";
+    case stream_kind::send: return "send";
+    case stream_kind::recv: return "recv";
+  }
+  return "compute";
+}
+
+std::string text_of(const action& a) { return to_string(a); }
+
+// What the explorer knows besides the timeline: the schedule (a skeleton for a trace: stages,
+// devices and replicas only), its version rule and the bytes of each stage.
+struct context {
+  const schedule* s = nullptr;
+  bool measured = false;
+  std::vector<std::int64_t> act_bytes, param_bytes;  // per virtual stage; zeros for a trace
+};
+
+// (replica, stage, microbatch, what): the index of the event that made or consumed something.
+using key = std::tuple<int, int, int, int>;
+enum what { fwd_made = 0, bwd_made = 1, recv_fwd = 2, recv_bwd = 3, step_at = 4 };
+
+std::string message_text(const message_id& m) {
+  return std::string(m.link.forward ? "the activation" : "the gradient") + " of microbatch " +
+         std::to_string(m.microbatch) + " for stage " + std::to_string(m.link.stage);
+}
+
+struct builder {
+  const context& c;
+  const timeline& t;
+  int p = 1;
+  std::vector<std::size_t> order;  // event indices by start, ties in the timeline's order
+  std::vector<int> id_of;          // event index -> action id (its position in `order`)
+  std::map<key, int> made;         // (replica, stage, mb, what) -> action id
+  std::unordered_map<std::int64_t, int> send_of, recv_of;  // flow id -> action id
+
+  int rank_of_id(int id) const { return t.events[order[id]].rank; }
+
+  void index() {
+    order.resize(t.events.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const auto& x = t.events[a];
+      const auto& y = t.events[b];
+      return x.start < y.start;  // ties keep the simulator's order, which is causal
+    });
+    id_of.assign(order.size(), 0);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      id_of[order[i]] = static_cast<int>(i);
+      const auto& e = t.events[order[i]];
+      const int rep = e.rank / p, st = e.act.stage, mb = e.act.microbatch, id = static_cast<int>(i);
+      switch (e.act.kind) {
+        case action_kind::forward: made[{rep, st, mb, fwd_made}] = id; break;
+        case action_kind::backward:
+        case action_kind::input_grad: made[{rep, st, mb, bwd_made}] = id; break;
+        case action_kind::recv_f: made[{rep, st, mb, recv_fwd}] = id; break;
+        case action_kind::recv_b: made[{rep, st, mb, recv_bwd}] = id; break;
+        default: break;
+      }
+      if (e.flow_id >= 0) {
+        if (e.act.kind == action_kind::send_f || e.act.kind == action_kind::send_b)
+          send_of[e.flow_id] = id;
+        if (e.act.kind == action_kind::recv_f || e.act.kind == action_kind::recv_b)
+          recv_of[e.flow_id] = id;
+      }
+    }
+  }
+
+  int find(const key& k) const {
+    const auto it = made.find(k);
+    return it == made.end() ? -1 : it->second;
+  }
+
+  json ref(const std::string& text, int from_rank, int action_id) const {
+    return json{{"text", text}, {"rank", from_rank}, {"action", action_id}};
+  }
+
+  // What event `e` waited for, by describe_action.
+  json waited(const timeline_event& e, int reduces_before) const {
+    const int rep = e.rank / p;
+    const action_flow f = describe_action(*c.s, c.s->lowered, rep, e.act, reduces_before);
+    switch (f.waits) {
+      case wait_kind::nothing:
+        if (e.act.kind == action_kind::weight_grad)
+          return ref("nothing: the input gradient I of microbatch " +
+                         std::to_string(e.act.microbatch) + " ran before it on this rank",
+                     e.rank, find({rep, e.act.stage, e.act.microbatch, bwd_made}));
+        if (e.act.kind == action_kind::backward || e.act.kind == action_kind::input_grad)
+          return ref("nothing from another rank: the last stage starts the backward from its own "
+                     "forward's stash",
+                     e.rank, find({rep, e.act.stage, e.act.microbatch, fwd_made}));
+        return ref("nothing: it runs as soon as the rank reaches it", -1, -1);
+      case wait_kind::input:
+        return ref("the driver's input for microbatch " + std::to_string(f.awaited.microbatch),
+                   -1, -1);
+      case wait_kind::message: {
+        const message_id& m = f.awaited;
+        if (e.act.kind == action_kind::recv_f || e.act.kind == action_kind::recv_b) {
+          const auto it = e.flow_id >= 0 ? send_of.find(e.flow_id) : send_of.end();
+          if (it == send_of.end()) return ref(message_text(m) + " (its SEND is not in the timeline)", -1, -1);
+          return ref(message_text(m) + ", sent by " + text_of(t.events[order[it->second]].act) +
+                         " on rank " + std::to_string(rank_of_id(it->second)),
+                     rank_of_id(it->second), it->second);
+        }
+        // Read from this rank: what its RECV took in, or what the stage on the same device made.
+        const int recv = find({rep, m.link.stage, m.microbatch, m.link.forward ? recv_fwd : recv_bwd});
+        if (recv >= 0) {
+          const auto& r = t.events[order[recv]];
+          const auto it = r.flow_id >= 0 ? send_of.find(r.flow_id) : send_of.end();
+          const int from = it == send_of.end() ? -1 : rank_of_id(it->second);
+          return ref(message_text(m) + ", received by " + text_of(r.act) +
+                         (from >= 0 ? " from rank " + std::to_string(from) : std::string()),
+                     from, recv);
+        }
+        const int producer = m.link.forward ? m.link.stage - 1 : m.link.stage + 1;
+        const int id = find({rep, producer, m.microbatch, m.link.forward ? fwd_made : bwd_made});
+        return ref(message_text(m) + ", made on this rank by " +
+                       (id >= 0 ? text_of(t.events[order[id]].act) : std::string("stage ") +
+                                                                          std::to_string(producer)),
+                   e.rank, id);
+      }
+      case wait_kind::credit: {
+        const bool fwd = e.act.kind == action_kind::send_f;
+        const int id = find({rep, e.act.stage, e.act.microbatch, fwd ? fwd_made : bwd_made});
+        return ref(std::string("its data, made by ") +
+                       (id >= 0 ? text_of(t.events[order[id]].act) : std::string("its stage")) +
+                       " on this rank, and a free send stream (one message at a time)",
+                   e.rank, id);
+      }
+      case wait_kind::reduce:
+        return ref("every replica of stage " + std::to_string(f.reduce.stage) + " at its REDUCE " +
+                       std::to_string(f.reduce.occurrence),
+                   -1, -1);
+    }
+    return nullptr;
+  }
+
+  // What event `e` sent, for a SEND; null otherwise.
+  json sent(const timeline_event& e) const {
+    if (e.act.kind != action_kind::send_f && e.act.kind != action_kind::send_b) return nullptr;
+    const bool fwd = e.act.kind == action_kind::send_f;
+    const message_id m{{e.rank / p, fwd ? e.act.stage + 1 : e.act.stage - 1, fwd}, e.act.microbatch};
+    const auto it = e.flow_id >= 0 ? recv_of.find(e.flow_id) : recv_of.end();
+    if (it == recv_of.end()) return ref(message_text(m) + " (its RECV is not in the timeline)", -1, -1);
+    return ref(message_text(m) + " to rank " + std::to_string(rank_of_id(it->second)) +
+                   ", taken in by " + text_of(t.events[order[it->second]].act),
+               rank_of_id(it->second), it->second);
+  }
+
+  // The version's rule, for F, B, I and W.
+  std::string rule(const timeline_event& e) const {
+    if (e.version < 0) return "";
+    if (c.measured) return "version " + std::to_string(e.version) + " as the run recorded it";
+    const version_use& v = c.s->versions[e.act.stage][e.act.microbatch];
+    return "versions[" + std::to_string(e.act.stage) + "][" + std::to_string(e.act.microbatch) +
+           "] = {forward " + std::to_string(v.forward) + ", backward " +
+           std::to_string(v.backward) + "}, by the rule: " + c.s->version_rule;
+  }
+};
+
+// One rank's state while the sweep passes its events.
+struct rank_state {
+  std::map<std::pair<int, int>, int> stashed;  // (stage, mb) -> the version its F used
+  std::map<int, int> newest;                   // stage -> its newest version
+  std::set<int> waiting;                       // ids of RECVs not yet ended
+  int peak_stashed = 0, peak_versions = 1;
+  std::int64_t peak_bytes = 0;
+};
+
+json build(const context& c, const timeline& t, int p, double makespan, double bubble,
+           const std::vector<rank_stats>* stats, std::string note) {
+  builder b{c, t, p, {}, {}, {}, {}, {}};
+  b.index();
+  const int ranks = t.ranks;
+  json actions = json::array();
+  std::map<std::pair<int, int>, int> reduces;  // (rank, stage) -> REDUCEs so far
+  std::vector<int> per_rank(ranks, 0);
+  // The release of a stash: its B, or its W when the backward is split.
+  std::map<key, double> release;
+  for (std::size_t id = 0; id < b.order.size(); ++id) {
+    const auto& e = t.events[b.order[id]];
+    if (e.act.kind == action_kind::backward || e.act.kind == action_kind::weight_grad)
+      release[{e.rank, e.act.stage, e.act.microbatch, 0}] = e.end;
+  }
+  for (std::size_t id = 0; id < b.order.size(); ++id) {
+    const auto& e = t.events[b.order[id]];
+    ++per_rank[e.rank];
+    int& before = reduces[{e.rank, e.act.stage}];
+    json a{{"id", id},
+           {"rank", e.rank},
+           {"stream", stream_name(e.stream)},
+           {"text", text_of(e.act)},
+           {"kind", kind_name(e.act.kind)},
+           {"stage", e.act.stage},
+           {"microbatch", has_microbatch(e.act.kind) ? e.act.microbatch : -1},
+           {"start", e.start},
+           {"end", e.end},
+           {"version", e.version},
+           {"waited", b.waited(e, before)},
+           {"sent", b.sent(e)},
+           {"rule", b.rule(e)}};
+    if (e.act.kind == action_kind::reduce) ++before;
+    actions.push_back(std::move(a));
+  }
+
+  // The sweep: changes at each time, applied together, then a snapshot of every rank.
+  struct change {
+    double time;
+    int order;  // removals before additions at one time
+    int id;
+    bool add;
+  };
+  std::vector<change> changes;
+  for (std::size_t id = 0; id < b.order.size(); ++id) {
+    const auto& e = t.events[b.order[id]];
+    const int i = static_cast<int>(id);
+    if (e.act.kind == action_kind::forward) {
+      changes.push_back({e.start, 1, i, true});
+      const auto it = release.find({e.rank, e.act.stage, e.act.microbatch, 0});
+      if (it != release.end()) changes.push_back({it->second, 0, i, false});
+    } else if (e.act.kind == action_kind::step) {
+      changes.push_back({e.start, 1, i, true});
+    } else if (e.stream == stream_kind::recv && e.end > e.start) {
+      changes.push_back({e.start, 1, i, true});
+      changes.push_back({e.end, 0, i, false});
+    }
+  }
+  std::stable_sort(changes.begin(), changes.end(), [](const change& x, const change& y) {
+    return x.time != y.time ? x.time < y.time : x.order < y.order;
+  });
+  std::vector<rank_state> rs(ranks);
+  auto versions_of = [&](const rank_state& r, std::map<int, std::set<int>>& live) {
+    for (const auto& [stage, v] : r.newest) live[stage].insert(v);
+    for (const auto& [k, v] : r.stashed) live[k.first].insert(v);
+  };
+  auto snapshot = [&](double time) {
+    json per = json::array();
+    for (int r = 0; r < ranks; ++r) {
+      rank_state& s = rs[r];
+      std::map<int, std::set<int>> live;
+      versions_of(s, live);
+      std::int64_t bytes = 0;
+      json stash = json::array(), vers = json::object(), wait = json::array();
+      int most = 1;
+      for (const auto& [k, v] : s.stashed) {
+        stash.push_back(json{{"stage", k.first}, {"microbatch", k.second}, {"version", v}});
+        if (k.first < static_cast<int>(c.act_bytes.size())) bytes += c.act_bytes[k.first];
+      }
+      for (const auto& [stage, set] : live) {
+        vers[std::to_string(stage)] = std::vector<int>(set.begin(), set.end());
+        most = std::max(most, static_cast<int>(set.size()));
+        if (stage < static_cast<int>(c.param_bytes.size()))
+          bytes += c.param_bytes[stage] * static_cast<std::int64_t>(set.size());
+      }
+      for (int id : s.waiting) wait.push_back(id);
+      s.peak_stashed = std::max(s.peak_stashed, static_cast<int>(s.stashed.size()));
+      s.peak_versions = std::max(s.peak_versions, most);
+      s.peak_bytes = std::max(s.peak_bytes, bytes);
+      per.push_back(json{{"stashed", std::move(stash)},
+                         {"versions", std::move(vers)},
+                         {"bytes", bytes},
+                         {"waiting", std::move(wait)}});
+    }
+    return json{{"time", time}, {"ranks", std::move(per)}};
+  };
+  json states = json::array();
+  // The state before anything ran: version 0 of every stage each rank runs.
+  for (const auto& e : t.events)
+    if (e.act.kind == action_kind::forward) rs[e.rank].newest.emplace(e.act.stage, 0);
+  states.push_back(snapshot(0.0));
+  for (std::size_t i = 0; i < changes.size();) {
+    const double time = changes[i].time;
+    for (; i < changes.size() && changes[i].time == time; ++i) {
+      const change& ch = changes[i];
+      const auto& e = t.events[b.order[ch.id]];
+      rank_state& s = rs[e.rank];
+      if (e.act.kind == action_kind::forward) {
+        if (ch.add) s.stashed[{e.act.stage, e.act.microbatch}] = e.version;
+        else s.stashed.erase({e.act.stage, e.act.microbatch});
+        // A trace has no STEP: the newest version is the latest one a forward used.
+        if (c.measured && ch.add) s.newest[e.act.stage] = std::max(s.newest[e.act.stage], e.version);
+      } else if (e.act.kind == action_kind::step) {
+        ++s.newest[e.act.stage];
+      } else if (ch.add) {
+        s.waiting.insert(ch.id);
+      } else {
+        s.waiting.erase(ch.id);
+      }
+    }
+    // One state per time: the changes at time 0 replace the state before anything ran.
+    if (states.back()["time"].get<double>() == time) states.back() = snapshot(time);
+    else states.push_back(snapshot(time));
+  }
+
+  json rank_list = json::array();
+  for (int r = 0; r < ranks; ++r) {
+    json x{{"rank", r},
+           {"replica", r / p},
+           {"device", r % p},
+           {"actions", per_rank[r]},
+           {"peak_stashed", rs[r].peak_stashed},
+           {"peak_live_versions", rs[r].peak_versions},
+           {"peak_bytes", rs[r].peak_bytes}};
+    if (stats && r < static_cast<int>(stats->size())) {
+      const rank_stats& st = (*stats)[r];
+      x["simulated"] = json{{"busy", st.busy},
+                            {"peak_inflight", st.peak_inflight},
+                            {"peak_versions", st.peak_versions},
+                            {"peak_activation_bytes", st.peak_activation_bytes},
+                            {"peak_memory_bytes", st.peak_memory_bytes},
+                            {"finish", st.finish}};
+    }
+    rank_list.push_back(std::move(x));
+  }
+  json out{{"format", "pipeworks-explorer"},
+           {"format_version", 1},
+           {"title", t.title},
+           {"source", c.measured ? "measured" : "simulated"},
+           {"p", p},
+           {"ranks", rank_list},
+           {"makespan", makespan},
+           {"bubble_fraction", bubble},
+           {"version_rule", c.measured ? std::string() : c.s->version_rule},
+           {"actions", std::move(actions)},
+           {"states", std::move(states)},
+           {"note", std::move(note)}};
+  return out;
+}
+
+}  // namespace
+
+result<std::string> explorer_json(const schedule& lowered, const cost_model& costs,
+                                  const simulation& sim) {
+  const auto n = static_cast<std::int64_t>(sim.trace.events.size());
+  if (n > max_explorer_actions)
+    return make_error("explorer: the schedule has " + std::to_string(n) +
+                      " actions, more than one page shows (" +
+                      std::to_string(max_explorer_actions) +
+                      "); use fewer stages, microbatches, replicas or steps");
+  if (n == 0 && sim.actions > 0)
+    return make_error("explorer: the simulation has no timeline; simulate with record_timeline");
+  context c;
+  c.s = &lowered;
+  for (int v = 0; v < lowered.virtual_stages; ++v) {
+    c.act_bytes.push_back(costs.stage(v).activation_bytes);
+    c.param_bytes.push_back(costs.stage(v).param_bytes);
+  }
+  timeline t = sim.trace;
+  t.ranks = lowered.ranks();
+  return build(c, t, lowered.params.stages, sim.makespan, sim.bubble_fraction, &sim.ranks, "")
+      .dump();
+}
+
+result<std::string> explorer_json(const timeline& measured) {
+  timeline t;
+  t.title = measured.title;
+  t.devices_per_replica = measured.devices_per_replica;
+  std::string note;
+  if (static_cast<std::int64_t>(measured.events.size()) > max_explorer_actions) {
+    std::vector<timeline_event> events = measured.events;
+    std::stable_sort(events.begin(), events.end(),
+                     [](const timeline_event& x, const timeline_event& y) { return x.start < y.start; });
+    events.resize(max_explorer_actions);
+    note = "the trace has " + std::to_string(measured.events.size()) +
+           " actions; this page shows the first " + std::to_string(max_explorer_actions);
+    t.events = std::move(events);
+  } else {
+    t.events = measured.events;
+  }
+  int ranks = measured.ranks, stages = 0;
+  for (const auto& e : t.events) {
+    if (e.rank < 0) return make_error("explorer: an event of the trace has rank " + std::to_string(e.rank));
+    ranks = std::max(ranks, e.rank + 1);
+    stages = std::max(stages, e.act.stage + 1);
+  }
+  const int p = measured.devices_per_replica > 0 ? measured.devices_per_replica : std::max(ranks, 1);
+  t.ranks = ranks;
+  // A skeleton of the schedule for describe_action: where each stage runs, how many replicas.
+  schedule s;
+  s.params.stages = p;
+  s.params.replicas = std::max(1, (ranks + p - 1) / p);
+  s.virtual_stages = std::max(stages, 1);
+  s.device_of.assign(s.virtual_stages, 0);
+  for (const auto& e : t.events) s.device_of[e.act.stage] = e.rank % p;
+  for (const auto& e : t.events) s.lowered = s.lowered || is_comm(e.act.kind);
+  context c;
+  c.s = &s;
+  c.measured = true;
+  double busy = 0.0;
+  for (const auto& e : t.events)
+    if (e.stream == stream_kind::compute) busy += e.end - e.start;
+  const double makespan = t.makespan();
+  const double bubble = makespan > 0 && ranks > 0 ? 1.0 - busy / (ranks * makespan) : 0.0;
+  return build(c, t, p, makespan, bubble, nullptr, note).dump();
+}
+
+std::string explorer_html(const std::string& json_text) {
+  static const std::string page =
+#include "explorer_template.inc"
+      ;
+  std::string data;
+  data.reserve(json_text.size() + json_text.size() / 16);
+  for (std::size_t i = 0; i < json_text.size(); ++i) {
+    data += json_text[i];
+    if (json_text[i] == '<' && i + 1 < json_text.size() && json_text[i + 1] == '/') data += '\\';
+  }
+  const std::string marker = "__PIPEWORKS_EXPLORER_DATA__";
+  std::string out = page;
+  const auto at = out.find(marker);
+  if (at != std::string::npos) out.replace(at, marker.size(), data);
+  return out;
+}
+
+result<std::string> explorer_data_of(const std::string& html) {
+  const std::string open = R"(<script type="application/json" id="pipeworks-data">)";
+  const auto at = html.find(open);
+  if (at == std::string::npos) return make_error("explorer: the page holds no pipeworks data");
+  const auto from = at + open.size();
+  const auto end = html.find("</script>", from);
+  if (end == std::string::npos) return make_error("explorer: the page's data is not closed");
+  // "<\/" is JSON's own escape of "/": the text parses as it stands.
+  std::string data = html.substr(from, end - from);
+  return data;
+}
+
+}  // namespace pipeworks

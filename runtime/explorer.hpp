@@ -1,0 +1,45 @@
+// The schedule explorer (issue 30): a timeline with, for each action, what it waited for, the
+// weight version it used and the rule that chose it, and per rank the state at each moment, as
+// JSON that one self-contained HTML page (runtime/explorer/explorer.html) shows offline.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "base/result.hpp"
+#include "runtime/cost_model.hpp"
+#include "runtime/schedule.hpp"
+#include "runtime/simulate.hpp"
+#include "runtime/timeline.hpp"
+
+namespace pipeworks {
+
+// The most actions one page holds: its states grow with actions times ranks, and a browser
+// slows past this. A larger schedule is refused with advice; a larger trace is cut (see below).
+constexpr std::int64_t max_explorer_actions = 20000;
+
+// The page's data for a simulation of `lowered` (a lowered, validated schedule) on `costs`, its
+// timeline recorded. Every number is the simulator's: "makespan", "bubble_fraction", "ranks"
+// (per rank: busy, peak_inflight, peak_versions, peak_activation_bytes, peak_memory_bytes,
+// finish, and "actions": the timeline's events on that rank), "actions" (one per timeline event:
+// rank, stream, text, kind, stage, microbatch, start, end, version, "waited", "sent", "rule"),
+// and "states" (at each time an action starts or ends, per rank: live weight versions,
+// stashed microbatches, bytes held and the actions waiting on a message). An error for a
+// schedule over max_explorer_actions, naming it and the limit.
+result<std::string> explorer_json(const schedule& lowered, const cost_model& costs,
+                                  const simulation& sim);
+
+// The page's data for a measured timeline (a real run's trace, read back by read_chrome_trace):
+// the same fields, with no version rule and no bytes (a trace holds neither), waits found by
+// each action's stage and microbatch and by the flows of SEND and RECV. A timeline over
+// max_explorer_actions keeps its first max_explorer_actions actions by start time and says so
+// in "note".
+result<std::string> explorer_json(const timeline& measured);
+
+// The page: the template (runtime/explorer/explorer.html, embedded at build time) with `json`
+// embedded as a <script type="application/json" id="pipeworks-data"> element ("</" escaped).
+std::string explorer_html(const std::string& json);
+
+// The embedded JSON of a page that explorer_html wrote, unescaped; an error if there is none.
+result<std::string> explorer_data_of(const std::string& html);
+
+}  // namespace pipeworks

@@ -1,0 +1,64 @@
+// `pipeworks schedule ... --html FILE` (cli/cmd_schedule.cpp): the page's embedded JSON parses and
+// agrees with `pipeworks simulate --json` for the same schedule; misuse exits 2.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run_cli.hpp"
+#include "runtime/explorer.hpp"
+#include "runtime/schedule.hpp"
+
+using namespace pipeworks;
+using namespace pipeworks::cli_test;
+using nlohmann::json;
+
+TEST_CASE("schedule --html embeds data that agrees with simulate --json for every schedule",
+          "[cli][explorer]") {
+  scratch_dir dir("schedule_html");
+  for (schedule_kind kind : every_schedule_kind()) {
+    const std::string name(schedule_name(kind));
+    INFO(name);
+    const std::string page = dir / (name + ".html");
+    const std::vector<std::string> flags{"--schedule", name, "--stages", "4", "--microbatches", "8"};
+    std::vector<std::string> args{"schedule"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--html", page});
+    const cli_result made = run_cli(args);
+    INFO(made.err);
+    REQUIRE(made.exit_code == 0);
+    std::vector<std::string> sim_args{"simulate"};
+    sim_args.insert(sim_args.end(), flags.begin(), flags.end());
+    sim_args.push_back("--json");
+    const cli_result simulated = run_cli(sim_args);
+    REQUIRE(simulated.exit_code == 0);
+    const json sim = json::parse(simulated.out);
+
+    auto text = explorer_data_of(read_file(page));
+    REQUIRE(text.ok());
+    const json d = json::parse(*text);
+    CHECK(d["title"].get<std::string>().find(name) != std::string::npos);
+    CHECK(d["bubble_fraction"].get<double>() == Approx(sim["bubble_fraction"].get<double>()).epsilon(1e-12));
+    CHECK(d["makespan"].get<double>() == Approx(sim["makespan"].get<double>()).epsilon(1e-12));
+    REQUIRE(d["ranks"].size() == sim["stages"].size());  // one replica: a rank per device
+    for (std::size_t r = 0; r < d["ranks"].size(); ++r) {
+      INFO("rank " << r);
+      CHECK(d["ranks"][r]["peak_stashed"] == sim["stages"][r]["peak_inflight"]);
+      CHECK(d["ranks"][r]["peak_live_versions"] == sim["stages"][r]["peak_versions"]);
+    }
+  }
+}
+
+TEST_CASE("schedule --html refuses --csv and a page over the action limit", "[cli][explorer]") {
+  scratch_dir dir("schedule_html_refused");
+  const std::string page = dir / "x.html";
+  const cli_result csv = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
+                                  "--microbatches", "2", "--csv", "--html", page});
+  CHECK(csv.exit_code == 2);
+  CHECK(csv.err.find("--html: cannot go with --csv or --pytorch") != std::string::npos);
+  const cli_result big = run_cli({"schedule", "--schedule", "1f1b", "--stages", "4",
+                                  "--microbatches", "2048", "--html", page});
+  CHECK(big.exit_code == 2);
+  CHECK(big.err.find("more than one page shows") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(page));
+}
