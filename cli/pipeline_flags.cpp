@@ -26,7 +26,7 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
   sub.add_option("--schedule-versions", f.schedule_versions,
                  "with --schedule-file: sync (step t uses version t; the default without STEPs "
                  "in the file) or latest (each F the newest version; the default for action "
-                 "text with STEPs)")
+                 "text with STEPs); overrides the file's \"# versions:\" line")
       ->check(CLI::IsMember({"sync", "latest"}))
       ->needs(file);
   sub.add_option("--stages", f.stages, "pipeline stages p (devices; a device is a CPU core here)")

@@ -31,7 +31,7 @@ void add_schedule_flags(CLI::App& sub, schedule_flags& f) {
   sub.add_option("--schedule-versions", f.versions,
                  "with --schedule-file: sync (step t uses version t; the default without STEPs "
                  "in the file) or latest (each F the newest version; the default for action "
-                 "text with STEPs)")
+                 "text with STEPs); overrides the file's \"# versions:\" line")
       ->check(CLI::IsMember({"sync", "latest"}))
       ->needs(file);
 }

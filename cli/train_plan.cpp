@@ -84,9 +84,11 @@ void apply_schedule_file(const train_options& o, run_plan& p) {
   auto shape = shape_of(*file, p.replicas);
   if (!shape) throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + shape.message());
   p.programs = to_programs_text(file->rows);
-  p.programs_versions = !f.schedule_versions.empty()
-                            ? parse_version_mode(f.schedule_versions).value()  // checked
-                            : file->has_steps ? version_mode::latest : version_mode::sync;
+  std::optional<version_mode> given;
+  if (!f.schedule_versions.empty()) given = parse_version_mode(f.schedule_versions).value();
+  auto versions = file_versions(*file, given);  // the flag's, the file's, or the default
+  if (!versions) throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + versions.message());
+  p.programs_versions = *versions;
   p.schedule = p.programs_versions == version_mode::latest ? schedule_kind::pipedream
                                                            : schedule_kind::gpipe;
   if (!f.given.count("--stages")) p.stages = shape->stages;

@@ -106,8 +106,17 @@ result<schedule_file> parse_text_rows(const std::vector<std::string_view>& lines
   f.format = schedule_file_format::pipeworks_text;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string_view line = lines[i];
-    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos)
+    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
+      std::string_view comment = trim(line.substr(hash + 1));
+      if (comment.substr(0, 9) == "versions:") {
+        comment = trim(comment.substr(9));
+        auto starts = [&](std::string_view w) { return comment.substr(0, w.size()) == w; };
+        if (starts("sync")) f.versions = version_mode::sync;  // "sync", "synchronous ..."
+        else if (starts("latest") || starts("weight stashing")) f.versions = version_mode::latest;
+        else f.other_versions = std::string(comment.substr(0, 80));
+      }
       line = line.substr(0, hash);
+    }
     line = trim(line);
     if (line.empty()) continue;
     if (line.substr(0, 5) == "rank ") {
@@ -301,6 +310,16 @@ std::string to_programs_text(const std::vector<program>& rows) {
   return out;
 }
 
+result<version_mode> file_versions(const schedule_file& f, std::optional<version_mode> given) {
+  if (given) return *given;
+  if (f.versions) return *f.versions;
+  if (!f.other_versions.empty())
+    return make_error("the file's version rule is \"" + f.other_versions + "\"; a schedule file "
+                      "runs sync (step t uses version t) or latest (each F the newest version): "
+                      "say which with --schedule-versions, or in a \"# versions: sync\" line");
+  return f.has_steps ? version_mode::latest : version_mode::sync;
+}
+
 result<schedule_file_shape> shape_of(const schedule_file& f, int replicas) {
   auto l = layout_of(f, replicas);
   if (!l) return l.err();
@@ -315,7 +334,9 @@ result<schedule> schedule_from_file(const schedule_file& f, int replicas, int st
   if (static_cast<std::int64_t>(l->microbatches) * steps > (std::int64_t{1} << 30))
     return make_error(std::to_string(steps) + " steps of " + std::to_string(l->microbatches) +
                       " microbatches are too many to hold as programs");
-  const version_mode mode = versions.value_or(f.has_steps ? version_mode::latest : version_mode::sync);
+  auto chosen = file_versions(f, versions);
+  if (!chosen) return chosen.err();
+  const version_mode mode = *chosen;
   std::vector<program> programs;
   if (f.has_steps) {
     if (steps % l->steps != 0)
@@ -325,7 +346,7 @@ result<schedule> schedule_from_file(const schedule_file& f, int replicas, int st
                         std::to_string(l->steps) + " steps");
     programs = repeated(f, *l, steps / l->steps);
   } else {
-    if (versions == version_mode::latest)
+    if (mode == version_mode::latest)
       return make_error("the versions rule latest needs STEPs in the file: without them the run "
                         "adds one after each step's backwards and every step uses version t "
                         "(sync)");

@@ -21,7 +21,8 @@ namespace pipeworks {
 //  - pipeworks_text: pipeworks' action text. One rank per line, its actions as to_string(action)
 //    writes them ("0F0 0SEND_F0 1RECV_F0 1F0"), separated by spaces; a line may start with
 //    "rank N:" (as `pipeworks schedule` prints it; N counts from 0 in order); "#" starts a
-//    comment to the end of the line; blank lines are skipped.
+//    comment to the end of the line, and a line "# versions: sync" (or "latest") names the
+//    version rule; blank lines are skipped.
 // CSV is told by its commas; UNSHARD and RESHARD cells (FSDP's) are skipped; an OVERLAP_F_B cell
 // "(0F1;1B0)OVERLAP_F_B" is that action and the two it joins, in both forms.
 enum class schedule_file_format {
@@ -44,7 +45,16 @@ struct schedule_file {
   std::vector<program> rows;
   bool lowered = false;    // the rows carry SEND/RECV pairs
   bool has_steps = false;  // the rows carry STEPs
+  // The version rule the text names in a "# versions: ..." comment, as `pipeworks schedule` prints
+  // it: sync for "sync" or "synchronous ...", latest for "latest ..." or "weight stashing ...";
+  // another rule ("double buffering ...") is kept in other_versions, which no file runs.
+  std::optional<version_mode> versions;
+  std::string other_versions;
 };
+
+// The version rule a run of the file follows: `given` (a flag), else the file's own, else sync
+// without STEPs and latest with them. An error when the file names a rule no file runs.
+result<version_mode> file_versions(const schedule_file& f, std::optional<version_mode> given);
 
 // Reads a schedule file's text. Errors name the line, the column or cell, and what to write.
 result<schedule_file> parse_schedule_file(std::string_view text);
@@ -69,8 +79,7 @@ result<schedule_file_shape> shape_of(const schedule_file& f, int replicas);
 // the file's pipeline is repeated for every step (microbatch ids offset by t*m), a [REDUCE when
 // w > 1 and] STEP put after each stage's m-th B or W of the step (and the sends right after it
 // when the rows carry sends), as the built-in flush schedules do, and copied to every replica; versions sync.
-// With STEPs the file is repeated steps / (its steps) times; versions latest unless `versions`
-// says sync. Each virtual stage runs on the device whose row runs its F. The schedule is lowered
+// With STEPs the file is repeated steps / (its steps) times; versions by file_versions. Each virtual stage runs on the device whose row runs its F. The schedule is lowered
 // exactly when the file was (lower_communication adds the pairs to one that was not), and not
 // yet validated.
 result<schedule> schedule_from_file(const schedule_file& f, int replicas, int steps,

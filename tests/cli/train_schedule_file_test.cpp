@@ -91,16 +91,17 @@ TEST_CASE("train with pipeworks' action text and from its plan gives the bits of
   write_file(file, text.out);
   const std::string builtin =
       weights(dir, "1f1b", {"--schedule", "1f1b", "--stages", "2", "--microbatches", "2"});
-  // The text has STEPs, so its versions rule is latest, which clips each stage on its own (as
-  // PipeDream does); sync clips globally, as 1F1B does. Without clipping the two agree.
-  CHECK(weights(dir, "text", {"--schedule-file", file, "--schedule-versions", "sync"}) == builtin);
-  CHECK(weights(dir, "latest", {"--schedule-file", file, "--clip", "0"}) ==
+  // The text names its rule ("# versions: synchronous ..."): sync, which clips globally as 1F1B
+  // does. latest (the default for text with STEPs and no such line) clips each stage on its own,
+  // as PipeDream does; without clipping the two agree.
+  CHECK(weights(dir, "text", {"--schedule-file", file}) == builtin);
+  CHECK(weights(dir, "latest", {"--schedule-file", file, "--schedule-versions", "latest",
+                                "--clip", "0"}) ==
         weights(dir, "1f1b-noclip",
                 {"--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--clip", "0"}));
   // The plan carries the programs: it trains with the file gone.
   const std::string plan = dir / "plan.json";
-  const cli_result printed = run_cli(tiny(dir, {"--schedule-file", file, "--schedule-versions",
-                                                "sync", "--print-plan", plan}));
+  const cli_result printed = run_cli(tiny(dir, {"--schedule-file", file, "--print-plan", plan}));
   INFO(printed.err);
   REQUIRE(printed.exit_code == 0);
   CHECK_THAT(read_file(plan), Catch::Contains("\"programs\""));

@@ -157,6 +157,22 @@ TEST_CASE("pipeworks' own CSV, with REDUCE and STEP, reads back to its programs"
   }
 }
 
+TEST_CASE("action text names its version rule in a versions comment line", "[runtime]") {
+  const std::string steps = "rank 0: 0F0 0B0 0STEP\n";
+  CHECK(file_versions(parse_schedule_file(steps).value(), std::nullopt).value() ==
+        version_mode::latest);
+  for (const char* line : {"# versions: sync\n", "# versions: synchronous: every microbatch\n"})
+    CHECK(file_versions(parse_schedule_file(line + steps).value(), std::nullopt).value() ==
+          version_mode::sync);
+  const auto stashing = parse_schedule_file("# versions: weight stashing: F(k)\n" + steps).value();
+  CHECK(file_versions(stashing, std::nullopt).value() == version_mode::latest);
+  CHECK(file_versions(stashing, version_mode::sync).value() == version_mode::sync);  // the flag
+  const auto delayed = parse_schedule_file("# versions: double buffering: max(t-1, 0)\n" + steps);
+  CHECK_THAT(file_versions(delayed.value(), std::nullopt).message(),
+             Catch::Contains("the file's version rule is \"double buffering: max(t-1, 0)\""));
+  CHECK_THAT(schedule_from_file(delayed.value(), 1, 1).message(), Catch::Contains("--schedule-versions"));
+}
+
 TEST_CASE("action text takes rank prefixes, comments and blank lines", "[runtime]") {
   const schedule s = from_text("# a comment line\nrank 0: 0F0 0F1 0B0 0B1  # warm up\n\n"
                                "rank 1: 1F0 1B0 1F1 1B1\n",
