@@ -1,0 +1,25 @@
+# Every Catch2 test name is one ctest can run: none starts with '-' (Catch2 reads it as a flag)
+# or holds ';', '[' or ']' (ctest's discovery silently drops every test after such a name).
+# Run as: cmake -DSOURCE_DIR=<repo> -P tests/test_names_test.cmake
+file(GLOB_RECURSE sources "${SOURCE_DIR}/tests/*.cpp")
+set(bad "")
+foreach(source ${sources})
+  file(STRINGS "${source}" lines REGEX "TEST_CASE\\(\"")
+  # The lines are a list, so a ';' in a name splits its line: a piece that opens a name and does
+  # not close it is such a name.
+  foreach(line ${lines})
+    set(name "")
+    if(line MATCHES "TEST_CASE\\(\"([^\"]*)\"")
+      set(name "${CMAKE_MATCH_1}")
+    elseif(line MATCHES "TEST_CASE\\(\"([^\"]*)$")
+      set(name "${CMAKE_MATCH_1};...")
+    endif()
+    if(name MATCHES "^-" OR name MATCHES "[][]" OR name MATCHES ";")
+      file(RELATIVE_PATH where "${SOURCE_DIR}" "${source}")
+      string(APPEND bad "\n  ${where}: \"${name}\"")
+    endif()
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "test names ctest cannot run (a leading '-', or ';', '[' or ']'): rename them${bad}")
+endif()
