@@ -8,6 +8,7 @@
 
 #include "fixtures.hpp"
 #include "run_cli.hpp"
+#include "worker_cli.hpp"
 
 using namespace pipeworks::cli_test;
 
@@ -178,4 +179,17 @@ TEST_CASE("train --schedule-file --compare-sim simulates the file's programs", "
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out + r.err, Catch::Contains("compare-sim: measured makespan"));
+}
+
+TEST_CASE("worker processes run a schedule file's programs from the plan alone", "[cli][workers]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::string csv = dir / "v.csv";  // V-shaped: device 0 holds stages 0 and 3
+  write_file(csv, "0F0,0F1,3F0,3B0,3F1,3B1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n");
+  const std::string local = weights(dir, "local", {"--schedule-file", csv});
+  worker_cli w1, w2;  // each hosts one device's ranks; neither reads the file
+  CHECK(weights(dir, "remote", {"--schedule-file", csv, "--workers",
+                                w1.address() + "," + w2.address()}) == local);
+  CHECK(contains(w1.process().errors_so_far(), "hosting ranks"));
+  CHECK(contains(w2.process().errors_so_far(), "hosting ranks"));
 }
