@@ -146,7 +146,8 @@ struct builder {
         const int id = find({rep, e.act.stage, e.act.microbatch, fwd ? fwd_made : bwd_made});
         return ref(std::string("its data, made by ") +
                        (id >= 0 ? text_of(t.events[order[id]].act) : std::string("its stage")) +
-                       " on this rank, and a free send stream (one message at a time)",
+                       " on this rank" +
+                       (c.measured ? std::string() : ", and a free send stream (one message at a time)"),
                    e.rank, id);
       }
       case wait_kind::reduce:
