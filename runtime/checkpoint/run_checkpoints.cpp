@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <random>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "ops/checkpoint/atomic_file.hpp"
@@ -75,6 +77,37 @@ status check_nothing_after(const run_plan& plan) {
 
 }  // namespace
 
+namespace {
+
+// The "restart" record (checkpoint reshard --restart-pipeline) of the checkpoint each run resumed,
+// by its checkpoint directory: every later checkpoint of that run carries it too, so that its
+// history says the pipeline was restarted and what was dropped.
+std::mutex& restart_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, nlohmann::json>& restart_records() {
+  static std::map<std::string, nlohmann::json> records;
+  return records;
+}
+std::string restart_key(const std::string& dir) {
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(dir, ec);
+  return ec ? dir : abs.lexically_normal().string();
+}
+void note_run_restart(const std::string& dir, const nlohmann::json& restart) {
+  std::lock_guard lock(restart_mutex());
+  if (restart.is_null()) restart_records().erase(restart_key(dir));
+  else restart_records()[restart_key(dir)] = restart;
+}
+nlohmann::json run_restart(const std::string& dir) {
+  std::lock_guard lock(restart_mutex());
+  auto it = restart_records().find(restart_key(dir));
+  return it == restart_records().end() ? nlohmann::json() : it->second;
+}
+
+}  // namespace
+
 void note_run_data(const run_plan& plan, const checkpoint_manifest* resumed) {
   // Data the program hands over itself (a callback, or a path the run does not read) has no
   // fingerprint here.
@@ -127,6 +160,7 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
     if (c.every > 0) {
       if (status s = prepare_checkpoint_dir(c.dir, false); !s) return make_error(s.message());
       note_run_data(plan, nullptr);
+      note_run_restart(c.dir, nullptr);
     }
     return std::optional<resume_point>{};
   }
@@ -141,6 +175,7 @@ result<std::optional<resume_point>> prepare_checkpoints(const run_plan& plan) {
   if (m->metrics.is_object() && m->metrics.contains("samples") && m->metrics["samples"].is_number_integer())
     r.samples = m->metrics["samples"].get<std::int64_t>();
   note_run_data(plan, &*m);
+  note_run_restart(c.dir, m->restart);
   r.manifest = std::move(*m);
   if (status s = prepare_checkpoint_dir(c.dir, true); !s) return make_error(s.message());
   if (c.every > 0)  // more checkpoints go there
@@ -179,6 +214,7 @@ checkpoint_manifest manifest_of(const run_plan& plan, std::int64_t step, std::in
     if (!m.data)
       if (auto now = fingerprint_data(plan.data.path)) m.data = data_record{*now, std::nullopt, 0};
   }
+  m.restart = run_restart(plan.checkpoint.dir);  // a run resumed from a restart says so still
   m.files = std::move(files);
   std::sort(m.files.begin(), m.files.end(),
             [](const checkpoint_file& a, const checkpoint_file& b) { return a.rank < b.rank; });

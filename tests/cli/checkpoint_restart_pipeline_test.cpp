@@ -60,7 +60,11 @@ std::string restart_and_train(const scratch_dir& dir, const std::string& ck, con
   CHECK(exported(to, dir / (name + "-start.safetensors")) ==
         exported(ck, dir / (name + "-newest.safetensors")));
   const std::string save = dir / (name + ".safetensors"), metrics = dir / (name + ".jsonl");
-  run_ok({"train", "--resume", to, "--save", save, "--metrics", metrics});
+  run_ok({"train", "--resume", to, "--save", save, "--metrics", metrics, "--save-every", "1"});
+  // The resumed run's own checkpoints still say that the pipeline was restarted, and how.
+  const json restarted = json::parse(read_file(to + "/step-00000003/manifest.json")).at("restart");
+  const json later = json::parse(read_file(to + "/step-00000004/manifest.json"));
+  CHECK(later.value("restart", json()) == restarted);
   int steps = 0;
   for (const std::string& line : nonempty_lines(read_file(metrics))) {
     const json j = json::parse(line);
