@@ -9,8 +9,13 @@ packages=(
   libopenblas-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev
   fortunes dataset-fashion-mnist
 )
-# Extra packages a caller may ask for (the benchmark script asks for python3-torch).
-packages+=("$@")
+# Extra packages a caller may ask for (the benchmark script asks for python3-torch); --browser
+# adds what scripts/explorer-test.sh needs (headless Chromium, its driver, Selenium). Never by
+# default: they are large and only the explorer's browser tests use them.
+for arg in "$@"; do
+  if [ "$arg" = --browser ]; then packages+=(chromium chromium-driver python3-selenium)
+  else packages+=("$arg"); fi
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,7 @@
 // agrees with `pipeworks simulate --json` for the same schedule; misuse exits 2.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -61,4 +62,44 @@ TEST_CASE("schedule --html refuses --csv and a page over the action limit", "[cl
   CHECK(big.exit_code == 2);
   CHECK(big.err.find("more than one page shows") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(page));
+}
+
+TEST_CASE("docs/explorer.md commands run and write pages that hold the explorer's data",
+          "[cli][explorer]") {
+  // Each line of each ```sh block is a pipeworks command, run in order in a scratch folder (its
+  // .json and .html arguments put there); every page it names must hold parseable data.
+  const std::string doc = read_file(std::string(PIPEWORKS_SOURCE_DIR) + "/docs/explorer.md");
+  scratch_dir dir("explorer_docs");
+  int commands = 0, pages = 0;
+  for (auto at = doc.find("```sh\n"); at != std::string::npos; at = doc.find("```sh\n", at + 1)) {
+    const auto end = doc.find("```\n", at + 6);
+    REQUIRE(end != std::string::npos);
+    std::istringstream lines(doc.substr(at + 6, end - at - 6));
+    for (std::string line; std::getline(lines, line);) {
+      INFO(line);
+      std::istringstream words(line);
+      std::string word;
+      words >> word;
+      REQUIRE(word == "pipeworks");
+      std::vector<std::string> args;
+      std::vector<std::string> written;
+      while (words >> word) {
+        const bool file = word.size() > 5 && (word.ends_with(".html") || word.ends_with(".json"));
+        args.push_back(file ? dir / word : word);
+        if (word.ends_with(".html")) written.push_back(dir / word);
+      }
+      const cli_result r = run_cli(args);
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      ++commands;
+      for (const std::string& page : written) {
+        auto text = explorer_data_of(read_file(page));
+        REQUIRE(text.ok());
+        CHECK(json::parse(*text)["actions"].size() > 0);
+        ++pages;
+      }
+    }
+  }
+  CHECK(commands >= 5);
+  CHECK(pages >= 4);
 }

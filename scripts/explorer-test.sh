@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Browser tests of the explorer (docs/explorer.md), not run by ctest: loads the pages of every
+# schedule at p=4 m=8 and of a trace in headless Chromium from disk, reads the DOM and checks it
+# against `pipeworks simulate --json` and `pipeworks schedule --lowered`; then breaks a page's data
+# on purpose and requires the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+pipeworks=$build/bin/pipeworks
+[ -x "$pipeworks" ] || { echo "explorer-test: no $pipeworks; build the pipeworks_cli target first" >&2; exit 1; }
+for tool in /usr/bin/chromium /usr/bin/chromedriver; do
+  [ -x "$tool" ] || { echo "explorer-test: $tool is missing; run scripts/install-deps.sh --browser" >&2; exit 1; }
+done
+/usr/bin/python3 -c "import selenium" 2>/dev/null ||
+  { echo "explorer-test: python3-selenium is missing; run scripts/install-deps.sh --browser" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The kinds, from the schedule command's own help ("--schedule TEXT  gpipe, 1f1b, ... or cyclic").
+kinds=$("$pipeworks" schedule --help | sed -n 's/.*--schedule TEXT *//p' | sed 's/ (or.*//; s/ or /, /; s/,//g')
+for k in $kinds; do
+  "$pipeworks" schedule --schedule "$k" --stages 4 --microbatches 8 --html "$work/$k.html"
+  "$pipeworks" simulate --schedule "$k" --stages 4 --microbatches 8 --json > "$work/$k.sim.json"
+  "$pipeworks" schedule --schedule "$k" --stages 4 --microbatches 8 --lowered > "$work/$k.programs"
+done
+"$pipeworks" simulate --schedule 1f1b --stages 4 --microbatches 8 --trace "$work/trace.json" --json > "$work/trace.sim.json"
+"$pipeworks" trace html "$work/trace.json" --out "$work/trace.html"
+cp "$work/1f1b.programs" "$work/trace.programs"
+
+/usr/bin/python3 - "$work" $kinds <<'PY'
+import json, re, sys, time
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+work, kinds = sys.argv[1], sys.argv[2:]
+opts = webdriver.ChromeOptions()
+opts.binary_location = "/usr/bin/chromium"
+for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+          "--host-resolver-rules=MAP * ~NOTFOUND"]:  # no network: every host fails to resolve
+    opts.add_argument(a)
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+
+def expected(name):
+    sim = json.load(open(f"{work}/{name}.sim.json"))
+    actions = []
+    for line in open(f"{work}/{name}.programs"):
+        if line.startswith("rank "):
+            # "(0F7;7B3)OVERLAP_F_B" is one F and one B run overlapped: two actions.
+            actions.append(sum(2 if "OVERLAP" in w else 1 for w in line.split(":", 1)[1].split()))
+    return sim, actions
+
+def check(page, name):
+    """The mismatches between what the page shows and the simulator's numbers."""
+    sim, actions = expected(name)
+    bad = []
+    start = time.monotonic()
+    driver.get("file://" + page)
+    if driver.find_element(By.TAG_NAME, "body").get_attribute("data-ready") != "true":
+        return ["the page did not finish drawing"]
+    load = time.monotonic() - start
+    rows = driver.find_elements(By.CSS_SELECTOR, "#summary tr[data-rank]")
+    if len(rows) != len(actions):
+        bad.append(f"{len(rows)} ranks shown, {len(actions)} in the schedule")
+    for r, row in enumerate(rows):
+        cell = lambda f: int(row.find_element(By.CSS_SELECTOR, f'td[data-field="{f}"]').text)
+        st = sim["stages"][r]
+        for shown, want, what in [(cell("actions"), actions[r], "actions"),
+                                  (cell("peak-stashed"), st["peak_inflight"], "peak stashed"),
+                                  (cell("peak-versions"), st["peak_versions"], "peak live versions")]:
+            if shown != want:
+                bad.append(f"rank {r}: {what} {shown} shown, {want} simulated")
+    bubble = float(driver.find_element(By.ID, "fact-bubble").get_attribute("data-value"))
+    if abs(bubble - sim["bubble_fraction"]) > 1e-9:
+        bad.append(f"bubble {bubble} shown, {sim['bubble_fraction']} simulated")
+    # Click the first RECV_F on rank 1: it waited for a SEND_F of the same microbatch, whose rank
+    # the page names.
+    recv = driver.find_element(By.CSS_SELECTOR, 'rect.act[data-rank="1"][data-text*="RECV_F"]')
+    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", recv)
+    detail = driver.find_element(By.ID, "detail")
+    sender = detail.find_element(By.CSS_SELECTOR, "a[data-goto]").get_attribute("data-goto")
+    send = driver.find_element(By.CSS_SELECTOR, f'rect.act[data-id="{sender}"]')
+    mb = recv.get_attribute("data-text").split("RECV_F")[1]
+    if send.get_attribute("data-text").split("SEND_F")[-1] != mb or "SEND_F" not in send.get_attribute("data-text"):
+        bad.append(f"{recv.get_attribute('data-text')} shows it waited for {send.get_attribute('data-text')}")
+    from_rank = detail.find_element(By.CSS_SELECTOR, 'dd[data-field="from-rank"]').text
+    if from_rank != send.get_attribute("data-rank"):
+        bad.append(f"from rank {from_rank} shown, the SEND is on rank {send.get_attribute('data-rank')}")
+    # Step the cursor: End shows the last state, where nothing is stashed; stepping back with the
+    # keys moves it by one.
+    body = driver.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.END)
+    last = int(driver.find_element(By.ID, "state").get_attribute("data-index"))
+    counts = [int(td.get_attribute("data-count")) for td in
+              driver.find_elements(By.CSS_SELECTOR, '#state-table td[data-field="stashed"]')]
+    if any(counts):
+        bad.append(f"the last state still shows stashed microbatches {counts}")
+    body.send_keys(Keys.ARROW_LEFT)
+    if int(driver.find_element(By.ID, "state").get_attribute("data-index")) != last - 1:
+        bad.append("the left arrow did not step the cursor back")
+    return bad, load
+
+failed = False
+for name in kinds + ["trace"]:
+    bad, load = check(f"{work}/{name}.html", name)
+    print(f"{name}: {'ok' if not bad else 'FAILED'} (loaded in {load:.2f} s)")
+    for b in bad:
+        print("  " + b)
+    failed = failed or bool(bad)
+
+# Broken on purpose: one action of rank 0 dropped from the page's data. The check must fail.
+page = open(f"{work}/1f1b.html").read()
+m = re.search(r'(<script type="application/json" id="pipeworks-data">)(.*?)(</script>)', page, re.S)
+data = json.loads(m.group(2))
+drop = max(a["id"] for a in data["actions"] if a["rank"] == 0 and a["kind"] == "STEP")
+data["actions"] = [a for a in data["actions"] if a["id"] != drop]
+for i, a in enumerate(data["actions"]):
+    a["id"] = i
+    for k in ("waited", "sent"):
+        if a[k] and a[k]["action"] > drop: a[k]["action"] -= 1
+for s in data["states"]:
+    for r in s["ranks"]:
+        r["waiting"] = [w - (w > drop) for w in r["waiting"]]
+broken = page[:m.start(2)] + json.dumps(data).replace("</", "<\\/") + page[m.end(2):]
+open(f"{work}/broken.html", "w").write(broken)
+bad, _ = check(f"{work}/broken.html", "1f1b")
+print("broken on purpose (rank 0 loses its STEP): " + ("caught: " + "; ".join(bad) if bad else "NOT CAUGHT"))
+failed = failed or not bad
+driver.quit()
+sys.exit(1 if failed else 0)
+PY
