@@ -6,11 +6,14 @@ cd "$(dirname "$0")/.."
 batch="${BATCH:-16}"
 microbatches="${MICROBATCHES:-8}"   # DualPipeV needs m >= 2p = 8
 steps="${STEPS:-10}"                # the first is warm-up, not counted
-repeats="${REPEATS:-3}"             # runs of each schedule, in turns; the fastest is kept
+repeats="${REPEATS:-5}"             # runs of each schedule, in turns; the fastest is kept
 # Each stage is a device of SPEED cores (ranks of a --plan, throttled: a rank sleeps
-# (1/SPEED - 1) times each compute action's CPU time after it). 0.5 gives 4 stages the 2 cores
-# of the development machine with none shared, as the simulator assumes; 1 runs them unthrottled.
-speed="${SPEED:-0.5}"
+# (1/SPEED - 1) times each compute action's CPU time after it), so that a stage's bubble is idle
+# time, as the simulator assumes, and not time another stage runs in. 0.25 asks one core of the
+# 2-core development machine for 4 stages, leaving room for the driver and for the moments when
+# all four compute at once (0.5 asks both cores, and contention then inflates the times); 1 runs
+# them unthrottled, sharing the cores, where a schedule's bubbles cost nothing.
+speed="${SPEED:-0.25}"
 schedules="${SCHEDULES:-1f1b zb-h1 zbv dualpipev}"
 # PIPEWORKS_BIN_DIR: use binaries already built there instead of building build/.
 bin="${PIPEWORKS_BIN_DIR:-build/bin}"
