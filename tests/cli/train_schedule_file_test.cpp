@@ -193,3 +193,18 @@ TEST_CASE("worker processes run a schedule file's programs from the plan alone",
   CHECK(contains(w1.process().errors_so_far(), "hosting ranks"));
   CHECK(contains(w2.process().errors_so_far(), "hosting ranks"));
 }
+
+TEST_CASE("train with PipeDream's action text gives PipeDream's bits under the latest rule",
+          "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  // An asynchronous schedule is no one-step pipeline: the text holds both steps of the run.
+  const cli_result text = run_cli({"schedule", "--schedule", "pipedream", "--stages", "2",
+                                   "--microbatches", "2", "--steps", "2", "--replicas", "2"});
+  REQUIRE(text.exit_code == 0);
+  const std::string file = dir / "pipedream.txt";
+  write_file(file, text.out);
+  CHECK(weights(dir, "text", {"--schedule-file", file, "--replicas", "2"}) ==
+        weights(dir, "pipedream", {"--schedule", "pipedream", "--stages", "2", "--microbatches",
+                                   "2", "--replicas", "2"}));
+}
