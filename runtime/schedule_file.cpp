@@ -202,7 +202,8 @@ result<layout> layout_of(const schedule_file& f, int replicas) {
 }
 
 // The rows of one step repeated for `steps` steps, each with [REDUCE and] STEP after each stage's
-// m-th B or W of the step (after that backward's SEND_B, where the rows carry sends).
+// m-th B or W of the step and the sends right after it (where the rows carry sends), then copied
+// to every replica.
 std::vector<program> with_updates(const schedule_file& f, const layout& l, int steps,
                                   int replicas) {
   const int m = l.microbatches;
