@@ -27,6 +27,14 @@ caching_allocator::~caching_allocator() {
 void* caching_allocator::allocate(std::size_t bytes) {
   const std::size_t size = (std::max<std::size_t>(bytes, 1) + granule_ - 1) / granule_ * granule_;
   std::lock_guard lock(mu_);
+  if (limit_ > 0 && stats_.in_use + size > limit_)
+    throw pipeworks_error(who_ + " would hold " + std::to_string(stats_.in_use + size) +
+                          " bytes of tensors on " + raw_.device + " (" +
+                          std::to_string(stats_.in_use) + " held, " + std::to_string(size) +
+                          " more asked for), over its memory limit of " + std::to_string(limit_) +
+                          " bytes (runtime.memory_limit): give more, or hold less with "
+                          "recomputation (runtime.recompute), ZeRO (runtime.zero), offload "
+                          "(runtime.offload) or more stages");
   void* p = nullptr;
   std::size_t got = size;
   if (auto it = cached_.lower_bound(size); it != cached_.end() && it->first <= 2 * size) {
@@ -88,6 +96,12 @@ void caching_allocator::reset_peaks() {
   std::lock_guard lock(mu_);
   stats_.peak_in_use = stats_.in_use;
   stats_.peak_held = stats_.held;
+}
+
+void caching_allocator::set_limit(std::size_t bytes, std::string who) {
+  std::lock_guard lock(mu_);
+  limit_ = bytes;
+  who_ = std::move(who);
 }
 
 }  // namespace pipeworks

@@ -42,6 +42,9 @@ class caching_allocator {
   void release_cached();
   allocator_stats stats() const;
   void reset_peaks();  // peaks start again from what is in use now
+  // The most bytes it may hand out at once (0: no limit): a request that would pass it throws a
+  // pipeworks_error naming `who`, what it holds and asks for, and the limit, before allocating.
+  void set_limit(std::size_t bytes, std::string who);
 
  private:
   void release_cached_locked();
@@ -51,6 +54,8 @@ class caching_allocator {
   std::multimap<std::size_t, void*> cached_;         // size -> free block
   std::unordered_map<void*, std::size_t> live_;      // handed out: block -> size
   allocator_stats stats_;
+  std::size_t limit_ = 0;
+  std::string who_;
 };
 
 }  // namespace pipeworks

@@ -1,6 +1,7 @@
 // device_context: on the CPU a oneTBB arena, on a GPU the resources open_gpu gives.
 #include "ops/device/device_context.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 #include "base/result.hpp"
@@ -35,6 +36,15 @@ void* device_context::stream() const {
   if (gpu_) return gpu_->stream();
 #endif
   return nullptr;
+}
+
+void device_context::limit_memory(std::int64_t bytes, const std::string& who) {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_) gpu_->memory()->set_limit(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 0)), who);
+#else
+  (void)bytes;
+  (void)who;
+#endif
 }
 
 allocator_stats device_context::memory_stats() const {

@@ -63,6 +63,10 @@ class device_context {
   // On the CPU: the host tensors made by the arena's worker threads are charged to `account`
   // (the rank's; its own thread charges it with account_scope). Nothing on a GPU.
   void charge_to(std::shared_ptr<memory_account> account);
+  // On a GPU: its caching allocator hands out at most `bytes` at once (0: no limit), refusing
+  // past it with an error naming `who` (the CPU's limit is its memory account's). Nothing on the
+  // CPU.
+  void limit_memory(std::int64_t bytes, const std::string& who);
 
   // Runs f with the device's threads: inside the arena on the CPU (f's results go out through
   // what it captures).

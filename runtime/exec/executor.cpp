@@ -52,11 +52,14 @@ stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
                           " virtual stages");
   index_of.assign(plan.virtual_stages, -1);
   const bool cpu = setup.where.kind == device_kind::cpu;
-  account = std::make_shared<memory_account>(
-      "rank " + std::to_string(rank) + " (replica " + std::to_string(setup.replica) + ", device " +
-          std::to_string(setup.device) + ")",
-      cpu ? setup.memory_limit : 0);
-  if (cpu) context.charge_to(account);
+  const std::string who = "rank " + std::to_string(rank) + " (replica " +
+                          std::to_string(setup.replica) + ", device " +
+                          std::to_string(setup.device) + ")";
+  account = std::make_shared<memory_account>(who, cpu ? setup.memory_limit : 0);
+  if (cpu)
+    context.charge_to(account);
+  else  // a GPU rank's tensors are its caching allocator's: the limit is enforced there
+    context.limit_memory(setup.memory_limit, who);
 }
 
 template <class T>

@@ -1,11 +1,12 @@
 // The caching allocator over a counting malloc: blocks come back from the cache, sizes round up,
 // peaks are tracked, a full device makes it give its cache back and retry, and then fail naming
-// the device and the sizes; a stranger's pointer is refused.
+// the device and the sizes; a stranger's pointer is refused; a memory limit refuses past it.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <map>
 
+#include "base/result.hpp"
 #include "ops/device/caching_allocator.hpp"
 
 using namespace pipeworks;
@@ -88,4 +89,30 @@ TEST_CASE("a full device makes the allocator give back its cache then name the s
                     Catch::Contains("cuda:0 is out of memory: cannot allocate 1 MiB with 1 MiB in use") &&
                         Catch::Contains("lower --batch"));
   a.deallocate(p);
+}
+
+TEST_CASE("a memory limit refuses a block past it, naming the holder and the limit", "[ops][device]") {
+  counting_device dev;
+  caching_allocator a(dev.raw(), 512);
+  a.set_limit(4096, "rank 3 (replica 0, device 1)");
+  void* p = a.allocate(3000);  // rounds up to 3072
+  const std::size_t raw_before = dev.allocs;
+  try {
+    a.allocate(1500);  // 3072 + 1536 > 4096
+    FAIL("the limit let a block past it");
+  } catch (const pipeworks_error& e) {
+    const std::string why = e.what();
+    CHECK(why.find("rank 3 (replica 0, device 1)") != std::string::npos);
+    CHECK(why.find("4608 bytes") != std::string::npos);
+    CHECK(why.find("memory limit of 4096 bytes (runtime.memory_limit)") != std::string::npos);
+  }
+  CHECK(dev.allocs == raw_before);  // refused before the device was asked
+  CHECK(a.stats().in_use == 3072);
+  a.deallocate(p);
+  void* q = a.allocate(4000);  // within the limit again once freed
+  CHECK(q != nullptr);
+  a.deallocate(q);
+  a.set_limit(0, "");
+  void* big = a.allocate(8192);  // no limit
+  a.deallocate(big);
 }
