@@ -1,5 +1,6 @@
 // Tests for costs_from_timeline: means per stage and kind from a hand-made timeline, split
-// backwards, missing kinds, and a simulated run's timeline giving back the costs it ran with.
+// backwards, missing kinds, OVERLAP_F_B pairs, and a simulated run's timeline giving back the
+// costs it ran with.
 #include "runtime/exec/measured_costs.hpp"
 
 #include <catch2/catch.hpp>
@@ -104,4 +105,27 @@ TEST_CASE("a simulated timeline gives back the costs it was simulated with", "[r
     REQUIRE(again.ok());
     REQUIRE(again->makespan == Approx(sim->makespan));
   }
+}
+
+TEST_CASE("costs_from_timeline takes an overlapped pair's time only where a stage has no other", "[runtime]") {
+  const schedule plan = make(schedule_kind::one_f_one_b, 2, 2);
+  timeline t;
+  t.ranks = 2;
+  t.devices_per_replica = 2;
+  t.events = {
+      ev(0, 0, action_kind::forward, 0, 0.0, 1.0),
+      ev(0, 0, action_kind::backward, 0, 10.0, 12.0),
+      // A pair on rank 0: F of microbatch 1 and B of microbatch 0's stage 0 again, one time 5..9.
+      ev(0, 0, action_kind::forward, 1, 5.0, 9.0),
+      ev(0, 0, action_kind::backward, 1, 5.0, 9.0),
+      // Stage 1 ran its F only in a pair: the pair's time is all there is.
+      ev(1, 1, action_kind::forward, 0, 2.0, 5.0),
+      ev(1, 1, action_kind::backward, 1, 2.0, 5.0),
+  };
+  const cost_model c = costs_from_timeline(t, plan);
+  REQUIRE(c.stages.size() == 2);
+  CHECK(c.stages[0].forward == Approx(1.0));
+  CHECK(c.stages[0].backward == Approx(2.0));
+  CHECK(c.stages[1].forward == Approx(3.0));
+  CHECK(c.stages[1].backward == Approx(3.0));
 }
