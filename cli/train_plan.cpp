@@ -10,7 +10,7 @@
 #include "ops/data/text.hpp"
 #include "cli/split_flag.hpp"
 #include "base/input_file.hpp"
-#include "runtime/schedule_file.hpp"
+#include "runtime/plan_schedule.hpp"
 
 namespace pipeworks::cli {
 namespace {
@@ -81,19 +81,13 @@ void apply_schedule_file(const train_options& o, run_plan& p) {
   if (!text) throw CLI::ValidationError("--schedule-file", text.message());
   auto file = parse_schedule_file(*text);
   if (!file) throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + file.message());
-  auto shape = shape_of(*file, p.replicas);
-  if (!shape) throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + shape.message());
-  p.programs = to_programs_text(file->rows);
-  std::optional<version_mode> given;
-  if (!f.schedule_versions.empty()) given = parse_version_mode(f.schedule_versions).value();
-  auto versions = file_versions(*file, given);  // the flag's, the file's, or the default
-  if (!versions) throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + versions.message());
-  p.programs_versions = *versions;
-  p.schedule = p.programs_versions == version_mode::latest ? schedule_kind::pipedream
-                                                           : schedule_kind::gpipe;
-  if (!f.given.count("--stages")) p.stages = shape->stages;
-  if (!f.given.count("--chunks")) p.chunks = shape->chunks;
-  if (!f.given.count("--microbatches")) p.train.microbatches = shape->microbatches;
+  std::optional<version_mode> versions;  // the flag's; else the file's, or the default
+  if (!f.schedule_versions.empty()) versions = parse_version_mode(f.schedule_versions).value();
+  if (status ok = use_schedule_file(p, *file, versions); !ok)
+    throw CLI::ValidationError("--schedule-file", f.schedule_file + ": " + ok.message());
+  if (f.given.count("--stages")) p.stages = f.stages;
+  if (f.given.count("--chunks")) p.chunks = f.chunks;
+  if (f.given.count("--microbatches")) p.train.microbatches = o.microbatches;
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ function(pipeworks_readme_snippets out)
 #include \"ops/model/gpt.hpp\"
 #include \"ops/train/sources.hpp\"
 #include \"ops/train/trainer.hpp\"
+#include \"runtime/plan_schedule.hpp\"
 #include \"runtime/run_plan.hpp\"
 #include \"runtime/schedule.hpp\"
 #include \"runtime/simulate.hpp\"

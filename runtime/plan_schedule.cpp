@@ -34,6 +34,21 @@ result<schedule> plan_schedule(const run_plan& plan, int steps) {
   return lower_communication(std::move(*made));
 }
 
+status use_schedule_file(run_plan& plan, const schedule_file& file,
+                         std::optional<version_mode> versions) {
+  auto rule = file_versions(file, versions);
+  if (!rule) return rule.err();
+  auto shape = shape_of(file, plan.replicas);
+  if (!shape) return shape.err();
+  plan.programs = to_programs_text(file.rows);
+  plan.programs_versions = *rule;
+  plan.schedule = *rule == version_mode::latest ? schedule_kind::pipedream : schedule_kind::gpipe;
+  plan.stages = shape->stages;
+  plan.chunks = shape->chunks;
+  plan.train.microbatches = shape->microbatches;
+  return status::success();
+}
+
 std::string schedule_label(const run_plan& plan) {
   if (!plan.schedule) return "none";
   if (!plan.programs.empty()) return "custom";

@@ -86,3 +86,34 @@ TEST_CASE("first_issue refuses programs that do not fit the plan or do not valid
   none.schedule.reset();
   CHECK_THAT(check(none).message(), Catch::Contains("is none"));
 }
+
+TEST_CASE("use_schedule_file gives a plan a file's programs, rule and shape", "[run_plan]") {
+  run_plan p = test::mlp_plan();
+  p.model = *parse_model_spec("gpt-tiny");  // 4 blocks, one per virtual stage
+  p.replicas = 2;
+  p.data.batch = 16;
+  // V-shaped: device 0 holds stages 0 and 3, device 1 holds 1 and 2.
+  const auto v = parse_schedule_file("0F0,0F1,3F0,3B0,3F1,3B1,0B0,0B1\n"
+                                     "1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n");
+  REQUIRE(use_schedule_file(p, v.value()).ok());
+  CHECK(p.stages == 2);
+  CHECK(p.chunks == 2);
+  CHECK(p.train.microbatches == 2);
+  CHECK(p.programs_versions == version_mode::sync);
+  CHECK(schedule_label(p) == "custom");
+  CHECK(p.clips_globally());
+  const status ok = check(p);
+  if (!ok) FAIL(ok.message());
+  auto s = plan_schedule(p, 4);
+  REQUIRE(s.ok());
+  CHECK(s->device_of == std::vector<int>{0, 1, 1, 0});
+  CHECK(s->ranks() == 4);
+  // Text with STEPs for both replicas: latest by default, which clips per stage as PipeDream's.
+  const auto text = parse_schedule_file("rank 0: 0F0 0B0 0STEP\nrank 1: 0F0 0B0 0STEP\n");
+  REQUIRE(use_schedule_file(p, text.value()).ok());
+  CHECK(p.programs_versions == version_mode::latest);
+  CHECK(p.stages == 1);
+  CHECK_FALSE(p.clips_globally());
+  const auto delayed = parse_schedule_file("# versions: double buffering\n0F0 0B0 0STEP\n");
+  CHECK_THAT(use_schedule_file(p, delayed.value()).message(), Catch::Contains("double buffering"));
+}
