@@ -8,29 +8,17 @@
 
 #include "runtime/schedule.hpp"
 #include "runtime/validate.hpp"
+#include "tests/runtime/schedules/schedule_test_util.hpp"
 
 using namespace pipeworks;
 
+using pipeworks::test::peak_stashed;
+
 namespace {
 
+// p devices, m microbatches, and a V's two chunks per device.
 schedule_params params(int p, int m, int steps = 1, int w = 1) {
-  schedule_params sp;
-  sp.stages = p;
-  sp.microbatches = m;
-  sp.chunks = 2;
-  sp.steps = steps;
-  sp.replicas = w;
-  return sp;
-}
-
-// Activations a device holds at most: an F stashes one, its W frees it.
-int peak_stashed(const program& prog) {
-  int now = 0, peak = 0;
-  for (const action& a : prog) {
-    if (a.kind == action_kind::forward) peak = std::max(peak, ++now);
-    if (a.kind == action_kind::weight_grad) --now;
-  }
-  return peak;
+  return test::params(p, m, steps, w, 2);
 }
 
 constexpr schedule_kind v_kinds[] = {schedule_kind::zbv, schedule_kind::v_half,

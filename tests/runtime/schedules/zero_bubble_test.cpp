@@ -5,31 +5,12 @@
 #include <algorithm>
 
 #include "runtime/schedule.hpp"
+#include "tests/runtime/schedules/schedule_test_util.hpp"
 
 using namespace pipeworks;
 
-namespace {
-
-schedule_params params(int p, int m, int steps = 1, int w = 1) {
-  schedule_params sp;
-  sp.stages = p;
-  sp.microbatches = m;
-  sp.steps = steps;
-  sp.replicas = w;
-  return sp;
-}
-
-// Microbatches whose F ran and whose W has not, at most, over a program.
-int peak_stashed(const program& prog) {
-  int now = 0, peak = 0;
-  for (const action& a : prog) {
-    if (a.kind == action_kind::forward) peak = std::max(peak, ++now);
-    if (a.kind == action_kind::weight_grad) --now;
-  }
-  return peak;
-}
-
-}  // namespace
+using pipeworks::test::params;
+using pipeworks::test::peak_stashed;
 
 TEST_CASE("zb-h1 reproduces Figure 3 (top) of the zero-bubble paper at p=4, m=8", "[runtime]") {
   auto s = zero_bubble_h1(params(4, 8));
