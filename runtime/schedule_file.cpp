@@ -286,11 +286,8 @@ result<version_mode> parse_version_mode(std::string_view name) {
 result<schedule_file> parse_schedule_file(std::string_view text) {
   const std::vector<std::string_view> lines = lines_of(text);
   bool csv = false;
-  for (std::string_view line : lines) {
-    const std::string_view t = trim(line);
-    if (!t.empty() && t.front() == '#') continue;
-    csv = csv || line.find(',') != std::string_view::npos;
-  }
+  for (std::string_view line : lines)  // a comma outside a "#" comment: CSV has no comments
+    csv = csv || line.substr(0, line.find('#')).find(',') != std::string_view::npos;
   auto f = csv ? parse_csv_rows(lines) : parse_text_rows(lines);
   if (!f) return f.err();
   if (f->rows.empty())

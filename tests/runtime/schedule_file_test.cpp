@@ -174,7 +174,9 @@ TEST_CASE("action text names its version rule in a versions comment line", "[run
 }
 
 TEST_CASE("action text takes rank prefixes, comments and blank lines", "[runtime]") {
-  const schedule s = from_text("# a comment line\nrank 0: 0F0 0F1 0B0 0B1  # warm up\n\n"
+  // Commas in comments do not make the text CSV.
+  const schedule s = from_text("# a comment line, with a comma\n"
+                               "rank 0: 0F0 0F1 0B0 0B1  # warm up, then drain\n\n"
                                "rank 1: 1F0 1B0 1F1 1B1\n",
                                1, 2);
   CHECK(s.params.stages == 2);
