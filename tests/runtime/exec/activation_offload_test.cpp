@@ -17,31 +17,11 @@ using namespace pipeworks::test;
 
 namespace {
 
-struct fixture {
-  std::shared_ptr<const schedule> plan;
-  model<float> mdl;
-  param_set initial;
-  std::vector<int> bounds;
-  train_config cfg;
-  minibatch_fn data;
-};
+using fixture = case_run;
 
+// The case's run, AdamW for every kind.
 std::optional<fixture> make_fixture(const semantics_case& c, int steps) {
-  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
-  if (!made) return std::nullopt;
-  auto plan = std::make_shared<const schedule>(lower_communication(*made));
-  const int S = plan->virtual_stages;
-  model<float> mdl = make_gpt<float>(tiny_gpt(S));
-  param_set initial = mdl.init_params(7);
-  std::vector<int> bounds = even_blocks(mdl.size(), S);
-  train_config cfg = semantics_train(steps, c.m, true);
-  cfg.optim = default_optimizer_config(optimizer_kind::adamw);
-  const std::int64_t B = 2 * c.m * c.w;
-  minibatch_fn data = [B](std::int64_t t) -> result<minibatch> {
-    return semantics_data(true, B, t, dtype::f32);
-  };
-  return fixture{std::move(plan), std::move(mdl), std::move(initial), std::move(bounds), cfg,
-                 std::move(data)};
+  return make_case_run(c, steps, true);
 }
 
 lowered_run lowered(const fixture& f, recompute_mode mode, bool offload) {

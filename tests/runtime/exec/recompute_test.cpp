@@ -16,35 +16,12 @@ using namespace pipeworks::test;
 
 namespace {
 
-struct fixture {
-  std::shared_ptr<const schedule> plan;
-  model<float> mdl;
-  param_set initial;
-  std::vector<int> bounds;
-  train_config cfg;
-  minibatch_fn data;
-};
+using fixture = case_run;
 
-// The case's schedule, model, weights and data; nullopt when the generator refuses the case.
 std::optional<fixture> make_fixture(const semantics_case& c, int steps) {
-  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
-  if (!made) return std::nullopt;
-  auto plan = std::make_shared<const schedule>(lower_communication(*made));
-  REQUIRE(validate(*plan).ok());
-  const int S = plan->virtual_stages;
-  model<float> mdl = c.gpt ? make_gpt<float>(tiny_gpt(S)) : make_mlp<float>(small_mlp());
-  param_set initial = mdl.init_params(7);
-  std::vector<int> bounds = even_blocks(mdl.size(), S);
-  train_config cfg = semantics_train(steps, c.m, c.gpt);
-  if (c.kind == schedule_kind::two_bw || c.kind == schedule_kind::pipedream)
-    cfg.optim = default_optimizer_config(optimizer_kind::adamw);
-  const std::int64_t B = 2 * c.m * c.w;
-  const bool gpt = c.gpt;
-  minibatch_fn data = [gpt, B](std::int64_t t) -> result<minibatch> {
-    return semantics_data(gpt, B, t, dtype::f32);
-  };
-  return fixture{std::move(plan), std::move(mdl), std::move(initial), std::move(bounds), cfg,
-                 std::move(data)};
+  auto f = make_case_run(c, steps);
+  if (f) REQUIRE(validate(*f->plan).ok());
+  return f;
 }
 
 lowered_run lowered(const fixture& f, recompute_mode mode) {

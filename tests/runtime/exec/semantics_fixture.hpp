@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "ops/model/gpt.hpp"
 #include "ops/model/mlp.hpp"
 #include "ops/train/trainer.hpp"
+#include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks::test {
@@ -103,6 +106,40 @@ inline train_config semantics_train(int steps, int m, bool gpt) {
   c.min_lr = c.optim.lr;
   c.clip_grad_norm = 0.25;
   return c;
+}
+
+// One case made ready to run: its lowered schedule, model, initial weights, split, training
+// config and data. adamw: AdamW for every kind (else semantics_train's SGD, AdamW for 2bw and
+// pipedream, whose stale versions SGD at this rate would make diverge).
+struct case_run {
+  std::shared_ptr<const schedule> plan;
+  model<float> mdl;
+  param_set initial;
+  std::vector<int> bounds;
+  train_config cfg;
+  minibatch_fn data;
+};
+
+// The case's run; nullopt when the generator refuses the case.
+inline std::optional<case_run> make_case_run(const semantics_case& c, int steps,
+                                             bool adamw = false) {
+  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
+  if (!made) return std::nullopt;
+  auto plan = std::make_shared<const schedule>(lower_communication(*made));
+  const int S = plan->virtual_stages;
+  model<float> mdl = c.gpt ? make_gpt<float>(tiny_gpt(S)) : make_mlp<float>(small_mlp());
+  param_set initial = mdl.init_params(7);
+  std::vector<int> bounds = even_blocks(mdl.size(), S);
+  train_config cfg = semantics_train(steps, c.m, c.gpt);
+  if (adamw || c.kind == schedule_kind::two_bw || c.kind == schedule_kind::pipedream)
+    cfg.optim = default_optimizer_config(optimizer_kind::adamw);
+  const std::int64_t B = 2 * c.m * c.w;
+  const bool gpt = c.gpt;
+  minibatch_fn data = [gpt, B](std::int64_t t) -> result<minibatch> {
+    return semantics_data(gpt, B, t, dtype::f32);
+  };
+  return case_run{std::move(plan), std::move(mdl), std::move(initial), std::move(bounds), cfg,
+                  std::move(data)};
 }
 
 // max |a - b| / max |b| over the arena.
