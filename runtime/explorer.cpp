@@ -4,6 +4,8 @@
 #include "runtime/explorer.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -181,6 +183,45 @@ struct builder {
   }
 };
 
+// The critical path: from the action that ends last, back through what each action started
+// after: the latest-ending of the previous action on each of its rank's streams and the action
+// it waited for, among those that ended by its start (1e-9 relative slack). Where they tie, the
+// one it waited for, so that the path crosses ranks where a message held it up; a RECV that
+// waited follows its SEND, which decided when it ended. Ids in time order.
+json critical_path(const timeline& t, const builder& b, const json& actions) {
+  const std::size_t n = b.order.size();
+  if (n == 0) return json::array();
+  std::vector<int> pred(n, -1);
+  std::vector<std::array<int, 3>> last(t.ranks, {-1, -1, -1});  // per rank, per stream
+  std::size_t final_id = 0;
+  for (std::size_t id = 0; id < n; ++id) {
+    const auto& e = t.events[b.order[id]];
+    const double by = e.start + 1e-9 * std::max(1.0, std::abs(e.start));
+    double best = -1.0;
+    const auto consider = [&](int cand) {
+      if (cand < 0 || static_cast<std::size_t>(cand) == id) return;
+      const double end = t.events[b.order[cand]].end;
+      if (end <= by && end > best) {
+        best = end;
+        pred[id] = cand;
+      }
+    };
+    const json& waited = actions[id]["waited"];
+    const int sender = waited.is_object() ? waited["action"].get<int>() : -1;
+    if (e.stream == stream_kind::recv && e.end > by && sender >= 0) {
+      pred[id] = sender;  // a RECV that waited ended when its message came: the SEND held it up
+    } else {
+      consider(sender);
+      for (int c : last[e.rank]) consider(c);
+    }
+    last[e.rank][static_cast<int>(e.stream)] = static_cast<int>(id);
+    if (e.end > t.events[b.order[final_id]].end) final_id = id;
+  }
+  std::vector<int> path;
+  for (int at = static_cast<int>(final_id); at >= 0; at = pred[at]) path.push_back(at);
+  return json(std::vector<int>(path.rbegin(), path.rend()));
+}
+
 // One rank's state while the sweep passes its events.
 struct rank_state {
   std::map<std::pair<int, int>, int> stashed;  // (stage, mb) -> the version its F used
@@ -225,6 +266,7 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
     if (e.act.kind == action_kind::reduce) ++before;
     actions.push_back(std::move(a));
   }
+  const json critical = critical_path(t, b, actions);
 
   // The sweep: changes at each time, applied together, then a snapshot of every rank.
   struct change {
@@ -345,6 +387,7 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
            {"bubble_fraction", bubble},
            {"version_rule", c.measured ? std::string() : c.s->version_rule},
            {"actions", std::move(actions)},
+           {"critical_path", critical},
            {"states", std::move(states)},
            {"note", std::move(note)}};
   return out;

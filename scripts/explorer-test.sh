@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Browser tests of the explorer (docs/explorer.md), not run by ctest: loads the pages of every
 # schedule at p=4 m=8 and of a trace in headless Chromium from disk, reads the DOM and checks it
-# against `pipeworks simulate --json` and `pipeworks schedule --lowered`; then breaks a page's data
-# on purpose and requires the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR]
+# (the tables, the curves, a clicked action's detail, the cursor) against `pipeworks simulate
+# --json` and `pipeworks schedule --lowered`; then breaks a page's data on purpose and requires
+# the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -71,6 +72,9 @@ def check(page, name):
                                   (cell("peak-versions"), st["peak_versions"], "peak live versions")]:
             if shown != want:
                 bad.append(f"rank {r}: {what} {shown} shown, {want} simulated")
+        curve = row.find_element(By.XPATH, f'//*[local-name()="polyline" and @class="stash" and @data-rank="{r}"]')
+        if int(curve.get_attribute("data-max")) != st["peak_inflight"]:
+            bad.append(f"rank {r}: the stash curve peaks at {curve.get_attribute('data-max')}, {st['peak_inflight']} simulated")
     bubble = float(driver.find_element(By.ID, "fact-bubble").get_attribute("data-value"))
     if abs(bubble - sim["bubble_fraction"]) > 1e-9:
         bad.append(f"bubble {bubble} shown, {sim['bubble_fraction']} simulated")

@@ -193,3 +193,32 @@ TEST_CASE("explorer refuses a schedule with more actions than a page holds", "[r
   REQUIRE_FALSE(text.ok());
   CHECK(text.message().find("more than one page shows") != std::string::npos);
 }
+
+TEST_CASE("explorer critical path runs from time 0 to the makespan with no gap for every schedule",
+          "[runtime][explorer]") {
+  // With free communication every action starts when what it followed ends, so the path is
+  // contiguous: each action starts as the one before it on the path ends, or is a RECV that
+  // waited and ends as its SEND does.
+  for (schedule_kind kind : every_schedule_kind()) {
+    INFO(schedule_name(kind));
+    const schedule s = lowered_schedule(kind, {4, 8, 1, 1, 2});
+    const cost_model costs;
+    auto sim = simulate(s, costs);
+    REQUIRE(sim.ok());
+    const json d = page_data(s, costs, *sim);
+    const json& path = d["critical_path"];
+    REQUIRE(path.size() >= 2);
+    const json& actions = d["actions"];
+    CHECK(actions[path.front().get<int>()]["start"].get<double>() == Approx(0.0).margin(1e-9));
+    CHECK(actions[path.back().get<int>()]["end"].get<double>() == Approx(sim->makespan).margin(1e-9));
+    for (std::size_t i = 1; i < path.size(); ++i) {
+      const json& before = actions[path[i - 1].get<int>()];
+      const json& after = actions[path[i].get<int>()];
+      INFO(before["text"] << " then " << after["text"]);
+      const bool waited = after["stream"] == "recv" && after["end"] > after["start"];
+      if (waited) CHECK(after["waited"]["action"] == path[i - 1]);
+      CHECK(after[waited ? "end" : "start"].get<double>() ==
+            Approx(before["end"].get<double>()).margin(1e-9));
+    }
+  }
+}
