@@ -11,6 +11,7 @@
 #include "cli/options.hpp"
 #include "cli/schedule_flags.hpp"
 #include "ops/checkpoint/atomic_file.hpp"
+#include "runtime/cost_model.hpp"
 #include "runtime/explorer.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/pytorch_csv.hpp"
@@ -24,18 +25,27 @@ namespace {
 struct schedule_options : schedule_flags {
   bool csv = false, pytorch = false, lowered = false;
   int for_replica = 0, for_step = 0;
-  std::string html;  // --html FILE: the explorer's page
+  std::string html;   // --html FILE: the explorer's page
+  std::string costs;  // --costs costs.json, with --html
 };
 
-// --html: simulates the schedule (lowered, F=1 B=2 W=1, free communication, as `pipeworks
-// simulate` does by default) and writes the explorer's page with the simulator's numbers.
+// --html: simulates the schedule (lowered; on --costs, or F=1 B=2 W=1 with free communication as
+// `pipeworks simulate` does by default) and writes the explorer's page with the simulator's
+// numbers.
 int write_html(const schedule_options& o, schedule s) {
   if (!s.lowered) s = lower_communication(std::move(s));
   if (status ok = validate(s); !ok) {
     std::cerr << "pipeworks schedule: the schedule is invalid:\n" << ok.message() << "\n";
     return exit_failure;
   }
-  const cost_model costs;
+  cost_model costs;
+  if (!o.costs.empty()) {
+    auto loaded = load_cost_model(o.costs);
+    if (!loaded) throw CLI::ValidationError("--costs", loaded.message());
+    costs = std::move(*loaded);
+  }
+  if (status ok = costs.check(s.virtual_stages, s.params.stages, s.params.replicas); !ok)
+    throw CLI::ValidationError("--costs", ok.message());
   auto sim = simulate(s, costs);
   if (!sim) {
     std::cerr << "pipeworks schedule: --html: " << sim.message() << "\n";
@@ -92,7 +102,7 @@ std::string header(const schedule_options& o, const schedule& s) {
 int run_schedule(const schedule_options& o) {
   if (!o.html.empty()) {
     if (o.csv || o.pytorch) throw CLI::ValidationError("--html", "cannot go with --csv or --pytorch");
-    check_outputs({{o.html, "--html"}}, {{o.file, "--schedule-file"}});
+    check_outputs({{o.html, "--html"}}, {{o.file, "--schedule-file"}, {o.costs, "--costs"}});
   }
   if (!o.file.empty()) {
     const schedule s = file_schedule(o, o.lowered || !o.html.empty());
@@ -159,10 +169,14 @@ const bool registered = register_command(
           ->check(CLI::NonNegativeNumber)
           ->needs(pytorch);
       sub.add_flag("--lowered", o->lowered, "add SEND/RECV pairs between devices");
-      sub.add_option("--html", o->html,
+      CLI::Option* html = sub.add_option("--html", o->html,
                      "write the explorer: one self-contained HTML page (no network) of the "
-                     "schedule simulated with F=1 B=2 W=1 and free communication, each action's "
-                     "wait, version and rule, and a cursor over each rank's state");
+                     "schedule simulated (with --costs, or F=1 B=2 W=1 and free communication), "
+                     "each action's wait, version and rule, and a cursor over each rank's state");
+      sub.add_option("--costs", o->costs,
+                     "with --html: costs.json (per-stage times and bytes, links, devices) for the "
+                     "simulation, as simulate --costs takes it")
+          ->needs(html);
       return [o] {
         try {
           return run_schedule(*o);

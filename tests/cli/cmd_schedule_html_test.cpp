@@ -103,3 +103,40 @@ TEST_CASE("docs/explorer.md commands run and write pages that hold the explorer'
   CHECK(commands >= 5);
   CHECK(pages >= 4);
 }
+
+TEST_CASE("schedule --html --costs holds the bytes the simulator counts", "[cli][explorer]") {
+  scratch_dir dir("schedule_html_costs");
+  const std::string costs = dir / "costs.json", page = dir / "2bw.html";
+  write_file(costs, R"({"stages": [{"forward": 1, "backward": 2, "weight_grad": 1,
+      "activation_bytes": 1000, "boundary_bytes": 100, "param_bytes": 50000}],
+      "link": {"latency": 0.1, "bandwidth": 1e4}})");
+  const std::vector<std::string> flags{"--schedule", "2bw", "--stages", "4", "--microbatches", "8",
+                                       "--steps", "2", "--costs", costs};
+  std::vector<std::string> args{"schedule"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--html", page});
+  const cli_result made = run_cli(args);
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  std::vector<std::string> sim_args{"simulate"};
+  sim_args.insert(sim_args.end(), flags.begin(), flags.end());
+  sim_args.push_back("--json");
+  const cli_result simulated = run_cli(sim_args);
+  REQUIRE(simulated.exit_code == 0);
+  const json sim = json::parse(simulated.out);
+  auto text = explorer_data_of(read_file(page));
+  REQUIRE(text.ok());
+  const json d = json::parse(*text);
+  CHECK(d["makespan"].get<double>() == Approx(sim["makespan"].get<double>()).epsilon(1e-12));
+  for (std::size_t r = 0; r < d["ranks"].size(); ++r) {
+    INFO("rank " << r);
+    const json& x = d["ranks"][r];
+    CHECK(x["simulated"]["peak_activation_bytes"] == sim["stages"][r]["peak_activation_bytes"]);
+    CHECK(x["peak_bytes"] == x["simulated"]["peak_memory_bytes"]);
+    CHECK(x["peak_bytes"].get<std::int64_t>() >= 2 * 50000);  // 2BW: two versions live
+  }
+  const cli_result alone = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
+                                    "--microbatches", "2", "--costs", costs});
+  CHECK(alone.exit_code == 2);
+  CHECK(alone.err.find("--costs") != std::string::npos);
+}
