@@ -743,24 +743,37 @@ void stage_executor<T>::impl::deliver(message msg) {
 template <class T>
 std::string stage_executor<T>::impl::waiting_for() const {
   if (pc >= prog.size()) return "finished";
+  auto what = [&](const action& a) -> std::string {
+    switch (a.kind) {
+      case action_kind::forward:
+      case action_kind::recv_f:
+        return a.stage == 0 ? "the driver's input"
+                            : "the activation from stage " + std::to_string(a.stage - 1);
+      case action_kind::backward:
+      case action_kind::input_grad:
+        if (a.stage == plan.virtual_stages - 1) return "nothing";  // the loss's own gradient
+        [[fallthrough]];
+      case action_kind::recv_b: return "the gradient from stage " + std::to_string(a.stage + 1);
+      case action_kind::send_f:
+      case action_kind::send_b: return "a credit from the receiver";
+      case action_kind::reduce: return "the reducer";
+      case action_kind::step: return setup.global_clip ? "the global gradient norm" : "nothing";
+      default: return "nothing";
+    }
+  };
   const action& a = prog[pc];
-  std::string what;
-  switch (a.kind) {
-    case action_kind::forward:
-    case action_kind::recv_f:
-      what = a.stage == 0 ? "the driver's input"
-                          : "the activation from stage " + std::to_string(a.stage - 1);
-      break;
-    case action_kind::backward:
-    case action_kind::input_grad:
-    case action_kind::recv_b: what = "the gradient from stage " + std::to_string(a.stage + 1); break;
-    case action_kind::send_f:
-    case action_kind::send_b: what = "a credit from the receiver"; break;
-    case action_kind::reduce: what = "the reducer"; break;
-    case action_kind::step: what = setup.global_clip ? "the global gradient norm" : "nothing"; break;
-    default: what = "nothing"; break;
+  if (a.kind == action_kind::overlap_f_b && pc + 2 < prog.size()) {  // what the pair still lacks
+    const action& f = prog[pc + 1];
+    const action& b = prog[pc + 2];
+    const bool has_f = mail.inbox_f.count({f.stage, f.microbatch}) > 0;
+    const bool has_b = b.stage == plan.virtual_stages - 1 ||
+                       mail.inbox_b.count({b.stage, b.microbatch}) > 0;
+    std::string lacks = has_f ? what(b) : has_b ? what(f) : what(f) + " and " + what(b);
+    return to_string(program(prog.begin() + static_cast<std::ptrdiff_t>(pc),
+                             prog.begin() + static_cast<std::ptrdiff_t>(pc) + 3)) +
+           ": waiting for " + lacks;
   }
-  return to_string(a) + ": waiting for " + what;
+  return to_string(a) + ": waiting for " + what(a);
 }
 
 template <class T>

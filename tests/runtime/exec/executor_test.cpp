@@ -325,3 +325,55 @@ TEST_CASE("an executor refuses a device speed outside 0 to 1", "[runtime]") {
                       Catch::Contains("device speed"));
   }
 }
+
+TEST_CASE("an OVERLAP_F_B pair waits for both inputs, says which, and then runs both", "[runtime]") {
+  model<float> net = two_block_mlp();
+  auto parts = split_params(net.init_params(1), {0, 1, 2});
+  REQUIRE(parts.ok());
+  // The first stage runs microbatch 1's F together with microbatch 0's B.
+  auto programs = std::vector<program>{
+      parse_program("0F0 0SEND_F0 0RECV_B0 (0F1;0B0)OVERLAP_F_B 0SEND_F1 0RECV_B1 0B1 0STEP")
+          .value(),
+      parse_program("1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1STEP").value()};
+  auto hand = schedule_from_programs(programs, 2, 1, 1, true);
+  REQUIRE(hand.ok());
+  hand->kind = schedule_kind::one_f_one_b;
+  REQUIRE(validate(*hand).message() == "");
+  executor_setup su = two_stage_setup(schedule_kind::one_f_one_b, 2, 0);
+  su.plan = std::make_shared<const schedule>(*hand);
+  su.input_window = 1;  // microbatch 1's input is asked for once microbatch 0's F ran
+  std::vector<outgoing> sent;
+  std::vector<param_set> mine;
+  mine.push_back(std::move((*parts)[0]));
+  stage_executor<float> rank(net, su, std::move(mine), [&](outgoing o) { sent.push_back(std::move(o)); });
+  rank.start();
+  auto input = [](int mb) {
+    activation_msg in;
+    in.microbatch = mb;
+    in.data = tensor_payload(tensor({2, 4}, dtype::f32));
+    in.ctx.batch = 2;
+    return in;
+  };
+  auto gradient = [](int mb) {
+    return gradient_msg{0, 0, mb, tensor_payload(tensor({2, 3}, dtype::f32))};
+  };
+  rank.deliver(input(0));
+  REQUIRE(rank.run().ok());
+  CHECK(rank.waiting_for() == "0RECV_B0: waiting for the gradient from stage 1");
+  rank.deliver(gradient(0));
+  auto r = rank.run();
+  REQUIRE(r.ok());
+  CHECK_FALSE(*r);
+  CHECK(rank.waiting_for() ==
+        "(0F1;0B0)OVERLAP_F_B: waiting for the driver's input");  // B0's gradient is there
+  rank.deliver(input(1));
+  r = rank.run();
+  REQUIRE(r.ok());
+  CHECK_FALSE(*r);  // the pair ran; RECV_B1 waits
+  CHECK(rank.waiting_for() == "0RECV_B1: waiting for the gradient from stage 1");
+  CHECK(rank.stats()[0].peak_inflight == 2);  // the pair held F1's stash beside B0's
+  rank.deliver(gradient(1));
+  r = rank.run();
+  REQUIRE(r.ok());
+  CHECK(*r);
+}
