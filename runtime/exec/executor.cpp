@@ -658,11 +658,13 @@ result<bool> stage_executor<T>::impl::run() {
   while (pc < prog.size()) {
     if (const int n = cuts.due(pc)) record_snapshot(n);
     const action& a = prog[pc];
-    if (fault_here(a, fault_kind::kill)) {
+    const bool pair = a.kind == action_kind::overlap_f_b;
+    if (fault_here(a, fault_kind::kill) ||
+        (pair && (fault_here(prog[pc + 1], fault_kind::kill) ||
+                  fault_here(prog[pc + 2], fault_kind::kill)))) {  // a pair dies as one
       killed = true;
       return false;
     }
-    const bool pair = a.kind == action_kind::overlap_f_b;
     try {
       if (pair ? !ready(prog[pc + 1]) || !ready(prog[pc + 2]) : !ready(a)) {
         if (wait_start < 0) wait_start = now();
