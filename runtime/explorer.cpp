@@ -342,7 +342,7 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
       if (e.act.kind == action_kind::forward) {
         if (ch.add) s.stashed[{e.act.stage, e.act.microbatch}] = e.version;
         else s.stashed.erase({e.act.stage, e.act.microbatch});
-        // A trace has no STEP: the newest version is the latest one a forward used.
+        // In a trace the newest version is also at least the latest one a forward used.
         if (c.measured && ch.add) s.newest[e.act.stage] = std::max(s.newest[e.act.stage], e.version);
       } else if (e.act.kind == action_kind::step) {
         ++s.newest[e.act.stage];
