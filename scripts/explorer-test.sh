@@ -103,6 +103,13 @@ def check(page, name):
     body.send_keys(Keys.ARROW_LEFT)
     if int(driver.find_element(By.ID, "state").get_attribute("data-index")) != last - 1:
         bad.append("the left arrow did not step the cursor back")
+    # Zoom in with "+": the timeline doubles in width and still draws every action.
+    width = float(driver.find_element(By.ID, "timeline-svg").get_attribute("width"))
+    body.send_keys("+")
+    zoomed = float(driver.find_element(By.ID, "timeline-svg").get_attribute("width"))
+    drawn = len(driver.find_elements(By.CSS_SELECTOR, "#timeline-svg rect.act"))
+    if zoomed != 2 * width or drawn != sum(actions):
+        bad.append(f"zooming in drew {drawn} actions {zoomed} wide (from {width}), not {sum(actions)} {2 * width} wide")
     return bad, load
 
 failed = False
