@@ -27,16 +27,47 @@ struct schedule_options : schedule_flags {
   int for_replica = 0, for_step = 0;
   std::string html;   // --html FILE: the explorer's page
   std::string costs;  // --costs costs.json, with --html
+  std::string compare;  // --compare KIND, with --html: a second schedule on the same page
 };
 
 // --html: simulates the schedule (lowered; on --costs, or F=1 B=2 W=1 with free communication as
 // `pipeworks simulate` does by default) and writes the explorer's page with the simulator's
 // numbers.
+result<std::string> simulated_page(const schedule_options& o, schedule s);
+
 int write_html(const schedule_options& o, schedule s) {
+  auto data = simulated_page(o, std::move(s));
+  if (!data) return exit_failure;  // simulated_page said why
+  if (!o.compare.empty()) {
+    // The same flags with the other kind (params_of gives a V schedule its two chunks).
+    schedule_options other = o;
+    other.kind = o.compare;
+    other.file.clear();
+    auto parsed = parse_schedule_kind(o.compare);
+    if (!parsed) throw CLI::ValidationError("--compare", parsed.message());
+    const schedule_kind kind = checked_kind(other);
+    auto made = make_schedule(kind, params_of(other));
+    if (!made) throw CLI::ValidationError("--compare", made.message());
+    auto second = simulated_page(other, std::move(*made));
+    if (!second) return exit_failure;
+    auto both = explorer_compare_json(*data, *second);
+    if (!both) throw CLI::ValidationError("--compare", both.message());
+    data = std::move(both);
+  }
+  if (status ok = write_text_atomic(o.html, explorer_html(*data)); !ok) {
+    std::cerr << "pipeworks schedule: --html: cannot write " << o.html << ": " << ok.message()
+              << "\n";
+    return exit_failure;
+  }
+  return exit_ok;
+}
+
+// The explorer's data for one schedule, simulated on --costs; an error after printing why.
+result<std::string> simulated_page(const schedule_options& o, schedule s) {
   if (!s.lowered) s = lower_communication(std::move(s));
   if (status ok = validate(s); !ok) {
     std::cerr << "pipeworks schedule: the schedule is invalid:\n" << ok.message() << "\n";
-    return exit_failure;
+    return make_error("reported");
   }
   cost_model costs;
   if (!o.costs.empty()) {
@@ -49,16 +80,11 @@ int write_html(const schedule_options& o, schedule s) {
   auto sim = simulate(s, costs);
   if (!sim) {
     std::cerr << "pipeworks schedule: --html: " << sim.message() << "\n";
-    return exit_failure;
+    return make_error("reported");
   }
   auto data = explorer_json(s, costs, *sim);
   if (!data) throw CLI::ValidationError("--html", data.message());
-  if (status ok = write_text_atomic(o.html, explorer_html(*data)); !ok) {
-    std::cerr << "pipeworks schedule: --html: cannot write " << o.html << ": " << ok.message()
-              << "\n";
-    return exit_failure;
-  }
-  return exit_ok;
+  return data;
 }
 
 // --pytorch: one pipeline for one optimizer step, as PyTorch's runtime loads it.
@@ -173,6 +199,10 @@ const bool registered = register_command(
                      "write the explorer: one self-contained HTML page (no network) of the "
                      "schedule simulated (with --costs, or F=1 B=2 W=1 and free communication), "
                      "each action's wait, version and rule, and a cursor over each rank's state");
+      sub.add_option("--compare", o->compare,
+                     "with --html: a second built-in schedule with the same flags, drawn below "
+                     "the first on the same time axis (e.g. 1f1b against 2bw)")
+          ->needs(html);
       sub.add_option("--costs", o->costs,
                      "with --html: costs.json (per-stage times and bytes, links, devices) for the "
                      "simulation, as simulate --costs takes it")

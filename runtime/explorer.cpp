@@ -460,6 +460,15 @@ result<std::string> explorer_json(const timeline& measured) {
   return build(c, t, p, makespan, bubble, nullptr, note).dump();
 }
 
+result<std::string> explorer_compare_json(const std::string& first, const std::string& second) {
+  json a = json::parse(first, nullptr, false), b = json::parse(second, nullptr, false);
+  if (a.is_discarded() || !a.is_object()) return make_error("explorer: the first data is not explorer JSON");
+  if (b.is_discarded() || !b.is_object()) return make_error("explorer: the compared data is not explorer JSON");
+  b.erase("compare");
+  a["compare"] = std::move(b);
+  return a.dump();
+}
+
 std::string explorer_html(const std::string& json_text) {
   static const std::string page =
 #include "explorer_template.inc"

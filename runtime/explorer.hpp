@@ -35,6 +35,10 @@ result<std::string> explorer_json(const schedule& lowered, const cost_model& cos
 // in "note".
 result<std::string> explorer_json(const timeline& measured);
 
+// Two schedules on one page: `first`'s data with `second`'s under "compare", drawn below it on
+// the same time axis. Both must be explorer_json's; an error names the one that does not parse.
+result<std::string> explorer_compare_json(const std::string& first, const std::string& second);
+
 // The page: the template (runtime/explorer/explorer.html, embedded at build time) with `json`
 // embedded as a <script type="application/json" id="pipeworks-data"> element ("</" escaped).
 std::string explorer_html(const std::string& json);

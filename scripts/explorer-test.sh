@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Browser tests of the explorer (docs/explorer.md), not run by ctest: loads the pages of every
-# schedule at p=4 m=8 and of a trace in headless Chromium from disk, reads the DOM and checks it
-# (the tables, the curves, a clicked action's detail, the cursor) against `pipeworks simulate
-# --json` and `pipeworks schedule --lowered`; then breaks a page's data on purpose and requires
-# the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR]
+# schedule at p=4 m=8, of a trace and of 1F1B against 2BW in headless Chromium from disk, reads
+# the DOM (the tables, the curves, a clicked action's detail, the cursor, zoom) and checks it
+# against `pipeworks simulate --json` and `pipeworks schedule --lowered`; then breaks a page's
+# data on purpose and requires the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -27,6 +27,9 @@ done
 "$pipeworks" simulate --schedule 1f1b --stages 4 --microbatches 8 --trace "$work/trace.json" --json > "$work/trace.sim.json"
 "$pipeworks" trace html "$work/trace.json" --out "$work/trace.html"
 cp "$work/1f1b.programs" "$work/trace.programs"
+"$pipeworks" schedule --schedule 1f1b --stages 4 --microbatches 8 --compare 2bw --html "$work/compare.html"
+cp "$work/1f1b.programs" "$work/compare.programs"
+cp "$work/1f1b.sim.json" "$work/compare.sim.json"
 
 /usr/bin/python3 - "$work" $kinds <<'PY'
 import json, re, sys, time
@@ -112,9 +115,28 @@ def check(page, name):
         bad.append(f"zooming in drew {drawn} actions {zoomed} wide (from {width}), not {sum(actions)} {2 * width} wide")
     return bad, load
 
+def check_compare(name):
+    """The compared schedule's timeline and table on a --compare page, against its simulation."""
+    sim, actions = expected(name)
+    bad = []
+    drawn = len(driver.find_elements(By.CSS_SELECTOR, "#compare-svg rect.act"))
+    if drawn != sum(actions):
+        bad.append(f"the compared timeline draws {drawn} actions, {name} has {sum(actions)}")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#summary-compare tr[data-rank]")
+    for r, row in enumerate(rows):
+        shown = int(row.find_element(By.CSS_SELECTOR, 'td[data-field="peak-stashed"]').text)
+        if shown != sim["stages"][r]["peak_inflight"]:
+            bad.append(f"compared rank {r}: peak stashed {shown} shown, {sim['stages'][r]['peak_inflight']} simulated")
+    bubble = float(driver.find_element(By.ID, "compare-title").get_attribute("data-bubble"))
+    if len(rows) != len(actions) or abs(bubble - sim["bubble_fraction"]) > 1e-9:
+        bad.append(f"compared: {len(rows)} ranks and bubble {bubble} shown, {len(actions)} and {sim['bubble_fraction']} simulated")
+    return bad
+
 failed = False
-for name in kinds + ["trace"]:
+for name in kinds + ["trace", "compare"]:
     bad, load = check(f"{work}/{name}.html", name)
+    if name == "compare":
+        bad += check_compare("2bw")
     print(f"{name}: {'ok' if not bad else 'FAILED'} (loaded in {load:.2f} s)")
     for b in bad:
         print("  " + b)

@@ -140,3 +140,32 @@ TEST_CASE("schedule --html --costs holds the bytes the simulator counts", "[cli]
   CHECK(alone.exit_code == 2);
   CHECK(alone.err.find("--costs") != std::string::npos);
 }
+
+TEST_CASE("schedule --html --compare puts the second schedule under compare as simulate gives it",
+          "[cli][explorer]") {
+  scratch_dir dir("schedule_html_compare");
+  const std::string page = dir / "zb.html";
+  const cli_result made = run_cli({"schedule", "--schedule", "zb-h1", "--stages", "4",
+                                   "--microbatches", "8", "--compare", "zbv", "--html", page});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const cli_result simulated = run_cli({"simulate", "--schedule", "zbv", "--stages", "4",
+                                        "--microbatches", "8", "--json"});
+  REQUIRE(simulated.exit_code == 0);
+  const json sim = json::parse(simulated.out);
+  auto text = explorer_data_of(read_file(page));
+  REQUIRE(text.ok());
+  const json d = json::parse(*text);
+  CHECK(d["title"].get<std::string>().find("zb-h1") != std::string::npos);
+  REQUIRE(d.contains("compare"));
+  const json& c = d["compare"];
+  CHECK(c["title"].get<std::string>().find("zbv") != std::string::npos);
+  CHECK(c["bubble_fraction"].get<double>() == Approx(sim["bubble_fraction"].get<double>()).epsilon(1e-12));
+  REQUIRE(c["ranks"].size() == sim["stages"].size());
+  for (std::size_t r = 0; r < c["ranks"].size(); ++r)
+    CHECK(c["ranks"][r]["peak_stashed"] == sim["stages"][r]["peak_inflight"]);
+  const cli_result unknown = run_cli({"schedule", "--schedule", "zb-h1", "--stages", "4",
+                                      "--microbatches", "8", "--compare", "nope", "--html", page});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("--compare: unknown schedule 'nope'") != std::string::npos);
+}

@@ -222,3 +222,22 @@ TEST_CASE("explorer critical path runs from time 0 to the makespan with no gap f
     }
   }
 }
+
+TEST_CASE("explorer compare data holds both schedules, each as the simulator gives it",
+          "[runtime][explorer]") {
+  const schedule a = lowered_schedule(schedule_kind::one_f_one_b, {4, 8, 1, 1, 2});
+  const schedule b = lowered_schedule(schedule_kind::two_bw, {4, 8, 1, 1, 2});
+  const cost_model costs;
+  auto sim_a = simulate(a, costs);
+  auto sim_b = simulate(b, costs);
+  REQUIRE(sim_a.ok());
+  REQUIRE(sim_b.ok());
+  auto both = explorer_compare_json(explorer_json(a, costs, *sim_a).value(),
+                                    explorer_json(b, costs, *sim_b).value());
+  REQUIRE(both.ok());
+  const json d = json::parse(*both);
+  check_against_simulator(a, *sim_a, d);
+  REQUIRE(d.contains("compare"));
+  check_against_simulator(b, *sim_b, d["compare"]);
+  CHECK_FALSE(explorer_compare_json("{", "{}").ok());
+}
