@@ -3,7 +3,8 @@
 # schedule at p=4 m=8, of a trace and of 1F1B against 2BW in headless Chromium from disk, reads
 # the DOM (the tables, the curves, a clicked action's detail, the cursor, zoom) and checks it
 # against `pipeworks simulate --json` and `pipeworks schedule --lowered`; then breaks a page's
-# data on purpose and requires the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR]
+# data on purpose and requires the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR];
+# SCREENSHOTS=DIR also saves the pictures docs/explorer.md shows (docs/explorer/*.png) into DIR.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -28,11 +29,13 @@ done
 "$pipeworks" trace html "$work/trace.json" --out "$work/trace.html"
 cp "$work/1f1b.programs" "$work/trace.programs"
 "$pipeworks" schedule --schedule 1f1b --stages 4 --microbatches 8 --compare 2bw --html "$work/compare.html"
+"$pipeworks" schedule --schedule pipedream --stages 4 --microbatches 8 --steps 2 --html "$work/lesson-pipedream.html"
+"$pipeworks" schedule --schedule 1f1b --stages 4 --microbatches 8 --steps 2 --compare 2bw --html "$work/lesson-2bw.html"
 cp "$work/1f1b.programs" "$work/compare.programs"
 cp "$work/1f1b.sim.json" "$work/compare.sim.json"
 
-/usr/bin/python3 - "$work" $kinds <<'PY'
-import json, re, sys, time
+SCREENSHOTS=${SCREENSHOTS:-} /usr/bin/python3 - "$work" $kinds <<'PY'
+import json, os, re, sys, time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -160,6 +163,24 @@ open(f"{work}/broken.html", "w").write(broken)
 bad, _ = check(f"{work}/broken.html", "1f1b")
 print("broken on purpose (rank 0 loses its STEP): " + ("caught: " + "; ".join(bad) if bad else "NOT CAUGHT"))
 failed = failed or not bad
+
+# The pictures of docs/explorer.md: an action clicked and the cursor at a moment of interest.
+shots = os.environ.get("SCREENSHOTS")
+if shots:
+    driver.set_window_size(1300, 1000)
+    for page, action, state, out in [("lesson-pipedream", "1B8", 0.55, "explorer-pipedream.png"),
+                                     ("lesson-2bw", "2F11", 0.5, "explorer-1f1b-2bw.png")]:
+        driver.get(f"file://{work}/{page}.html")
+        rect = driver.find_element(By.CSS_SELECTOR, f'rect.act[data-text="{action}"]')
+        driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", rect)
+        driver.execute_script("const c = document.getElementById('cursor');"
+                              "c.value = Math.floor(data.states.length * arguments[0]);"
+                              "c.dispatchEvent(new Event('input'));"
+                              "const box = document.getElementById('timeline');"
+                              "box.scrollLeft = x(data.states[Number(c.value)].time) - box.clientWidth / 2;",
+                              state)
+        driver.save_screenshot(os.path.join(shots, out))
+        print("wrote " + os.path.join(shots, out))
 driver.quit()
 sys.exit(1 if failed else 0)
 PY
