@@ -58,7 +58,12 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
                                                  ") or none");
   if (!to.schedule) to.stages = to.chunks = to.replicas = 1;
   if (o.stages > 0) to.stages = o.stages;
-  if (o.chunks > 0) to.chunks = o.chunks;
+  if (o.chunks > 0)
+    to.chunks = o.chunks;
+  else if (!o.schedule.empty() && to.schedule)  // a V's two per device, else the kind's own
+    to.chunks = is_v_shape(*to.schedule) ? default_chunks(*to.schedule)
+                : from.schedule && is_v_shape(*from.schedule) ? 1
+                                                              : to.chunks;
   if (o.replicas > 0) to.replicas = o.replicas;
   if (o.microbatches > 0) to.train.microbatches = o.microbatches;
   const bool one_replica = !to.schedule || to.replicas < 2;

@@ -48,6 +48,10 @@ TEST_CASE("a re-cut flush checkpoint resumes to the bits of the uninterrupted ru
   CHECK(reshard_and_resume(dir, ck, dir / "v2", {"--schedule", "interleaved", "--stages", "2",
                                                  "--chunks", "2"}) == want);
   CHECK(reshard_and_resume(dir, ck, dir / "none", {"--schedule", "none"}) == want);
+  // Into a V (its two chunks per device taken without --chunks) and out of it again.
+  CHECK(reshard_and_resume(dir, ck, dir / "zbv", {"--schedule", "zbv", "--stages", "2"}) == want);
+  CHECK(reshard_and_resume(dir, dir / "zbv", dir / "from-v", {"--schedule", "1f1b", "--stages",
+                                                              "3"}) == want);
   // From one device back to a pipeline.
   const std::string single = dir / "single";
   run_ok(gpt(dir, {"--microbatches", "4", "--save-every", "3", "--checkpoint-dir", single}));
