@@ -140,6 +140,10 @@ nlohmann::json run_summary(const run_plan& plan, const pipeline_result& run, dou
     } catch (const std::exception&) {
       predicted.clear();  // a prediction that cannot be made leaves the measured figures alone
     }
+    // The device of each virtual stage: device_peak_bytes is its rank's, over all its stages.
+    std::vector<int> device_of;
+    if (run.plan.schedule)
+      if (auto made = plan_schedule(run.plan, 1)) device_of = made->device_of;
     nlohmann::json stages = nlohmann::json::array();
     for (const stage_stats& st : run.stages) {
       nlohmann::json s{{"stage", st.stage},
@@ -148,6 +152,8 @@ nlohmann::json run_summary(const run_plan& plan, const pipeline_result& run, dou
                        {"peak_activation_bytes", st.peak_activation_bytes},
                        {"device_peak_bytes", st.device_peak_bytes},
                        {"optimizer_bytes", st.optimizer_bytes}};
+      if (static_cast<std::size_t>(st.stage) < device_of.size())
+        s["device"] = device_of[static_cast<std::size_t>(st.stage)];
       if (static_cast<std::size_t>(st.stage) < predicted.size()) {
         const stage_memory& p = predicted[static_cast<std::size_t>(st.stage)];
         s["predicted"] = {{"peak_versions", p.peak_versions},
