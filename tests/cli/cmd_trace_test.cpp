@@ -62,3 +62,26 @@ TEST_CASE("trace html refuses a foreign, a truncated and a 1 GB trace with exit 
     CHECK_FALSE(std::filesystem::exists(page));
   }
 }
+
+TEST_CASE("trace html --compare draws a second trace under compare", "[cli][explorer]") {
+  scratch_dir dir("trace_html_compare");
+  const std::string a = dir / "a.json", b = dir / "b.json", page = dir / "ab.html";
+  REQUIRE(run_cli({"simulate", "--schedule", "1f1b", "--stages", "3", "--microbatches", "4",
+                   "--trace", a}).exit_code == 0);
+  REQUIRE(run_cli({"simulate", "--schedule", "1f1b", "--stages", "3", "--microbatches", "4",
+                   "--fwd", "2", "--bwd", "4", "--trace", b}).exit_code == 0);
+  const cli_result r = run_cli({"trace", "html", a, "--compare", b, "--out", page});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto text = explorer_data_of(read_file(page));
+  REQUIRE(text.ok());
+  const json d = json::parse(*text);
+  REQUIRE(d.contains("compare"));
+  CHECK(d["compare"]["makespan"].get<double>() == Approx(2 * d["makespan"].get<double>()));
+  CHECK(d["compare"]["actions"].size() == d["actions"].size());
+  write_file(dir / "cut.json", read_file(b).substr(0, 100));
+  const cli_result cut = run_cli({"trace", "html", a, "--compare", dir / "cut.json", "--out", page});
+  CHECK(cut.exit_code == 2);
+  CHECK(cut.err.find("--compare: ") != std::string::npos);
+  CHECK(cut.err.find("ends before its JSON does") != std::string::npos);
+}
