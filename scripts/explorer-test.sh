@@ -130,6 +130,13 @@ def check_compare(name):
         shown = int(row.find_element(By.CSS_SELECTOR, 'td[data-field="peak-stashed"]').text)
         if shown != sim["stages"][r]["peak_inflight"]:
             bad.append(f"compared rank {r}: peak stashed {shown} shown, {sim['stages'][r]['peak_inflight']} simulated")
+    # An action's detail gives the same action's time in the compared schedule: 2BW's 0F0 runs
+    # from 0 to 1 as 1F1B's does (F = 1).
+    first = driver.find_element(By.CSS_SELECTOR, '#timeline-svg rect.act[data-text="0F0"]')
+    driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", first)
+    twin = driver.find_element(By.CSS_SELECTOR, '#detail dd[data-field="twin"]').text
+    if not twin.startswith("0 to 1 (1 long; this one 1.000 times that)"):
+        bad.append(f"0F0's detail gives its time in {name} as {twin!r}")
     bubble = float(driver.find_element(By.ID, "compare-title").get_attribute("data-bubble"))
     if len(rows) != len(actions) or abs(bubble - sim["bubble_fraction"]) > 1e-9:
         bad.append(f"compared: {len(rows)} ranks and bubble {bubble} shown, {len(actions)} and {sim['bubble_fraction']} simulated")
