@@ -403,6 +403,11 @@ result<std::string> explorer_json(const schedule& lowered, const cost_model& cos
                       " actions, more than one page shows (" +
                       std::to_string(max_explorer_actions) +
                       "); use fewer stages, microbatches, replicas or steps");
+  if (n * lowered.ranks() > max_explorer_cells)
+    return make_error("explorer: the schedule has " + std::to_string(n) + " actions on " +
+                      std::to_string(lowered.ranks()) + " ranks; a page's states (actions times "
+                      "ranks) would pass " + std::to_string(max_explorer_cells) +
+                      "; use fewer stages, replicas or microbatches");
   if (n == 0 && sim.actions > 0)
     return make_error("explorer: the simulation has no timeline; simulate with record_timeline");
   context c;
@@ -422,13 +427,17 @@ result<std::string> explorer_json(const timeline& measured) {
   t.title = measured.title;
   t.devices_per_replica = measured.devices_per_replica;
   std::string note;
-  if (static_cast<std::int64_t>(measured.events.size()) > max_explorer_actions) {
+  int all_ranks = std::max(measured.ranks, 1);
+  for (const auto& e : measured.events) all_ranks = std::max(all_ranks, e.rank + 1);
+  const std::int64_t keep = std::max<std::int64_t>(
+      1, std::min(max_explorer_actions, max_explorer_cells / all_ranks));
+  if (static_cast<std::int64_t>(measured.events.size()) > keep) {
     std::vector<timeline_event> events = measured.events;
     std::stable_sort(events.begin(), events.end(),
                      [](const timeline_event& x, const timeline_event& y) { return x.start < y.start; });
-    events.resize(max_explorer_actions);
+    events.resize(keep);
     note = "the trace has " + std::to_string(measured.events.size()) +
-           " actions; this page shows the first " + std::to_string(max_explorer_actions);
+           " actions; this page shows the first " + std::to_string(keep);
     t.events = std::move(events);
   } else {
     t.events = measured.events;

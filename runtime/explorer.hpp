@@ -16,6 +16,10 @@ namespace pipeworks {
 // The most actions one page holds: its states grow with actions times ranks, and a browser
 // slows past this. A larger schedule is refused with advice; a larger trace is cut (see below).
 constexpr std::int64_t max_explorer_actions = 20000;
+// The most actions times ranks: the page holds a state of every rank at each action's start
+// and end (some 100 bytes a rank), so many ranks need fewer actions. 20,000 actions on 4 ranks
+// make a page of about 20 MB.
+constexpr std::int64_t max_explorer_cells = 250'000;
 
 // The page's data for a simulation of `lowered` (a lowered, validated schedule) on `costs`, its
 // timeline recorded. Every number is the simulator's: "makespan", "bubble_fraction", "ranks"
@@ -24,15 +28,15 @@ constexpr std::int64_t max_explorer_actions = 20000;
 // rank, stream, text, kind, stage, microbatch, start, end, version, "waited", "sent", "rule"),
 // and "states" (at each time an action starts or ends, per rank: live weight versions,
 // stashed microbatches, bytes held and the actions waiting on a message). An error for a
-// schedule over max_explorer_actions, naming it and the limit.
+// schedule over max_explorer_actions or max_explorer_cells, naming it and the limit.
 result<std::string> explorer_json(const schedule& lowered, const cost_model& costs,
                                   const simulation& sim);
 
 // The page's data for a measured timeline (a real run's trace, read back by read_chrome_trace):
 // the same fields, with no version rule and no bytes (a trace holds neither), waits found by
 // each action's stage and microbatch and by the flows of SEND and RECV. A timeline over
-// max_explorer_actions keeps its first max_explorer_actions actions by start time and says so
-// in "note".
+// max_explorer_actions (or max_explorer_cells / ranks) keeps that many of its first actions by
+// start time and says so in "note".
 result<std::string> explorer_json(const timeline& measured);
 
 // Two schedules on one page: `first`'s data with `second`'s under "compare", drawn below it on

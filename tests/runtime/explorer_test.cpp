@@ -241,3 +241,22 @@ TEST_CASE("explorer compare data holds both schedules, each as the simulator giv
   check_against_simulator(b, *sim_b, d["compare"]);
   CHECK_FALSE(explorer_compare_json("{", "{}").ok());
 }
+
+TEST_CASE("explorer refuses a schedule of many ranks whose states would pass the cell limit and cuts such a trace",
+          "[runtime][explorer]") {
+  const schedule s = lowered_schedule(schedule_kind::one_f_one_b, {300, 1, 1, 1, 1});
+  const cost_model costs;
+  auto sim = simulate(s, costs);
+  REQUIRE(sim.ok());
+  const auto n = static_cast<std::int64_t>(sim->trace.events.size());
+  REQUIRE(n <= max_explorer_actions);
+  REQUIRE(n * s.ranks() > max_explorer_cells);
+  auto page = explorer_json(s, costs, *sim);
+  REQUIRE_FALSE(page.ok());
+  CHECK(page.message().find("on 300 ranks") != std::string::npos);
+  auto trace = explorer_json(sim->trace);
+  REQUIRE(trace.ok());
+  const json d = json::parse(*trace);
+  CHECK(d["actions"].size() == static_cast<std::size_t>(max_explorer_cells / 300));
+  CHECK(d["note"].get<std::string>().find("this page shows the first 833") != std::string::npos);
+}
