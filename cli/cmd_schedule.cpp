@@ -125,6 +125,19 @@ std::string header(const schedule_options& o, const schedule& s) {
          (s.lowered ? ", lowered" : "") + "\n";
 }
 
+// The schedule as --pytorch, --csv or the text form (header, version rule, one line per rank).
+int print_schedule(const schedule_options& o, const schedule& s) {
+  if (o.pytorch) return print_pytorch(o, s);  // --pytorch implies --csv
+  if (o.csv) {
+    std::cout << to_csv(s);
+    return exit_ok;
+  }
+  std::cout << header(o, s) << "# versions: " << s.version_rule << "\n";
+  for (int r = 0; r < s.ranks(); ++r)
+    std::cout << "rank " << r << ": " << to_string(s.programs[r]) << "\n";
+  return exit_ok;
+}
+
 int run_schedule(const schedule_options& o) {
   if (!o.html.empty()) {
     if (o.csv || o.pytorch) throw CLI::ValidationError("--html", "cannot go with --csv or --pytorch");
@@ -133,15 +146,7 @@ int run_schedule(const schedule_options& o) {
   if (!o.file.empty()) {
     const schedule s = file_schedule(o, o.lowered || !o.html.empty());
     if (!o.html.empty()) return write_html(o, s);
-    if (o.pytorch) return print_pytorch(o, s);
-    if (o.csv) {
-      std::cout << to_csv(s);
-      return exit_ok;
-    }
-    std::cout << header(o, s) << "# versions: " << s.version_rule << "\n";
-    for (int r = 0; r < s.ranks(); ++r)
-      std::cout << "rank " << r << ": " << to_string(s.programs[r]) << "\n";
-    return exit_ok;
+    return print_schedule(o, s);
   }
   const schedule_kind kind = checked_kind(o);
   const schedule_params params = params_of(o);
@@ -158,15 +163,7 @@ int run_schedule(const schedule_options& o) {
               << ok.message() << "\n";
     return exit_failure;
   }
-  if (o.pytorch) return print_pytorch(o, s);  // --pytorch implies --csv
-  if (o.csv) {
-    std::cout << to_csv(s);
-    return exit_ok;
-  }
-  std::cout << header(o, s) << "# versions: " << s.version_rule << "\n";
-  for (int r = 0; r < s.ranks(); ++r)
-    std::cout << "rank " << r << ": " << to_string(s.programs[r]) << "\n";
-  return exit_ok;
+  return print_schedule(o, s);
 }
 
 const bool registered = register_command(

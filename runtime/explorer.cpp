@@ -21,15 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-const char* stream_name(stream_kind s) {
-  switch (s) {
-    case stream_kind::compute: return "compute";
-    case stream_kind::send: return "send";
-    case stream_kind::recv: return "recv";
-  }
-  return "compute";
-}
-
 std::string text_of(const action& a) { return to_string(a); }
 
 // What the explorer knows besides the timeline: the schedule (a skeleton for a trace: stages,

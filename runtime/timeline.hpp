@@ -10,6 +10,15 @@
 namespace pipeworks {
 
 enum class stream_kind : std::uint8_t { compute = 0, send = 1, recv = 2 };
+// "compute", "send" or "recv": a stream's name in traces and the explorer's data.
+inline const char* stream_name(stream_kind s) {
+  switch (s) {
+    case stream_kind::compute: return "compute";
+    case stream_kind::send: return "send";
+    case stream_kind::recv: return "recv";
+  }
+  return "compute";
+}
 
 struct timeline_event {
   int rank = 0;                 // trace process: rank = replica * p + device

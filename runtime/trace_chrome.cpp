@@ -24,15 +24,6 @@ using nlohmann::json;
 
 constexpr double us_per_s = 1e6;
 
-const char* stream_name(stream_kind s) {
-  switch (s) {
-    case stream_kind::compute: return "compute";
-    case stream_kind::send: return "send";
-    case stream_kind::recv: return "recv";
-  }
-  return "compute";
-}
-
 int rank_count(const timeline& t) {
   int n = t.ranks;
   for (const auto& e : t.events) n = e.rank + 1 > n ? e.rank + 1 : n;
