@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "run_cli.hpp"
@@ -14,6 +15,30 @@ using namespace pipeworks;
 using namespace pipeworks::cli_test;
 using nlohmann::json;
 
+namespace {
+
+// `schedule FLAGS --html page` and `simulate FLAGS --json`: the page's embedded data and the
+// simulator's report of the same schedule.
+std::pair<json, json> page_and_simulation(const std::vector<std::string>& flags,
+                                          const std::string& page) {
+  std::vector<std::string> args{"schedule"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--html", page});
+  const cli_result made = run_cli(args);
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  std::vector<std::string> sim_args{"simulate"};
+  sim_args.insert(sim_args.end(), flags.begin(), flags.end());
+  sim_args.push_back("--json");
+  const cli_result simulated = run_cli(sim_args);
+  REQUIRE(simulated.exit_code == 0);
+  auto text = explorer_data_of(read_file(page));
+  REQUIRE(text.ok());
+  return {json::parse(*text), json::parse(simulated.out)};
+}
+
+}  // namespace
+
 TEST_CASE("schedule --html embeds data that agrees with simulate --json for every schedule",
           "[cli][explorer]") {
   scratch_dir dir("schedule_html");
@@ -21,23 +46,8 @@ TEST_CASE("schedule --html embeds data that agrees with simulate --json for ever
     const std::string name(schedule_name(kind));
     INFO(name);
     const std::string page = dir / (name + ".html");
-    const std::vector<std::string> flags{"--schedule", name, "--stages", "4", "--microbatches", "8"};
-    std::vector<std::string> args{"schedule"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.insert(args.end(), {"--html", page});
-    const cli_result made = run_cli(args);
-    INFO(made.err);
-    REQUIRE(made.exit_code == 0);
-    std::vector<std::string> sim_args{"simulate"};
-    sim_args.insert(sim_args.end(), flags.begin(), flags.end());
-    sim_args.push_back("--json");
-    const cli_result simulated = run_cli(sim_args);
-    REQUIRE(simulated.exit_code == 0);
-    const json sim = json::parse(simulated.out);
-
-    auto text = explorer_data_of(read_file(page));
-    REQUIRE(text.ok());
-    const json d = json::parse(*text);
+    const auto [d, sim] = page_and_simulation(
+        {"--schedule", name, "--stages", "4", "--microbatches", "8"}, page);
     CHECK(d["title"].get<std::string>().find(name) != std::string::npos);
     CHECK(d["bubble_fraction"].get<double>() == Approx(sim["bubble_fraction"].get<double>()).epsilon(1e-12));
     CHECK(d["makespan"].get<double>() == Approx(sim["makespan"].get<double>()).epsilon(1e-12));
@@ -113,21 +123,7 @@ TEST_CASE("schedule --html --costs holds the bytes the simulator counts", "[cli]
       "link": {"latency": 0.1, "bandwidth": 1e4}})");
   const std::vector<std::string> flags{"--schedule", "2bw", "--stages", "4", "--microbatches", "8",
                                        "--steps", "2", "--costs", costs};
-  std::vector<std::string> args{"schedule"};
-  args.insert(args.end(), flags.begin(), flags.end());
-  args.insert(args.end(), {"--html", page});
-  const cli_result made = run_cli(args);
-  INFO(made.err);
-  REQUIRE(made.exit_code == 0);
-  std::vector<std::string> sim_args{"simulate"};
-  sim_args.insert(sim_args.end(), flags.begin(), flags.end());
-  sim_args.push_back("--json");
-  const cli_result simulated = run_cli(sim_args);
-  REQUIRE(simulated.exit_code == 0);
-  const json sim = json::parse(simulated.out);
-  auto text = explorer_data_of(read_file(page));
-  REQUIRE(text.ok());
-  const json d = json::parse(*text);
+  const auto [d, sim] = page_and_simulation(flags, page);
   CHECK(d["makespan"].get<double>() == Approx(sim["makespan"].get<double>()).epsilon(1e-12));
   for (std::size_t r = 0; r < d["ranks"].size(); ++r) {
     INFO("rank " << r);
