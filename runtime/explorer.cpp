@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -217,30 +218,64 @@ json critical_path(const timeline& t, const builder& b, const json& actions) {
 struct rank_state {
   std::map<std::pair<int, int>, int> stashed;  // (stage, mb) -> the version its F used
   std::map<int, int> newest;                   // stage -> its newest version
-  std::set<int> waiting;                       // ids of RECVs not yet ended
+  std::set<std::size_t> waiting;               // RECVs not yet ended (indices of the whole timeline)
   int peak_stashed = 0, peak_versions = 1;
   std::int64_t peak_bytes = 0;
 };
 
-json build(const context& c, const timeline& t, int p, double makespan, double bubble,
-           const std::vector<rank_stats>* stats, std::string note) {
+// What one page shows of a timeline: some of its events, and the times its states cover.
+struct page_span {
+  std::vector<std::size_t> shown;  // indices into the whole timeline's events
+  double from = 0.0;               // the first state: everything up to this time applied
+  double to = std::numeric_limits<double>::infinity();  // the last state's time at most
+  bool to_exclusive = false;       // states before `to` only (a page cut at `to`)
+};
+
+// The events' indices by start time, ties in the timeline's order (the simulator's, causal).
+std::vector<std::size_t> by_start(const std::vector<timeline_event>& events) {
+  std::vector<std::size_t> order(events.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return events[a].start < events[b].start;
+  });
+  return order;
+}
+
+json build(const context& c, const timeline& whole, const page_span& span, int p,
+           double makespan, double bubble, const std::vector<rank_stats>* stats, std::string note,
+           json window) {
+  timeline t;  // the page's events
+  t.title = whole.title;
+  t.ranks = whole.ranks;
+  t.devices_per_replica = whole.devices_per_replica;
+  t.events.reserve(span.shown.size());
+  for (std::size_t i : span.shown) t.events.push_back(whole.events[i]);
   builder b{c, t, p, {}, {}, {}, {}, {}};
   b.index();
   const int ranks = t.ranks;
-  json actions = json::array();
+  // Over the whole timeline: the REDUCEs of each rank and stage before each event, and the
+  // release of each stash (its B, or its W when the backward is split).
+  const std::vector<std::size_t> whole_order = by_start(whole.events);
+  std::vector<int> reduces_before(whole.events.size(), 0);
   std::map<std::pair<int, int>, int> reduces;  // (rank, stage) -> REDUCEs so far
-  std::vector<int> per_rank(ranks, 0);
-  // The release of a stash: its B, or its W when the backward is split.
   std::map<key, double> release;
-  for (std::size_t id = 0; id < b.order.size(); ++id) {
-    const auto& e = t.events[b.order[id]];
+  for (std::size_t i : whole_order) {
+    const auto& e = whole.events[i];
+    int& n = reduces[{e.rank, e.act.stage}];
+    reduces_before[i] = n;
+    if (e.act.kind == action_kind::reduce) ++n;
     if (e.act.kind == action_kind::backward || e.act.kind == action_kind::weight_grad)
       release[{e.rank, e.act.stage, e.act.microbatch, 0}] = e.end;
   }
+  std::vector<int> page_id(whole.events.size(), -1);  // whole index -> action id on the page
+  for (std::size_t id = 0; id < b.order.size(); ++id)
+    page_id[span.shown[b.order[id]]] = static_cast<int>(id);
+
+  json actions = json::array();
+  std::vector<int> per_rank(ranks, 0);
   for (std::size_t id = 0; id < b.order.size(); ++id) {
     const auto& e = t.events[b.order[id]];
     ++per_rank[e.rank];
-    int& before = reduces[{e.rank, e.act.stage}];
     json a{{"id", id},
            {"rank", e.rank},
            {"stream", stream_name(e.stream)},
@@ -251,25 +286,25 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
            {"start", e.start},
            {"end", e.end},
            {"version", e.version},
-           {"waited", b.waited(e, before)},
+           {"waited", b.waited(e, reduces_before[span.shown[b.order[id]]])},
            {"sent", b.sent(e)},
            {"rule", b.rule(e)}};
-    if (e.act.kind == action_kind::reduce) ++before;
     actions.push_back(std::move(a));
   }
   const json critical = critical_path(t, b, actions);
 
-  // The sweep: changes at each time, applied together, then a snapshot of every rank.
+  // The sweep over the whole timeline: changes at each time, applied together; a snapshot of
+  // every rank at `from` (all that happened by then applied) and after each later time with
+  // changes, up to `to`. Waiting RECVs the page does not show are left out of its snapshots.
   struct change {
     double time;
     int order;  // removals before additions at one time
-    int id;
+    std::size_t event;
     bool add;
   };
   std::vector<change> changes;
-  for (std::size_t id = 0; id < b.order.size(); ++id) {
-    const auto& e = t.events[b.order[id]];
-    const int i = static_cast<int>(id);
+  for (std::size_t i : whole_order) {
+    const auto& e = whole.events[i];
     if (e.act.kind == action_kind::forward) {
       changes.push_back({e.start, 1, i, true});
       const auto it = release.find({e.rank, e.act.stage, e.act.microbatch, 0});
@@ -296,7 +331,7 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
       std::map<int, std::set<int>> live;
       versions_of(s, live);
       std::int64_t bytes = 0;
-      json stash = json::array(), vers = json::object(), wait = json::array();
+      json stash = json::array(), vers = json::object();
       int most = 1;
       for (const auto& [k, v] : s.stashed) {
         stash.push_back(json{{"stage", k.first}, {"microbatch", k.second}, {"version", v}});
@@ -308,7 +343,10 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
         if (stage < static_cast<int>(c.param_bytes.size()))
           bytes += c.param_bytes[stage] * static_cast<std::int64_t>(set.size());
       }
-      for (int id : s.waiting) wait.push_back(id);
+      std::vector<int> wait;
+      for (std::size_t i : s.waiting)
+        if (page_id[i] >= 0) wait.push_back(page_id[i]);
+      std::sort(wait.begin(), wait.end());
       s.peak_stashed = std::max(s.peak_stashed, static_cast<int>(s.stashed.size()));
       s.peak_versions = std::max(s.peak_versions, most);
       s.peak_bytes = std::max(s.peak_bytes, bytes);
@@ -319,33 +357,34 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
     }
     return json{{"time", time}, {"ranks", std::move(per)}};
   };
+  auto apply = [&](const change& ch) {
+    const auto& e = whole.events[ch.event];
+    rank_state& s = rs[e.rank];
+    if (e.act.kind == action_kind::forward) {
+      if (ch.add) s.stashed[{e.act.stage, e.act.microbatch}] = e.version;
+      else s.stashed.erase({e.act.stage, e.act.microbatch});
+      // In a trace the newest version is also at least the latest one a forward used.
+      if (c.measured && ch.add) s.newest[e.act.stage] = std::max(s.newest[e.act.stage], e.version);
+    } else if (e.act.kind == action_kind::step) {
+      ++s.newest[e.act.stage];
+    } else if (ch.add) {
+      s.waiting.insert(ch.event);
+    } else {
+      s.waiting.erase(ch.event);
+    }
+  };
   json states = json::array();
   // The state before anything ran: version 0 of every stage each rank runs.
-  for (const auto& e : t.events)
+  for (const auto& e : whole.events)
     if (e.act.kind == action_kind::forward) rs[e.rank].newest.emplace(e.act.stage, 0);
-  states.push_back(snapshot(0.0));
-  for (std::size_t i = 0; i < changes.size();) {
+  std::size_t i = 0;
+  for (; i < changes.size() && changes[i].time <= span.from; ++i) apply(changes[i]);
+  states.push_back(snapshot(span.from));
+  while (i < changes.size()) {
     const double time = changes[i].time;
-    for (; i < changes.size() && changes[i].time == time; ++i) {
-      const change& ch = changes[i];
-      const auto& e = t.events[b.order[ch.id]];
-      rank_state& s = rs[e.rank];
-      if (e.act.kind == action_kind::forward) {
-        if (ch.add) s.stashed[{e.act.stage, e.act.microbatch}] = e.version;
-        else s.stashed.erase({e.act.stage, e.act.microbatch});
-        // In a trace the newest version is also at least the latest one a forward used.
-        if (c.measured && ch.add) s.newest[e.act.stage] = std::max(s.newest[e.act.stage], e.version);
-      } else if (e.act.kind == action_kind::step) {
-        ++s.newest[e.act.stage];
-      } else if (ch.add) {
-        s.waiting.insert(ch.id);
-      } else {
-        s.waiting.erase(ch.id);
-      }
-    }
-    // One state per time: the changes at time 0 replace the state before anything ran.
-    if (states.back()["time"].get<double>() == time) states.back() = snapshot(time);
-    else states.push_back(snapshot(time));
+    if (time > span.to || (span.to_exclusive && time == span.to)) break;
+    for (; i < changes.size() && changes[i].time == time; ++i) apply(changes[i]);
+    states.push_back(snapshot(time));
   }
 
   json rank_list = json::array();
@@ -374,13 +413,15 @@ json build(const context& c, const timeline& t, int p, double makespan, double b
            {"source", c.measured ? "measured" : "simulated"},
            {"p", p},
            {"ranks", rank_list},
+           {"start", span.from},
            {"makespan", makespan},
            {"bubble_fraction", bubble},
            {"version_rule", c.measured ? std::string() : c.s->version_rule},
            {"actions", std::move(actions)},
            {"critical_path", critical},
            {"states", std::move(states)},
-           {"note", std::move(note)}};
+           {"note", std::move(note)},
+           {"window", std::move(window)}};
   return out;
 }
 
@@ -409,55 +450,135 @@ result<std::string> explorer_json(const schedule& lowered, const cost_model& cos
   }
   timeline t = sim.trace;
   t.ranks = lowered.ranks();
-  return build(c, t, lowered.params.stages, sim.makespan, sim.bubble_fraction, &sim.ranks, "")
+  page_span span;
+  span.shown.resize(t.events.size());
+  for (std::size_t i = 0; i < span.shown.size(); ++i) span.shown[i] = i;
+  return build(c, t, span, lowered.params.stages, sim.makespan, sim.bubble_fraction, &sim.ranks,
+               "", nullptr)
       .dump();
 }
 
-result<std::string> explorer_json(const timeline& measured) {
-  timeline t;
-  t.title = measured.title;
-  t.devices_per_replica = measured.devices_per_replica;
-  std::string note;
-  int all_ranks = std::max(measured.ranks, 1);
-  for (const auto& e : measured.events) all_ranks = std::max(all_ranks, e.rank + 1);
-  const std::int64_t keep = std::max<std::int64_t>(
-      1, std::min(max_explorer_actions, max_explorer_cells / all_ranks));
-  if (static_cast<std::int64_t>(measured.events.size()) > keep) {
-    std::vector<timeline_event> events = measured.events;
-    std::stable_sort(events.begin(), events.end(),
-                     [](const timeline_event& x, const timeline_event& y) { return x.start < y.start; });
-    events.resize(keep);
-    note = "the trace has " + std::to_string(measured.events.size()) +
-           " actions; this page shows the first " + std::to_string(keep);
-    t.events = std::move(events);
-  } else {
-    t.events = measured.events;
+std::vector<int> steps_of(const timeline& t) {
+  std::vector<int> step(t.events.size(), 1);
+  std::map<std::pair<int, int>, int> done;  // (rank, stage) -> its STEPs so far
+  for (std::size_t i : by_start(t.events)) {
+    const auto& e = t.events[i];
+    int& n = done[{e.rank, e.act.stage}];
+    step[i] = n + 1;
+    if (e.act.kind == action_kind::step) ++n;
   }
-  int ranks = measured.ranks, stages = 0;
-  for (const auto& e : t.events) {
+  return step;
+}
+
+window_problem check_window(const step_window& w, int steps) {
+  using wp = window_problem;
+  const auto before_one = [](int s) {
+    return "step " + std::to_string(s) + " is before the first step (steps count from 1)";
+  };
+  const auto past = [&](int s) {
+    return "step " + std::to_string(s) + " is past the trace's last step, " + std::to_string(steps);
+  };
+  if (w.first < 0) return {wp::first, before_one(w.first)};
+  if (w.last < 0) return {wp::last, before_one(w.last)};
+  if (steps <= 0) return {w.first > 0 ? wp::first : wp::last, "the trace has no steps (no actions)"};
+  if (w.first > steps) return {wp::first, past(w.first)};
+  if (w.last > steps) return {wp::last, past(w.last)};
+  if (w.last > 0 && w.last < std::max(w.first, 1))
+    return {wp::last, "step " + std::to_string(w.last) + " is before the window's first step, " +
+                          std::to_string(std::max(w.first, 1)) + ": the window would be empty"};
+  return {};
+}
+
+result<std::string> explorer_json(const timeline& measured, const step_window& window) {
+  int ranks = std::max(measured.ranks, 0), stages = 0;
+  page_span span;
+  for (const auto& e : measured.events) {
     if (e.rank < 0) return make_error("explorer: an event of the trace has rank " + std::to_string(e.rank));
     ranks = std::max(ranks, e.rank + 1);
     stages = std::max(stages, e.act.stage + 1);
+    span.from = std::min(span.from, e.start);
+  }
+  std::string note;
+  json window_data = nullptr;
+  double window_end = std::numeric_limits<double>::infinity();
+  if (window.whole()) {
+    span.shown.resize(measured.events.size());
+    for (std::size_t i = 0; i < span.shown.size(); ++i) span.shown[i] = i;
+  } else {
+    // The window: from the first start of its steps' actions to the last end, every action of
+    // its steps and every other that runs in that time.
+    const std::vector<int> step = steps_of(measured);
+    const int steps = step.empty() ? 0 : *std::max_element(step.begin(), step.end());
+    const window_problem bad = check_window(window, steps);
+    if (bad.end != window_problem::none)
+      return make_error(std::string("explorer: the window's ") +
+                        (bad.end == window_problem::first ? "first" : "last") + " step: " +
+                        bad.message);
+    const int first = std::max(window.first, 1), last = window.last > 0 ? window.last : steps;
+    const auto in_steps = [&](std::size_t i) { return step[i] >= first && step[i] <= last; };
+    double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      if (!in_steps(i)) continue;
+      t0 = std::min(t0, measured.events[i].start);
+      t1 = std::max(t1, measured.events[i].end);
+    }
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      const auto& e = measured.events[i];
+      if (in_steps(i) || (e.end > t0 && e.start < t1)) span.shown.push_back(i);
+    }
+    span.from = t0;
+    span.to = window_end = t1;
+    window_data = json{{"from_step", first}, {"to_step", last}, {"steps", steps},
+                       {"start", t0}, {"end", t1}};
+    note = "steps " + std::to_string(first) + " to " + std::to_string(last) + " of " +
+           std::to_string(steps) + ": their actions and what ran beside them; the first state " +
+           "holds what the steps before left (stashed microbatches, live versions)";
+  }
+  const std::int64_t keep = std::max<std::int64_t>(
+      1, std::min(max_explorer_actions, max_explorer_cells / std::max(ranks, 1)));
+  if (static_cast<std::int64_t>(span.shown.size()) > keep) {
+    std::stable_sort(span.shown.begin(), span.shown.end(), [&](std::size_t a, std::size_t b) {
+      return measured.events[a].start < measured.events[b].start;
+    });
+    span.to = measured.events[span.shown[keep]].start;
+    span.to_exclusive = true;
+    note += (note.empty() ? std::string("the trace has ") : std::string("; the window has ")) +
+            std::to_string(span.shown.size()) + " actions; this page shows the first " +
+            std::to_string(keep);
+    span.shown.resize(keep);
+    std::sort(span.shown.begin(), span.shown.end());  // ties in the timeline's order
   }
   const int p = measured.devices_per_replica > 0 ? measured.devices_per_replica : std::max(ranks, 1);
-  t.ranks = ranks;
+  timeline whole;
+  whole.title = measured.title;
+  whole.ranks = ranks;
+  whole.devices_per_replica = measured.devices_per_replica;
+  whole.events = measured.events;
   // A skeleton of the schedule for describe_action: where each stage runs, how many replicas.
   schedule s;
   s.params.stages = p;
   s.params.replicas = std::max(1, (ranks + p - 1) / p);
   s.virtual_stages = std::max(stages, 1);
   s.device_of.assign(s.virtual_stages, 0);
-  for (const auto& e : t.events) s.device_of[e.act.stage] = e.rank % p;
-  for (const auto& e : t.events) s.lowered = s.lowered || is_comm(e.act.kind);
+  for (const auto& e : measured.events) s.device_of[e.act.stage] = e.rank % p;
+  for (const auto& e : measured.events) s.lowered = s.lowered || is_comm(e.act.kind);
   context c;
   c.s = &s;
   c.measured = true;
+  // The page's time: from its start to the last end of its actions (a window's end at most);
+  // the bubble is the share of that time the ranks' compute streams were idle.
+  double end = span.from;
+  for (std::size_t i : span.shown) end = std::max(end, measured.events[i].end);
+  end = std::min(end, window_end);
   double busy = 0.0;
-  for (const auto& e : t.events)
-    if (e.stream == stream_kind::compute) busy += e.end - e.start;
-  const double makespan = t.makespan();
+  for (std::size_t i : span.shown) {
+    const auto& e = measured.events[i];
+    if (e.stream == stream_kind::compute)
+      busy += std::max(0.0, std::min(e.end, end) - std::max(e.start, span.from));
+  }
+  const double makespan = end - span.from;
   const double bubble = makespan > 0 && ranks > 0 ? 1.0 - busy / (ranks * makespan) : 0.0;
-  return build(c, t, p, makespan, bubble, nullptr, note).dump();
+  return build(c, whole, span, p, makespan, bubble, nullptr, note, window_data).dump();
 }
 
 result<std::string> explorer_compare_json(const std::string& first, const std::string& second) {

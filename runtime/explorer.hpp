@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/result.hpp"
 #include "runtime/cost_model.hpp"
@@ -27,17 +28,43 @@ constexpr std::int64_t max_explorer_cells = 250'000;
 // finish, and "actions": the timeline's events on that rank), "actions" (one per timeline event:
 // rank, stream, text, kind, stage, microbatch, start, end, version, "waited", "sent", "rule"),
 // and "states" (at each time an action starts or ends, per rank: live weight versions,
-// stashed microbatches, bytes held and the actions waiting on a message). An error for a
+// stashed microbatches, bytes held and the actions waiting on a message), "start" 0. An error for a
 // schedule over max_explorer_actions or max_explorer_cells, naming it and the limit.
 result<std::string> explorer_json(const schedule& lowered, const cost_model& costs,
                                   const simulation& sim);
 
+// A window of a trace: its optimizer steps `first` to `last`, counted from 1 as train's metrics
+// count them; 0 leaves that end open (the first step, the last step). {0, 0}: the whole trace.
+struct step_window {
+  int first = 0;
+  int last = 0;
+  bool whole() const { return first == 0 && last == 0; }
+};
+
+// The step of each event of `t` (indices as t.events), counted from 1: on each rank, each stage's
+// actions belong to the step that the stage's next STEP ends, the STEP included; actions after a
+// stage's last STEP belong to a step of their own that has not ended.
+std::vector<int> steps_of(const timeline& t);
+
+// What is wrong with `w` as a window of a trace of `steps` steps: `end` says which end (none
+// when nothing is), `message` why: before step 1, after the last step, the last before the first.
+struct window_problem {
+  enum which { none, first, last } end = none;
+  std::string message;
+};
+window_problem check_window(const step_window& w, int steps);
+
 // The page's data for a measured timeline (a real run's trace, read back by read_chrome_trace):
 // the same fields, with no version rule and no bytes (a trace holds neither), waits found by
-// each action's stage and microbatch and by the flows of SEND and RECV. A timeline over
-// max_explorer_actions (or max_explorer_cells / ranks) keeps that many of its first actions by
-// start time and says so in "note".
-result<std::string> explorer_json(const timeline& measured);
+// each action's stage and microbatch and by the flows of SEND and RECV.
+// `window` (steps_of's steps) shows the time from the first start of its steps' actions to the
+// last end, and every action that runs then (its steps' and what overlaps them on other ranks);
+// "start" is that time, "makespan" and "bubble_fraction" the window's length and idle share,
+// "window" its steps, and the first state is the whole trace's at the window's start (the
+// versions live and the microbatches stashed then). A bad window is an error naming its end.
+// A page over max_explorer_actions (or max_explorer_cells / ranks) keeps that many of its first
+// actions by start time, its states up to the first one left out, and says so in "note".
+result<std::string> explorer_json(const timeline& measured, const step_window& window = {});
 
 // Two schedules on one page: `first`'s data with `second`'s under "compare", drawn below it on
 // the same time axis. Both must be explorer_json's; an error names the one that does not parse.

@@ -1,10 +1,12 @@
 // `pipeworks trace html` (cli/cmd_trace.cpp): a simulated trace's page agrees with simulate
-// --json; a file that is not a pipeworks trace, a truncated one or one of 1 GB exits 2 with its
-// message and writes nothing.
+// --json; a file that is not a pipeworks trace, a truncated one, one of 1 GB or a bad window of
+// steps exits 2 with its message and writes nothing.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "run_cli.hpp"
 #include "runtime/explorer.hpp"
@@ -84,4 +86,49 @@ TEST_CASE("trace html --compare draws a second trace under compare", "[cli][expl
   CHECK(cut.exit_code == 2);
   CHECK(cut.err.find("--compare: ") != std::string::npos);
   CHECK(cut.err.find("ends before its JSON does") != std::string::npos);
+}
+
+TEST_CASE("trace html --from-step --to-step writes a window and refuses bad ones naming the flag",
+          "[cli][explorer]") {
+  scratch_dir dir("trace_html_window");
+  const std::string trace = dir / "pd.json", page = dir / "w.html";
+  REQUIRE(run_cli({"simulate", "--schedule", "pipedream", "--stages", "4", "--microbatches", "4",
+                   "--steps", "5", "--trace", trace}).exit_code == 0);
+  const cli_result r = run_cli({"trace", "html", trace, "--out", page, "--from-step", "2",
+                                "--to-step", "3", "--compare", trace});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto text = explorer_data_of(read_file(page));
+  REQUIRE(text.ok());
+  const json d = json::parse(*text);
+  CHECK(d["window"]["from_step"] == 2);
+  CHECK(d["window"]["to_step"] == 3);
+  CHECK(d["compare"]["window"] == d["window"]);  // the compared trace gets the same window
+  CHECK(d["note"].get<std::string>().find("steps 2 to 3 of 5") == 0);
+  const cli_result open_end = run_cli({"trace", "html", trace, "--out", page, "--from-step", "4"});
+  REQUIRE(open_end.exit_code == 0);
+  CHECK(json::parse(*explorer_data_of(read_file(page)))["window"]["to_step"] == 5);
+  std::filesystem::remove(page);
+
+  const std::string short_trace = dir / "short.json";
+  REQUIRE(run_cli({"simulate", "--schedule", "pipedream", "--stages", "4", "--microbatches", "4",
+                   "--steps", "2", "--trace", short_trace}).exit_code == 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--from-step", "0"}, "--from-step: steps count from 1, got 0"},
+      {{"--to-step", "-1"}, "--to-step: steps count from 1, got -1"},
+      {{"--from-step", "3", "--to-step", "2"},
+       "--to-step: step 2 is before the window's first step, 3: the window would be empty"},
+      {{"--from-step", "6"}, "--from-step: step 6 is past the trace's last step, 5"},
+      {{"--from-step", "2", "--to-step", "9"}, "--to-step: step 9 is past the trace's last step, 5"},
+      {{"--from-step", "3", "--compare", short_trace},
+       "--from-step: step 3 is past the trace's last step, 2 (in the --compare trace)"}};
+  for (const auto& [flags, message] : bad) {
+    std::vector<std::string> args{"trace", "html", trace, "--out", page};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const cli_result no = run_cli(args);
+    INFO(no.err);
+    CHECK(no.exit_code == 2);
+    CHECK(no.err.find("pipeworks trace: " + message) == 0);
+    CHECK_FALSE(std::filesystem::exists(page));
+  }
 }

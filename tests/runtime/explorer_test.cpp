@@ -1,9 +1,14 @@
 // The explorer's data (runtime/explorer.hpp) against the simulator: actions per rank, versions,
 // peak stashed microbatches and live versions per rank, bubble; waits name their senders; the page
-// embeds the JSON so that it reads back; a measured timeline gives the same state.
+// embeds the JSON so that it reads back; a measured timeline gives the same state, and a window of
+// its steps the same state as the whole trace at the window's first moment.
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "runtime/explorer.hpp"
 #include "runtime/lower.hpp"
@@ -259,4 +264,153 @@ TEST_CASE("explorer refuses a schedule of many ranks whose states would pass the
   const json d = json::parse(*trace);
   CHECK(d["actions"].size() == static_cast<std::size_t>(max_explorer_cells / 300));
   CHECK(d["note"].get<std::string>().find("this page shows the first 833") != std::string::npos);
+}
+
+namespace {
+
+// A page's state of every rank at one moment, each waiting RECV named by its text and rank (its
+// id is the page's own).
+json comparable_state(const json& page, const json& state) {
+  json ranks = state["ranks"];
+  for (json& r : ranks) {
+    json named = json::array();
+    for (const json& id : r["waiting"]) {
+      const json& a = page["actions"][id.get<int>()];
+      named.push_back(a["text"].get<std::string>() + " on rank " + std::to_string(a["rank"].get<int>()));
+    }
+    r["waiting"] = std::move(named);
+  }
+  return ranks;
+}
+
+// The step of each of a page's actions (by id), counted here from its STEPs: on each rank, a
+// stage's actions belong to the step that its next STEP ends.
+std::vector<int> page_steps(const json& page) {
+  std::vector<int> step;
+  std::map<std::pair<int, int>, int> done;
+  for (const json& a : page["actions"]) {  // ids are in start order, ties in the timeline's
+    int& n = done[{a["rank"].get<int>(), a["stage"].get<int>()}];
+    step.push_back(n + 1);
+    if (a["kind"] == "STEP") ++n;
+  }
+  return step;
+}
+
+std::tuple<int, std::string, double, double> action_key(const json& a) {
+  return {a["rank"].get<int>(), a["text"].get<std::string>(), a["start"].get<double>(),
+          a["end"].get<double>()};
+}
+
+}  // namespace
+
+TEST_CASE("explorer window of steps 2 to 3 starts from the whole trace's state and shows that slice",
+          "[runtime][explorer]") {
+  for (schedule_kind kind : {schedule_kind::pipedream, schedule_kind::two_bw, schedule_kind::zb_h1}) {
+    INFO(schedule_name(kind));
+    const schedule s = lowered_schedule(kind, {4, 4, 1, 1, 5});
+    cost_model costs;
+    costs.link.latency = 0.25;  // RECVs that wait, so that some wait across the window's start
+    auto sim = simulate(s, costs);
+    REQUIRE(sim.ok());
+    const json whole = json::parse(explorer_json(sim->trace).value());
+    auto text = explorer_json(sim->trace, step_window{2, 3});
+    INFO((text.ok() ? std::string() : text.message()));
+    REQUIRE(text.ok());
+    const json w = json::parse(*text);
+    CHECK(w["window"]["from_step"] == 2);
+    CHECK(w["window"]["to_step"] == 3);
+    CHECK(w["window"]["steps"] == 5);
+
+    // The slice: the actions of steps 2 and 3, from the first start of one to the last end, and
+    // every action that runs in that time.
+    const std::vector<int> step = page_steps(whole);
+    double t0 = 1e300, t1 = -1e300;
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      if (step[i] < 2 || step[i] > 3) continue;
+      t0 = std::min(t0, whole["actions"][i]["start"].get<double>());
+      t1 = std::max(t1, whole["actions"][i]["end"].get<double>());
+    }
+    REQUIRE(t0 > 0.0);
+    std::multiset<std::tuple<int, std::string, double, double>> expected, shown;
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      const json& a = whole["actions"][i];
+      if ((step[i] >= 2 && step[i] <= 3) ||
+          (a["end"].get<double>() > t0 && a["start"].get<double>() < t1))
+        expected.insert(action_key(a));
+    }
+    for (const json& a : w["actions"]) shown.insert(action_key(a));
+    CHECK(shown == expected);
+    CHECK(w["actions"].size() < whole["actions"].size());
+    CHECK(w["start"].get<double>() == t0);
+    CHECK(w["makespan"].get<double>() == Approx(t1 - t0));
+
+    // The first moment: the whole page's state then (its last state at or before t0).
+    const json& states = whole["states"];
+    std::size_t at = 0;
+    while (at + 1 < states.size() && states[at + 1]["time"].get<double>() <= t0) ++at;
+    REQUIRE(w["states"][0]["time"].get<double>() == t0);
+    const json first = comparable_state(w, w["states"][0]);
+    CHECK(first == comparable_state(whole, states[at]));
+    // ... which the steps before left: stashed microbatches and a version past 0.
+    bool stashed = false, stepped = false;
+    for (const json& r : first) {
+      stashed = stashed || !r["stashed"].empty();
+      for (const auto& [stage, vs] : r["versions"].items()) stepped = stepped || vs.back() >= 1;
+    }
+    CHECK(stashed);
+    CHECK(stepped);
+    // Every later state is the whole page's at the same time.
+    for (std::size_t k = 1; k < w["states"].size(); ++k) {
+      const double time = w["states"][k]["time"];
+      INFO("state at " << time);
+      while (at < states.size() && states[at]["time"].get<double>() < time) ++at;
+      REQUIRE(at < states.size());
+      REQUIRE(states[at]["time"].get<double>() == time);
+      CHECK(comparable_state(w, w["states"][k]) == comparable_state(whole, states[at]));
+    }
+    CHECK(w["states"].back()["time"].get<double>() <= t1);
+  }
+}
+
+TEST_CASE("explorer windows that are empty, reversed or past the end are errors naming their end",
+          "[runtime][explorer]") {
+  CHECK(check_window({0, 0}, 5).end == window_problem::none);
+  CHECK(check_window({5, 5}, 5).end == window_problem::none);
+  CHECK(check_window({2, 0}, 5).end == window_problem::none);
+  CHECK(check_window({-1, 0}, 5).end == window_problem::first);
+  CHECK(check_window({0, -2}, 5).end == window_problem::last);
+  CHECK(check_window({6, 0}, 5).end == window_problem::first);
+  CHECK(check_window({6, 0}, 5).message == "step 6 is past the trace's last step, 5");
+  CHECK(check_window({1, 6}, 5).end == window_problem::last);
+  CHECK(check_window({3, 2}, 5).end == window_problem::last);
+  CHECK(check_window({3, 2}, 5).message.find("the window would be empty") != std::string::npos);
+  CHECK(check_window({1, 1}, 0).end == window_problem::first);  // no steps: nothing to show
+  const schedule s = lowered_schedule(schedule_kind::one_f_one_b, {2, 2, 1, 1, 2});
+  auto sim = simulate(s, cost_model{});
+  REQUIRE(sim.ok());
+  auto past = explorer_json(sim->trace, step_window{3, 0});
+  REQUIRE_FALSE(past.ok());
+  CHECK(past.message() == "explorer: the window's first step: step 3 is past the trace's last step, 2");
+  CHECK(explorer_json(sim->trace, step_window{2, 2}).ok());
+}
+
+TEST_CASE("explorer window over a page's cell limit keeps its first actions and states before the cut",
+          "[runtime][explorer]") {
+  const schedule s = lowered_schedule(schedule_kind::one_f_one_b, {300, 1, 1, 1, 2});
+  auto sim = simulate(s, cost_model{});
+  REQUIRE(sim.ok());
+  auto text = explorer_json(sim->trace, step_window{2, 2});
+  REQUIRE(text.ok());
+  const json d = json::parse(*text);
+  REQUIRE(d["actions"].size() == static_cast<std::size_t>(max_explorer_cells / 300));
+  CHECK(d["note"].get<std::string>().find("steps 2 to 2 of 2") == 0);
+  CHECK(d["note"].get<std::string>().find("; the window has ") != std::string::npos);
+  CHECK(d["note"].get<std::string>().find("this page shows the first 833") != std::string::npos);
+  // The states stop before the first action left out, which starts no earlier than the last kept.
+  double last_start = 0.0;
+  for (const json& a : d["actions"]) last_start = std::max(last_start, a["start"].get<double>());
+  CHECK(d["states"].back()["time"].get<double>() <= last_start);
+  for (const json& st : d["states"])
+    for (const json& r : st["ranks"])
+      for (const json& id : r["waiting"]) CHECK(id.get<std::size_t>() < d["actions"].size());
 }
