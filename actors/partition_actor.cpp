@@ -155,7 +155,8 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     if (plan.replicas > 1 && !sharded)
       for (int s = 0; s < V; ++s)
         wiring.reducers[static_cast<std::size_t>(s)] =
-            spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, spec.driver, spec.link);
+            spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, plan.reduce,
+                          spec.driver, spec.link);
   } catch (const std::exception& e) {
     for (const caf::actor& a : wiring.ranks)
       if (a) caf::anon_send_exit(a, caf::exit_reason::kill);

@@ -19,12 +19,12 @@ struct reducer_state {
 
   explicit reducer_state(caf::event_based_actor* self) : self_(self) {}
 
-  caf::behavior make_behavior(int stage, int replicas, caf::actor driver,
+  caf::behavior make_behavior(int stage, int replicas, reduce_mode mode, caf::actor driver,
                               std::shared_ptr<wire_link> link) {
     stage_ = stage;
     link_ = std::move(link);
     driver_ = std::move(driver);
-    reducer_.emplace(stage, replicas);
+    reducer_.emplace(stage, replicas, mode);
     reply_to_.resize(static_cast<std::size_t>(replicas));
     self_->monitor(driver_);
     self_->set_down_handler([this](caf::down_msg& dm) {
@@ -46,6 +46,7 @@ struct reducer_state {
     if (!sums) return fail(sums.message());
     if (!*sums) return;
     for (std::size_t i = 0; i < (*sums)->size(); ++i) {
+      if (!(**sums)[i].sum) continue;  // the p2p reduce answers some replicas only
       if (!reply_to_[i]) return fail("no rank known for replica " + std::to_string(i));
       wire_send(link_, self_, reply_to_[i], std::move((**sums)[i]));
     }
@@ -65,17 +66,18 @@ struct reducer_state {
 };
 
 caf::behavior reducer_actor(caf::stateful_actor<reducer_state>* self, int stage, int replicas,
-                            caf::actor driver, std::shared_ptr<wire_link> link) {
-  return self->state.make_behavior(stage, replicas, std::move(driver), std::move(link));
+                            reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link) {
+  return self->state.make_behavior(stage, replicas, mode, std::move(driver), std::move(link));
 }
 
 }  // namespace
 
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
-                         caf::actor driver, std::shared_ptr<wire_link> link) {
+                         reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link) {
   if (detached)
-    return sys.spawn<caf::detached>(reducer_actor, stage, replicas, std::move(driver), std::move(link));
-  return sys.spawn(reducer_actor, stage, replicas, std::move(driver), std::move(link));
+    return sys.spawn<caf::detached>(reducer_actor, stage, replicas, mode, std::move(driver),
+                                    std::move(link));
+  return sys.spawn(reducer_actor, stage, replicas, mode, std::move(driver), std::move(link));
 }
 
 }  // namespace pipeworks

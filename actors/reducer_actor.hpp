@@ -6,12 +6,14 @@
 #include <memory>
 
 #include "actors/wire.hpp"
+#include "runtime/schedule.hpp"
 
 namespace pipeworks {
 
 // A failure (a duplicate or mismatched gradient) goes to `driver` as a stage_failure. With a
 // link, sums to ranks of other processes go over it.
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
-                         caf::actor driver, std::shared_ptr<wire_link> link = nullptr);
+                         reduce_mode mode, caf::actor driver,
+                         std::shared_ptr<wire_link> link = nullptr);
 
 }  // namespace pipeworks

@@ -71,6 +71,15 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
                  "The weights are the same bit for bit at every level")
       ->check(CLI::Range(0, 2))
       ->capture_default_str();
+  sub.add_option("--reduce", f.reduce,
+                 "how a stage's replicas combine their gradients: collective (an all-reduce every "
+                 "replica reaches before any goes on) or p2p (with --schedule cyclic: a chain of "
+                 "partial sums, each replica's sent to the next at its own time; the last replica "
+                 "updates the stage alone, holding its optimizer moments alone, and sends the new "
+                 "version to the others, which take it where they first need it). The weights "
+                 "are the same bit for bit")
+      ->check(CLI::IsMember({"collective", "p2p"}))
+      ->capture_default_str();
   sub.add_option("--offload", f.offload,
                  "what GPU ranks keep in page-locked host memory instead of the GPU's: optimizer "
                  "(the optimizer moments, which the GPU updates there over the bus), activations "

@@ -27,6 +27,7 @@ struct pipeline_flags {
   bool tf32 = false, bf16 = false;
   std::string recompute = "none";  // --recompute none|full|selective
   int zero = 0;                    // --zero 0|1|2
+  std::string reduce = "collective";  // --reduce collective|p2p
   std::string offload = "none";    // --offload optimizer,activations (GPU ranks)
   std::string memory_limit;        // --memory-limit BYTES per rank (cli/memory_limit.hpp)
   // --auto-partition [--cluster C] [--planner pipedream|2bw] (cli/auto_partition.hpp).

@@ -22,6 +22,12 @@ void add_schedule_flags(CLI::App& sub, schedule_flags& f) {
       ->capture_default_str();
   f.steps_flag = sub.add_option("--steps", f.steps, "optimizer steps the programs cover")
                      ->capture_default_str();
+  sub.add_option("--reduce", f.reduce,
+                 "collective (REDUCE is an all-reduce every replica reaches) or p2p (cyclic's "
+                 "chain of partial sums from one replica to the next; the last one updates and "
+                 "sends the new version on)")
+      ->check(CLI::IsMember({"collective", "p2p"}))
+      ->capture_default_str();
   CLI::Option* file =
       sub.add_option("--schedule-file", f.file,
                      "the schedule from a file instead of --schedule: PyTorch pipelining's CSV "
@@ -63,7 +69,7 @@ schedule_params params_of(const schedule_flags& f) {
   auto kind = parse_schedule_kind(f.kind);
   const bool v_default = kind && is_v_shape(*kind) && f.chunks_flag && f.chunks_flag->count() == 0;
   return {f.stages, f.microbatches, v_default ? default_chunks(*kind) : f.chunks, f.replicas,
-          f.steps};
+          f.steps, f.reduce == "p2p" ? reduce_mode::p2p : reduce_mode::collective};
 }
 
 schedule file_schedule(const schedule_flags& f, bool lower) {

@@ -50,6 +50,7 @@ const std::pair<const char*, const char*> field_flags[] = {
     {"runtime.bf16", "--bf16"},
     {"runtime.recompute", "--recompute"},
     {"runtime.zero", "--zero"},
+    {"schedule.reduce", "--reduce"},
     {"runtime.offload", "--offload"},
     {"runtime.memory_limit", "--memory-limit"},
     {"checkpoint.every", "--save-every"},
@@ -188,6 +189,7 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
   else if (has("--chunks"))
     p.chunks = f.chunks;
   if (has("--replicas")) p.replicas = f.replicas;
+  if (has("--reduce")) p.reduce = f.reduce == "p2p" ? reduce_mode::p2p : reduce_mode::collective;
   if (has("--microbatches")) p.train.microbatches = o.microbatches;
   if (has("--batch")) p.data.batch = o.batch;
   if (has("--seed")) {

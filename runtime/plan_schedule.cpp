@@ -10,7 +10,7 @@ result<schedule> plan_schedule(const run_plan& plan, int steps) {
   if (!plan.schedule) return make_error("the plan has no schedule (none runs on one device)");
   if (plan.programs.empty()) {
     const schedule_params sp{plan.stages, plan.train.microbatches, plan.chunks, plan.replicas,
-                             steps > 0 ? steps : 1};
+                             steps > 0 ? steps : 1, plan.reduce};
     auto made = make_schedule(*plan.schedule, sp);
     if (!made) return made.err();
     return lower_communication(std::move(*made));

@@ -66,8 +66,16 @@ namespace {
         f.reduce = {st, reduces_before};
       }
       break;
-    case action_kind::weight_grad:
     case action_kind::step:
+      if (s.params.reduce == reduce_mode::p2p) {
+        f.reduce = {st, reduces_before};
+        if (runs_update(s.params, replica))
+          f.makes = make_kind::version;
+        else
+          f.waits = wait_kind::version;
+      }
+      break;
+    case action_kind::weight_grad:
     case action_kind::overlap_f_b:  // the F and B after it wait and make what they do
       break;
   }
@@ -108,6 +116,11 @@ program_walker::program_walker(const schedule& s, walk_options options) : s_(s),
   arrived_count_.assign(stages_, {});
   arrived_step_.assign(stages_, {});
   passed_count_.assign(stages_, {});
+  if (s.params.reduce == reduce_mode::p2p) {
+    chain_reduce_step_.assign(static_cast<std::size_t>(w_) * stages_, {});
+    chain_step_step_.assign(static_cast<std::size_t>(w_) * stages_, {});
+    steps_done_.assign(static_cast<std::size_t>(w_) * stages_, 0);
+  }
 }
 
 bool program_walker::run() {
@@ -153,6 +166,16 @@ bool program_walker::arrive_at_reduce(int r, const reduce_id& id, int& dep) {
   return count[k] == w_;
 }
 
+// p2p: whether replica `replica`'s occurrence id.occurrence of its REDUCE (or STEP) of id.stage
+// ran (`steps`: the steps they ran at); dep: its step.
+bool program_walker::chain_ran(const std::vector<std::vector<int>>& steps, int replica,
+                               const reduce_id& id, int& dep) const {
+  const std::vector<int>& ran = steps[static_cast<std::size_t>(replica) * stages_ + id.stage];
+  if (static_cast<std::size_t>(id.occurrence) >= ran.size()) return false;
+  dep = ran[static_cast<std::size_t>(id.occurrence)];
+  return true;
+}
+
 // Runs rank r's actions while they are ready; step(a) = 1 + max(step of the previous action on
 // the rank, step of what a waited for).
 void program_walker::advance(int r) {
@@ -165,7 +188,10 @@ void program_walker::advance(int r) {
     // The next visit to this rank comes after many other ranks ran: fetch its program now.
     __builtin_prefetch(prog + std::min(pc + 16, n));
     const action& a = prog[pc];
-    const int before = a.kind == action_kind::reduce ? reduces_done_[q * stages_ + a.stage] : 0;
+    const bool p2p = s_.params.reduce == reduce_mode::p2p;
+    const int before = a.kind == action_kind::reduce ? reduces_done_[q * stages_ + a.stage]
+                       : p2p && a.kind == action_kind::step ? steps_done_[q * stages_ + a.stage]
+                                                            : 0;
     const action_flow f = describe(s_, o_.lowered, q, a, before);
     int dep = -1;
     bool ready = true;
@@ -191,7 +217,13 @@ void program_walker::advance(int r) {
         }
         break;
       case wait_kind::reduce:
-        ready = arrive_at_reduce(r, f.reduce, dep);
+        if (p2p)  // the previous replica's partial sum
+          ready = q == 0 || chain_ran(chain_reduce_step_, q - 1, f.reduce, dep);
+        else
+          ready = arrive_at_reduce(r, f.reduce, dep);
+        break;
+      case wait_kind::version:  // the last replica's new version
+        ready = chain_ran(chain_step_step_, w_ - 1, f.reduce, dep);
         break;
     }
     if (!ready) {
@@ -201,6 +233,8 @@ void program_walker::advance(int r) {
     const int st = std::max(last_step_[r], dep) + 1;
     if (o_.record_steps) step_at_[r][pc] = st;
     last_step_[r] = st;
+    if (p2p && a.kind == action_kind::step && f.makes != make_kind::version)
+      ++steps_done_[q * stages_ + a.stage];
     switch (f.makes) {
       case make_kind::nothing:
         break;
@@ -221,7 +255,18 @@ void program_walker::advance(int r) {
           wake(rank_of(q, link.forward ? link.stage - 1 : link.stage + 1));  // its sender
         }
         break;
+      case make_kind::version:
+        ++steps_done_[q * stages_ + f.reduce.stage];
+        chain_step_step_[q * stages_ + f.reduce.stage].push_back(st);
+        for (int other = 0; other < w_ - 1; ++other) wake(rank_of(other, f.reduce.stage));
+        break;
       case make_kind::reduce_arrival:
+        if (p2p) {
+          ++reduces_done_[q * stages_ + f.reduce.stage];
+          chain_reduce_step_[q * stages_ + f.reduce.stage].push_back(st);
+          if (q + 1 < w_) wake(rank_of(q + 1, f.reduce.stage));
+          break;
+        }
         ++reduces_done_[q * stages_ + f.reduce.stage];
         arrived_[r] = 0;
         {

@@ -38,14 +38,17 @@ enum class wait_kind : std::uint8_t {
   input,    // the driver's input for `awaited` (F of virtual stage 0)
   message,  // the activation or gradient `awaited`
   credit,   // a free slot on `awaited.link` (a SEND; a window of 0 always has one)
-  reduce,   // every replica of the stage at REDUCE `reduce` (a rank arrives when it reaches it)
+  reduce,   // every replica of the stage at REDUCE `reduce` (a rank arrives when it reaches it);
+            // under the p2p reduce, the previous replica's REDUCE `reduce` (none for replica 0)
+  version,  // p2p, a STEP of a replica but the last: the last replica's STEP `reduce` ran
 };
 
 enum class make_kind : std::uint8_t {
   nothing,
   message,         // `made` (SEND, or F/B/I whose consumer takes it without a SEND)
   credit,          // a credit back on `made.link` (RECV: the message is consumed)
-  reduce_arrival,  // REDUCE `reduce` ran; the other replicas may pass it too
+  reduce_arrival,  // REDUCE `reduce` ran; the other replicas (p2p: the next one) may pass it too
+  version,         // p2p, the last replica's STEP `reduce` ran: the others' STEP may take it
 };
 
 struct action_flow {
@@ -53,7 +56,7 @@ struct action_flow {
   make_kind makes = make_kind::nothing;
   message_id awaited;  // input, message: the message; credit: awaited.link
   message_id made;     // message: the message; credit: made.link
-  reduce_id reduce;    // wait reduce, make reduce_arrival
+  reduce_id reduce;    // wait reduce or version, make reduce_arrival or version
   // A message wait that an earlier action of this rank's own program satisfies (its RECV, or the
   // previous stage on the same device): a walk over valid programs never blocks on it.
   bool awaited_local = false;
@@ -64,8 +67,9 @@ struct action_flow {
 // What action `a` of a program of replica `replica` waits for and makes. `lowered`: the programs
 // carry SEND/RECV pairs (a RECV waits for its SEND; F and B read what the RECV or the stage on
 // the same device left); otherwise compute-only (F and B wait for the producing F, or B or I, of
-// the neighbouring stage). `reduces_before`: the REDUCEs of a.stage this rank ran before `a`,
-// which names a REDUCE's occurrence. The stage and its neighbours must exist in `s`.
+// the neighbouring stage). `reduces_before`: the REDUCEs (for a REDUCE; for a STEP, the STEPs)
+// of a.stage this rank ran before `a`, which names its occurrence. The stage and its neighbours
+// must exist in `s`.
 action_flow describe_action(const schedule& s, bool lowered, int replica, const action& a,
                             int reduces_before = 0);
 
@@ -102,6 +106,8 @@ class program_walker {
   void advance(int r);
   void wake(int r);
   bool arrive_at_reduce(int r, const reduce_id& id, int& dep);
+  bool chain_ran(const std::vector<std::vector<int>>& steps, int replica, const reduce_id& id,
+                 int& dep) const;
   std::size_t slot(const message_id& m) const {
     return (static_cast<std::size_t>(m.link.replica) * stages_ + m.link.stage) * mbs_ +
            m.microbatch;
@@ -126,6 +132,9 @@ class program_walker {
   std::vector<std::vector<int>> arrived_count_, arrived_step_;  // [stage][occurrence]
   std::vector<std::vector<int>> passed_count_;  // [stage][occurrence]: replicas past the REDUCE
   std::vector<char> arrived_;              // [rank]: counted at the REDUCE it is at
+  // p2p: [replica * stages + stage][occurrence], the step at which that REDUCE (or STEP) ran.
+  std::vector<std::vector<int>> chain_reduce_step_, chain_step_step_;
+  std::vector<int> steps_done_;            // [replica * stages + stage] (p2p)
   std::vector<int> worklist_;
 };
 

@@ -248,6 +248,25 @@ std::optional<plan_issue> check_credits(const run_plan& p) {
   return std::nullopt;
 }
 
+// The p2p reduce is cyclic data parallelism's chain over a stage's replicas (reduce_mode).
+std::optional<plan_issue> check_reduce(const run_plan& p) {
+  if (p.reduce != reduce_mode::p2p) return std::nullopt;
+  if (p.schedule != schedule_kind::cyclic || !p.programs.empty() || p.replicas < 2)
+    return issue("schedule.reduce", "is p2p, cyclic data parallelism's chain of partial sums from "
+                                    "one replica to the next: it needs {schedule.kind} cyclic "
+                                    "and {schedule.replicas} 2 or more; drop it (collective)");
+  if (p.zero > 0)
+    return issue("schedule.reduce", "is p2p, whose last replica updates each stage alone and so "
+                                    "holds its optimizer moments alone, and {runtime.zero} shards "
+                                    "them over every replica, whose owners would all meet at one "
+                                    "moment again: use one or the other");
+  if (!p.processes.workers.empty() || !p.processes.rendezvous.empty())
+    return issue("schedule.reduce", "is p2p, which runs in one process so far: drop "
+                                    "{processes.workers} (and {processes.rendezvous}), or reduce "
+                                    "collectively");
+  return std::nullopt;
+}
+
 // Offload moves a GPU rank's bytes to host memory: a CPU rank has nothing to move them to.
 std::optional<plan_issue> check_offload(const run_plan& p) {
   if (!p.offload.any()) return std::nullopt;
@@ -371,8 +390,9 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
   if (p.zero > 0 && p.replicas < 2)
     return issue("runtime.zero", "shards the optimizer state over a stage's replicas, and "
                                  "{schedule.replicas} is 1: give 2 or more, or drop it");
+  if (auto i = check_reduce(p)) return i;
   if (auto i = check_split(p, blocks)) return i;
-  const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1};
+  const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1, p.reduce};
   if (auto s = make_schedule(*p.schedule, sp); !s && p.programs.empty())
     return issue("schedule.kind", s.message());
   if (auto i = check_ranks(p)) return i;
@@ -457,10 +477,12 @@ result<run_plan> resume_plan(const run_plan& saved, const run_plan& given, bool 
   std::string f = first_result_difference(saved, want);
   // ZeRO changes no result, but the rank files hold only the moments their replica owns.
   if (f.empty() && saved.zero != want.zero) f = "runtime.zero";
+  // Nor does the reduce; but under p2p only the last replica's rank files hold moments.
+  if (f.empty() && saved.reduce != want.reduce) f = "schedule.reduce";
   if (!f.empty()) {
     const bool layout = f == "schedule.kind" || f == "schedule.stages" || f == "schedule.chunks" ||
                         f == "schedule.replicas" || f == "schedule.microbatches" || f == "split" ||
-                        f == "runtime.zero";
+                        f == "runtime.zero" || f == "schedule.reduce";
     const bool at_step_boundary = !saved.schedule || is_flush(*saved.schedule);
     std::string advice = "start a new run with --init to change it";
     if (f == "data.path")

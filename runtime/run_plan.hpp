@@ -96,6 +96,9 @@ struct run_plan {
   int stages = 1;    // p
   int chunks = 1;    // v: virtual stages per device
   int replicas = 1;  // w
+  // How a stage's replicas combine gradients: the collective all-reduce, or cyclic's chain of
+  // point-to-point partial sums (reduce_mode, runtime/schedule.hpp); the same bits either way.
+  reduce_mode reduce = reduce_mode::collective;
   // A schedule from a file (train --schedule-file): its rows as pipeworks' action text
   // (runtime/schedule_file.hpp), which plan_schedule (runtime/plan_schedule.hpp) makes into the
   // run's programs, so that workers and resumed runs need no file; "" for the built-in kind.

@@ -121,8 +121,16 @@ constexpr std::int64_t big = std::int64_t{1} << 62;
 // The schedule's shape; kind "custom" with the programs of a schedule file and their version
 // rule ("programs", "versions": only then).
 status read_schedule(const reader& r, run_plan& p) {
+  // "reduce" is optional: plans written before it reduce collectively.
   PW_TRY(r.keys({"kind", "stages", "chunks", "replicas", "microbatches", "steps"},
-                {"programs", "versions"}));
+                {"programs", "versions", "reduce"}));
+  if (r.has("reduce")) {
+    std::string mode;
+    PW_TRY(r.text("reduce", mode));
+    if (mode != "collective" && mode != "p2p")
+      return r.fail("reduce", "is \"" + mode + "\"; known: collective, p2p");
+    p.reduce = mode == "p2p" ? reduce_mode::p2p : reduce_mode::collective;
+  }
   std::string kind;
   PW_TRY(r.text("kind", kind));
   if ((kind == "custom") != r.has("programs") || r.has("programs") != r.has("versions"))
@@ -196,7 +204,8 @@ std::string to_json_text(const run_plan& p) {
         {"chunks", p.chunks},
         {"replicas", p.replicas},
         {"microbatches", p.train.microbatches},
-        {"steps", p.train.steps}}},
+        {"steps", p.train.steps},
+        {"reduce", std::string(reduce_mode_name(p.reduce))}}},
       {"split", p.split},
       {"ranks", ranks},
       {"optimizer", optimizer_json(p.train)},

@@ -2,6 +2,7 @@
 // that build them (GPipe, 1F1B, interleaved, zero bubble, BFS, the V schedules, PipeDream, 2BW,
 // cyclic).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,13 +31,30 @@ int default_chunks(schedule_kind k);
 // Whether the kind's backward is split into I (input gradient) and W (weight gradient).
 bool splits_backward(schedule_kind k);
 
+// How the replicas of a stage combine their gradients (runtime.reduce).
+//  collective: REDUCE is an all-reduce that every replica reaches before any goes on.
+//  p2p (cyclic only, the seed paper's point-to-point variant): a chain. Replica q's REDUCE adds
+//    its gradient to the partial sum of replicas 0..q-1 and hands it to q+1 without waiting for
+//    the later ones; the last replica holds the sum, updates the stage alone (its optimizer
+//    moments live there only) and sends the new version to each other replica, whose STEP
+//    takes it where that version is first needed. The sum's order, 0 + 1 + ... + (w-1), and so
+//    the bits, are the collective's.
+enum class reduce_mode : std::uint8_t { collective, p2p };
+std::string_view reduce_mode_name(reduce_mode m);  // "collective", "p2p"
+
 struct schedule_params {
   int stages = 1;        // p: devices in one pipeline
   int microbatches = 1;  // m: microbatches per optimizer step, per replica
   int chunks = 1;        // v: virtual stages per device (interleaved, bfs; 2 for the V schedules)
   int replicas = 1;      // w: data-parallel replicas of every stage
   int steps = 1;         // optimizer steps the programs cover
+  reduce_mode reduce = reduce_mode::collective;
 };
+
+// Whether replica `replica` runs the optimizer: every one, but under p2p only the chain's last.
+inline bool runs_update(const schedule_params& p, int replica) {
+  return p.reduce != reduce_mode::p2p || replica == p.replicas - 1;
+}
 
 // Which weight version a (virtual stage, microbatch) uses for its forward and its backward.
 // Microbatch ids are global over steps: microbatch k of step t has id t*m + k. Version numbers

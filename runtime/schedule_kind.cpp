@@ -93,7 +93,16 @@ bool splits_backward(schedule_kind k) {
   return k == schedule_kind::zb_h1 || k == schedule_kind::zb_h2 || is_v_shape(k);
 }
 
+std::string_view reduce_mode_name(reduce_mode m) {
+  return m == reduce_mode::p2p ? "p2p" : "collective";
+}
+
 result<schedule> make_schedule(schedule_kind kind, const schedule_params& params) {
+  if (params.reduce == reduce_mode::p2p && (kind != schedule_kind::cyclic || params.replicas < 2))
+    return make_error("the point-to-point reduce (p2p) is cyclic data parallelism's: it needs the "
+                      "cyclic schedule and at least 2 replicas (got " +
+                      std::string(schedule_name(kind)) + " with " +
+                      std::to_string(params.replicas) + "); use the collective reduce");
   switch (kind) {
     case schedule_kind::gpipe: return gpipe(params);
     case schedule_kind::one_f_one_b: return one_f_one_b(params);

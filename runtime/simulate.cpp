@@ -172,6 +172,10 @@ bool simulator::advance(int r) {
         break;
       }
       case action_kind::reduce: {
+        if (p2p_) {
+          if (!run_chain_reduce(r, rep, st, pc, t)) return true;
+          break;
+        }
         if (hot_[r].reduce_gen < 0) {  // arrive at the barrier of this stage's replicas
           hot_[r].reduce_gen = reduce_generation_[st];
           reduce_max_[st] = std::max(reduce_max_[st], t);
@@ -203,6 +207,7 @@ bool simulator::advance(int r) {
         break;
       }
       case action_kind::step: {
+        if (p2p_ && !run_chain_step(r, rep, st, pc, t)) return true;
         // The new version is live; the old newest stays live only while a stash refers to it.
         const std::size_t g = group(rep, st);
         if (groups_[g].newest + 1 >= nver_) return false;  // more STEPs than the quick bounds hold
@@ -216,10 +221,21 @@ bool simulator::advance(int r) {
           break;
         }
         note_live(r, g);
-        record(r, stream_kind::compute, a, t, t + t_step_[st], -1, -1);
+        const double step_time = p2p_ && rep < w_ - 1 ? 0.0 : t_step_[st];  // p2p: takes it
+        record(r, stream_kind::compute, a, t, t + step_time, -1, -1);
         if (!memory_ok(r, t, st)) { ok = false; break; }
-        t += t_step_[st];
-        rs.busy += t_step_[st];
+        t += step_time;
+        rs.busy += step_time;
+        if (p2p_ && rep == w_ - 1) {  // the new version leaves for the other replicas
+          chain_step_end_[static_cast<std::size_t>(rep) * v_ + st].push_back(t);
+          for (int o = 0; o < w_ - 1; ++o) {
+            const int peer = o * p_ + device_of_[st];
+            if (hot_[peer].waiting == in_reduce) {
+              hot_[peer].waiting = running;
+              ready_.push_back(peer);
+            }
+          }
+        }
         break;
       }
       case action_kind::overlap_f_b:  // the F and B after it share the device: one after the other
@@ -230,6 +246,56 @@ bool simulator::advance(int r) {
   }
   hot_[r].pc = pc;
   hot_[r].free = t;
+  return true;
+}
+
+// The p2p reduce's REDUCE on replica rep: wait for the previous replica's partial sum of the same
+// occurrence, add this replica's gradient, and (but on the last replica) send the partial on,
+// one hop. False when it must wait (the previous replica's REDUCE wakes it).
+bool simulator::run_chain_reduce(int r, int rep, int st, std::size_t pc, double& t) {
+  const std::size_t mine = static_cast<std::size_t>(rep) * v_ + st;
+  double start = t;
+  if (rep > 0) {
+    const auto& before = chain_reduce_end_[mine - v_];
+    const std::size_t k = chain_reduce_end_[mine].size();
+    if (before.size() <= k) {
+      hot_[r].pc = pc;
+      hot_[r].free = t;
+      hot_[r].waiting = in_reduce;
+      return false;
+    }
+    start = std::max(t, before[k]);
+  }
+  const double end = start + (rep + 1 < w_ ? t_hop_[st] : 0.0);
+  chain_reduce_end_[mine].push_back(end);
+  record(r, stream_kind::compute, s_.programs[r][pc], start, end, -1, -1);
+  hot_[r].stats.busy += end - start;
+  t = end;
+  if (rep + 1 < w_) {
+    const int next = (rep + 1) * p_ + device_of_[st];
+    if (hot_[next].waiting == in_reduce) {
+      hot_[next].waiting = running;
+      ready_.push_back(next);
+    }
+  }
+  return true;
+}
+
+// The p2p reduce's STEP on a replica but the last: wait until the last replica's update of the
+// same occurrence and one hop of its new version. False when it must wait.
+bool simulator::run_chain_step(int r, int rep, int st, std::size_t pc, double& t) {
+  if (rep == w_ - 1) return true;
+  const std::size_t mine = static_cast<std::size_t>(rep) * v_ + st;
+  const auto& made = chain_step_end_[static_cast<std::size_t>(w_ - 1) * v_ + st];
+  const std::size_t k = static_cast<std::size_t>(steps_done_[mine]);
+  if (made.size() <= k) {
+    hot_[r].pc = pc;
+    hot_[r].free = t;
+    hot_[r].waiting = in_reduce;
+    return false;
+  }
+  t = std::max(t, made[k] + t_hop_[st]);
+  ++steps_done_[mine];
   return true;
 }
 

@@ -185,6 +185,15 @@ class simulator {
   // per stage: the REDUCE barrier over replicas
   std::vector<int> reduce_arrivals_, reduce_generation_;
   std::vector<double> reduce_max_, reduce_end_;
+  // The p2p reduce (schedule_params::reduce): per (replica * v + stage), when each of its REDUCEs
+  // (its partial sum leaves) and, for the last replica, each STEP (its new version leaves) ended;
+  // and per stage, one hop of a whole gradient or version between replicas.
+  bool p2p_ = false;
+  std::vector<std::vector<double>> chain_reduce_end_, chain_step_end_;
+  std::vector<int> steps_done_;
+  std::vector<double> t_hop_;
+  bool run_chain_reduce(int r, int rep, int st, std::size_t pc, double& t);
+  bool run_chain_step(int r, int rep, int st, std::size_t pc, double& t);
   std::vector<int> ready_;
   timeline trace_;
   std::string error_;

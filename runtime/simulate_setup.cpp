@@ -262,6 +262,20 @@ status simulator::prepare() {
   reduce_max_.assign(v_, 0.0);
   reduce_generation_.assign(v_, 0);
   reduce_end_.assign(v_, 0.0);
+  p2p_ = s_.params.reduce == reduce_mode::p2p && w_ > 1;
+  if (p2p_) {
+    chain_reduce_end_.assign(static_cast<std::size_t>(w_) * v_, {});
+    chain_step_end_.assign(static_cast<std::size_t>(w_) * v_, {});
+    steps_done_.assign(static_cast<std::size_t>(w_) * v_, 0);
+    // A hop carries one whole gradient (or version): its transfer and latency on reduce_link, or
+    // with a given REDUCE time, the ring's time for w/(2(w-1)) of its steps (one gradient's bytes).
+    t_hop_.assign(v_, 0.0);
+    for (int st = 0; st < v_; ++st) {
+      const stage_cost& sc = c_.stage(st);
+      t_hop_[st] = sc.reduce >= 0.0 ? sc.reduce * w_ / (2.0 * (w_ - 1))
+                                    : c_.reduce_link.transfer(sc.param_bytes) + c_.reduce_link.latency;
+    }
+  }
 
   if (o_.record_timeline) {
     trace_.ranks = r_;

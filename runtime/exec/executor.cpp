@@ -82,6 +82,10 @@ void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
       st.owned = owned_by(shard_owners(initial[next], plan.params.replicas), setup.replica);
       st.optimizer->own_only(st.owned);
     }
+    if (takes_versions()) {  // it never updates: no moments
+      st.owned.assign(initial[next].entries().size(), false);
+      st.optimizer->own_only(st.owned);
+    }
     st.versions[0] = std::make_shared<const param_set>(std::move(initial[next]));
     st.ref(0);
     index_of[s] = static_cast<int>(stages.size());
@@ -187,8 +191,9 @@ bool stage_executor<T>::impl::ready(const action& a) {
     case wait_kind::reduce: {
       auto& st = state(a.stage);
       if (!st.reduce_sent) send_reduce(a, st);
-      return st.reduced.has_value();
+      return takes_versions() || st.reduced.has_value();  // p2p: handed on, nothing comes back
     }
+    case wait_kind::version: return state(a.stage).gathered.has_value();
     case wait_kind::nothing: break;
   }
   if (a.kind == action_kind::step && setup.global_clip) {
@@ -498,6 +503,13 @@ template <class T>
 void stage_executor<T>::impl::run_reduce(const action& a) {
   if (plan.params.replicas == 1) return;
   auto& st = state(a.stage);
+  if (takes_versions()) {  // the gradient went on to the chain; the next step's starts at zero
+    st.reduce_sent = false;
+    st.grads = st.versions.at(st.latest)->zeros_like();
+    if (st.grads.where() != context.where()) st.grads = st.grads.on(context);
+    trace.record(stream_kind::compute, a, wait_start >= 0 ? wait_start : now(), now(), -1);
+    return;
+  }
   reduce_result r = std::move(*st.reduced);
   st.reduced.reset();
   st.reduce_sent = false;
@@ -566,11 +578,11 @@ void stage_executor<T>::impl::run_step(const action& a) {
   const int t = st.latest;
   double t0 = 0, t1 = 0;
   param_snapshot next;
-  if (sharded()) {  // made and sent before; the owners' tensors have come back together
+  if (sharded() || takes_versions()) {  // the owners' (p2p: the last replica's) new version
     if (!st.gathered || st.gathered->step != t || !st.gathered->sum)
       throw pipeworks_error("the reducer's version of step " + std::to_string(t) + " is missing");
-    t0 = st.step_started;
-    t1 = st.step_ended;
+    t0 = sharded() ? st.step_started : now();
+    t1 = sharded() ? st.step_ended : t0;
     next = charged_version(here_version(st.gathered->sum));
     st.gathered.reset();
     st.gather_sent = false;
@@ -578,6 +590,9 @@ void stage_executor<T>::impl::run_step(const action& a) {
     t0 = timer.begin();
     next = update(st);
     t1 = timer.end(t0);
+    if (gives_versions())  // the others take it at their own STEP
+      emit(endpoint_kind::reducer, st.stage,
+           reduce_request{st.stage, setup.replica, t, host_version(next), reduce_kind::weights});
   }
   const double norm = st.step_norm;
   const double lr = st.optimizer->lr_for(st.latest);
@@ -585,7 +600,8 @@ void stage_executor<T>::impl::run_step(const action& a) {
   st.versions[st.latest] = next;
   st.ref(st.latest);
   release_versions(st);
-  zero(st.grads.arena());
+  // p2p: backwards of the next step ran since the REDUCE, which left a zero gradient for them.
+  if (!takes_versions()) zero(st.grads.arena());
   trace.record(stream_kind::compute, a, t0, t1, st.latest);
   st.stats.steps = st.latest;
   st.note_peaks();
@@ -722,9 +738,15 @@ void stage_executor<T>::impl::deliver(message msg) {
                     ", which this rank does not run");
     auto& st = state(r->stage);
     if (r->kind == reduce_kind::weights) {
-      if (!sharded() || !st.gather_sent)
+      if (takes_versions()) {  // the p2p reduce's last replica sends each new version unasked
+        if (st.gathered)
+          return reject("a second new version of stage " + std::to_string(r->stage) +
+                        " before this rank took the one of step " +
+                        std::to_string(st.gathered->step));
+      } else if (!sharded() || !st.gather_sent) {
         return reject("a gathered version of stage " + std::to_string(r->stage) +
                       " that this rank did not ask for");
+      }
       st.gathered = std::move(*r);
     } else {
       st.reduced = std::move(*r);
@@ -759,7 +781,10 @@ std::string stage_executor<T>::impl::waiting_for() const {
       case action_kind::send_f:
       case action_kind::send_b: return "a credit from the receiver";
       case action_kind::reduce: return "the reducer";
-      case action_kind::step: return setup.global_clip ? "the global gradient norm" : "nothing";
+      case action_kind::step:
+        if (takes_versions())
+          return "the new version from replica " + std::to_string(plan.params.replicas - 1);
+        return setup.global_clip ? "the global gradient norm" : "nothing";
       default: return "nothing";
     }
   };

@@ -161,6 +161,16 @@ struct stage_executor<T>::impl {
   bool ready(const action& a);
   void send_reduce(const action& a, virtual_stage_state<T>& st);
   bool sharded() const { return setup.zero > 0 && plan.params.replicas > 1; }
+  // The p2p reduce, on a replica but the last: it hands its gradient on at REDUCE without waiting
+  // and takes its new versions from the last replica at STEP (runtime/schedule.hpp, reduce_mode).
+  bool takes_versions() const {
+    return plan.params.replicas > 1 && !runs_update(plan.params, setup.replica);
+  }
+  // The p2p reduce's last replica: it updates alone and sends each new version to the others.
+  bool gives_versions() const {
+    return plan.params.replicas > 1 && plan.params.reduce == reduce_mode::p2p &&
+           runs_update(plan.params, setup.replica);
+  }
   // The optimizer's new version from the reduced gradient (clipped first when asked).
   param_snapshot update(virtual_stage_state<T>& st);
   // ZeRO: makes the update, which holds this replica's tensors, and sends it to the reducer.

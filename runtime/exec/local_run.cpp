@@ -66,13 +66,14 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
       case endpoint_kind::rank: links[{sender, o.to.index}].push_back(std::move(o.msg)); break;
       case endpoint_kind::reducer: {
         auto& req = std::get<reduce_request>(o.msg);
-        auto it = reducers.try_emplace(req.stage, req.stage, w).first;
+        auto it = reducers.try_emplace(req.stage, req.stage, w, s.params.reduce).first;
         auto done = it->second.add(std::move(req));
         if (!done) return fail(done.message());
         if (*done)
           for (int r = 0; r < w; ++r)
-            links[{-2 - it->first, s.rank_of(r, s.device_of[it->first])}].push_back(
-                std::move((**done)[static_cast<std::size_t>(r)]));
+            if ((**done)[static_cast<std::size_t>(r)].sum)  // p2p answers some replicas only
+              links[{-2 - it->first, s.rank_of(r, s.device_of[it->first])}].push_back(
+                  std::move((**done)[static_cast<std::size_t>(r)]));
         break;
       }
       case endpoint_kind::driver: {

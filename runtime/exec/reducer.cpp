@@ -2,6 +2,7 @@
 // order once the last one arrives.
 #include "runtime/exec/reducer.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -9,7 +10,59 @@
 
 namespace pipeworks {
 
-gradient_reducer::gradient_reducer(int stage, int replicas) : stage_(stage), replicas_(replicas) {}
+gradient_reducer::gradient_reducer(int stage, int replicas, reduce_mode mode)
+    : stage_(stage), replicas_(replicas), mode_(mode) {}
+
+void gradient_reducer::hold(std::int64_t bytes) {
+  held_bytes_ += bytes;
+  peak_bytes_ = std::max(peak_bytes_, held_bytes_);
+}
+
+// The chain 0 -> 1 -> ... -> w-1 in one process: the partial sum grows in replica order, so its
+// bits are those of the collective's sum; the last replica alone gets it.
+result<std::optional<std::vector<reduce_result>>> gradient_reducer::add_to_chain(
+    reduce_request request, const std::string& who) {
+  const int step = request.step;
+  if (request.kind == reduce_kind::weights) {
+    if (request.replica != replicas_ - 1)
+      return make_error(who + ": under the p2p reduce only the last replica (" +
+                        std::to_string(replicas_ - 1) + ") makes new versions");
+    std::vector<reduce_result> out(static_cast<std::size_t>(replicas_));
+    for (int r = 0; r + 1 < replicas_; ++r)
+      out[static_cast<std::size_t>(r)] =
+          reduce_result{stage_, step, request.grads, reduce_kind::weights, {}};
+    return std::optional<std::vector<reduce_result>>(std::move(out));
+  }
+  chain_state& c = chains_[step];
+  if (request.replica < c.next || c.early.count(request.replica))
+    return make_error(who + " arrived twice");
+  if (c.partial && !c.partial->same_layout(*request.grads))
+    return make_error(who + " has a different layout (names, shapes, blocks or dtype) from the " +
+                      "other replicas'; every replica of a stage must hold the same blocks");
+  const auto bytes = static_cast<std::int64_t>(request.grads->nbytes());
+  hold(bytes);
+  c.early.emplace(request.replica, std::move(request.grads));
+  for (auto it = c.early.find(c.next); it != c.early.end(); it = c.early.find(c.next)) {
+    const auto& g = it->second;
+    if (!c.partial) {
+      c.partial = std::make_shared<param_set>(g->clone());
+      hold(bytes);
+    } else if (c.partial->type() == dtype::f32) {
+      add_values<float>(*c.partial, *g);
+    } else {
+      add_values<double>(*c.partial, *g);
+    }
+    held_bytes_ -= static_cast<std::int64_t>(g->nbytes());
+    c.early.erase(it);
+    ++c.next;
+  }
+  if (c.next < replicas_) return std::optional<std::vector<reduce_result>>{};
+  std::vector<reduce_result> out(static_cast<std::size_t>(replicas_));
+  held_bytes_ -= static_cast<std::int64_t>(c.partial->nbytes());
+  out.back() = reduce_result{stage_, step, std::shared_ptr<const param_set>(std::move(c.partial))};
+  chains_.erase(step);
+  return std::optional<std::vector<reduce_result>>(std::move(out));
+}
 
 result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_request request) {
   const bool weights = request.kind == reduce_kind::weights;
@@ -26,6 +79,7 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   if (request.grads->type() != dtype::f32 && request.grads->type() != dtype::f64)
     return make_error(who + " holds " + std::string(dtype_name(request.grads->type())) +
                       " values; only F32 and F64 gradients can be summed");
+  if (mode_ == reduce_mode::p2p) return add_to_chain(std::move(request), who);
   auto& slots = (weights ? versions_ : pending_)[request.step];
   if (slots.empty()) slots.resize(static_cast<std::size_t>(replicas_));
   for (const auto& other : slots)
@@ -34,12 +88,14 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
                         "other replicas'; every replica of a stage must hold the same blocks");
   auto& slot = slots[static_cast<std::size_t>(request.replica)];
   if (slot) return make_error(who + " arrived twice");
+  hold(static_cast<std::int64_t>(request.grads->nbytes()));
   slot = std::move(request.grads);
   for (const auto& g : slots)
     if (!g) return std::optional<std::vector<reduce_result>>{};
   if (weights) {  // each tensor from its owner; one version shared by every replica
     auto whole = compose_shards(slots, shard_owners(*slots[0], replicas_));
     if (!whole) return make_error(who + ": " + whole.message());
+    for (const auto& v : slots) held_bytes_ -= static_cast<std::int64_t>(v->nbytes());
     versions_.erase(request.step);
     std::shared_ptr<const param_set> shared = std::make_shared<const param_set>(std::move(*whole));
     std::vector<reduce_result> out;
@@ -50,6 +106,9 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
 
   // Everyone is here: sum in replica order 0..w-1, whatever order they came in.
   auto sum = std::make_shared<param_set>(slots[0]->clone());
+  hold(static_cast<std::int64_t>(sum->nbytes()));
+  for (const auto& g : slots) held_bytes_ -= static_cast<std::int64_t>(g->nbytes());
+  held_bytes_ -= static_cast<std::int64_t>(sum->nbytes());
   for (std::size_t r = 1; r < slots.size(); ++r) {
     if (sum->type() == dtype::f32)
       add_values<float>(*sum, *slots[r]);

@@ -70,9 +70,11 @@ result<int> version_for(const schedule& plan, int s, int id, int made) {
 }
 
 // update[r][s][id]: the update of stage s that replica r's gradient of microbatch id goes into,
-// the number of STEP(s) before its last backward (B or W) in the rank's program. That is id / m
-// for every built-in schedule but cyclic with w > 1, whose replica q closes its updates
-// floor(q m / w) microbatches later. Programs without STEPs (steps_known false) use id / m.
+// the number of STEP(s) before its last backward (B or W) in the rank's program; with replicas,
+// of REDUCE(s), where the gradient leaves (under cyclic's p2p reduce a replica's STEP comes
+// later, after backwards of the next update). That is id / m for every built-in schedule but
+// cyclic with w > 1, whose replica q closes its updates floor(q m / w) microbatches later.
+// Programs without STEPs (steps_known false) use id / m.
 result<std::vector<std::vector<std::vector<int>>>> gradient_updates(const schedule& plan) {
   const int S = plan.virtual_stages, m = plan.params.microbatches, w = plan.params.replicas;
   const int total = plan.total_microbatches(), steps = plan.params.steps;
@@ -87,7 +89,7 @@ result<std::vector<std::vector<std::vector<int>>>> gradient_updates(const schedu
         int made = 0;
         for (const action& a : plan.programs[plan.rank_of(r, plan.device_of[s])]) {
           if (a.stage != s) continue;
-          if (a.kind == action_kind::step) ++made;
+          if (a.kind == (w > 1 ? action_kind::reduce : action_kind::step)) ++made;
           if ((a.kind == action_kind::backward || a.kind == action_kind::weight_grad) &&
               a.microbatch >= 0 && a.microbatch < total)
             u[a.microbatch] = made;

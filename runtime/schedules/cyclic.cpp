@@ -18,6 +18,12 @@
 // reductions of the stages fall at different times, one slot apart per stage as the backward
 // wave passes. With w = 1 there is no shift and the programs are those of pipedream-vs.
 //
+// Under the point-to-point reduce (schedule_params::reduce = p2p) no REDUCE synchronises: it is a
+// chain 0 -> 1 -> ... -> w-1 of partial sums, each replica's at its own time, and replica w-1
+// updates alone and sends the new version on. The replicas then run in step from the start, and
+// replica q < w-1 places its STEP of step t (taking version t+1) just before its first F that
+// uses version t+1, where the last replica's update has just been made.
+//
 // Version rule (the paper's "first part of the cycle uses theta_{t-1}, the rest theta_t"), the
 // same on every stage and replica: with split = min(m, p - 1 + off_{w-1}),
 //   microbatch k of step t >= 1 uses version t - 1 if k < split, else version t; step 0 uses 0.
@@ -68,8 +74,17 @@ result<schedule> cyclic(const schedule_params& params) {
   }
   schedule s = schedules::start_schedule(schedule_kind::cyclic, params);
   const int total = m * params.steps;
+  const int split = cyclic_version_split(params);
+  auto version_of = [&](int mb) {
+    const int t = mb / m, k = mb % m;
+    return t > 0 && k < split ? t - 1 : t;
+  };
   for (int q = 0; q < w; ++q) {
     const int off = shift_of(q, m, w);
+    // Under p2p a replica other than the chain's last takes its new version from the last one,
+    // which reaches its update later: its STEP waits until just before the first F that uses the
+    // version, so that the replicas never wait for each other at the REDUCE.
+    const bool deferred = !runs_update(params, q);
     for (int d = 0; d < p; ++d) {
       program stream;
       stream.reserve(2 * static_cast<std::size_t>(total));
@@ -77,23 +92,31 @@ result<schedule> cyclic(const schedule_params& params) {
       program& out = s.programs[s.rank_of(q, d)];
       // Room for the updates and for the SEND/RECV pairs lowering adds (see reserve_programs).
       out.reserve(3 * stream.size() + 2 * static_cast<std::size_t>(params.steps));
+      int pending = -1;  // the step whose deferred STEP has not been placed yet
+      auto place_step = [&] {
+        out.push_back(action{d, action_kind::step, -1});
+        pending = -1;
+      };
       for (const action& a : stream) {
+        if (pending >= 0 && a.kind == action_kind::forward && version_of(a.microbatch) > pending)
+          place_step();
         out.push_back(a);
         if (a.kind != action_kind::backward) continue;
-        if (step_closed_by(a.microbatch, off, m, params.steps) < 0) continue;
+        const int t = step_closed_by(a.microbatch, off, m, params.steps);
+        if (t < 0) continue;
+        if (pending >= 0) place_step();
         if (w > 1) out.push_back(action{d, action_kind::reduce, -1});
-        out.push_back(action{d, action_kind::step, -1});
+        if (deferred)
+          pending = t;
+        else
+          place_step();
       }
+      if (pending >= 0) place_step();
     }
   }
-  const int split = cyclic_version_split(params);
   s.versions.assign(s.virtual_stages, std::vector<version_use>(total));
   for (auto& row : s.versions)
-    for (int mb = 0; mb < total; ++mb) {
-      const int t = mb / m, k = mb % m;
-      const int v = t > 0 && k < split ? t - 1 : t;
-      row[mb] = {v, v};
-    }
+    for (int mb = 0; mb < total; ++mb) row[mb] = {version_of(mb), version_of(mb)};
   s.version_rule = "cyclic: microbatch k of step t uses version t-1 if k < min(m, p-1 + "
                    "floor((w-1)m/w)) (it enters before the last-shifted replica's step t-1 "
                    "update), else version t; step 0 uses 0";

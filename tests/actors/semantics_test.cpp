@@ -19,7 +19,7 @@ constexpr int steps = 3;
 
 // Returns whether the generator permits the case (and so whether it ran).
 bool check_on_actors(const semantics_case& c, bool detached) {
-  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
+  auto made = make_schedule(c.kind, c.params(steps));
   if (!made) return false;  // not permitted for these parameters
   const int S = made->virtual_stages;
   model<float> mdl = c.gpt ? make_gpt<float>(tiny_gpt(S)) : make_mlp<float>(small_mlp());
@@ -38,6 +38,7 @@ bool check_on_actors(const semantics_case& c, bool detached) {
   o.schedule = c.kind;
   o.stages = c.p;
   o.replicas = c.w;
+  o.reduce = c.reduce;
   o.chunks = c.v;
   o.split = split;
   o.train = cfg;
@@ -62,6 +63,13 @@ TEST_CASE("on actors, every schedule equals its sequential reference: mlp", "[ac
   int ran = 0;
   for (const auto& c : semantics_grid(false)) ran += check_on_actors(c, true);
   CHECK(ran >= 150);
+}
+
+TEST_CASE("on actors, cyclic with the p2p reduce equals its sequential reference: mlp",
+          "[actors][semantics]") {
+  int ran = 0;
+  for (const auto& c : p2p_grid(false)) ran += check_on_actors(c, c.m % 2 == 0);
+  CHECK(ran == static_cast<int>(p2p_grid(false).size()));
 }
 
 TEST_CASE("on actors scheduled by CAF, every schedule equals its reference: mlp",

@@ -20,7 +20,7 @@ constexpr int steps = 3;
 // Returns whether the generator permits the case.
 bool check_prediction(const semantics_case& c, recompute_mode mode, std::uint64_t order_seed,
                       int zero = 0) {
-  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
+  auto made = make_schedule(c.kind, c.params(steps));
   if (!made) return false;
   auto plan = std::make_shared<const schedule>(lower_communication(*made));
   const int S = plan->virtual_stages;

@@ -224,3 +224,47 @@ TEST_CASE("program_walker and the simulator agree on which moved programs deadlo
   CHECK(deadlocks > 20);
   CHECK(finishes > 20);
 }
+
+// The p2p reduce (cyclic): a REDUCE waits for the previous replica's, not for every replica; a
+// STEP of a replica but the last waits for the last one's STEP of the same step.
+TEST_CASE("program_walker: the p2p reduce is a chain and the new version flows from the last",
+          "[runtime]") {
+  const int p = 2, m = 4, w = 3;
+  auto made = make_schedule(schedule_kind::cyclic, {p, m, 1, w, 3, reduce_mode::p2p});
+  REQUIRE(made.ok());
+  const schedule s = lower_communication(*made);
+  program_walker walk(s, {.lowered = true, .record_steps = true});
+  REQUIRE(walk.run());
+  // Step of the k-th action of `kind` on rank r.
+  auto step_of = [&](int r, action_kind kind, int k) {
+    const program& prog = s.programs[r];
+    for (std::size_t i = 0; i < prog.size(); ++i)
+      if (prog[i].kind == kind && k-- == 0) return walk.steps()[r][i];
+    return -1;
+  };
+  for (int d = 0; d < p; ++d)
+    for (int k = 0; k < 3; ++k) {
+      INFO("device " << d << ", update " << k);
+      for (int q = 1; q < w; ++q)
+        CHECK(step_of(s.rank_of(q, d), action_kind::reduce, k) >
+              step_of(s.rank_of(q - 1, d), action_kind::reduce, k));
+      for (int q = 0; q + 1 < w; ++q)
+        CHECK(step_of(s.rank_of(q, d), action_kind::step, k) >
+              step_of(s.rank_of(w - 1, d), action_kind::step, k));
+    }
+  // Described as such.
+  const action_flow reduce1 = describe_action(s, true, 1, action{0, action_kind::reduce, -1}, 2);
+  CHECK(reduce1.waits == wait_kind::reduce);
+  CHECK(reduce1.reduce.occurrence == 2);
+  CHECK(describe_action(s, true, 0, action{0, action_kind::step, -1}, 1).waits == wait_kind::version);
+  CHECK(describe_action(s, true, w - 1, action{0, action_kind::step, -1}, 1).makes ==
+        make_kind::version);
+  // A chain whose last replica never steps leaves the others stuck at their STEP.
+  schedule broken = s;
+  for (int d = 0; d < p; ++d)
+    std::erase_if(broken.programs[s.rank_of(w - 1, d)],
+                  [](const action& a) { return a.kind == action_kind::step; });
+  program_walker stuck(broken, {.lowered = true});
+  CHECK_FALSE(stuck.run());
+  CHECK_FALSE(validate(broken).ok());
+}

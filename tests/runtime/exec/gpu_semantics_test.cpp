@@ -21,7 +21,7 @@ constexpr int steps = 3;
 enum class placement { gpu, mixed };
 
 void check_on_gpu(const semantics_case& c, placement where) {
-  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
+  auto made = make_schedule(c.kind, c.params(steps));
   if (!made) return;  // the generator does not permit these parameters
   auto plan = std::make_shared<const schedule>(lower_communication(*made));
   REQUIRE(validate(*plan).ok());

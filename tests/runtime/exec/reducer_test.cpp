@@ -116,3 +116,65 @@ TEST_CASE("the reducer refuses duplicates, strangers and other layouts", "[runti
   REQUIRE(fine->has_value());
   REQUIRE((**fine)[0].sum->values<double>()[1] == 8);
 }
+
+// The p2p reduce in one process: the chain's partial sum grows in replica order whatever the
+// arrival order, only the last replica gets the sum, and it holds at most the partial sum and the
+// gradients that came before their turn.
+TEST_CASE("the p2p reducer sums in replica order and answers the last replica alone",
+          "[runtime]") {
+  const std::vector<std::vector<int>> orders{{0, 1, 2, 3}, {3, 1, 0, 2}, {2, 3, 1, 0}};
+  for (const auto& order : orders) {
+    gradient_reducer red(1, 4, reduce_mode::p2p);
+    // Values whose float sum depends on the order: (1e8 + 1) - 1e8 + 1 is 1 left to right.
+    const std::vector<float> v{1e8f, 1.0f, -1e8f, 1.0f};
+    std::optional<std::vector<reduce_result>> out;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      auto got = red.add(req(order[i], 0, grads<float>({v[static_cast<std::size_t>(order[i])]})));
+      REQUIRE(got.ok());
+      CHECK(got->has_value() == (i + 1 == order.size()));
+      if (*got) out = std::move(**got);
+    }
+    REQUIRE(out);
+    REQUIRE(out->size() == 4);
+    for (int r = 0; r < 3; ++r) CHECK_FALSE((*out)[static_cast<std::size_t>(r)].sum);
+    REQUIRE((*out)[3].sum);
+    CHECK((*out)[3].sum->values<float>()[0] == ((1e8f + 1.0f) + -1e8f) + 1.0f);
+    CHECK(red.pending_steps() == 0);
+  }
+}
+
+TEST_CASE("the p2p reducer holds two gradients in order where the collective holds all",
+          "[runtime]") {
+  const std::int64_t g = static_cast<std::int64_t>(grads<float>({1, 2, 3, 4})->nbytes());
+  gradient_reducer chain(0, 4, reduce_mode::p2p), all(0, 4);
+  for (int r = 0; r < 4; ++r) {
+    REQUIRE(chain.add(req(r, 0, grads<float>({1, 2, 3, 4}), 0)).ok());
+    REQUIRE(all.add(req(r, 0, grads<float>({1, 2, 3, 4}), 0)).ok());
+  }
+  CHECK(chain.peak_bytes() == 2 * g);  // the partial sum and the gradient being added
+  CHECK(all.peak_bytes() == 5 * g);    // every replica's gradient and the sum
+}
+
+TEST_CASE("the p2p reducer hands the last replica's version to the others only", "[runtime]") {
+  gradient_reducer red(1, 3, reduce_mode::p2p);
+  auto v = grads<double>({5, 6});
+  reduce_request from_last{1, 2, 0, v, reduce_kind::weights};
+  auto got = red.add(from_last);
+  REQUIRE(got.ok());
+  REQUIRE(got->has_value());
+  const auto& out = **got;
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].sum == v);
+  CHECK(out[1].sum == v);
+  CHECK(out[0].kind == reduce_kind::weights);
+  CHECK_FALSE(out[2].sum);
+  reduce_request from_first{1, 0, 1, v, reduce_kind::weights};
+  auto refused = red.add(from_first);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.message().find("only the last replica") != std::string::npos);
+  // A gradient twice is refused, before or after its turn.
+  REQUIRE(red.add(req(1, 4, grads<double>({1, 1}))).ok());
+  CHECK_FALSE(red.add(req(1, 4, grads<double>({1, 1}))).ok());
+  REQUIRE(red.add(req(0, 4, grads<double>({1, 1}))).ok());
+  CHECK_FALSE(red.add(req(0, 4, grads<double>({1, 1}))).ok());
+}

@@ -44,7 +44,7 @@ rank_state through_file(const rank_state& st, const model<T>& m, const std::vect
 
 void check_resume(const resume_case& rc) {
   const semantics_case& c = rc.c;
-  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, rc.steps});
+  auto made = make_schedule(c.kind, c.params(rc.steps));
   if (!made) return;
   auto plan = std::make_shared<const schedule>(lower_communication(*made));
   REQUIRE(validate(*plan).ok());

@@ -23,11 +23,13 @@ struct semantics_case {
   schedule_kind kind;
   int p, m, w, v;
   bool gpt;
+  reduce_mode reduce = reduce_mode::collective;
   std::string name() const {
     return std::string(schedule_name(kind)) + " p=" + std::to_string(p) + " m=" +
            std::to_string(m) + " w=" + std::to_string(w) + " v=" + std::to_string(v) +
-           (gpt ? " gpt-tiny" : " mlp");
+           (gpt ? " gpt-tiny" : " mlp") + (reduce == reduce_mode::p2p ? " p2p" : "");
   }
+  schedule_params params(int steps) const { return {p, m, v, w, steps, reduce}; }
 };
 
 inline const std::vector<schedule_kind>& all_kinds = every_schedule_kind();
@@ -45,6 +47,19 @@ inline std::vector<semantics_case> semantics_grid(bool gpt) {
       const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
       for (int m : ms)
         for (int w : {1, 2}) out.push_back({k, p, m, w, v, gpt});
+    }
+  return out;
+}
+
+// Cyclic with the p2p reduce: p in {2, 3, 4}, w in {2, 3, 4}, m from the smallest the generator
+// permits (ceil(m / w) >= p - 1) to two past it.
+inline std::vector<semantics_case> p2p_grid(bool gpt) {
+  std::vector<semantics_case> out;
+  for (int p : {2, 3, 4})
+    for (int w : {2, 3, 4}) {
+      const int least = std::max(1, w * (p - 2) + 1);
+      for (int m : {least, least + 1, least + 2})
+        out.push_back({schedule_kind::cyclic, p, m, w, 1, gpt, reduce_mode::p2p});
     }
   return out;
 }
@@ -123,7 +138,7 @@ struct case_run {
 // The case's run; nullopt when the generator refuses the case.
 inline std::optional<case_run> make_case_run(const semantics_case& c, int steps,
                                              bool adamw = false) {
-  auto made = make_schedule(c.kind, schedule_params{c.p, c.m, c.v, c.w, steps});
+  auto made = make_schedule(c.kind, c.params(steps));
   if (!made) return std::nullopt;
   auto plan = std::make_shared<const schedule>(lower_communication(*made));
   const int S = plan->virtual_stages;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "runtime/cost_model.hpp"
+#include "runtime/lower.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/simulate.hpp"
 #include "runtime/validate.hpp"
@@ -131,4 +132,119 @@ TEST_CASE("cyclic needs ceil(m / w) >= p - 1", "[runtime]") {
   REQUIRE_FALSE(bad2.ok());
   CHECK_THAT(bad2.message(), Catch::Contains("Use m >= 5 (or fewer replicas)"));
   CHECK(cyclic({4, 5, 1, 2, 2}).ok());
+}
+
+// The point-to-point reduce: the same computations and REDUCEs; the last replica steps right
+// after its REDUCE, the others just before their first F that uses the new version.
+TEST_CASE("cyclic p2p: the last replica steps at its REDUCE, the others where they need it",
+          "[runtime]") {
+  for (int w : {2, 3, 4})
+    for (int p : {1, 2, 3, 4})
+      for (int m : {std::max(w * (p - 2) + 1, 1), 2 * p + 1}) {
+        INFO("w=" << w << " p=" << p << " m=" << m);
+        auto chain = cyclic({p, m, 1, w, 4, reduce_mode::p2p});
+        auto all = cyclic({p, m, 1, w, 4});
+        REQUIRE(chain.ok());
+        REQUIRE(all.ok());
+        CHECK(chain->versions == all->versions);
+        REQUIRE(validate(*chain).ok());
+        check_complete(*chain);
+        check_versions_usable(*chain, 1);
+        for (int q = 0; q < w; ++q)
+          for (int d = 0; d < p; ++d) {
+            const program& mine = chain->programs[chain->rank_of(q, d)];
+            const program& theirs = all->programs[all->rank_of(q, d)];
+            auto no_steps = [](program x) {
+              std::erase_if(x, [](const action& a) { return a.kind == action_kind::step; });
+              return x;
+            };
+            CHECK(no_steps(mine) == no_steps(theirs));
+            if (q == w - 1) {
+              CHECK(mine == theirs);
+              continue;
+            }
+            // Each STEP t (t = 0, 1, ...) comes after REDUCE t, and right before the first F
+            // that uses version t + 1, or before REDUCE t + 1 when that comes first, or at the end.
+            int t = 0, reduces = 0;
+            for (std::size_t i = 0; i < mine.size(); ++i) {
+              if (mine[i].kind == action_kind::reduce) ++reduces;
+              if (mine[i].kind != action_kind::step) continue;
+              CHECK(reduces == t + 1);
+              if (i + 1 < mine.size() && mine[i + 1].kind != action_kind::reduce) {
+                REQUIRE(mine[i + 1].kind == action_kind::forward);
+                CHECK(chain->versions[d][mine[i + 1].microbatch].forward == t + 1);
+              }
+              for (std::size_t j = 0; j < i; ++j)
+                if (mine[j].kind == action_kind::forward)
+                  CHECK(chain->versions[d][mine[j].microbatch].forward <= t);
+              ++t;
+            }
+            CHECK(t == 4);
+          }
+      }
+}
+
+TEST_CASE("the p2p reduce is refused for schedules other than cyclic and for one replica",
+          "[runtime]") {
+  auto other = make_schedule(schedule_kind::one_f_one_b, {2, 4, 1, 2, 1, reduce_mode::p2p});
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.message().find("cyclic") != std::string::npos);
+  auto alone = make_schedule(schedule_kind::cyclic, {2, 4, 1, 1, 1, reduce_mode::p2p});
+  REQUIRE_FALSE(alone.ok());
+  CHECK(alone.message().find("2 replicas") != std::string::npos);
+}
+
+// Without the REDUCE barrier the replicas do not wait for the furthest-shifted one: with free
+// communication each replica runs as a lone pipeline does, and the makespan is pipedream-vs's.
+TEST_CASE("cyclic p2p: with free links the replicas run as fast as one alone", "[runtime]") {
+  for (int w : {2, 4})
+    for (int p : {2, 4}) {
+      const int m = 3 * p * w;
+      INFO("w=" << w << " p=" << p << " m=" << m);
+      auto chain = make_schedule(schedule_kind::cyclic, {p, m, 1, w, 3, reduce_mode::p2p});
+      auto all = make_schedule(schedule_kind::cyclic, {p, m, 1, w, 3});
+      auto alone = make_schedule(schedule_kind::pipedream_vs, {p, m, 1, 1, 3});
+      REQUIRE(chain.ok());
+      REQUIRE(all.ok());
+      REQUIRE(alone.ok());
+      const cost_model costs = uniform_costs(1.0, 2.0, 1.0);
+      auto a = simulate(lower_communication(*chain), costs);
+      auto b = simulate(lower_communication(*all), costs);
+      auto c = simulate(lower_communication(*alone), costs);
+      REQUIRE(a.ok());
+      REQUIRE(b.ok());
+      REQUIRE(c.ok());
+      CHECK(a->makespan == c->makespan);
+      CHECK(b->makespan > a->makespan);  // the collective waits for the last replica once
+      // The REDUCE barrier's wait: replica 0 idles for the last one's shift, floor((w-1)m/w)
+      // microbatches, each an F and a B (3 time units) on the pipeline's slowest device.
+      CHECK(b->makespan - a->makespan == Approx(3.0 * ((w - 1) * m / w)));
+    }
+}
+
+// A hop costs one whole gradient on the reduce link: the last replica's REDUCE ends one hop
+// after the previous one's, which ends a hop after it began.
+TEST_CASE("cyclic p2p: a partial sum and a version take one hop each", "[runtime]") {
+  auto chain = make_schedule(schedule_kind::cyclic, {1, 2, 1, 2, 1, reduce_mode::p2p});
+  REQUIRE(chain.ok());
+  cost_model costs = uniform_costs(1.0, 2.0, 1.0);
+  costs.stages[0].param_bytes = 1000;
+  costs.reduce_link = {0.5, 1000.0};  // 1 s transfer, 0.5 s latency
+  simulate_options o;
+  o.record_timeline = true;
+  auto sim = simulate(lower_communication(*chain), costs, o);
+  REQUIRE(sim.ok());
+  std::map<int, std::pair<double, double>> reduce_of, step_of;  // by rank: start, end
+  for (const timeline_event& e : sim->trace.events) {
+    if (e.act.kind == action_kind::reduce) reduce_of[e.rank] = {e.start, e.end};
+    if (e.act.kind == action_kind::step) step_of[e.rank] = {e.start, e.end};
+  }
+  REQUIRE(reduce_of.size() == 2);
+  // Replica 0: F0 B0 F1 B1 (6 s, no shift) then its REDUCE sends for 1.5 s (transfer, latency).
+  CHECK(reduce_of[0].first == Approx(6.0));
+  CHECK(reduce_of[0].second == Approx(7.5));
+  // Replica 1 closes at the same time (m = 2, w = 2: shift 1, but one step only) and waits.
+  CHECK(reduce_of[1].second == Approx(7.5));
+  // Replica 0 takes the version a hop after replica 1's STEP.
+  CHECK(step_of[0].first == Approx(step_of[1].second + 1.5));
 }
