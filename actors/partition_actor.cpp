@@ -146,7 +146,8 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
         for (int s = 0; s < V; ++s)
           if (programs.device_of[static_cast<std::size_t>(s)] == device)
             wiring.reducers[static_cast<std::size_t>(replica * V + s)] =
-                spawn_shard(sys, s, replica, plan.replicas, spec.driver, spec.link, plan.zero);
+                spawn_shard(sys, s, replica, plan.replicas, spec.driver, spec.link, plan.zero,
+                            plan.reduce);
       }
     }
     for (int k = 1; k <= workers; ++k)

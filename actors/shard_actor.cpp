@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/type_ids.hpp"
+#include "runtime/exec/chain_reducer.hpp"
 #include "runtime/exec/chunk_reducer.hpp"
 #include "runtime/exec/owner_reducer.hpp"
 
@@ -20,8 +21,8 @@ struct shard_state {
 
   explicit shard_state(caf::event_based_actor* self) : self_(self) {}
 
-  caf::behavior make_behavior(int stage, int replica, int replicas, int zero, caf::actor driver,
-                              std::shared_ptr<wire_link> link) {
+  caf::behavior make_behavior(int stage, int replica, int replicas, int zero, reduce_mode reduce,
+                              caf::actor driver, std::shared_ptr<wire_link> link) {
     stage_ = stage;
     zero_ = zero;
     who_ = "the all-reduce share of stage " + std::to_string(stage) + ", replica " + std::to_string(replica);
@@ -29,6 +30,7 @@ struct shard_state {
     link_ = std::move(link);
     share_.emplace(stage, replica, replicas);
     owners_.emplace(stage, replica, replicas);
+    if (reduce == reduce_mode::p2p) chain_.emplace(stage, replica, replicas);
     self_->monitor(driver_);
     self_->set_down_handler([this](caf::down_msg& dm) {
       if (dm.source == driver_.address()) self_->quit(dm.reason);
@@ -41,16 +43,21 @@ struct shard_state {
         },
         [this](reduce_request& r) {
           rank_ = caf::actor_cast<caf::actor>(self_->current_sender());
+          if (chain_) return handle(chain_->add_local(std::move(r)));
           const bool by_owner = r.kind == reduce_kind::weights || zero_ >= 2;
           handle(by_owner ? owners_->add_local(std::move(r)) : share_->add_local(std::move(r)));
         },
         [this](reduce_chunk& c) {
-          handle(c.kind == chunk_kind::all_reduce ? share_->add_piece(std::move(c))
-                                                  : owners_->add_piece(std::move(c)));
+          if (!same_reduce(c.kind == chunk_kind::chain_partial)) return;
+          handle(chain_ ? chain_->add_piece(std::move(c))
+                 : c.kind == chunk_kind::all_reduce ? share_->add_piece(std::move(c))
+                                                    : owners_->add_piece(std::move(c)));
         },
         [this](gather_chunk& c) {
-          handle(c.kind == chunk_kind::all_reduce ? share_->add_sum(std::move(c))
-                                                  : owners_->add_gathered(std::move(c)));
+          if (!same_reduce(c.kind == chunk_kind::chain_version)) return;
+          handle(chain_ ? chain_->add_sum(std::move(c))
+                 : c.kind == chunk_kind::all_reduce ? share_->add_sum(std::move(c))
+                                                    : owners_->add_gathered(std::move(c)));
         },
         [this](wire_msg& w) {
           if (link_) link_->accept(self_, std::move(w), who_);
@@ -59,6 +66,14 @@ struct shard_state {
   }
 
  private:
+  // A message of the p2p reduce where the run reduces collectively, or the reverse, is refused.
+  bool same_reduce(bool p2p_message) {
+    if (p2p_message == chain_.has_value()) return true;
+    fail(std::string("a message of the ") + (p2p_message ? "p2p" : "collective") +
+         " reduce, but this run reduces " + (chain_ ? "point to point" : "collectively"));
+    return false;
+  }
+
   void handle(result<chunk_reducer::outputs> out) {
     if (!out) return fail(out.message());
     if (peers_.empty()) waiting_.push_back(std::move(*out));
@@ -92,6 +107,7 @@ struct shard_state {
   caf::event_based_actor* self_;
   std::optional<chunk_reducer> share_;
   std::optional<owner_reducer> owners_;  // ZeRO
+  std::optional<chain_reducer> chain_;   // the p2p reduce
   int zero_ = 0;
   std::vector<caf::actor> peers_;
   std::vector<chunk_reducer::outputs> waiting_;  // until wired
@@ -102,15 +118,19 @@ struct shard_state {
 };
 
 caf::behavior shard_actor(caf::stateful_actor<shard_state>* self, int stage, int replica,
-                          int replicas, int zero, caf::actor driver, std::shared_ptr<wire_link> link) {
-  return self->state.make_behavior(stage, replica, replicas, zero, std::move(driver), std::move(link));
+                          int replicas, int zero, reduce_mode reduce, caf::actor driver,
+                          std::shared_ptr<wire_link> link) {
+  return self->state.make_behavior(stage, replica, replicas, zero, reduce, std::move(driver),
+                                   std::move(link));
 }
 
 }  // namespace
 
 caf::actor spawn_shard(caf::actor_system& sys, int stage, int replica, int replicas,
-                       caf::actor driver, std::shared_ptr<wire_link> link, int zero) {
-  return sys.spawn(shard_actor, stage, replica, replicas, zero, std::move(driver), std::move(link));
+                       caf::actor driver, std::shared_ptr<wire_link> link, int zero,
+                       reduce_mode reduce) {
+  return sys.spawn(shard_actor, stage, replica, replicas, zero, reduce, std::move(driver),
+                   std::move(link));
 }
 
 }  // namespace pipeworks

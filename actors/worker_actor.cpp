@@ -130,7 +130,8 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, const std:
       const int V = p.virtual_stages(), replica = r / p.stages;
       for (int s = 0; s < V; ++s)
         if (run->programs->device_of[static_cast<std::size_t>(s)] == device) {
-          reply.shards.push_back(spawn_shard(sys, s, replica, p.replicas, q.driver, link, p.zero));
+          reply.shards.push_back(
+              spawn_shard(sys, s, replica, p.replicas, q.driver, link, p.zero, p.reduce));
           reply.shard_slots.push_back(replica * V + s);
         }
     }

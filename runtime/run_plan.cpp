@@ -260,10 +260,6 @@ std::optional<plan_issue> check_reduce(const run_plan& p) {
                                     "holds its optimizer moments alone, and {runtime.zero} shards "
                                     "them over every replica, whose owners would all meet at one "
                                     "moment again: use one or the other");
-  if (!p.processes.workers.empty() || !p.processes.rendezvous.empty())
-    return issue("schedule.reduce", "is p2p, which runs in one process so far: drop "
-                                    "{processes.workers} (and {processes.rendezvous}), or reduce "
-                                    "collectively");
   return std::nullopt;
 }
 

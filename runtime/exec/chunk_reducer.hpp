@@ -17,9 +17,12 @@ namespace pipeworks {
 
 // What a chunk message carries (its `kind`): a piece or a sum of the plain all-reduce; or, under
 // ZeRO (runtime/exec/owner_reducer.hpp), a replica's gradients of one owner's tensors, an owner's
-// squared norms of its tensors' sums, or an owner's updated tensors.
+// squared norms of its tensors' sums, or an owner's updated tensors; or, under cyclic's p2p
+// reduce (runtime/exec/chain_reducer.hpp), a partial sum for the next replica or the last
+// replica's new version.
 namespace chunk_kind {
-constexpr std::uint8_t all_reduce = 0, owned_gradient = 1, owned_squares = 2, owned_weights = 3;
+constexpr std::uint8_t all_reduce = 0, owned_gradient = 1, owned_squares = 2, owned_weights = 3,
+                       chain_partial = 4, chain_version = 5;
 }
 
 // Replica `replica` → the owner of `chunk`: its piece of that chunk, for `step` (reduce-scatter).
