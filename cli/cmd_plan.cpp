@@ -87,6 +87,15 @@ std::string recompute_line(recompute_mode mode, const std::string& choice) {
          ", as the profile was measured: train with --recompute " + name + "\n";
 }
 
+// The sharing of the optimizer state a plan counted, for people: "" without ZeRO. `over` says
+// over which replicas ("each stage's 4 replicas").
+std::string zero_line(int zero, const std::string& over) {
+  if (zero == 0) return "";
+  return "optimizer state shared out over " + over +
+         " (a faster plan fits with it than without): train with --zero " + std::to_string(zero) +
+         "\n";
+}
+
 // The JSON's "recompute_choice" (the report of choose_recompute) when the profile has several modes.
 void add_choice(nlohmann::json& j, const std::string& choice) {
   if (!choice.empty()) j["recompute_choice"] = choice;
@@ -152,10 +161,8 @@ int print_two_bw(const plan_options& o, const model_profile& prof, const cluster
   std::printf("predicted step %.3f ms (%s): %.1f samples/s\n", plan->step_ms,
               plan->simulated ? "simulated" : "analytic", plan->throughput_samples_per_s);
   std::fputs(recompute_line(plan->recompute, plan->recompute_choice).c_str(), stdout);
-  if (plan->zero > 0)
-    std::printf("optimizer state shared out over each stage's %d replicas (a faster plan fits "
-                "with it than without): train with --zero %d\n",
-                plan->w, plan->zero);
+  std::fputs(zero_line(plan->zero, "each stage's " + std::to_string(plan->w) + " replicas").c_str(),
+             stdout);
   return exit_ok;
 }
 
@@ -169,6 +176,7 @@ int run_plan(const plan_options& o) {
   if (!c) throw CLI::ValidationError("--cluster", c.message());
   pipedream_options po;
   po.max_devices = o.devices;
+  po.max_zero = 1;  // ZeRO 1 when only it makes a faster plan fit, as 2BW's planner
   // Devices that name a profile measured on them (a GPU's): read beside the cluster file.
   auto own = load_device_profiles(*c, o.cluster);
   if (!own) throw CLI::ValidationError("--cluster", own.message());
@@ -193,7 +201,7 @@ int run_plan(const plan_options& o) {
                      {"predicted_step_ms", plan->predicted_step_ms},
                      {"samples_per_s", samples_per_s},
                      {"memory_bytes", plan->memory_bytes},
-                     {"runtime", runtime_json(plan->recompute)}};
+                     {"runtime", runtime_json(plan->recompute, plan->zero)}};
     add_choice(j, plan->recompute_choice);
     std::cout << j.dump() << std::endl;
     return exit_ok;
@@ -206,6 +214,7 @@ int run_plan(const plan_options& o) {
               "%.3f ms\n",
               plan->bottleneck_ms, samples_per_s, plan->predicted_step_ms);
   std::fputs(recompute_line(plan->recompute, plan->recompute_choice).c_str(), stdout);
+  std::fputs(zero_line(plan->zero, "the replicas of each replicated stage").c_str(), stdout);
   return exit_ok;
 }
 
@@ -235,7 +244,9 @@ const bool registered = register_command(
                    "estimate in bytes, 0 when unused, up to the highest device used), "
                    "\"runtime\": {\"recompute\": the profile's mode, or with a profile of several modes "
                    "(pipeworks profile --recompute all) the one the planner chose, which the run "
-                   "must use}, \"recompute_choice\" (several modes only: each mode's samples/s or "
+                   "must use, \"zero\": the ZeRO level the planner counted the optimizer state with, 1 "
+                   "when only sharing it over a stage's replicas makes a faster plan fit}, "
+                   "\"recompute_choice\" (several modes only: each mode's samples/s or "
                    "why no plan fits, and the choice)}");
       return [o] { return run_plan(*o); };
     });

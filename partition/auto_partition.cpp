@@ -93,6 +93,7 @@ result<pipeline_plan> plan_pipedream_dividing(const model_profile& profile, cons
   pipedream_options po;
   po.same_replicas = true;
   po.device_profiles = own;
+  po.max_zero = 1;  // sharing a stage's optimizer state over its replicas when memory demands it
   int first_w = 0;  // the replicas of the plan on every device, when it did not divide
   for (int devices = c.device_count(); devices >= 1; --devices) {
     po.max_devices = devices;
@@ -261,6 +262,7 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
     out.planner_step_ms = plan->predicted_step_ms;
     out.recompute = plan->recompute;
     out.recompute_choice = plan->recompute_choice;
+    out.zero = plan->zero;
     if (status s = fill_ranks(out, c); !s) return make_error(s.message());
     if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
     out.m = rq.microbatches / out.w;
@@ -369,7 +371,7 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
        (a.recompute != recompute_mode::none
             ? ", recompute " + std::string(recompute_name(a.recompute))
             : std::string()) +
-       "\n";
+       (a.zero > 0 ? ", zero " + std::to_string(a.zero) : std::string()) + "\n";
   if (!a.recompute_choice.empty()) t += "recompute: " + a.recompute_choice + "\n";
   t += "predicted step: " + num(a.planner_step_ms, "%.3f") + " ms (the planner's estimate), " +
        num(a.simulated_step_ms, "%.3f") + " ms (this run's schedule simulated)\n";

@@ -10,6 +10,7 @@
 
 #include "partition/balanced_split.hpp"
 #include "partition/plan_inputs.hpp"
+#include "partition/zero_share.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/simulate.hpp"
 
@@ -88,14 +89,10 @@ std::int64_t stage_need(const cost_context& ctx, int s, int p, int i, int j, std
   const std::int64_t input = scaled(input_bytes(ctx.profile, i), b, ctx.profile.microbatch);
   std::int64_t shared_out = 0;  // the optimizer state other replicas hold
   if (ctx.options.zero > 0 && w > 1) {
-    const std::int64_t optimizer = optimizer_prefix[j] - optimizer_prefix[i];
     std::int64_t largest = 0;
-    for (int l = i; l < j; ++l) {
-      const layer_profile& x = ctx.profile.layers[static_cast<std::size_t>(l)];
-      largest = std::max(largest, x.largest_optimizer_bytes > 0 ? x.largest_optimizer_bytes
-                                                                : x.optimizer_bytes);
-    }
-    shared_out = optimizer - std::max((optimizer + w - 1) / w, largest);
+    for (int l = i; l < j; ++l)
+      largest = std::max(largest, largest_optimizer_tensor(ctx.profile.layers[static_cast<std::size_t>(l)]));
+    shared_out = zero_shared_out(optimizer_prefix[j] - optimizer_prefix[i], largest, w);
   }
   return weight_prefix[j] - weight_prefix[i] - shared_out +
          stash_bytes(ctx.profile.recompute, stashed(ctx.rules, s, p, m), saved, input);
@@ -287,8 +284,7 @@ cost_candidate build(cost_context& ctx, int p, int w, std::int64_t b, int m, int
                   2.0 * (w - 1) * worst.latency_ms;
       // ZeRO: the updated weights are gathered too, each replica receiving (w - 1)/w of them.
       if (ctx.options.zero > 0)
-        reduce_ms += static_cast<double>(w - 1) / w * static_cast<double>(params) * worst.ms_per_byte +
-                     (w - 1) * worst.latency_ms;
+        reduce_ms += zero_gather_ms(w, static_cast<double>(params), worst.ms_per_byte, worst.latency_ms);
     }
     max_reduce = std::max(max_reduce, reduce_ms);
 

@@ -8,6 +8,7 @@
 
 #include "partition/pipedream_planner.hpp"
 #include "partition/profile.hpp"
+#include "partition/zero_share.hpp"
 
 namespace pipeworks::pipedream {
 
@@ -32,6 +33,12 @@ struct flat_model {
   std::vector<double> link_ms;      // link_cost(activation_bytes[j], the pool's outermost level)
   std::vector<int> unit_size;       // devices in one unit of each level, innermost first
   std::vector<double> ms_per_byte;  // 1000 / bandwidth of each level (0: free)
+  // ZeRO 1 (run_plan::zero): each of a stage's r > 1 replicas holds zero_share of its optimizer
+  // state (1/r, at least its largest tensor's) and its step gathers the updated weights after the
+  // all-reduce (zero_gather_ms). Then a stage's memory falls with r and its time has the gather.
+  int zero = 0;
+  std::vector<std::int64_t> optimizer;  // prefix sums of optimizer_bytes (read only with zero)
+  largest_tensor_table largest;         // each range's largest optimizer tensor (only with zero)
 
   double compute_ms(int i, int j) const { return compute[j + 1] - compute[i]; }
   double param_bytes(int i, int j) const { return params[j + 1] - params[i]; }
@@ -40,11 +47,20 @@ struct flat_model {
   // value no device has), so a huge f never wraps to a plan that "fits". Under full the stash of
   // i..j may exceed that of i + 1..j (a larger input): the programs' plans still fit (each stage
   // is checked), but are then not claimed optimal.
-  std::int64_t memory_of(int i, int j, int f) const {
+  // On each of r replicas: under ZeRO less the optimizer state the other replicas hold.
+  std::int64_t memory_of(int i, int j, int f, int r = 1) const {
     const std::int64_t in = input.empty() ? 0 : input[static_cast<std::size_t>(i)];
-    return fixed[j + 1] - fixed[i] + stash_bytes(recompute, f, saved[j + 1] - saved[i], in);
+    const std::int64_t shared_out =
+        zero > 0 && r > 1 ? zero_shared_out(optimizer[j + 1] - optimizer[i], largest.max(i, j), r) : 0;
+    return fixed[j + 1] - fixed[i] - shared_out +
+           stash_bytes(recompute, f, saved[j + 1] - saved[i], in);
   }
-  bool fits(int i, int j, int f) const { return memory == 0 || memory_of(i, j, f) <= memory; }
+  bool fits(int i, int j, int f, int r = 1) const {
+    return memory == 0 || memory_of(i, j, f, r) <= memory;
+  }
+  // The fewest replicas r ≤ cap on which layers i..j with f in flight fit, or no_devices: 1 or
+  // none without ZeRO; under it memory only falls with r, so the least r the share allows.
+  int fewest_fitting(int i, int j, int f, int cap) const;
   // The level an all-reduce over r replicas runs at in the pool cost model: the innermost whose
   // unit holds r devices, as if a stage's replicas were packed into as few units as possible
   // (plan_flat's placement does not promise that; callers on a hierarchy re-cost its plans with
@@ -58,20 +74,31 @@ struct flat_model {
   // devices each, numbered 0, 1, .. in order, never straddle a unit of it (same_replicas).
   int aligned_level_of(int r) const;
   // T(i..j, r) = Σ(fwd + bwd)/r + (r > 1 ? 2(r − 1)/r · Σparam_bytes / bw : 0), bw of level_of(r)
+  // (+ (r − 1)/r · Σparam_bytes / bw for the gather under ZeRO)
   double stage_ms(int i, int j, int r) const;  // (inline below)
-  // The fewest replicas r ≤ cap with T(i..j, r) ≤ b, or no_devices.
-  int min_replicas(int i, int j, double b, int cap) const;
+  // The fewest replicas r with least ≤ r ≤ cap and T(i..j, r) ≤ b, or no_devices.
+  int min_replicas(int i, int j, double b, int cap, int least = 1) const;
+  // The fewest replicas r ≤ cap that hold layers i..j with f in flight and give T(i..j, r) ≤ b,
+  // or no_devices: the r that hold them are every r from fewest_fitting on, so it is
+  // min_replicas from there.
+  int replicas_for(int i, int j, int f, double b, int cap) const {
+    const int least = fewest_fitting(i, j, f, cap);
+    return least == no_devices ? no_devices : min_replicas(i, j, b, cap, least);
+  }
 };
 
 // The fewest r ≤ cap with a + (t − a)/r ≤ x where a = 2 · param_bytes · ms_per_byte (the stage
-// time t / r plus its all-reduce 2(r − 1)/r · param / bw), or no_devices. The formula decides.
-int fewest_replicas(double t, double param_bytes, double ms_per_byte, double x, int cap);
-inline double replicated_ms(double t, double param_bytes, double ms_per_byte, int r) {
+// time t / r plus its all-reduce 2(r − 1)/r · param / bw; under ZeRO a = 3 · param_bytes ·
+// ms_per_byte, the gather's (r − 1)/r · param / bw added), or no_devices. The formula decides.
+int fewest_replicas(double t, double param_bytes, double ms_per_byte, double x, int cap, int zero = 0);
+inline double replicated_ms(double t, double param_bytes, double ms_per_byte, int r, int zero = 0) {
   if (r == 1) return t;
-  return t / r + 2.0 * (r - 1) / r * param_bytes * ms_per_byte;
+  double x = t / r + 2.0 * (r - 1) / r * param_bytes * ms_per_byte;
+  if (zero > 0) x += zero_gather_ms(r, param_bytes, ms_per_byte);
+  return x;
 }
 inline double flat_model::stage_ms(int i, int j, int r) const {
-  return replicated_ms(compute_ms(i, j), param_bytes(i, j), ms_per_byte[level_of(r)], r);
+  return replicated_ms(compute_ms(i, j), param_bytes(i, j), ms_per_byte[level_of(r)], r, zero);
 }
 
 // The fewest units for layers i..L−1 when a stage i..j takes r(i..j) units:

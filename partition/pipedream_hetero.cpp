@@ -21,10 +21,15 @@
 //   N(L, 0) = 0,  N(i, u) = min over the choices above of 1 + N(j + 1, u − x)
 // Among plans at the optimum the one with the fewest devices (Σu), then the fewest stages (k, or
 // N(0, u)), is returned; with same_replicas, over every replica count r.
+// Under ZeRO 1 (zero = 1) a stage's memory and time depend on r = Σx, which the choice fixes: each
+// device holds memory_c(i..j, f) less what the other r − 1 replicas hold of its optimizer state
+// (zero_shared_out), and T gains the gather (zero_gather_ms); the recurrence is unchanged, the
+// "allowed" test reads memory_c(i..j, f, Σx), so the program stays exact.
 #include "partition/pipedream_hetero.hpp"
 
 #include "partition/plan_inputs.hpp"
 #include "partition/plan_progress.hpp"
+#include "partition/zero_share.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -70,6 +75,9 @@ struct hetero_model {
   std::vector<double> link_ms;      // 2 · activation_bytes[j] / bandwidth
   double ms_per_byte = 0;           // 0: free links
   std::int64_t slack = 0;           // bytes granted to every limited device (the excess search)
+  int zero = 0;                     // ZeRO 1: a stage's r replicas share its optimizer state
+  std::vector<std::int64_t> optimizer;  // prefix sums of optimizer_bytes (only with zero)
+  largest_tensor_table largest;         // each range's largest optimizer tensor (only with zero)
 
   int count(int state, int c) const {
     return state / stride[c] % (static_cast<int>(classes[c].devices.size()) + 1);
@@ -80,9 +88,12 @@ struct hetero_model {
     return (k.compute[j + 1] - k.compute[i]) / (r * k.speed);
   }
   // T(i..j, r, t) = t + (r > 1 ? 2(r − 1)/r · Σparam / bw : 0), t the slowest class's class_ms
+  // (+ the gather of ZeRO, (r − 1)/r · Σparam / bw)
   double with_reduce(int i, int j, int r, double t) const {
     if (r == 1) return t;
-    return t + 2.0 * (r - 1) / r * (params[j + 1] - params[i]) * ms_per_byte;
+    double x = t + 2.0 * (r - 1) / r * (params[j + 1] - params[i]) * ms_per_byte;
+    if (zero > 0) x += zero_gather_ms(r, params[j + 1] - params[i], ms_per_byte);
+    return x;
   }
   // The stage time of layers i..j on the device vector x: its slowest class sets the pace.
   double stage_ms(int i, int j, int x) const {
@@ -91,19 +102,23 @@ struct hetero_model {
       t = std::max(t, class_ms(std::countr_zero(bits), i, j, total[x]));
     return with_reduce(i, j, total[x], t);
   }
-  std::int64_t memory_of(int c, int i, int j, int f) const {
+  // On one of r replicas (under ZeRO less the optimizer state the others hold).
+  std::int64_t memory_of(int c, int i, int j, int f, int r = 1) const {
     // fixed ≤ 3 · 2^50 by check_profile_totals; the stash saturates rather than overflow
     const device_class& k = classes[c];
+    const std::int64_t shared_out =
+        zero > 0 && r > 1 ? zero_shared_out(optimizer[j + 1] - optimizer[i], largest.max(i, j), r) : 0;
     // the stash under the profile's mode (stash_bytes: with full, f · input(i) + Σsaved)
-    return fixed[j + 1] - fixed[i] +
+    return fixed[j + 1] - fixed[i] - shared_out +
            stash_bytes(recompute, f, k.saved[j + 1] - k.saved[i], input[static_cast<std::size_t>(i)]);
   }
-  // Bit c set when a device of class c holds layers i..j with f microbatches in flight.
-  std::uint64_t fitting(int i, int j, int f) const {
+  // Bit c set when a device of class c holds layers i..j with f microbatches in flight, as one
+  // of r replicas.
+  std::uint64_t fitting(int i, int j, int f, int r = 1) const {
     std::uint64_t bits = 0;
     for (std::size_t c = 0; c < classes.size(); ++c)
       if (classes[c].memory == 0 ||
-          memory_of(static_cast<int>(c), i, j, f) <= classes[c].memory + slack)
+          memory_of(static_cast<int>(c), i, j, f, r) <= classes[c].memory + slack)
         bits |= std::uint64_t{1} << c;
     return bits;
   }
@@ -111,7 +126,7 @@ struct hetero_model {
   std::int64_t most_memory(int i, int j, int f, int x) const {
     std::int64_t most = 0;
     for (std::uint64_t bits = used[x]; bits != 0; bits &= bits - 1)
-      most = std::max(most, memory_of(std::countr_zero(bits), i, j, f));
+      most = std::max(most, memory_of(std::countr_zero(bits), i, j, f, total[x]));
     return most;
   }
 };
@@ -159,14 +174,18 @@ struct search {
     reach[at(m.track_k ? 0 : 1, L, 0)] = 1;
     nst[at(m.track_k ? 0 : 1, L, 0)] = 0;
     std::vector<int> lim(K), x(K);
+    std::vector<std::uint64_t> fit_by_r(static_cast<std::size_t>(m.max_devices) + 1);
     for (int k = 1; k <= m.rows; ++k) {
       const int f = m.in_flight > 0 ? m.in_flight : k;
       const int after = m.track_k ? k - 1 : k;
       for (int i = L - 1; i >= 0; --i)
         for (int j = i; j < L; ++j) {
           if (j + 1 < L && m.link_ms[j] > b) continue;
-          const std::uint64_t fit = m.fitting(i, j, f);
-          if (fit == 0) break;  // memory only grows with j
+          // Memory only grows with j; the most replicas need the least (under ZeRO).
+          const std::uint64_t fit = m.fitting(i, j, f, m.zero > 0 ? m.max_devices : 1);
+          if (fit == 0) break;
+          if (m.zero > 0)
+            for (int r = 1; r <= m.max_devices; ++r) fit_by_r[r] = m.fitting(i, j, f, r);
           for (int v = 0; v < S; ++v) {
             if (!reach[at(after, j + 1, v)] || m.total[v] >= m.max_devices) continue;
             for (int c = 0; c < K; ++c) {
@@ -185,7 +204,8 @@ struct search {
               ++x[c];
               xs += m.stride[c];
               const int u = v + xs;
-              if ((m.used[xs] & ~fit) != 0 || m.total[u] > m.max_devices) continue;
+              const std::uint64_t fit_x = m.zero > 0 ? fit_by_r[m.total[xs]] : fit;
+              if ((m.used[xs] & ~fit_x) != 0 || m.total[u] > m.max_devices) continue;
               const int r = m.total[xs];
               if (replicas != 0 && r != replicas) continue;
               // With k tracked every choice makes k stages; else keep the fewest (N).
@@ -456,12 +476,19 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
 }  // namespace
 
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
-                                             const pipedream_options& options) {
+                                             const pipedream_options& options, int zero) {
   if (status s = check_inputs(profile, c, options); !s) return make_error(s.message());
   hetero_model m;
   if (status s = build_model(profile, c, options, m); !s) return make_error(s.message());
+  if (zero > 0) {
+    m.zero = zero;
+    m.optimizer.assign(static_cast<std::size_t>(m.layers) + 1, 0);
+    for (int l = 0; l < m.layers; ++l) m.optimizer[l + 1] = m.optimizer[l] + profile.layers[l].optimizer_bytes;
+    m.largest = largest_tensor_table(profile);
+  }
   any_replicas a{search(m), options.same_replicas, m.max_devices, {}};
-  if (!a.run(inf)) return memory_error(m, a, c);
+  // (Under ZeRO the caller keeps the unsharded plan's error: that one's excess says more.)
+  if (!a.run(inf)) return zero > 0 ? make_error("no plan fits in memory under ZeRO 1") : memory_error(m, a, c);
 
   // Bisection over the sorted values: the least one a plan reaches is the optimum.
   const std::vector<double> values = bottleneck_values(m);
@@ -497,7 +524,7 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
         if (plan.memory_bytes.size() <= static_cast<std::size_t>(d))
           plan.memory_bytes.resize(static_cast<std::size_t>(d) + 1, 0);
         plan.memory_bytes[static_cast<std::size_t>(d)] =
-            m.memory_of(static_cast<int>(k), ps.first_layer, ps.last_layer, f);
+            m.memory_of(static_cast<int>(k), ps.first_layer, ps.last_layer, f, ps.replicas);
       }
     std::sort(ps.devices.begin(), ps.devices.end());
     ps.time_ms = m.stage_ms(ps.first_layer, ps.last_layer, st[s].pick);

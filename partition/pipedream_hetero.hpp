@@ -35,7 +35,9 @@ namespace pipeworks {
 // plan fits in memory, naming the device, saying by how much the best one exceeds its memory and
 // what to try. Called by plan_pipedream (which checks the profile and the options first); callers
 // use plan_pipedream.
+// zero = 1: each replicated stage's devices hold their share of its optimizer state under ZeRO 1
+// and its time includes the gather (zero_share.hpp), as plan_pipedream counts them.
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
-                                             const pipedream_options& options = {});
+                                             const pipedream_options& options = {}, int zero = 0);
 
 }  // namespace pipeworks

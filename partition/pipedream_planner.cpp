@@ -40,6 +40,17 @@
 //   the outermost level used; the plan returned is re-costed at its devices (placed, as above).
 // - Heterogeneous clusters (`devices`): plan_pipedream_devices (pipedream_hetero.hpp), each
 //   device at its own speed and memory.
+// - ZeRO 1 (pipeline_plan::zero, with options.max_zero = 1): on a cluster that limits memory (and
+//   has two devices or more to share over) the plan is searched twice: as is, and with every
+//   replicated stage (r > 1) holding zero_share of its optimizer state (1/r, at least its largest
+//   tensor's: zero_share.hpp) and paying the gather of its weights, (r − 1)/r of Σparam_bytes /
+//   bw, after its all-reduce. The sharded plan is kept only when its bottleneck is lower (1e-9
+//   relative; a tie keeps the unsharded), which in practice means when memory demands it. The
+//   flat, same_replicas and device-list programs are exact under it (each stage's memory is a
+//   function of its own r, written where each program's recurrence is). The level-by-level
+//   program is not: a device-stage's share depends on the replicas of every level above it, which
+//   the inner tables do not know; so on a hierarchy the sharded search is the flat program placed
+//   on devices 0, 1, .. (plan_flat_placed, as for the work budget), exact in the pool's cost model.
 #include "partition/plan_inputs.hpp"
 #include "partition/pipedream_planner.hpp"
 
@@ -70,7 +81,8 @@ int in_flight_of(const flat_model& m, int p, int s) { return m.in_flight > 0 ? m
 bool fits_memory(const flat_model& m, const std::vector<planned_stage>& st) {
   const int p = static_cast<int>(st.size());
   for (int s = 0; s < p; ++s)
-    if (!m.fits(st[s].first_layer, st[s].last_layer, in_flight_of(m, p, s))) return false;
+    if (!m.fits(st[s].first_layer, st[s].last_layer, in_flight_of(m, p, s), st[s].replicas))
+      return false;
   return true;
 }
 
@@ -88,7 +100,7 @@ pipeline_plan finish(const flat_model& m, std::vector<planned_stage> stages, dou
   const int p = static_cast<int>(plan.stages.size());
   for (int s = 0; s < p; ++s) {
     planned_stage& st = plan.stages[s];
-    st.memory_bytes = m.memory_of(st.first_layer, st.last_layer, in_flight_of(m, p, s));
+    st.memory_bytes = m.memory_of(st.first_layer, st.last_layer, in_flight_of(m, p, s), st.replicas);
     for (int d : st.devices) {
       if (d >= static_cast<int>(plan.memory_bytes.size())) plan.memory_bytes.resize(d + 1, 0);
       plan.memory_bytes[d] = st.memory_bytes;
@@ -132,6 +144,7 @@ result<pipeline_plan> plan_flat_placed(const flat_model& m) {
 // The level-by-level program, with the in_flight = p − s rounds described at the top, and the
 // flat fallback when the work budget runs out.
 result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_spec>& levels) {
+  if (m.zero > 0) return plan_flat_placed(m);  // the inner tables cannot see a stage's share
   const int L = m.layers;
   std::int64_t budget = pipedream::hierarchy_work_budget;
   if (m.memory == 0 || m.in_flight > 0) {
@@ -165,8 +178,9 @@ result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_s
   return plan_flat_placed(m);
 }
 
+// The plan at ZeRO level `zero` (0, or 1: see the top of this file).
 result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const cluster& c,
-                                             const pipedream_options& options) {
+                                             const pipedream_options& options, int zero) {
   // Check the arguments.
   const int L = static_cast<int>(profile.layers.size());
   if (L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
@@ -186,16 +200,20 @@ result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const
   }
   if (options.max_devices < 0 || options.in_flight < 0)
     return make_error("pipedream options: max_devices and in_flight must be 0 (default) or positive");
+  if (options.max_zero < 0 || options.max_zero > 1)
+    return make_error("pipedream options: max_zero must be 0 (default) or 1, not " +
+                      std::to_string(options.max_zero));
   double total_ms = 0;
   for (const layer_profile& x : profile.layers) total_ms += x.fwd_ms + x.bwd_ms;
   if (!std::isfinite(total_ms))
     return make_error("the layers' fwd_ms + bwd_ms total overflows a double; profile in larger time units");
   if (status s = check_profile_totals(profile); !s) return make_error(s.message());
-  if (!c.devices.empty()) return plan_pipedream_devices(profile, c, options);
+  if (!c.devices.empty()) return plan_pipedream_devices(profile, c, options, zero);
 
   flat_model m;
   m.layers = L;
   m.in_flight = options.in_flight;
+  m.zero = zero;
   std::vector<level_spec> levels;  // the hierarchy's levels in use, counts ≥ 2
   if (c.levels.empty()) return make_error("the cluster has neither levels nor devices");
   if (c.device_memory_bytes < 0)
@@ -262,29 +280,54 @@ result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const
     m.activation[l] = static_cast<double>(x.activation_bytes);
     m.link_ms[l] = pipedream::link_cost(m.activation[l], link_ms_per_byte);
   }
+  if (zero > 0) {
+    m.optimizer.assign(L + 1, 0);
+    for (int l = 0; l < L; ++l) m.optimizer[l + 1] = m.optimizer[l] + profile.layers[l].optimizer_bytes;
+    m.largest = largest_tensor_table(profile);
+  }
 
   if (levels.size() < 2 || options.same_replicas) return plan_flat_or_same(m, options.same_replicas);
   return plan_levels(m, levels);
+}
+
+// Whether some device's memory is limited: otherwise nothing binds and ZeRO is not searched.
+bool limits_memory(const cluster& c) {
+  if (c.devices.empty()) return c.device_memory_bytes > 0;
+  for (const device_spec& d : c.devices)
+    if (d.memory_bytes > 0) return true;
+  return false;
 }
 
 }  // namespace
 
 result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster& c,
                                      const pipedream_options& options) {
+  const auto samples_per_s = [&](const pipeline_plan& p) {
+    return p.bottleneck_ms > 0 ? 1000.0 * static_cast<double>(profile.microbatch) / p.bottleneck_ms
+                               : std::numeric_limits<double>::infinity();
+  };
   if (profile_modes(profile).size() > 1)
     return choose_recompute_with<pipeline_plan>(
         profile, options,
         [&](const model_profile& one, const pipedream_options& o, recompute_mode) {
           return plan_pipedream(one, c, o);
         },
-        [&](const pipeline_plan& p) {
-          return p.bottleneck_ms > 0
-                     ? 1000.0 * static_cast<double>(profile.microbatch) / p.bottleneck_ms
-                     : std::numeric_limits<double>::infinity();
-        });
-  auto plan = plan_pipedream_checked(profile, c, options);
+        samples_per_s);
+  auto plan = plan_pipedream_checked(profile, c, options, 0);
   if (plan) plan->recompute = profile.recompute;
-  return plan;
+  // ZeRO 1 only when memory binds, there are devices to share over, and it makes a faster plan
+  // fit (a tie keeps the plan without it: no gather).
+  if (options.max_zero < 1 || !limits_memory(c) || c.device_count() < 2 || options.max_devices == 1)
+    return plan;
+  auto sharded = plan_pipedream_checked(profile, c, options, 1);
+  if (!sharded) return plan;
+  const bool replicated = std::any_of(sharded->stages.begin(), sharded->stages.end(),
+                                      [](const planned_stage& s) { return s.replicas > 1; });
+  if (!replicated || (plan && !(samples_per_s(*sharded) > samples_per_s(*plan) * (1 + 1e-9))))
+    return plan;
+  sharded->recompute = profile.recompute;
+  sharded->zero = 1;
+  return sharded;
 }
 
 }  // namespace pipeworks

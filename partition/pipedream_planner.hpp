@@ -41,6 +41,10 @@ struct pipeline_plan {
   // With a profile of several modes: each mode's outcome and the choice (recompute_choice.hpp);
   // "" with a profile of one mode.
   std::string recompute_choice;
+  // ZeRO's level the plan assumes (run_plan::zero): plan_pipedream chooses 1 when only it makes a
+  // faster plan fit; memory_bytes then counts each replica's share of its stage's optimizer state
+  // and time_ms the gather of the weights.
+  int zero = 0;
 };
 
 struct pipedream_options {
@@ -54,6 +58,12 @@ struct pipedream_options {
   // takes its layer times and saved bytes from it; the others take `profile`'s. Each must be of
   // the same model (layers, microbatch, parameter, optimizer and activation bytes).
   std::map<std::string, model_profile> device_profiles;
+  // The highest ZeRO level the planner may plan with (run_plan::zero). 0 (the default): every
+  // replica holds its stage's whole optimizer state, as PipeDream counts it. 1: on a cluster that
+  // limits memory the plan is also searched with each replicated stage's optimizer state shared
+  // out over its replicas, and that plan is kept (pipeline_plan::zero = 1) when it is faster than
+  // every plan that fits without it. `pipeworks plan` and `train --auto-partition` ask for 1.
+  int max_zero = 0;
 };
 
 // On a flat cluster of n identical devices with bandwidth bw the objective is exactly:
@@ -68,6 +78,11 @@ struct pipedream_options {
 // A profile of several modes (profile_modes) is planned in each, device profiles in the same
 // mode, and the plan of the highest throughput (profile.microbatch / bottleneck_ms) that fits is
 // returned with its mode; a tie goes to less recomputation (choose_recompute).
+// With options.max_zero = 1, on a cluster that limits memory, the plan is also searched under
+// ZeRO 1 (each replicated stage's optimizer state shared out over its replicas, at least its
+// largest tensor each, and a gather of its weights added to its all-reduce) and returned with
+// zero = 1 when that plan is faster than every plan that fits without it (pipedream_planner.cpp
+// says how each program counts it).
 result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster& c,
                                      const pipedream_options& options = {});
 

@@ -1,7 +1,9 @@
 // End-to-end tests of `pipeworks train --auto-partition` (cli/auto_partition.cpp): the plan is
-// printed and run on local-cpu and on heterogeneous clusters, --json carries it, contradictions
-// exit 2 and planner failures exit 1.
+// printed and run on local-cpu and on heterogeneous clusters, --json carries it (ZeRO 1 too, when
+// only it fits), contradictions exit 2 and planner failures exit 1.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -321,4 +323,52 @@ TEST_CASE("train --auto-partition without --recompute profiles every mode and ru
   CHECK(none.exit_code == 1);
   CHECK(contains(none.err, "no plan fits"));
   CHECK_FALSE(contains(none.err, "no recompute mode fits"));
+}
+
+TEST_CASE("train --auto-partition with pipedream shares the optimizer state when only that fits", "[cli]") {
+  scratch_dir dir;
+  // The mlp's bytes at the run's microbatch (32 / 4 = 8), as the run profiles them (bytes, not
+  // times: the plan below is the only one that fits whatever the times).
+  const cli_result prof = run_cli({"profile", "--model", "mlp", "--microbatch", "8", "--repeats", "1",
+                                   "--out", dir / "profile.json"});
+  REQUIRE(prof.exit_code == 0);
+  std::ifstream in(dir / "profile.json");
+  const json layers = json::parse(in)["layers"];
+  REQUIRE(layers.size() == 3);
+  const auto at = [&](int l, const char* field) { return layers[l][field].get<std::int64_t>(); };
+  // fc1 alone, 2 microbatches in flight (stage 0 of 2): unsharded it needs `whole`; on 2 replicas
+  // sharing its optimizer state (each at least its largest tensor's) `shared`. Devices of
+  // whole − 1 bytes: no plan fits unsharded (fc1 is in every plan's first stage, and a longer
+  // stage or a deeper pipeline needs more), and on 4 devices 2 stages of 2 replicas fit sharded.
+  const std::int64_t opt = at(0, "optimizer_bytes");
+  const std::int64_t whole = 2 * at(0, "param_bytes") + opt + 2 * at(0, "saved_bytes");
+  const std::int64_t shared = whole - opt + std::max((opt + 1) / 2, at(0, "largest_optimizer_bytes"));
+  REQUIRE(shared < whole);
+  json devices = json::array();
+  for (int d = 0; d < 4; ++d)
+    devices.push_back({{"name", "d" + std::to_string(d)}, {"speed", 0.25}, {"memory_bytes", whole - 1}});
+  write_file(dir / "four.json", json{{"devices", devices}}.dump());
+  // Measured in mode none only (recomputing would make another mode fit unsharded).
+  const cli_result r = run_cli(auto_args({"--cluster", dir / "four.json", "--recompute", "none", "--json"}));
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json last = json_lines(r).back();
+  const json& plan = last["plan"];
+  CHECK(plan["zero"] == 1);
+  CHECK(plan["p"] == 2);
+  CHECK(plan["w"] == 2);
+  CHECK(last["split"] == json::array({0, 1}));
+  // Each replica held a share of its stage's moments: less than the same run unsharded holds.
+  const cli_result plain = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir, "--steps", "3",
+                                    "--batch", "32", "--microbatches", "4", "--schedule", "1f1b",
+                                    "--stages", "2", "--replicas", "2", "--split", "0,1", "--json"});
+  REQUIRE(plain.exit_code == 0);
+  const json unsharded = json_lines(plain).back();
+  for (int s = 0; s < 2; ++s)
+    CHECK(last["stages"][s]["optimizer_bytes"].get<std::int64_t>() <
+          unsharded["stages"][s]["optimizer_bytes"].get<std::int64_t>());
+  // The text report names it too.
+  const cli_result text = run_cli(auto_args({"--cluster", dir / "four.json", "--recompute", "none"}));
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "split 0,1, zero 1"));
 }
