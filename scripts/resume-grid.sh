@@ -10,13 +10,14 @@
 #       0-200 ms after the first checkpoint is complete, and the run resumed on the survivor and a
 #       fresh worker, in swapped order in every other trial; N trials per schedule (default 100),
 #       S steps (default 60), a checkpoint every E (default 3).
+# Schedules are the built-in names, and cyclic-p2p: cyclic with --reduce p2p.
 # Needs build/bin/pipeworks (or $PIPEWORKS_BIN_DIR/pipeworks) and Debian's fortunes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin="${PIPEWORKS_BIN_DIR:-build/bin}/pipeworks"
 [ -x "$bin" ] || { echo "resume-grid: $bin not found; run scripts/build.sh first" >&2; exit 2; }
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-workers=0 trials=100 steps="" every="" schedules="gpipe,1f1b,interleaved,zb-h1,zb-h2,bfs,zbv,v-half,v-min,dualpipev,pipedream,pipedream-vs,2bw,cyclic"
+workers=0 trials=100 steps="" every="" schedules="gpipe,1f1b,interleaved,zb-h1,zb-h2,bfs,zbv,v-half,v-min,dualpipev,pipedream,pipedream-vs,2bw,cyclic,cyclic-p2p"
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --steps) steps="$2"; shift ;;
     --every) every="$2"; shift ;;
     --schedules) schedules="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) positional+=("$1") ;;
   esac
   shift
@@ -50,9 +51,11 @@ shape() {  # the stages, chunks and replicas of each schedule (w = 2 everywhere)
 }
 args() {  # the flags of one run of schedule $1, then more, into the array `a`
   local kind="$1"; shift
+  local schedule=(--schedule "$kind")  # cyclic-p2p: cyclic with its point-to-point reduce
+  [ "$kind" = cyclic-p2p ] && schedule=(--schedule cyclic --reduce p2p)
   # shellcheck disable=SC2206
   a=(train --model gpt-tiny --data "$work/text.txt" --steps "$steps" --batch 16 --microbatches 4
-     --schedule "$kind" $(shape "$kind") --optimizer adamw --lr 3e-3 --sample 0 --eval-windows 4 "$@")
+     "${schedule[@]}" $(shape "$kind") --optimizer adamw --lr 3e-3 --sample 0 --eval-windows 4 "$@")
 }
 losses() {  # "step loss" lines of a --metrics file
   python3 -c 'import json,sys
