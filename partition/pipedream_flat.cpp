@@ -373,6 +373,11 @@ std::optional<std::vector<planned_stage>> plan_same_replicas(const flat_model& m
   return best;
 }
 
+bool any_plan_within(const flat_model& m, double b) {
+  fixed_in_flight_program relaxed(m, m.in_flight > 0 ? m.in_flight : 1);
+  return relaxed.run(b);
+}
+
 // Whether some split into at most n stages fits M bytes per device only grows with M, so the
 // least M is bisected over (0, the whole model as one stage], ~63 runs of the fewest-stages
 // program (a probe's M ≥ 1: memory 0 would mean unlimited).

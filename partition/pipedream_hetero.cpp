@@ -476,7 +476,8 @@ error memory_error(hetero_model& m, any_replicas& a, const cluster& c) {
 }  // namespace
 
 result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
-                                             const pipedream_options& options, int zero) {
+                                             const pipedream_options& options, int zero,
+                                             double below) {
   if (status s = check_inputs(profile, c, options); !s) return make_error(s.message());
   hetero_model m;
   if (status s = build_model(profile, c, options, m); !s) return make_error(s.message());
@@ -489,6 +490,8 @@ result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const
   any_replicas a{search(m), options.same_replicas, m.max_devices, {}};
   // (Under ZeRO the caller keeps the unsharded plan's error: that one's excess says more.)
   if (!a.run(inf)) return zero > 0 ? make_error("no plan fits in memory under ZeRO 1") : memory_error(m, a, c);
+  if (zero > 0 && below < inf && !a.run(below))
+    return make_error("no plan under ZeRO 1 beats the bottleneck of " + std::to_string(below) + " ms");
 
   // Bisection over the sorted values: the least one a plan reaches is the optimum.
   const std::vector<double> values = bottleneck_values(m);

@@ -1,6 +1,8 @@
 // PipeDream's planner on a list of heterogeneous devices (each its own speed and memory):
 // contiguous stages, each replicated over devices of the list, minimising the bottleneck.
 #pragma once
+#include <limits>
+
 #include "base/result.hpp"
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"
@@ -36,8 +38,10 @@ namespace pipeworks {
 // what to try. Called by plan_pipedream (which checks the profile and the options first); callers
 // use plan_pipedream.
 // zero = 1: each replicated stage's devices hold their share of its optimizer state under ZeRO 1
-// and its time includes the gather (zero_share.hpp), as plan_pipedream counts them.
-result<pipeline_plan> plan_pipedream_devices(const model_profile& profile, const cluster& c,
-                                             const pipedream_options& options = {}, int zero = 0);
+// and its time includes the gather (zero_share.hpp), as plan_pipedream counts them; then an error
+// at once when no plan reaches a bottleneck ≤ below (the plan to beat).
+result<pipeline_plan> plan_pipedream_devices(
+    const model_profile& profile, const cluster& c, const pipedream_options& options = {},
+    int zero = 0, double below = std::numeric_limits<double>::infinity());
 
 }  // namespace pipeworks

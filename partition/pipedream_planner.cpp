@@ -51,6 +51,10 @@
 //   program is not: a device-stage's share depends on the replicas of every level above it, which
 //   the inner tables do not know; so on a hierarchy the sharded search is the flat program placed
 //   on devices 0, 1, .. (plan_flat_placed, as for the work budget), exact in the pool's cost model.
+//   Before the sharded search one probe asks whether any sharded plan could beat the unsharded
+//   one's bottleneck (the fixed-in_flight program at one microbatch in flight, every level at the
+//   fastest bandwidth: a lower bound on every placed plan; on a device list the program's own
+//   probe); when none can, it is skipped, so a limit that does not bind costs one probe.
 #include "partition/plan_inputs.hpp"
 #include "partition/pipedream_planner.hpp"
 
@@ -178,9 +182,11 @@ result<pipeline_plan> plan_levels(const flat_model& m, const std::vector<level_s
   return plan_flat_placed(m);
 }
 
-// The plan at ZeRO level `zero` (0, or 1: see the top of this file).
+// The plan at ZeRO level `zero` (0, or 1: see the top of this file). Under ZeRO an error, without
+// searching, when no plan can have a bottleneck ≤ `below` (the unsharded plan's, to beat).
 result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const cluster& c,
-                                             const pipedream_options& options, int zero) {
+                                             const pipedream_options& options, int zero,
+                                             double below = inf) {
   // Check the arguments.
   const int L = static_cast<int>(profile.layers.size());
   if (L == 0) return make_error("cannot plan a pipeline for a profile with no layers");
@@ -208,7 +214,7 @@ result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const
   if (!std::isfinite(total_ms))
     return make_error("the layers' fwd_ms + bwd_ms total overflows a double; profile in larger time units");
   if (status s = check_profile_totals(profile); !s) return make_error(s.message());
-  if (!c.devices.empty()) return plan_pipedream_devices(profile, c, options, zero);
+  if (!c.devices.empty()) return plan_pipedream_devices(profile, c, options, zero, below);
 
   flat_model m;
   m.layers = L;
@@ -284,6 +290,16 @@ result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const
     m.optimizer.assign(L + 1, 0);
     for (int l = 0; l < L; ++l) m.optimizer[l + 1] = m.optimizer[l] + profile.layers[l].optimizer_bytes;
     m.largest = largest_tensor_table(profile);
+    // Can any sharded plan beat `below`? Every cost at the fastest level's bandwidth and one
+    // microbatch in flight bound every plan the searches below return from underneath.
+    if (below < inf) {
+      flat_model bound = m;
+      const double fastest = *std::min_element(m.ms_per_byte.begin(), m.ms_per_byte.end());
+      std::fill(bound.ms_per_byte.begin(), bound.ms_per_byte.end(), fastest);
+      for (int l = 0; l < L; ++l) bound.link_ms[l] = pipedream::link_cost(bound.activation[l], fastest);
+      if (!pipedream::any_plan_within(bound, below))
+        return make_error("no plan under ZeRO 1 beats the bottleneck of " + std::to_string(below) + " ms");
+    }
   }
 
   if (levels.size() < 2 || options.same_replicas) return plan_flat_or_same(m, options.same_replicas);
@@ -319,7 +335,10 @@ result<pipeline_plan> plan_pipedream(const model_profile& profile, const cluster
   // fit (a tie keeps the plan without it: no gather).
   if (options.max_zero < 1 || !limits_memory(c) || c.device_count() < 2 || options.max_devices == 1)
     return plan;
-  auto sharded = plan_pipedream_checked(profile, c, options, 1);
+  // It must beat the unsharded bottleneck: b_s < b_p / (1 + 1e-9) (the rate rule below; the
+  // search's bound keeps a little slack for the rounding of the rates).
+  const double below = plan ? plan->bottleneck_ms / (1 + 1e-9) * (1 + 1e-12) : inf;
+  auto sharded = plan_pipedream_checked(profile, c, options, 1, below);
   if (!sharded) return plan;
   const bool replicated = std::any_of(sharded->stages.begin(), sharded->stages.end(),
                                       [](const planned_stage& s) { return s.replicas > 1; });
