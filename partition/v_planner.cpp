@@ -1,0 +1,183 @@
+// The V schedules' split by dynamic programming over both ends of the model; see v_planner.hpp.
+#include "partition/v_planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+namespace pipeworks {
+
+std::vector<int> peak_in_flight(const schedule& s) {
+  std::vector<int> now(static_cast<std::size_t>(s.virtual_stages), 0), peak = now;
+  for (int d = 0; d < s.params.stages; ++d)
+    for (const action& a : s.programs[static_cast<std::size_t>(s.rank_of(0, d))]) {
+      auto& n = now[static_cast<std::size_t>(a.stage)];
+      if (a.kind == action_kind::forward) {
+        ++n;
+        peak[static_cast<std::size_t>(a.stage)] = std::max(peak[static_cast<std::size_t>(a.stage)], n);
+      } else if (a.kind == action_kind::backward || a.kind == action_kind::weight_grad) {
+        --n;  // a full backward, or the W that ends a split one, frees the stash
+      }
+    }
+  return peak;
+}
+
+namespace {
+
+constexpr int max_v_layers = 96;  // the program below is O(p · L^4)
+
+struct sums {
+  std::vector<double> ms;             // Σ(fwd + bwd)
+  std::vector<std::int64_t> weights;  // Σ(2·param + optimizer): weights, gradients, moments
+  std::vector<std::int64_t> saved;    // Σsaved
+};
+
+sums prefix_sums(const model_profile& p) {
+  sums s;
+  s.ms.push_back(0);
+  s.weights.push_back(0);
+  s.saved.push_back(0);
+  for (const layer_profile& l : p.layers) {
+    s.ms.push_back(s.ms.back() + l.fwd_ms + l.bwd_ms);
+    s.weights.push_back(s.weights.back() + 2 * l.param_bytes + l.optimizer_bytes);
+    s.saved.push_back(s.saved.back() + l.saved_bytes);
+  }
+  return s;
+}
+
+}  // namespace
+
+result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
+                      const v_plan_request& request) {
+  const int p = request.devices, n = static_cast<int>(profile.layers.size());
+  if (!is_v_shape(request.schedule))
+    return make_error(std::string(schedule_name(request.schedule)) +
+                      " is not a V schedule (zbv, v-half, v-min, dualpipev)");
+  if (p < 1 || p > devices.device_count())
+    return make_error("a V over " + std::to_string(p) + " devices, but the cluster has " +
+                      std::to_string(devices.device_count()));
+  if (n < 2 * p)
+    return make_error("the profile has " + std::to_string(n) + " layers; a V over " +
+                      std::to_string(p) + " devices cuts them into " + std::to_string(2 * p) +
+                      " pieces of at least one layer each: use at most " +
+                      std::to_string(n / 2) + " devices");
+  if (n > max_v_layers)
+    return make_error("the profile has " + std::to_string(n) + " layers; the V planner takes at "
+                      "most " + std::to_string(max_v_layers) + " (its search grows as layers^4)");
+  auto made = make_schedule(request.schedule, {p, request.microbatches, 2, 1, 1});
+  if (!made) return made.err();
+  v_plan out;
+  out.in_flight = peak_in_flight(*made);
+  const sums s = prefix_sums(profile);
+  auto piece_bytes = [&](int stage, int first, int last) {
+    const std::int64_t stash =
+        stash_bytes(profile.recompute, out.in_flight[static_cast<std::size_t>(stage)],
+                    s.saved[last] - s.saved[first], input_bytes(profile, first));
+    return s.weights[last] - s.weights[first] + stash;
+  };
+  // Device d holds pieces d = [a, a') and 2p-1-d = [b', b).
+  auto device_ms = [&](int d, int a, int a2, int b2, int b) {
+    return (s.ms[a2] - s.ms[a] + s.ms[b] - s.ms[b2]) / devices.speed(d);
+  };
+  auto device_bytes = [&](int d, int a, int a2, int b2, int b) {
+    return piece_bytes(d, a, a2) + piece_bytes(2 * p - 1 - d, b2, b);
+  };
+
+  // The recurrence, from the outermost device inwards. best[d][a][b]: the least largest load of
+  // devices 0..d-1 when they hold layers [0, a) and [b, n); with device d taking [a, a') and
+  // [b', b), a < a' <= b' < b (and a' = b' for the innermost device, d = p - 1), leaving at least
+  // two layers for each device still to come:
+  //   best[d+1][a'][b'] = min over (a, b) of max(best[d][a][b], load(d, a, a', b', b)),
+  // over the choices whose device fits its memory. The answer is min over c of best[p][c][c].
+  // `load` is a device's milliseconds for the plan, and (to explain a plan that does not fit)
+  // its bytes over its memory.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::size_t N = static_cast<std::size_t>(n) + 1;
+  auto run = [&](const std::function<double(int, int, int, int, int)>& load, bool fit,
+                 std::vector<int>& cuts) -> double {
+    std::vector<std::vector<double>> best(static_cast<std::size_t>(p) + 1,
+                                          std::vector<double>(N * N, inf));
+    std::vector<std::vector<std::pair<int, int>>> from(
+        static_cast<std::size_t>(p) + 1, std::vector<std::pair<int, int>>(N * N, {-1, -1}));
+    best[0][0 * N + static_cast<std::size_t>(n)] = -inf;
+    for (int d = 0; d < p; ++d) {
+      const int later = p - 1 - d;  // devices after d, each needing two layers in the middle
+      for (int a = 0; a <= n; ++a)
+        for (int b = a; b <= n; ++b) {
+          const double here = best[static_cast<std::size_t>(d)][static_cast<std::size_t>(a) * N +
+                                                                 static_cast<std::size_t>(b)];
+          if (here == inf) continue;
+          for (int a2 = a + 1; a2 < b; ++a2)
+            for (int b2 = later == 0 ? a2 : a2 + 2 * later; b2 < b; ++b2) {
+              if (later == 0 && b2 != a2) break;
+              if (fit) {
+                const std::int64_t cap = devices.memory(d);
+                if (cap > 0 && device_bytes(d, a, a2, b2, b) > cap) continue;
+              }
+              const double v = std::max(here, load(d, a, a2, b2, b));
+              const std::size_t k = static_cast<std::size_t>(a2) * N + static_cast<std::size_t>(b2);
+              if (v < best[static_cast<std::size_t>(d) + 1][k]) {
+                best[static_cast<std::size_t>(d) + 1][k] = v;
+                from[static_cast<std::size_t>(d) + 1][k] = {a, b};
+              }
+            }
+        }
+    }
+    double answer = inf;
+    int mid = -1;
+    for (int c = 1; c < n; ++c) {
+      const double v = best[static_cast<std::size_t>(p)][static_cast<std::size_t>(c) * N +
+                                                         static_cast<std::size_t>(c)];
+      if (v < answer) {
+        answer = v;
+        mid = c;
+      }
+    }
+    if (mid < 0) return inf;
+    cuts.assign(static_cast<std::size_t>(2 * p) + 1, 0);
+    cuts[static_cast<std::size_t>(p)] = mid;
+    int a = mid, b = mid;
+    for (int d = p; d > 0; --d) {
+      const auto [pa, pb] = from[static_cast<std::size_t>(d)][static_cast<std::size_t>(a) * N +
+                                                             static_cast<std::size_t>(b)];
+      cuts[static_cast<std::size_t>(d) - 1] = pa;
+      cuts[static_cast<std::size_t>(2 * p - d) + 1] = pb;
+      a = pa;
+      b = pb;
+    }
+    return answer;
+  };
+
+  std::vector<int> cuts;
+  const double bottleneck = run(device_ms, true, cuts);
+  if (bottleneck == inf) {
+    std::vector<int> tight;
+    auto over = [&](int d, int a, int a2, int b2, int b) {
+      const std::int64_t cap = devices.memory(d);
+      if (cap <= 0) return 0.0;  // unlimited
+      return static_cast<double>(device_bytes(d, a, a2, b2, b)) / static_cast<double>(cap);
+    };
+    const double ratio = run(over, false, tight);
+    return make_error("no split of the " + std::to_string(n) + " layers into " +
+                      std::to_string(2 * p) + " pieces fits every device's memory under " +
+                      std::string(schedule_name(request.schedule)) + " with m = " +
+                      std::to_string(request.microbatches) + ": the split that needs the least "
+                      "still needs " + std::to_string(static_cast<int>(std::ceil(ratio * 100))) +
+                      "% of a device's memory; use more devices, fewer microbatches in flight "
+                      "(v-half or v-min hold fewer), or recomputation");
+  }
+  out.boundaries = cuts;
+  for (int d = 0; d < p; ++d) {
+    const int a = cuts[static_cast<std::size_t>(d)], a2 = cuts[static_cast<std::size_t>(d) + 1];
+    const int b2 = cuts[static_cast<std::size_t>(2 * p - 1 - d)],
+              b = cuts[static_cast<std::size_t>(2 * p - d)];
+    out.device_ms.push_back(device_ms(d, a, a2, b2, b));
+    out.device_bytes.push_back(device_bytes(d, a, a2, b2, b));
+  }
+  out.bottleneck_ms = bottleneck;
+  return out;
+}
+
+}  // namespace pipeworks

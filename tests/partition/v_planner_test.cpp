@@ -1,0 +1,155 @@
+// Tests for partition/v_planner: the V split is the best of every split a brute force tries, on
+// random profiles, speeds and memories; its stash counts are the schedule's; what cannot be
+// planned is refused with the reason.
+#include "partition/v_planner.hpp"
+
+#include <catch2/catch.hpp>
+#include <limits>
+#include <random>
+
+#include "profile_fixtures.hpp"
+
+using namespace pipeworks;
+using namespace pipeworks::partition_test;
+
+namespace {
+
+cluster devices_of(std::vector<double> speeds, std::vector<std::int64_t> memory) {
+  cluster c;
+  for (std::size_t d = 0; d < speeds.size(); ++d) {
+    device_spec spec;
+    spec.name = "d" + std::to_string(d);
+    spec.speed = speeds[d];
+    spec.memory_bytes = memory[d];
+    c.devices.push_back(spec);
+  }
+  return c;
+}
+
+// The best bottleneck over every split into 2p pieces (cut g after layer g), and whether any fits.
+double brute_force(const model_profile& prof, const cluster& c, int p, const std::vector<int>& fl) {
+  const int n = static_cast<int>(prof.layers.size());
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask = 0; mask < (1 << (n - 1)); ++mask) {
+    if (__builtin_popcount(static_cast<unsigned>(mask)) != 2 * p - 1) continue;
+    const auto pieces = split_of(n, mask);
+    double worst = 0;
+    bool fits = true;
+    for (int d = 0; d < p; ++d) {
+      double ms = 0;
+      std::int64_t bytes = 0;
+      for (int s : {d, 2 * p - 1 - d}) {
+        std::int64_t saved = 0;
+        for (int l = pieces[static_cast<std::size_t>(s)].first; l <= pieces[static_cast<std::size_t>(s)].second; ++l) {
+          const layer_profile& x = prof.layers[static_cast<std::size_t>(l)];
+          ms += x.fwd_ms + x.bwd_ms;
+          bytes += 2 * x.param_bytes + x.optimizer_bytes;
+          saved += x.saved_bytes;
+        }
+        bytes += fl[static_cast<std::size_t>(s)] * saved;
+      }
+      ms /= c.speed(d);
+      worst = std::max(worst, ms);
+      if (c.memory(d) > 0 && bytes > c.memory(d)) fits = false;
+    }
+    if (fits) best = std::min(best, worst);
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("peak_in_flight is the schedule's: p - s for 1F1B, and a V's per piece", "[partition]") {
+  auto f = make_schedule(schedule_kind::one_f_one_b, {4, 8, 1, 1, 1});
+  REQUIRE(f.ok());
+  CHECK(peak_in_flight(*f) == std::vector<int>{4, 3, 2, 1});
+  auto g = make_schedule(schedule_kind::gpipe, {3, 5, 1, 1, 1});
+  REQUIRE(g.ok());
+  CHECK(peak_in_flight(*g) == std::vector<int>{5, 5, 5});
+  for (schedule_kind k : {schedule_kind::zbv, schedule_kind::v_half, schedule_kind::v_min}) {
+    auto v = make_schedule(k, {4, 8, 2, 1, 1});
+    REQUIRE(v.ok());
+    const auto fl = peak_in_flight(*v);
+    REQUIRE(fl.size() == 8);
+    for (int x : fl) {
+      CHECK(x >= 1);
+      CHECK(x <= 8);
+    }
+  }
+}
+
+TEST_CASE("plan_v finds the best split a brute force finds, within memory", "[partition]") {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> ms(0.5, 4.0);
+  std::uniform_int_distribution<int> bytes(1, 40);
+  int planned = 0, refused = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int p = 1 + trial % 3, n = 2 * p + static_cast<int>(rng() % 4);
+    model_profile prof;
+    for (int l = 0; l < n; ++l) prof.layers.push_back(layer(ms(rng), ms(rng), 1, bytes(rng), bytes(rng), bytes(rng)));
+    std::vector<double> speeds;
+    std::vector<std::int64_t> memory;
+    for (int d = 0; d < p; ++d) {
+      speeds.push_back(trial % 2 ? 1.0 : 0.5 + (rng() % 3) * 0.5);
+      memory.push_back(trial % 5 == 0 ? 0 : 150 + static_cast<std::int64_t>(rng() % 300));
+    }
+    const cluster c = devices_of(speeds, memory);
+    const schedule_kind kind = trial % 3 == 0 ? schedule_kind::zbv
+                               : trial % 3 == 1 ? schedule_kind::v_half : schedule_kind::v_min;
+    const int m = 2 * p;
+    INFO("trial " << trial << ", p " << p << ", " << n << " layers");
+    auto plan = plan_v(prof, c, {kind, p, m});
+    auto made = make_schedule(kind, {p, m, 2, 1, 1});
+    REQUIRE(made.ok());
+    const double expect = brute_force(prof, c, p, peak_in_flight(*made));
+    if (expect == std::numeric_limits<double>::infinity()) {
+      REQUIRE_FALSE(plan.ok());
+      CHECK(plan.message().find("fits every device's memory") != std::string::npos);
+      ++refused;
+      continue;
+    }
+    REQUIRE(plan.ok());
+    CHECK(plan->bottleneck_ms == Approx(expect).epsilon(1e-12));
+    REQUIRE(plan->boundaries.size() == static_cast<std::size_t>(2 * p + 1));
+    CHECK(plan->boundaries.front() == 0);
+    CHECK(plan->boundaries.back() == n);
+    for (std::size_t i = 0; i + 1 < plan->boundaries.size(); ++i)
+      CHECK(plan->boundaries[i] < plan->boundaries[i + 1]);
+    for (int d = 0; d < p; ++d) {
+      CHECK(plan->device_ms[static_cast<std::size_t>(d)] <= plan->bottleneck_ms);
+      if (memory[static_cast<std::size_t>(d)] > 0)
+        CHECK(plan->device_bytes[static_cast<std::size_t>(d)] <= memory[static_cast<std::size_t>(d)]);
+    }
+    ++planned;
+  }
+  CHECK(planned >= 40);
+  CHECK(refused >= 5);
+}
+
+TEST_CASE("plan_v pairs the ends: a heavy first and light last layer share a device", "[partition]") {
+  // 4 layers on 2 devices: pieces 0 and 3 on device 0, 1 and 2 on device 1. Layer 0 is heavy and
+  // layer 3 light, so device 0's pair (9 + 1) equals device 1's (5 + 5).
+  model_profile prof;
+  for (double t : {9.0, 5.0, 5.0, 1.0}) prof.layers.push_back(layer(t / 3, 2 * t / 3, 1, 1, 1));
+  auto plan = plan_v(prof, devices_of({1, 1}, {0, 0}), {schedule_kind::zbv, 2, 4});
+  REQUIRE(plan.ok());
+  CHECK(plan->boundaries == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(plan->bottleneck_ms == Approx(10.0));
+}
+
+TEST_CASE("plan_v refuses what it cannot plan, saying why", "[partition]") {
+  model_profile prof;
+  for (int l = 0; l < 3; ++l) prof.layers.push_back(layer(1, 2, 1, 1, 1));
+  const cluster two = devices_of({1, 1}, {0, 0});
+  auto few = plan_v(prof, two, {schedule_kind::zbv, 2, 4});
+  REQUIRE_FALSE(few.ok());
+  CHECK(few.message().find("at most 1 devices") != std::string::npos);
+  auto flat = plan_v(prof, two, {schedule_kind::one_f_one_b, 1, 4});
+  REQUIRE_FALSE(flat.ok());
+  CHECK(flat.message().find("not a V schedule") != std::string::npos);
+  auto many = plan_v(prof, two, {schedule_kind::zbv, 3, 4});
+  REQUIRE_FALSE(many.ok());
+  CHECK(many.message().find("cluster has 2") != std::string::npos);
+  auto dual = plan_v(prof, devices_of({1}, {0}), {schedule_kind::dualpipev, 1, 1});
+  REQUIRE_FALSE(dual.ok());  // DualPipeV needs m >= 2p: the schedule's own refusal
+}
