@@ -373,18 +373,37 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
       s.waiting.erase(ch.event);
     }
   };
+  // The states as deltas, to keep pages small: the first holds every rank ("ranks"), each later
+  // one only the ranks whose state changed ("changed": rank -> its state); the page rebuilds them.
   json states = json::array();
+  json last;  // the ranks' states as of the state before
+  auto push = [&](double time) {
+    json full = snapshot(time);
+    json& now = full["ranks"];
+    if (last.is_null()) {
+      last = now;
+      states.push_back(std::move(full));
+      return;
+    }
+    json changed = json::object();
+    for (int r = 0; r < ranks; ++r) {
+      if (now[r] == last[r]) continue;
+      changed[std::to_string(r)] = now[r];
+      last[r] = std::move(now[r]);
+    }
+    states.push_back(json{{"time", time}, {"changed", std::move(changed)}});
+  };
   // The state before anything ran: version 0 of every stage each rank runs.
   for (const auto& e : whole.events)
     if (e.act.kind == action_kind::forward) rs[e.rank].newest.emplace(e.act.stage, 0);
   std::size_t i = 0;
   for (; i < changes.size() && changes[i].time <= span.from; ++i) apply(changes[i]);
-  states.push_back(snapshot(span.from));
+  push(span.from);
   while (i < changes.size()) {
     const double time = changes[i].time;
     if (time > span.to || (span.to_exclusive && time == span.to)) break;
     for (; i < changes.size() && changes[i].time == time; ++i) apply(changes[i]);
-    states.push_back(snapshot(time));
+    push(time);
   }
 
   json rank_list = json::array();
@@ -408,7 +427,7 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
     rank_list.push_back(std::move(x));
   }
   json out{{"format", "pipeworks-explorer"},
-           {"format_version", 1},
+           {"format_version", 2},
            {"title", t.title},
            {"source", c.measured ? "measured" : "simulated"},
            {"p", p},

@@ -17,9 +17,9 @@ namespace pipeworks {
 // The most actions one page holds: its states grow with actions times ranks, and a browser
 // slows past this. A larger schedule is refused with advice; a larger trace is cut (see below).
 constexpr std::int64_t max_explorer_actions = 20000;
-// The most actions times ranks: the page holds a state of every rank at each action's start
-// and end (some 100 bytes a rank), so many ranks need fewer actions. 20,000 actions on 4 ranks
-// make a page of about 20 MB.
+// The most actions times ranks: the page rebuilds a state of every rank at each action's start
+// and end, so many ranks need fewer actions. 20,000 actions on 4 ranks make a page of about
+// 10 MB (the states stored as deltas; 20 MB when each held every rank).
 constexpr std::int64_t max_explorer_cells = 250'000;
 
 // The page's data for a simulation of `lowered` (a lowered, validated schedule) on `costs`, its
@@ -28,7 +28,9 @@ constexpr std::int64_t max_explorer_cells = 250'000;
 // finish, and "actions": the timeline's events on that rank), "actions" (one per timeline event:
 // rank, stream, text, kind, stage, microbatch, start, end, version, "waited", "sent", "rule"),
 // and "states" (at each time an action starts or ends, per rank: live weight versions,
-// stashed microbatches, bytes held and the actions waiting on a message), "start" 0. An error for a
+// stashed microbatches, bytes held and the actions waiting on a message; stored as deltas: the
+// first state's "ranks" holds every rank, each later state's "changed" only the ranks whose state
+// changed, by rank number, which the page rebuilds), "start" 0. An error for a
 // schedule over max_explorer_actions or max_explorer_cells, naming it and the limit.
 result<std::string> explorer_json(const schedule& lowered, const cost_model& costs,
                                   const simulation& sim);

@@ -162,8 +162,8 @@ for i, a in enumerate(data["actions"]):
     a["id"] = i
     for k in ("waited", "sent"):
         if a[k] and a[k]["action"] > drop: a[k]["action"] -= 1
-for s in data["states"]:
-    for r in s["ranks"]:
+for s in data["states"]:  # deltas: the first state holds every rank, later ones what changed
+    for r in (s["ranks"] if "ranks" in s else s["changed"].values()):
         r["waiting"] = [w - (w > drop) for w in r["waiting"]]
 broken = page[:m.start(2)] + json.dumps(data).replace("</", "<\\/") + page[m.end(2):]
 open(f"{work}/broken.html", "w").write(broken)

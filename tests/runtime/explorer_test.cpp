@@ -2,6 +2,7 @@
 // peak stashed microbatches and live versions per rank, bubble; waits name their senders; the page
 // embeds the JSON so that it reads back; a measured timeline gives the same state, and a window of
 // its steps the same state as the whole trace at the window's first moment.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,9 +14,11 @@
 #include "runtime/explorer.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/validate.hpp"
+#include "tests/explorer_states.hpp"
 
 using namespace pipeworks;
 using nlohmann::json;
+using pipeworks::test::full_states;
 
 namespace {
 
@@ -55,6 +58,22 @@ void check_against_simulator(const schedule& s, const simulation& sim, const jso
     CHECK(x["peak_live_versions"].get<int>() == sim.ranks[r].peak_versions);
     CHECK(x["peak_bytes"].get<std::int64_t>() == sim.ranks[r].peak_memory_bytes);
   }
+  // The states as the page rebuilds them from their deltas hold the simulator's peaks, and
+  // every later state stores only ranks that changed.
+  const json states = full_states(d);
+  for (int r = 0; r < s.ranks(); ++r) {
+    INFO("rank " << r << " in the rebuilt states");
+    std::size_t stashed = 0, versions = 1;
+    for (const json& st : states) {
+      stashed = std::max(stashed, st["ranks"][r]["stashed"].size());
+      for (const auto& [stage, vs] : st["ranks"][r]["versions"].items()) versions = std::max(versions, vs.size());
+    }
+    CHECK(static_cast<int>(stashed) == sim.ranks[r].peak_inflight);
+    CHECK(static_cast<int>(versions) == sim.ranks[r].peak_versions);
+  }
+  for (std::size_t k = 1; k < d["states"].size(); ++k)
+    for (const auto& [r, state] : d["states"][k]["changed"].items())
+      CHECK(state != states[k - 1]["ranks"][std::stoi(r)]);
   for (const json& a : d["actions"]) {
     const int v = a["version"];
     if (v < 0) continue;
@@ -136,7 +155,7 @@ TEST_CASE("explorer state steps through time: stashed microbatches rise and fall
   auto sim = simulate(s, costs);
   REQUIRE(sim.ok());
   const json d = page_data(s, costs, *sim);
-  const json& states = d["states"];
+  const json states = full_states(d);
   REQUIRE(states.size() >= 2);
   double last = -1;
   for (const json& st : states) {
@@ -345,11 +364,11 @@ TEST_CASE("explorer window of steps 2 to 3 starts from the whole trace's state a
     CHECK(w["makespan"].get<double>() == Approx(t1 - t0));
 
     // The first moment: the whole page's state then (its last state at or before t0).
-    const json& states = whole["states"];
+    const json states = full_states(whole), window_states = full_states(w);
     std::size_t at = 0;
     while (at + 1 < states.size() && states[at + 1]["time"].get<double>() <= t0) ++at;
-    REQUIRE(w["states"][0]["time"].get<double>() == t0);
-    const json first = comparable_state(w, w["states"][0]);
+    REQUIRE(window_states[0]["time"].get<double>() == t0);
+    const json first = comparable_state(w, window_states[0]);
     CHECK(first == comparable_state(whole, states[at]));
     // ... which the steps before left: stashed microbatches and a version past 0.
     bool stashed = false, stepped = false;
@@ -360,13 +379,13 @@ TEST_CASE("explorer window of steps 2 to 3 starts from the whole trace's state a
     CHECK(stashed);
     CHECK(stepped);
     // Every later state is the whole page's at the same time.
-    for (std::size_t k = 1; k < w["states"].size(); ++k) {
-      const double time = w["states"][k]["time"];
+    for (std::size_t k = 1; k < window_states.size(); ++k) {
+      const double time = window_states[k]["time"];
       INFO("state at " << time);
       while (at < states.size() && states[at]["time"].get<double>() < time) ++at;
       REQUIRE(at < states.size());
       REQUIRE(states[at]["time"].get<double>() == time);
-      CHECK(comparable_state(w, w["states"][k]) == comparable_state(whole, states[at]));
+      CHECK(comparable_state(w, window_states[k]) == comparable_state(whole, states[at]));
     }
     CHECK(w["states"].back()["time"].get<double>() <= t1);
   }
@@ -409,8 +428,9 @@ TEST_CASE("explorer window over a page's cell limit keeps its first actions and 
   // The states stop before the first action left out, which starts no earlier than the last kept.
   double last_start = 0.0;
   for (const json& a : d["actions"]) last_start = std::max(last_start, a["start"].get<double>());
-  CHECK(d["states"].back()["time"].get<double>() <= last_start);
-  for (const json& st : d["states"])
+  const json states = full_states(d);
+  CHECK(states.back()["time"].get<double>() <= last_start);
+  for (const json& st : states)
     for (const json& r : st["ranks"])
       for (const json& id : r["waiting"]) CHECK(id.get<std::size_t>() < d["actions"].size());
 }
