@@ -1,10 +1,15 @@
 // The V schedules' split by dynamic programming over both ends of the model; see v_planner.hpp.
 #include "partition/v_planner.hpp"
 
+#include "partition/auto_partition.hpp"  // profile_costs
+#include "runtime/lower.hpp"
+#include "runtime/simulate.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace pipeworks {
@@ -178,6 +183,36 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   }
   out.bottleneck_ms = bottleneck;
   return out;
+}
+
+result<v_choice> plan_v_devices(const model_profile& profile, const cluster& devices,
+                                schedule_kind kind, int microbatches, int max_devices) {
+  const int most = std::min(max_devices > 0 ? max_devices : devices.device_count(),
+                            std::min(devices.device_count(),
+                                     static_cast<int>(profile.layers.size()) / 2));
+  std::optional<v_choice> best;
+  std::string last_error = "no device to plan on";
+  for (int p = 1; p <= most; ++p) {
+    auto plan = plan_v(profile, devices, {kind, p, microbatches});
+    if (!plan) {
+      last_error = plan.message();
+      continue;
+    }
+    std::vector<double> speed;  // by virtual stage: its device's
+    for (int s = 0; s < 2 * p; ++s) speed.push_back(devices.speed(s < p ? s : 2 * p - 1 - s));
+    cost_model costs = profile_costs(profile, plan->boundaries, speed);
+    costs.devices.resize(static_cast<std::size_t>(p));
+    auto made = make_schedule(kind, {p, microbatches, 2, 1, 2});
+    if (!made) return made.err();
+    simulate_options so;
+    so.record_timeline = false;
+    auto sim = simulate(lower_communication(std::move(*made)), costs, so);
+    if (!sim) return sim.err();
+    const double step_ms = 1000.0 * sim->makespan / 2;
+    if (!best || step_ms < best->step_ms) best = v_choice{std::move(*plan), p, step_ms};
+  }
+  if (!best) return make_error(last_error);
+  return *best;
 }
 
 }  // namespace pipeworks

@@ -38,6 +38,18 @@ struct v_plan {
 result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
                       const v_plan_request& request);
 
+// plan_v for each device count from 1 to max_devices (0: the cluster's; at most half the layers),
+// each plan's step simulated on the profile's costs (W half of B, free links, each device at its
+// speed), and the fastest step kept (a tie: fewer devices). An error when none can be planned:
+// the reason for the largest count tried.
+struct v_choice {
+  v_plan plan;
+  int devices = 1;
+  double step_ms = 0;  // one step of m microbatches, simulated (the second of two)
+};
+result<v_choice> plan_v_devices(const model_profile& profile, const cluster& devices,
+                                schedule_kind kind, int microbatches, int max_devices = 0);
+
 // The most microbatches in flight on each virtual stage of `s` (its F's minus the B's or W's
 // that free them, walked in each rank's program order), over every rank of replica 0.
 std::vector<int> peak_in_flight(const schedule& s);

@@ -153,3 +153,21 @@ TEST_CASE("plan_v refuses what it cannot plan, saying why", "[partition]") {
   auto dual = plan_v(prof, devices_of({1}, {0}), {schedule_kind::dualpipev, 1, 1});
   REQUIRE_FALSE(dual.ok());  // DualPipeV needs m >= 2p: the schedule's own refusal
 }
+
+TEST_CASE("plan_v_devices keeps the device count whose simulated step is fastest", "[partition]") {
+  model_profile prof;
+  for (int l = 0; l < 8; ++l) prof.layers.push_back(layer(1, 2, 1, 1, 1));
+  const cluster four = devices_of({1, 1, 1, 1}, {0, 0, 0, 0});
+  auto one = plan_v_devices(prof, four, schedule_kind::zbv, 8, 1);
+  REQUIRE(one.ok());
+  CHECK(one->devices == 1);
+  auto any = plan_v_devices(prof, four, schedule_kind::zbv, 8);
+  REQUIRE(any.ok());
+  CHECK(any->devices == 4);  // equal layers: each device more takes work off the others
+  CHECK(any->step_ms < one->step_ms);
+  CHECK(any->plan.boundaries == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+  // DualPipeV needs m >= 2p: with m = 4 at most 2 devices are tried.
+  auto dual = plan_v_devices(prof, four, schedule_kind::dualpipev, 4);
+  REQUIRE(dual.ok());
+  CHECK(dual->devices <= 2);
+}
