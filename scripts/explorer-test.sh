@@ -2,8 +2,9 @@
 # Browser tests of the explorer (docs/explorer.md), not run by ctest: loads the pages of every
 # schedule at p=4 m=8, of a trace and of 1F1B against 2BW in headless Chromium from disk, reads
 # the DOM (the tables, the curves, a clicked action's detail, the cursor, zoom) and checks it
-# against `pipeworks simulate --json` and `pipeworks schedule --lowered`; then breaks a page's
-# data on purpose and requires the check to fail. Usage: scripts/explorer-test.sh [BUILD_DIR];
+# against `pipeworks simulate --json` and `pipeworks schedule --lowered`, and a window of a
+# trace's steps against the whole trace's page; then breaks pages' data on purpose and requires
+# the checks to fail. Usage: scripts/explorer-test.sh [BUILD_DIR];
 # SCREENSHOTS=DIR also saves the pictures docs/explorer.md shows (docs/explorer/*.png) into DIR.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +28,10 @@ for k in $kinds; do
 done
 "$pipeworks" simulate --schedule 1f1b --stages 4 --microbatches 8 --trace "$work/trace.json" --json > "$work/trace.sim.json"
 "$pipeworks" trace html "$work/trace.json" --out "$work/trace.html"
+# A window of a five-step trace, and the whole trace's page to hold it against.
+"$pipeworks" simulate --schedule pipedream --stages 4 --microbatches 4 --steps 5 --trace "$work/steps.json" > /dev/null
+"$pipeworks" trace html "$work/steps.json" --out "$work/steps-whole.html"
+"$pipeworks" trace html "$work/steps.json" --from-step 2 --to-step 3 --out "$work/steps-window.html"
 cp "$work/1f1b.programs" "$work/trace.programs"
 "$pipeworks" schedule --schedule 1f1b --stages 4 --microbatches 8 --compare 2bw --html "$work/compare.html"
 "$pipeworks" schedule --schedule pipedream --stages 4 --microbatches 8 --steps 2 --html "$work/lesson-pipedream.html"
@@ -169,6 +174,45 @@ broken = page[:m.start(2)] + json.dumps(data).replace("</", "<\\/") + page[m.end
 open(f"{work}/broken.html", "w").write(broken)
 bad, _ = check(f"{work}/broken.html", "1f1b")
 print("broken on purpose (rank 0 loses its STEP): " + ("caught: " + "; ".join(bad) if bad else "NOT CAUGHT"))
+failed = failed or not bad
+
+def page_data(page):
+    m = re.search(r'<script type="application/json" id="pipeworks-data">(.*?)</script>', open(page).read(), re.S)
+    return json.loads(m.group(1))
+
+def state_rows(page, index):
+    """The state table's cells (versions, stashed, bytes, waiting) per rank, the cursor at index."""
+    driver.get("file://" + page)
+    driver.execute_script("const c = document.getElementById('cursor'); c.value = arguments[0];"
+                          "c.dispatchEvent(new Event('input'));", index)
+    return [[row.find_element(By.CSS_SELECTOR, f'td[data-field="{f}"]').text
+             for f in ("versions", "stashed", "bytes", "waiting")]
+            for row in driver.find_elements(By.CSS_SELECTOR, "#state-table tr[data-rank]")]
+
+def check_window(page):
+    """The window's first state, as its page shows it, against the whole trace's page at that time."""
+    start = page_data(page)["start"]
+    whole = page_data(f"{work}/steps-whole.html")["states"]
+    at = max(i for i, s in enumerate(whole) if s["time"] <= start)
+    first, there = state_rows(page, 0), state_rows(f"{work}/steps-whole.html", at)
+    bad = [f"rank {r}: the window starts with {a}, the whole trace has {b} at t = {start}"
+           for r, (a, b) in enumerate(zip(first, there)) if a != b]
+    if not any(row[1] for row in first):
+        bad.append("the window starts with nothing stashed")
+    return bad
+
+bad = check_window(f"{work}/steps-window.html")
+print("window of steps 2 to 3: " + ("ok" if not bad else "FAILED: " + "; ".join(bad)))
+failed = failed or bool(bad)
+# Broken on purpose: the window's first state forgets what the steps before stashed.
+page = open(f"{work}/steps-window.html").read()
+m = re.search(r'(<script type="application/json" id="pipeworks-data">)(.*?)(</script>)', page, re.S)
+data = json.loads(m.group(2))
+for r in data["states"][0]["ranks"]:
+    r["stashed"] = []
+open(f"{work}/broken-window.html", "w").write(page[:m.start(2)] + json.dumps(data).replace("</", "<\\/") + page[m.end(2):])
+bad = check_window(f"{work}/broken-window.html")
+print("broken on purpose (the window starts empty): " + ("caught: " + bad[0] if bad else "NOT CAUGHT"))
 failed = failed or not bad
 
 # The pictures of docs/explorer.md: an action clicked and the cursor at a moment of interest.
