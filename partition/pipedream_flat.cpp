@@ -375,7 +375,10 @@ std::optional<std::vector<planned_stage>> plan_same_replicas(const flat_model& m
 
 bool any_plan_within(const flat_model& m, double b) {
   fixed_in_flight_program relaxed(m, m.in_flight > 0 ? m.in_flight : 1);
-  return relaxed.run(b);
+  if (!relaxed.run(b)) return false;
+  if (m.memory == 0 || m.in_flight > 0) return true;  // the relaxed program is exact
+  in_flight_by_depth_program exact(m);
+  return exact.run(b);
 }
 
 // Whether some split into at most n stages fits M bytes per device only grows with M, so the

@@ -200,9 +200,9 @@ std::optional<std::vector<planned_stage>> plan_flat(const flat_model& m);
 // each r costed with its all-reduce at aligned_level_of(r) (on one level: exact). Ties keep the
 // fewer replicas.
 std::optional<std::vector<planned_stage>> plan_same_replicas(const flat_model& m);
-// Whether some plan in the pool cost model, every stage keeping in_flight microbatches (1 when
-// in_flight is 0: fewer than p − s), has every stage and link ≤ b: false proves no plan of `m`
-// (or of a model whose costs are at least m's) does. One run of the fixed-in_flight program.
+// Whether some plan in the pool cost model (memory with in_flight, or p − s) has every stage and
+// link ≤ b: false proves no plan of `m`, or of a model whose costs are at least m's, does. One
+// probe of plan_flat's programs (the relaxed one first, then, with p − s, the exact one).
 bool any_plan_within(const flat_model& m, double b);
 // The least peak memory per device of any split into at most `devices` stages (for the error).
 std::int64_t least_peak_memory(const flat_model& m);

@@ -52,9 +52,10 @@
 //   the inner tables do not know; so on a hierarchy the sharded search is the flat program placed
 //   on devices 0, 1, .. (plan_flat_placed, as for the work budget), exact in the pool's cost model.
 //   Before the sharded search one probe asks whether any sharded plan could beat the unsharded
-//   one's bottleneck (the fixed-in_flight program at one microbatch in flight, every level at the
-//   fastest bandwidth: a lower bound on every placed plan; on a device list the program's own
-//   probe); when none can, it is skipped, so a limit that does not bind costs one probe.
+//   one's bottleneck (the flat program's probe with every level at the fastest bandwidth: a
+//   lower bound on every placed plan; on a device list the program's own probe); when none can,
+//   the search is skipped, so a limit that does not bind, or binds where sharing cannot help,
+//   costs one probe (of about 64 in a search).
 #include "partition/plan_inputs.hpp"
 #include "partition/pipedream_planner.hpp"
 
@@ -91,6 +92,8 @@ bool fits_memory(const flat_model& m, const std::vector<planned_stage>& st) {
 }
 
 result<pipeline_plan> no_plan(const flat_model& m) {
+  // Under ZeRO the caller keeps the unsharded search's error (with its excess), so no bisection.
+  if (m.zero > 0) return make_error("no plan fits in memory under ZeRO 1");
   const std::int64_t least = pipedream::least_peak_memory(m);
   return make_error("no plan fits in memory: the smallest plan on " + std::to_string(m.devices) +
                     " devices needs " + bytes_text(least) + " per device, " +
@@ -290,8 +293,8 @@ result<pipeline_plan> plan_pipedream_checked(const model_profile& profile, const
     m.optimizer.assign(L + 1, 0);
     for (int l = 0; l < L; ++l) m.optimizer[l + 1] = m.optimizer[l] + profile.layers[l].optimizer_bytes;
     m.largest = largest_tensor_table(profile);
-    // Can any sharded plan beat `below`? Every cost at the fastest level's bandwidth and one
-    // microbatch in flight bound every plan the searches below return from underneath.
+    // Can any sharded plan beat `below`? Every cost at the fastest level's bandwidth bounds every
+    // plan the searches below return (placed or not) from underneath.
     if (below < inf) {
       flat_model bound = m;
       const double fastest = *std::min_element(m.ms_per_byte.begin(), m.ms_per_byte.end());
