@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/plan_v.hpp"
 #include "cli/options.hpp"
 #include "cli/progress_line.hpp"
 #include "partition/pipedream_planner.hpp"
@@ -25,6 +26,8 @@ namespace {
 
 struct plan_options {
   std::string profile, cluster = "local-cpu", planner = "pipedream";
+  std::string schedule;   // --planner v: the V schedule
+  int microbatches = 0;   // --planner v: m per step
   int devices = 0;
   bool json = false, progress = false;
 };
@@ -189,6 +192,20 @@ int run_plan(const plan_options& o) {
   if (status st = check_device_profiles(*prof, *c, po.device_profiles); !st)
     throw CLI::ValidationError("--cluster", st.message());
   if (o.planner == "2bw") return print_two_bw(o, *prof, *c, std::move(po.device_profiles));
+  if (o.planner == "v") {
+    auto kind = parse_schedule_kind(o.schedule);
+    if (o.schedule.empty() || !kind || !is_v_shape(*kind))
+      throw CLI::ValidationError("--schedule", "--planner v plans a V schedule: give --schedule "
+                                               "zbv, v-half, v-min or dualpipev");
+    if (o.microbatches < 1)
+      throw CLI::ValidationError("--microbatches", "--planner v needs the microbatches per step "
+                                                   "(the schedule's stash depends on them)");
+    return print_v_plan(*prof, *c, o.cluster, *kind, o.microbatches, o.devices, o.json);
+  }
+  if (!o.schedule.empty() || o.microbatches > 0)
+    throw CLI::ValidationError(o.schedule.empty() ? "--microbatches" : "--schedule",
+                               "is for --planner v (the V schedules); the " + o.planner +
+                                   " planner chooses its own");
   // A list of devices is planned with each device's own speed, memory and profile.
   auto plan = plan_pipedream(*prof, *c, po);
   if (!plan) throw pipeworks_error(plan.message());
@@ -219,7 +236,7 @@ int run_plan(const plan_options& o) {
 }
 
 const bool registered = register_command(
-    "plan", "Partition a profiled model over a cluster (PipeDream's or 2BW's planner)",
+    "plan", "Partition a profiled model over a cluster (PipeDream's, 2BW's or the V planner)",
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<plan_options>();
       sub.add_option("--profile", o->profile, "profile.json from `pipeworks profile`")->required();
@@ -227,9 +244,16 @@ const bool registered = register_command(
                      "cluster.json, or a preset: dgx-h100x{N}, v100x{N}, local-cpu")
           ->capture_default_str();
       sub.add_option("--planner", o->planner,
-                     "pipedream (stages, replicas per stage) or 2bw (depth, width, microbatch, m)")
-          ->check(CLI::IsMember({"pipedream", "2bw"}))
+                     "pipedream (stages, replicas per stage), 2bw (depth, width, microbatch, m) "
+                     "or v (--schedule zbv|v-half|v-min|dualpipev: 2p pieces, device d running "
+                     "pieces d and 2p-1-d, and the device count p)")
+          ->check(CLI::IsMember({"pipedream", "2bw", "v"}))
           ->capture_default_str();
+      sub.add_option("--schedule", o->schedule,
+                     "with --planner v: the V schedule to plan (zbv, v-half, v-min, dualpipev)");
+      sub.add_option("--microbatches", o->microbatches,
+                     "with --planner v: microbatches per step")
+          ->check(nonnegative_int);
       sub.add_option("--devices", o->devices, "use at most this many devices (0: all)")
           ->check(nonnegative_int)
           ->capture_default_str();

@@ -1,0 +1,86 @@
+// `pipeworks plan --planner v`: the V schedules' split from a profile (device d running pieces d
+// and 2p-1-d), as text and JSON, whose printed train flags run; what it cannot plan it refuses.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "fixtures.hpp"
+#include "run_cli.hpp"
+
+using namespace pipeworks::cli_test;
+
+namespace {
+
+// Four layers, as gpt-tiny's four blocks: a heavy first and a light last one.
+std::string profile_json() {
+  std::string layers;
+  const double ms[] = {9, 5, 5, 1};
+  for (int l = 0; l < 4; ++l)
+    layers += std::string(l ? ", " : "") + R"({"name": "b)" + std::to_string(l) +
+              R"(", "fwd_ms": )" + std::to_string(ms[l] / 3) + R"(, "bwd_ms": )" +
+              std::to_string(2 * ms[l] / 3) +
+              R"(, "activation_bytes": 10, "saved_bytes": 100, "param_bytes": 1000, "optimizer_bytes": 2000})";
+  return R"({"model": "toy", "microbatch": 2, "layers": [)" + layers + "]}";
+}
+
+std::string cluster_json(long long memory) {
+  return R"({"devices": [{"name": "x", "speed": 1, "memory_bytes": )" + std::to_string(memory) +
+         R"(}, {"name": "y", "speed": 1, "memory_bytes": )" + std::to_string(memory) + "}]}";
+}
+
+}  // namespace
+
+TEST_CASE("plan --planner v pairs the model's ends on each device and its train flags run", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "profile.json", profile_json());
+  write_file(dir / "cluster.json", cluster_json(0));
+  const cli_result j = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                dir / "cluster.json", "--planner", "v", "--schedule", "zbv",
+                                "--microbatches", "4", "--json"});
+  INFO(j.err);
+  REQUIRE(j.exit_code == 0);
+  const nlohmann::json plan = last_json(j);
+  CHECK(plan["p"] == 2);
+  CHECK(plan["split"] == "0,1,2,3");
+  CHECK(plan["bottleneck_ms"].get<double>() == Approx(10.0));  // 9 + 1 and 5 + 5
+  REQUIRE(plan["stages"].size() == 4);
+  CHECK(plan["stages"][3]["device"] == 0);
+  CHECK(plan["predicted_step_ms"].get<double>() > 0);
+  const cli_result text = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                   dir / "cluster.json", "--planner", "v", "--schedule", "zbv",
+                                   "--microbatches", "4"});
+  REQUIRE(text.exit_code == 0);
+  const std::string flags = "train with --schedule zbv --stages 2 --microbatches 4 --split 0,1,2,3";
+  CHECK(contains(text.out, flags));
+  // The printed flags train gpt-tiny (four blocks) on the V.
+  write_file(dir / "text.txt", small_text());
+  std::vector<std::string> run = gpt_tiny_train(dir / "text.txt", 2, {});
+  std::istringstream words(flags.substr(std::string("train with ").size()));
+  for (std::string w; words >> w;) run.push_back(w);
+  run_ok(run);
+}
+
+TEST_CASE("plan --planner v refuses a plan that does not fit and flags it does not take", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "profile.json", profile_json());
+  write_file(dir / "small.json", cluster_json(3000));
+  const cli_result tight = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
+                                    dir / "small.json", "--planner", "v", "--schedule", "v-half",
+                                    "--microbatches", "4"});
+  CHECK(tight.exit_code == 1);
+  CHECK(contains(tight.err, "fits every device's memory"));
+  write_file(dir / "cluster.json", cluster_json(0));
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--planner", "v", "--microbatches", "4"},
+        std::vector<std::string>{"--planner", "v", "--schedule", "1f1b", "--microbatches", "4"},
+        std::vector<std::string>{"--planner", "v", "--schedule", "zbv"},
+        std::vector<std::string>{"--schedule", "zbv", "--microbatches", "4"}}) {
+    std::vector<std::string> args{"plan", "--profile", dir / "profile.json", "--cluster",
+                                  dir / "cluster.json"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const cli_result r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK((contains(r.err, "--schedule") || contains(r.err, "--microbatches")));
+  }
+}
