@@ -38,7 +38,7 @@ int flat_model::fewest_fitting(int i, int j, int f, int cap) const {
   if (zero == 0 || cap < 2) return no_devices;
   const std::int64_t opt = optimizer[j + 1] - optimizer[i];
   const std::int64_t room = memory - (memory_of(i, j, f, 1) - opt);
-  if (room <= 0 || largest.max(i, j) > room) return no_devices;
+  if (opt == 0 || room <= 0 || largest.max(i, j) > room) return no_devices;  // nothing to share
   const std::int64_t need = (opt + room - 1) / room;
   if (need > cap) return no_devices;
   int r = static_cast<int>(std::max<std::int64_t>(2, need));
