@@ -145,8 +145,18 @@ struct builder {
                    e.rank, id);
       }
       case wait_kind::reduce:
+        if (c.s->params.reduce == reduce_mode::p2p)  // cyclic's chain of partial sums
+          return ref(rep == 0 ? std::string("nothing: replica 0 starts the chain of partial sums")
+                              : "the partial sum of replica " + std::to_string(rep - 1) +
+                                    "'s REDUCE " + std::to_string(f.reduce.occurrence) +
+                                    " of stage " + std::to_string(f.reduce.stage),
+                     -1, -1);
         return ref("every replica of stage " + std::to_string(f.reduce.stage) + " at its REDUCE " +
                        std::to_string(f.reduce.occurrence),
+                   -1, -1);
+      case wait_kind::version:
+        return ref("the new version of stage " + std::to_string(f.reduce.stage) +
+                       " from the last replica's STEP (the p2p reduce)",
                    -1, -1);
     }
     return nullptr;

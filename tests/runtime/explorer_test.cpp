@@ -114,6 +114,34 @@ TEST_CASE("explorer data agrees with the simulator with replicas and bytes held"
   }
 }
 
+// Cyclic's p2p reduce: a REDUCE waits for the previous replica's partial sum (replica 0's for
+// nothing), and a STEP of a replica but the last for the last one's new version.
+TEST_CASE("explorer says what the p2p reduce's REDUCEs and STEPs waited for", "[runtime][explorer]") {
+  const schedule s = lowered_schedule(schedule_kind::cyclic, {2, 4, 1, 3, 2, reduce_mode::p2p});
+  const cost_model costs;
+  auto sim = simulate(s, costs);
+  REQUIRE(sim.ok());
+  check_against_simulator(s, *sim, page_data(s, costs, *sim));
+  const json d = page_data(s, costs, *sim);
+  int reduces = 0, steps = 0;
+  for (const json& a : d["actions"]) {
+    INFO(a["text"] << " on rank " << a["rank"]);
+    const int replica = a["rank"].get<int>() / 2;
+    const std::string text = a["waited"]["text"];
+    if (a["kind"] == "REDUCE") {
+      ++reduces;
+      if (replica == 0) CHECK(text.find("starts the chain") != std::string::npos);
+      else CHECK(text.find("partial sum of replica " + std::to_string(replica - 1)) != std::string::npos);
+    }
+    if (a["kind"] == "STEP" && replica < 2) {
+      ++steps;
+      CHECK(text.find("from the last replica's STEP") != std::string::npos);
+    }
+  }
+  CHECK(reduces == 3 * 2 * 2);  // replicas x devices x steps
+  CHECK(steps == 2 * 2 * 2);
+}
+
 TEST_CASE("explorer says what each RECV and each forward waited for and what each SEND sent",
           "[runtime][explorer]") {
   const schedule s = lowered_schedule(schedule_kind::one_f_one_b, {4, 8, 1, 1, 1});
