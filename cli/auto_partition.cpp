@@ -28,12 +28,13 @@ void check_auto_partition_flags(pipeline_flags& f) {
   if (given("--schedule") && f.schedule == "none")
     throw CLI::ValidationError("--schedule", "--auto-partition plans a pipeline: give a pipeline "
                                              "schedule (e.g. 1f1b or 2bw) or leave --schedule out");
-  if (auto kind = parse_schedule_kind(f.schedule); kind && default_chunks(*kind) > 1)
-    throw CLI::ValidationError("--schedule",
-                               "--auto-partition's planners cut the model into one stage per "
-                               "device, and " + f.schedule + " runs two per device (a V): set "
-                               "--stages (and --split) yourself for it, or plan with 1f1b");
-  if (f.planner.empty()) f.planner = f.schedule == "2bw" ? "2bw" : "pipedream";
+  const auto kind = parse_schedule_kind(f.schedule);
+  const bool v = kind && is_v_shape(*kind);
+  if (f.planner.empty()) f.planner = f.schedule == "2bw" ? "2bw" : v ? "v" : "pipedream";
+  if ((f.planner == "v") != v)
+    throw CLI::ValidationError("--planner", "the V planner plans the V schedules (zbv, v-half, "
+                                            "v-min, dualpipev) and they need it: drop --planner, "
+                                            "or pick a schedule for " + f.planner);
   if (!given("--schedule")) f.schedule = f.planner == "2bw" ? "2bw" : "1f1b";
   if (f.planner == "2bw" && f.schedule != "2bw")
     throw CLI::ValidationError("--planner", "2BW's planner plans for --schedule 2bw, not " +

@@ -125,8 +125,10 @@ void add_pipeline_flags(CLI::App& sub, pipeline_flags& f) {
       ->capture_default_str();
   sub.add_option("--planner", f.planner,
                  "with --auto-partition: pipedream (default; keeps --batch) or 2bw (chooses "
-                 "p, w, m and the microbatch; default with --schedule 2bw)")
-      ->check(CLI::IsMember({"pipedream", "2bw"}));
+                 "p, w, m and the microbatch; default with --schedule 2bw), or v (the V "
+                 "schedules' split and device count; default with zbv, v-half, v-min or "
+                 "dualpipev; keeps --batch and --microbatches)")
+      ->check(CLI::IsMember({"pipedream", "2bw", "v"}));
   sub.add_option("--inject-fault", f.inject_fault,
                  "test only: KIND@ACTION[:REPLICA] with KIND exception, nan or kill")
       ->group("");  // hidden from --help

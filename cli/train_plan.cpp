@@ -183,8 +183,9 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
     }
   }
   if (has("--stages")) p.stages = f.stages;
-  // A V schedule holds two virtual stages per device unless --chunks itself says otherwise.
-  if (p.schedule && is_v_shape(*p.schedule) && f.given.count("--chunks") == 0)
+  // A V schedule holds two virtual stages per device unless --chunks itself says otherwise (under
+  // --auto-partition the V planner places them).
+  if (p.schedule && is_v_shape(*p.schedule) && f.given.count("--chunks") == 0 && !f.auto_partition)
     p.chunks = default_chunks(*p.schedule);
   else if (has("--chunks"))
     p.chunks = f.chunks;
@@ -236,7 +237,7 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
   apply_process_flags(o, p, all);
   if (f.auto_partition) {
     auto_partition_spec a;
-    a.planner = f.planner == "2bw" ? planner_kind::two_bw : planner_kind::pipedream;
+    a.planner = parse_planner_kind(f.planner).value();  // the flag's check allows known names
     a.cluster = f.cluster;
     a.keep_batch = f.given.count("--batch") > 0;
     a.keep_microbatches = f.given.count("--microbatches") > 0;

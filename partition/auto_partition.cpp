@@ -62,6 +62,41 @@ status fill_ranks(auto_partition& out, const cluster& c) {
   return {};
 }
 
+// The runtime's shape from a V plan: one replica, device d running virtual stages d and 2p-1-d;
+// stages lists the 2p virtual stages.
+status fill_v_ranks(auto_partition& out, const v_choice& choice, const cluster& c,
+                    const model_profile& profile) {
+  out.p = choice.devices;
+  out.w = 1;
+  out.boundaries = choice.plan.boundaries;
+  out.stages.clear();
+  for (int s = 0; s < 2 * out.p; ++s) {
+    const int d = s < out.p ? s : 2 * out.p - 1 - s;
+    planned_stage st;
+    st.first_layer = out.boundaries[static_cast<std::size_t>(s)];
+    st.last_layer = out.boundaries[static_cast<std::size_t>(s) + 1] - 1;
+    st.replicas = 1;
+    st.devices = {d};
+    for (int l = st.first_layer; l <= st.last_layer; ++l)  // this piece's, at its device's speed
+      st.time_ms += (profile.layers[static_cast<std::size_t>(l)].fwd_ms +
+                     profile.layers[static_cast<std::size_t>(l)].bwd_ms) / c.speed(d);
+    st.memory_bytes = choice.plan.device_bytes[static_cast<std::size_t>(d)];
+    out.stages.push_back(st);
+  }
+  out.rank_device.clear();
+  out.device_speed.clear();
+  out.device_names.clear();
+  out.run_devices.clear();
+  for (int d = 0; d < out.p; ++d) {
+    out.rank_device.push_back(d);
+    out.device_speed.push_back(c.speed(d));
+    out.device_names.push_back(device_label(c, d));
+    out.run_devices.push_back(c.devices.empty() ? named_device{}
+                                                : c.devices[static_cast<std::size_t>(d)].device);
+  }
+  return {};
+}
+
 // The throttled ranks must fit on this machine's cores (a GPU rank's thread mostly waits).
 status check_cores(const auto_partition& out, int cores) {
   double need = 0;
@@ -234,9 +269,11 @@ cost_model profile_costs(const std::vector<const model_profile*>& stage_profile,
   return cm;
 }
 
-result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, const cost_model& costs) {
-  auto made = make_schedule(kind, schedule_params{p, m, 1, w, 2});
+result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, cost_model costs) {
+  auto made = make_schedule(kind, schedule_params{p, m, default_chunks(kind), w, 2});
   if (!made) return made.err();
+  // profile_costs gives each virtual stage its device's speed: the devices are the first p.
+  if (costs.devices.size() > static_cast<std::size_t>(p)) costs.devices.resize(static_cast<std::size_t>(p));
   simulate_options so;
   so.record_timeline = false;
   auto sim = simulate(lower_communication(std::move(*made)), costs, so);
@@ -266,6 +303,20 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
     if (status s = fill_ranks(out, c); !s) return make_error(s.message());
     if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
     out.m = rq.microbatches / out.w;
+    out.microbatch = rq.batch / rq.microbatches;
+    out.batch = rq.batch;
+    scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
+  } else if (rq.planner == planner_kind::v) {
+    if (!rq.device_profiles.empty())
+      return make_error("the V planner times every device with the run's own profile; a device "
+                        "that names a profile of its own is not planned by it: drop the "
+                        "device's \"profile\", or train the V with --stages and --split");
+    auto choice = plan_v_devices(profile, c, rq.schedule, rq.microbatches);
+    if (!choice) return make_error("the V planner: " + choice.message());
+    if (status s = fill_v_ranks(out, *choice, c, profile); !s) return make_error(s.message());
+    if (status s = check_cores(out, rq.cores); !s) return make_error(s.message());
+    out.planner_step_ms = choice->step_ms;
+    out.m = rq.microbatches;
     out.microbatch = rq.batch / rq.microbatches;
     out.batch = rq.batch;
     scale = static_cast<double>(out.microbatch) / static_cast<double>(profile.microbatch);
@@ -302,9 +353,12 @@ result<auto_partition> plan_auto_partition(const model_profile& profile, const c
     own_in_mode = std::move(*own);
   }
   // Each stage at its slowest replica, each replica by its device's own profile when it names one.
-  std::vector<const model_profile*> stage_profile(static_cast<std::size_t>(out.p), &in_mode);
+  std::vector<const model_profile*> stage_profile(out.stages.size(), &in_mode);
   std::vector<double> stage_speed = slowest_replica_speeds(out.device_speed, out.p);
-  if (!rq.device_profiles.empty() && !c.devices.empty())
+  if (rq.planner == planner_kind::v)  // a V: virtual stage s on device s or 2p-1-s
+    for (std::size_t s = static_cast<std::size_t>(out.p); s < out.stages.size(); ++s)
+      stage_speed.push_back(out.device_speed[out.stages.size() - 1 - s]);
+  if (!rq.device_profiles.empty() && !c.devices.empty() && rq.planner != planner_kind::v)
     for (int s = 0; s < out.p; ++s) {
       double slowest = -1;
       for (int j = 0; j < out.w; ++j) {
@@ -348,11 +402,11 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
                   std::to_string(profile.microbatch) + " on one core\n";
   t += "| stage | layers | blocks | replicas | devices (speed) | ms per microbatch |\n";
   t += "|---:|---|---|---:|---|---:|\n";
-  for (int s = 0; s < a.p; ++s) {
+  for (int s = 0; s < static_cast<int>(a.stages.size()); ++s) {
     const planned_stage& st = a.stages[static_cast<std::size_t>(s)];
     std::string devs;
     for (int j = 0; j < a.w; ++j) {
-      const auto r = static_cast<std::size_t>(j * a.p + s);
+      const auto r = static_cast<std::size_t>(j * a.p + stage_device(a, s));
       devs += (j ? ", " : "") + a.device_names[r] + " (" + num(a.device_speed[r]) + ")";
     }
     t += "| " + std::to_string(s) + " | " +
@@ -362,10 +416,12 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
          std::to_string(st.replicas) + " | " + devs + " | " + num(st.time_ms, "%.3f") + " |\n";
   }
   std::string split;
-  for (int s = 0; s < a.p; ++s)
-    split.append(s ? "," : "").append(std::to_string(a.boundaries[static_cast<std::size_t>(s)]));
+  for (std::size_t s = 0; s < a.stages.size(); ++s)
+    split.append(s ? "," : "").append(std::to_string(a.boundaries[s]));
   t += "run: " + std::string(schedule_name(a.schedule)) + ", " + std::to_string(a.p) +
-       " stages x " + std::to_string(a.w) + " replicas, " + std::to_string(a.m) +
+       (a.stages.size() > static_cast<std::size_t>(a.p) ? " devices (two stages each, a V)"
+                                                         : " stages") +
+       " x " + std::to_string(a.w) + " replicas, " + std::to_string(a.m) +
        " microbatches of " + std::to_string(a.microbatch) + " per replica (batch " +
        std::to_string(a.batch) + "), split " + split +
        (a.recompute != recompute_mode::none

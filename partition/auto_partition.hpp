@@ -15,6 +15,7 @@
 #include "partition/cluster.hpp"
 #include "partition/pipedream_planner.hpp"
 #include "partition/profile.hpp"
+#include "partition/v_planner.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/run_plan.hpp"
 #include "runtime/schedule.hpp"
@@ -102,7 +103,11 @@ cost_model profile_costs(const std::vector<const model_profile*>& stage_profile,
                          const std::vector<double>& stage_speed, double scale);
 
 // One step (p stages, m microbatches per replica, w replicas) of `kind` simulated on `costs`, in ms.
-result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, const cost_model& costs);
+// A V schedule runs its two chunks per device.
+result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, cost_model costs);
+
+// The device of the plan's stage s: s, or in a V (2p stages) 2p-1-s for the second half.
+inline int stage_device(const auto_partition& a, int s) { return s < a.p ? s : 2 * a.p - 1 - s; }
 
 // The plan for people: a markdown table of the stages (layers, blocks, replicas, devices with
 // their speeds, ms per microbatch), then the run's shape and both predicted step times.

@@ -14,13 +14,13 @@ namespace {
 
 nlohmann::json summary_json(const auto_partition& a, const std::string& cluster_name) {
   nlohmann::json stages = nlohmann::json::array();
-  for (int s = 0; s < a.p; ++s) {
+  for (int s = 0; s < static_cast<int>(a.stages.size()); ++s) {
     const planned_stage& st = a.stages[static_cast<std::size_t>(s)];
     std::vector<std::string> devices;
     std::vector<double> speeds;
     for (int j = 0; j < a.w; ++j) {
-      devices.push_back(a.device_names[static_cast<std::size_t>(j * a.p + s)]);
-      speeds.push_back(a.device_speed[static_cast<std::size_t>(j * a.p + s)]);
+      devices.push_back(a.device_names[static_cast<std::size_t>(j * a.p + stage_device(a, s))]);
+      speeds.push_back(a.device_speed[static_cast<std::size_t>(j * a.p + stage_device(a, s))]);
     }
     stages.push_back({{"first_layer", st.first_layer},
                       {"last_layer", st.last_layer},
@@ -55,7 +55,7 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
   auto own = load_device_profiles(*c, ap.cluster);
   if (!own) return own.err();
   int microbatches = plan.train.microbatches;
-  if (ap.planner == planner_kind::pipedream && !ap.keep_microbatches)
+  if (ap.planner != planner_kind::two_bw && !ap.keep_microbatches)
     microbatches = default_microbatches(plan.data.batch, c->device_count());
   auto drawn = sample(plan.data.batch / microbatches);
   if (!drawn) return make_error("the sample to profile: " + drawn.message());
@@ -83,7 +83,7 @@ result<resolved_plan> plan_automatically(run_plan plan, const model<float>& net,
   out.summary = summary_json(*a, ap.cluster);
   plan.stages = a->p;
   plan.replicas = a->w;
-  plan.chunks = 1;
+  plan.chunks = default_chunks(*plan.schedule);  // a V: two per device
   plan.train.microbatches = a->m;
   plan.data.batch = a->batch;
   plan.split.assign(a->boundaries.begin(), a->boundaries.end() - 1);

@@ -196,6 +196,11 @@ std::optional<plan_issue> check_auto_partition(const run_plan& p) {
   if (p.auto_partition->planner == planner_kind::two_bw && *p.schedule != schedule_kind::two_bw)
     return issue("auto_partition.planner", "2bw plans for {schedule.kind} 2bw, not " +
                                                std::string(schedule_name(*p.schedule)));
+  if ((p.auto_partition->planner == planner_kind::v) != is_v_shape(*p.schedule))
+    return issue("auto_partition.planner",
+                 "v plans the V schedules (zbv, v-half, v-min, dualpipev) and they need it: "
+                 "{schedule.kind} " + std::string(schedule_name(*p.schedule)) + " with planner " +
+                     planner_name(p.auto_partition->planner));
   if (p.auto_partition->cluster.empty())
     return issue("auto_partition.cluster", "names no cluster (local-cpu or a cluster.json)");
   return std::nullopt;
@@ -295,12 +300,15 @@ std::optional<plan_issue> check_offload(const run_plan& p) {
 
 }  // namespace
 
-std::string planner_name(planner_kind k) { return k == planner_kind::two_bw ? "2bw" : "pipedream"; }
+std::string planner_name(planner_kind k) {
+  return k == planner_kind::two_bw ? "2bw" : k == planner_kind::v ? "v" : "pipedream";
+}
 
 result<planner_kind> parse_planner_kind(std::string_view name) {
   if (name == "pipedream") return planner_kind::pipedream;
   if (name == "2bw") return planner_kind::two_bw;
-  return make_error("unknown planner '" + std::string(name) + "' (pipedream or 2bw)");
+  if (name == "v") return planner_kind::v;
+  return make_error("unknown planner '" + std::string(name) + "' (pipedream, 2bw or v)");
 }
 
 std::string_view data_source_name(data_source s) {

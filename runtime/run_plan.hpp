@@ -21,8 +21,8 @@
 
 namespace pipeworks {
 
-enum class planner_kind { pipedream, two_bw };
-std::string planner_name(planner_kind k);  // "pipedream", "2bw"
+enum class planner_kind { pipedream, two_bw, v };
+std::string planner_name(planner_kind k);  // "pipedream", "2bw", "v"
 result<planner_kind> parse_planner_kind(std::string_view name);
 
 // The slowest device a rank may be throttled to: a millionth of a core (the plan's speeds are in

@@ -372,3 +372,30 @@ TEST_CASE("train --auto-partition with pipedream shares the optimizer state when
   REQUIRE(text.exit_code == 0);
   CHECK(contains(text.out, "split 0,1, zero 1"));
 }
+
+TEST_CASE("train --auto-partition with a V schedule plans it with the V planner and trains", "[cli]") {
+  if (!hetero_runs_here()) return;
+  const cli_result r = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir, "--steps",
+                                "2", "--batch", "32", "--microbatches", "4", "--auto-partition",
+                                "--schedule", "zbv", "--cluster", hetero_cluster, "--json"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json last = json_lines(r).back();
+  const json& plan = last["plan"];
+  CHECK(plan["planner"] == "v");
+  CHECK(plan["w"] == 1);
+  const std::size_t p = plan["p"].get<std::size_t>();
+  REQUIRE(plan["stages"].size() == 2 * p);  // two per device, folded: d and 2p-1-d
+  REQUIRE(last["split"].size() == 2 * p);
+  for (std::size_t s = 0; s < 2 * p; ++s) {
+    CHECK(last["split"][s] == plan["stages"][s]["first_layer"]);
+    CHECK(plan["stages"][s]["devices"] == plan["stages"][2 * p - 1 - s]["devices"]);
+  }
+  // The V planner and the V schedules go together.
+  const cli_result other = run_cli(auto_args({"--schedule", "1f1b", "--planner", "v"}));
+  CHECK(other.exit_code == 2);
+  CHECK(contains(other.err, "--planner"));
+  const cli_result flat = run_cli(auto_args({"--schedule", "v-half", "--planner", "pipedream"}));
+  CHECK(flat.exit_code == 2);
+  CHECK(contains(flat.err, "--planner"));
+}

@@ -385,3 +385,31 @@ TEST_CASE("profile costs stash a stage's input per microbatch under full recompu
   CHECK(full.stages[0].activation_bytes == 0);    // layer 0's input is not in the profile
   CHECK(full.stages[1].activation_bytes == 600);  // layer 0's 300-byte output, x scale 2
 }
+
+TEST_CASE("auto partition plans a V with the V planner: two stages per device, folded", "[actors]") {
+  const cluster c = hetero();  // four devices
+  auto_partition_request rq;
+  rq.planner = planner_kind::v;
+  rq.schedule = schedule_kind::zbv;
+  rq.batch = 32;
+  rq.microbatches = 8;
+  auto a = plan_auto_partition(uniform_profile(8), c, rq);
+  REQUIRE(a.ok());
+  CHECK(a->w == 1);
+  CHECK(a->m == 8);
+  REQUIRE(a->stages.size() == static_cast<std::size_t>(2 * a->p));
+  REQUIRE(a->boundaries.size() == a->stages.size() + 1);
+  CHECK(a->boundaries.back() == 8);
+  for (int s = 0; s < 2 * a->p; ++s) {
+    const int d = stage_device(*a, s);
+    CHECK(d == (s < a->p ? s : 2 * a->p - 1 - s));
+    CHECK(a->stages[static_cast<std::size_t>(s)].devices == std::vector<int>{a->rank_device[static_cast<std::size_t>(d)]});
+  }
+  CHECK(a->simulated_step_ms > 0);
+  const std::string text = format_auto_partition(*a, uniform_profile(8), "hetero");
+  CHECK_THAT(text, Catch::Contains("two stages each, a V"));
+  // A device that names its own profile is not the V planner's to time.
+  auto_partition_request own = rq;
+  own.device_profiles.emplace("gpu", uniform_profile(8));
+  CHECK_FALSE(plan_auto_partition(uniform_profile(8), c, own).ok());
+}
