@@ -30,6 +30,17 @@ inline bool has_manifest(const std::string& dir, int step) {
   return std::filesystem::exists(std::filesystem::path(dir) / name / "manifest.json");
 }
 
+// Resumes the checkpoints in `ckpt` to the run's end (saving the weights beside it) and requires
+// the weights of the uninterrupted run's file `whole`, byte for byte.
+inline void check_resumes_to(const std::string& ckpt, const std::string& whole) {
+  const std::string resumed = ckpt + "-resumed.safetensors";
+  const cli_result r = run_cli({"train", "--resume", ckpt, "--save", resumed, "--sample", "0",
+                                "--eval-windows", "2"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_file(resumed) == read_file(whole));
+}
+
 inline const std::string fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 
 // About `bytes` bytes of repetitive English, so a tiny model has something to learn.

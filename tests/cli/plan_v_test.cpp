@@ -23,6 +23,14 @@ std::string profile_json() {
   return R"({"model": "toy", "microbatch": 2, "layers": [)" + layers + "]}";
 }
 
+// `pipeworks plan --profile DIR/profile.json --cluster DIR/CLUSTER --planner v` and `more`.
+cli_result plan_v(const scratch_dir& dir, const char* cluster, std::vector<std::string> more) {
+  std::vector<std::string> a{"plan", "--profile", dir / "profile.json", "--cluster", dir / cluster,
+                             "--planner", "v"};
+  a.insert(a.end(), more.begin(), more.end());
+  return run_cli(a);
+}
+
 std::string cluster_json(long long memory) {
   return R"({"devices": [{"name": "x", "speed": 1, "memory_bytes": )" + std::to_string(memory) +
          R"(}, {"name": "y", "speed": 1, "memory_bytes": )" + std::to_string(memory) + "}]}";
@@ -34,9 +42,7 @@ TEST_CASE("plan --planner v pairs the model's ends on each device and its train 
   scratch_dir dir;
   write_file(dir / "profile.json", profile_json());
   write_file(dir / "cluster.json", cluster_json(0));
-  const cli_result j = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
-                                dir / "cluster.json", "--planner", "v", "--schedule", "zbv",
-                                "--microbatches", "4", "--json"});
+  const cli_result j = plan_v(dir, "cluster.json", {"--schedule", "zbv", "--microbatches", "4", "--json"});
   INFO(j.err);
   REQUIRE(j.exit_code == 0);
   const nlohmann::json plan = last_json(j);
@@ -46,9 +52,7 @@ TEST_CASE("plan --planner v pairs the model's ends on each device and its train 
   REQUIRE(plan["stages"].size() == 4);
   CHECK(plan["stages"][3]["device"] == 0);
   CHECK(plan["predicted_step_ms"].get<double>() > 0);
-  const cli_result text = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
-                                   dir / "cluster.json", "--planner", "v", "--schedule", "zbv",
-                                   "--microbatches", "4"});
+  const cli_result text = plan_v(dir, "cluster.json", {"--schedule", "zbv", "--microbatches", "4"});
   REQUIRE(text.exit_code == 0);
   const std::string flags = "train with --schedule zbv --stages 2 --microbatches 4 --split 0,1,2,3";
   CHECK(contains(text.out, flags));
@@ -64,9 +68,7 @@ TEST_CASE("plan --planner v refuses a plan that does not fit and flags it does n
   scratch_dir dir;
   write_file(dir / "profile.json", profile_json());
   write_file(dir / "small.json", cluster_json(3000));
-  const cli_result tight = run_cli({"plan", "--profile", dir / "profile.json", "--cluster",
-                                    dir / "small.json", "--planner", "v", "--schedule", "v-half",
-                                    "--microbatches", "4"});
+  const cli_result tight = plan_v(dir, "small.json", {"--schedule", "v-half", "--microbatches", "4"});
   CHECK(tight.exit_code == 1);
   CHECK(contains(tight.err, "fits every device's memory"));
   write_file(dir / "cluster.json", cluster_json(0));

@@ -68,12 +68,7 @@ TEST_CASE("a --reduce p2p checkpoint resumes bit for bit and keeps its reduce", 
   const std::string ckpt = dir / "ck";
   run_ok(cyclic_args(dir, 2, "4", {"--reduce", "p2p", "--save-every", "2", "--checkpoint-dir", ckpt}));
   REQUIRE(has_manifest(ckpt, 2));
-  const std::string resumed = dir / "resumed.safetensors";
-  const cli_result r = run_cli({"train", "--resume", ckpt, "--save", resumed, "--sample", "0",
-                                "--eval-windows", "2"});
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(read_file(resumed) == read_file(whole));
+  check_resumes_to(ckpt, whole);
   // The rank files hold the moments where the reduce put them: another reduce is refused.
   const cli_result other = run_cli({"train", "--resume", ckpt, "--reduce", "collective", "--sample", "0"});
   INFO(other.err);
