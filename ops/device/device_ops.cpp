@@ -21,11 +21,10 @@
 #include "ops/cuda/cross_entropy_cuda.hpp"
 #include "ops/cuda/elementwise_cuda.hpp"
 #include "ops/cuda/embedding_cuda.hpp"
-#include "ops/cuda/gelu_cuda.hpp"
+#include "ops/cuda/activation_cuda.hpp"
 #include "ops/cuda/gpu_resources.hpp"
 #include "ops/cuda/layernorm_cuda.hpp"
 #include "ops/cuda/linear_cuda.hpp"
-#include "ops/cuda/relu_cuda.hpp"
 #include "ops/cuda/sgd_cuda.hpp"
 #endif
 

@@ -5,7 +5,7 @@
 #include "gpu_test_util.hpp"
 #include "ops/layers/activation.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
-#include "ops/cuda/relu_cuda.hpp"
+#include "ops/cuda/activation_cuda.hpp"
 #endif
 
 using namespace pipeworks;
