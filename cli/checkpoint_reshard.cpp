@@ -66,6 +66,9 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
                                                               : to.chunks;
   if (o.replicas > 0) to.replicas = o.replicas;
   if (o.microbatches > 0) to.train.microbatches = o.microbatches;
+  // The re-cut layout is a flush one, whose replicas reduce collectively (p2p is cyclic's).
+  if (!to.schedule || *to.schedule != schedule_kind::cyclic || to.replicas < 2)
+    to.reduce = reduce_mode::collective;
   const bool one_replica = !to.schedule || to.replicas < 2;
   if (o.zero > 0 && one_replica)
     throw CLI::ValidationError("--zero", "shards the optimizer state over a stage's replicas, and "

@@ -44,6 +44,13 @@ int shard_replicas(const lowered_run& run) {
   return std::max(1, run.programs->params.replicas);
 }
 
+// The replica that alone holds a stage's moments under cyclic's p2p reduce (the chain's last,
+// which alone updates), or -1 when the run reduces collectively.
+int p2p_updater(const lowered_run& run) {
+  if (!run.programs || run.programs->params.reduce != reduce_mode::p2p) return -1;
+  return run.programs->params.replicas - 1;
+}
+
 // The replica rank r of the run is (rank = replica * p + device; 0 for none).
 int replica_of(const lowered_run& run, int r) {
   return run.programs ? r / std::max(1, run.programs->params.stages) : 0;
@@ -79,9 +86,12 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const lowered_run& fr
                           " steps");
       const param_set& w = *s.versions.at(s.latest);
       const auto& entries = w.entries();
-      // Under ZeRO only the owner's moments are the tensor's; unsharded, every replica's are.
-      const std::vector<int> owners = shard_owners(w, from_shards);
-      const int replica = from_shards > 1 ? replica_of(from_run, r.rank) : 0;
+      // Under ZeRO only the owner's moments are the tensor's, under the p2p reduce only the last
+      // replica's; otherwise every replica's are.
+      const int updater = p2p_updater(from_run);
+      const std::vector<int> owners =
+          updater >= 0 ? std::vector<int>(entries.size(), updater) : shard_owners(w, from_shards);
+      const int replica = from_shards > 1 || updater >= 0 ? replica_of(from_run, r.rank) : 0;
       if (s.moment1.size() != entries.size() || s.moment2.size() != entries.size() ||
           s.updates.size() != entries.size())
         return make_error(who + ": stage " + std::to_string(s.stage) + "'s optimizer state covers " +

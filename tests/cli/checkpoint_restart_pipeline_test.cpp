@@ -146,3 +146,22 @@ TEST_CASE("pipedream and cyclic checkpoints restart the same on any layout", "[c
                             {"--schedule", "1f1b", "--stages", "2"}) == same);
   }
 }
+
+// Under cyclic's p2p reduce only the last replica holds each stage's optimizer moments: a restart
+// takes them from there, and so continues as the collective reduce's checkpoint does, bit for bit.
+TEST_CASE("a --reduce p2p checkpoint restarts with the last replica's moments", "[cli][checkpoint]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  std::vector<std::string> weights;
+  for (const char* reduce : {"collective", "p2p"}) {
+    const std::string ck = dir / (std::string("ck-") + reduce);
+    run_ok(gpt(dir, {"--schedule", "cyclic", "--stages", "2", "--replicas", "2", "--microbatches",
+                     "4", "--reduce", reduce, "--optimizer", "adamw", "--save-every", "3",
+                     "--checkpoint-dir", ck}));
+    REQUIRE(has_manifest(ck, 3));
+    weights.push_back(restart_and_train(dir, ck, dir / (std::string("to-") + reduce),
+                                        {"--schedule", "1f1b"}));
+  }
+  REQUIRE(!weights[0].empty());
+  CHECK(weights[0] == weights[1]);
+}
