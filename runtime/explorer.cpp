@@ -29,7 +29,13 @@ std::string text_of(const action& a) { return to_string(a); }
 struct context {
   const schedule* s = nullptr;
   bool measured = false;
-  std::vector<std::int64_t> act_bytes, param_bytes;  // per virtual stage; zeros for a trace
+  // Per virtual stage: a simulation's from its costs; for a trace, param_bytes from the bytes its
+  // STEPs recorded, and each stash's bytes are its F's own (timeline_event::bytes).
+  std::vector<std::int64_t> act_bytes, param_bytes;
+  // Whether the bytes are known: always for a simulation (zeros when its costs give none); for a
+  // trace, the stashes' when every F recorded its bytes, the versions' when every stage that ran
+  // a forward has a STEP that recorded its version's bytes.
+  bool stash_known = true, versions_known = true;
 };
 
 // (replica, stage, microbatch, what): the index of the event that made or consumed something.
@@ -229,8 +235,9 @@ struct rank_state {
   std::map<std::pair<int, int>, int> stashed;  // (stage, mb) -> the version its F used
   std::map<int, int> newest;                   // stage -> its newest version
   std::set<std::size_t> waiting;               // RECVs not yet ended (indices of the whole timeline)
+  std::map<std::pair<int, int>, std::int64_t> held_bytes;  // (stage, mb) -> its stash's bytes
   int peak_stashed = 0, peak_versions = 1;
-  std::int64_t peak_bytes = 0;
+  std::int64_t peak_bytes = 0, peak_stash_bytes = 0;
 };
 
 // What one page shows of a timeline: some of its events, and the times its states cover.
@@ -269,6 +276,7 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
   std::vector<int> reduces_before(whole.events.size(), 0);
   std::map<std::pair<int, int>, int> reduces;  // (rank, stage) -> REDUCEs so far
   std::map<key, double> release;
+  std::map<key, std::int64_t> left_for_w;  // the bytes each W recorded: what its I left
   for (std::size_t i : whole_order) {
     const auto& e = whole.events[i];
     int& n = reduces[{e.rank, e.act.stage}];
@@ -276,6 +284,8 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
     if (e.act.kind == action_kind::reduce) ++n;
     if (e.act.kind == action_kind::backward || e.act.kind == action_kind::weight_grad)
       release[{e.rank, e.act.stage, e.act.microbatch, 0}] = e.end;
+    if (e.act.kind == action_kind::weight_grad && e.bytes >= 0)
+      left_for_w[{e.rank, e.act.stage, e.act.microbatch, 0}] = e.bytes;
   }
   std::vector<int> page_id(whole.events.size(), -1);  // whole index -> action id on the page
   for (std::size_t id = 0; id < b.order.size(); ++id)
@@ -311,6 +321,7 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
     int order;  // removals before additions at one time
     std::size_t event;
     bool add;
+    std::int64_t resize = -1;  // >= 0: the event's stash now holds this many bytes
   };
   std::vector<change> changes;
   for (std::size_t i : whole_order) {
@@ -325,11 +336,23 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
       changes.push_back({e.start, 1, i, true});
       changes.push_back({e.end, 0, i, false});
     }
+    // A trace's B or I holds its stash as it recorded (more than the F's when it recomputes it);
+    // after an I, the stash is what its W recorded.
+    if ((e.act.kind == action_kind::backward || e.act.kind == action_kind::input_grad) &&
+        e.bytes >= 0)
+      changes.push_back({e.start, 1, i, true, e.bytes});
+    if (e.act.kind == action_kind::input_grad) {
+      const auto it = left_for_w.find({e.rank, e.act.stage, e.act.microbatch, 0});
+      if (it != left_for_w.end()) changes.push_back({e.end, 1, i, true, it->second});
+    }
   }
   std::stable_sort(changes.begin(), changes.end(), [](const change& x, const change& y) {
     return x.time != y.time ? x.time < y.time : x.order < y.order;
   });
   std::vector<rank_state> rs(ranks);
+  // Bytes the page does not know are null, which it shows as unknown.
+  const bool bytes_known = c.stash_known && c.versions_known;
+  const auto known = [](bool is, std::int64_t bytes) { return is ? json(bytes) : json(nullptr); };
   auto versions_of = [&](const rank_state& r, std::map<int, std::set<int>>& live) {
     for (const auto& [stage, v] : r.newest) live[stage].insert(v);
     for (const auto& [k, v] : r.stashed) live[k.first].insert(v);
@@ -340,13 +363,13 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
       rank_state& s = rs[r];
       std::map<int, std::set<int>> live;
       versions_of(s, live);
-      std::int64_t bytes = 0;
+      std::int64_t stash_bytes = 0;
       json stash = json::array(), vers = json::object();
       int most = 1;
-      for (const auto& [k, v] : s.stashed) {
+      for (const auto& [k, v] : s.stashed)
         stash.push_back(json{{"stage", k.first}, {"microbatch", k.second}, {"version", v}});
-        if (k.first < static_cast<int>(c.act_bytes.size())) bytes += c.act_bytes[k.first];
-      }
+      for (const auto& [k, b] : s.held_bytes) stash_bytes += b;
+      std::int64_t bytes = stash_bytes;
       for (const auto& [stage, set] : live) {
         vers[std::to_string(stage)] = std::vector<int>(set.begin(), set.end());
         most = std::max(most, static_cast<int>(set.size()));
@@ -360,9 +383,11 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
       s.peak_stashed = std::max(s.peak_stashed, static_cast<int>(s.stashed.size()));
       s.peak_versions = std::max(s.peak_versions, most);
       s.peak_bytes = std::max(s.peak_bytes, bytes);
+      s.peak_stash_bytes = std::max(s.peak_stash_bytes, stash_bytes);
       per.push_back(json{{"stashed", std::move(stash)},
                          {"versions", std::move(vers)},
-                         {"bytes", bytes},
+                         {"bytes", known(bytes_known, bytes)},
+                         {"stash_bytes", known(c.stash_known, stash_bytes)},
                          {"waiting", std::move(wait)}});
     }
     return json{{"time", time}, {"ranks", std::move(per)}};
@@ -370,9 +395,18 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
   auto apply = [&](const change& ch) {
     const auto& e = whole.events[ch.event];
     rank_state& s = rs[e.rank];
-    if (e.act.kind == action_kind::forward) {
-      if (ch.add) s.stashed[{e.act.stage, e.act.microbatch}] = e.version;
-      else s.stashed.erase({e.act.stage, e.act.microbatch});
+    const std::pair<int, int> held{e.act.stage, e.act.microbatch};
+    if (ch.resize >= 0) {
+      if (const auto it = s.held_bytes.find(held); it != s.held_bytes.end()) it->second = ch.resize;
+    } else if (e.act.kind == action_kind::forward) {
+      if (ch.add) {
+        s.stashed[held] = e.version;
+        const bool costed = e.act.stage < static_cast<int>(c.act_bytes.size());
+        s.held_bytes[held] = e.bytes >= 0 ? e.bytes : costed ? c.act_bytes[e.act.stage] : 0;
+      } else {
+        s.stashed.erase(held);
+        s.held_bytes.erase(held);
+      }
       // In a trace the newest version is also at least the latest one a forward used.
       if (c.measured && ch.add) s.newest[e.act.stage] = std::max(s.newest[e.act.stage], e.version);
     } else if (e.act.kind == action_kind::step) {
@@ -424,7 +458,8 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
            {"actions", per_rank[r]},
            {"peak_stashed", rs[r].peak_stashed},
            {"peak_live_versions", rs[r].peak_versions},
-           {"peak_bytes", rs[r].peak_bytes}};
+           {"peak_bytes", known(bytes_known, rs[r].peak_bytes)},
+           {"peak_stash_bytes", known(c.stash_known, rs[r].peak_stash_bytes)}};
     if (stats && r < static_cast<int>(stats->size())) {
       const rank_stats& st = (*stats)[r];
       x["simulated"] = json{{"busy", st.busy},
@@ -437,7 +472,7 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
     rank_list.push_back(std::move(x));
   }
   json out{{"format", "pipeworks-explorer"},
-           {"format_version", 2},
+           {"format_version", 3},
            {"title", t.title},
            {"source", c.measured ? "measured" : "simulated"},
            {"p", p},
@@ -446,6 +481,10 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
            {"makespan", makespan},
            {"bubble_fraction", bubble},
            {"version_rule", c.measured ? std::string() : c.s->version_rule},
+           {"bytes", !c.measured          ? "from the cost model"
+                     : bytes_known        ? "as the run recorded them"
+                     : c.stash_known      ? "stashes as the run recorded them; versions unknown"
+                                          : "unknown: the trace records no sizes"},
            {"actions", std::move(actions)},
            {"critical_path", critical},
            {"states", std::move(states)},
@@ -594,6 +633,23 @@ result<std::string> explorer_json(const timeline& measured, const step_window& w
   context c;
   c.s = &s;
   c.measured = true;
+  // The bytes the run recorded: each F its stash's, each STEP its new version's (every version of
+  // a stage is as large as another).
+  c.param_bytes.assign(s.virtual_stages, -1);
+  std::vector<bool> ran_forward(s.virtual_stages, false);
+  bool any_forward = false;
+  for (const auto& e : measured.events) {
+    if (e.act.kind == action_kind::forward) {
+      any_forward = ran_forward[e.act.stage] = true;
+      c.stash_known = c.stash_known && e.bytes >= 0;
+    }
+    if (e.act.kind == action_kind::step && e.bytes >= 0)
+      c.param_bytes[e.act.stage] = std::max(c.param_bytes[e.act.stage], e.bytes);
+  }
+  c.stash_known = c.stash_known && any_forward;
+  for (int v = 0; v < s.virtual_stages; ++v)
+    c.versions_known = c.versions_known && (!ran_forward[v] || c.param_bytes[v] >= 0);
+  for (std::int64_t& b : c.param_bytes) b = std::max<std::int64_t>(b, 0);  // unknown: the page says so
   // The page's time: from its start to the last end of its actions (a window's end at most);
   // the bubble is the share of that time the ranks' compute streams were idle.
   double end = span.from;

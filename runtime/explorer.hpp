@@ -24,14 +24,17 @@ constexpr std::int64_t max_explorer_cells = 250'000;
 
 // The page's data for a simulation of `lowered` (a lowered, validated schedule) on `costs`, its
 // timeline recorded. Every number is the simulator's: "makespan", "bubble_fraction", "ranks"
-// (per rank: busy, peak_inflight, peak_versions, peak_activation_bytes, peak_memory_bytes,
-// finish, and "actions": the timeline's events on that rank), "actions" (one per timeline event:
+// (per rank: "actions", the timeline's events on that rank, peak_stashed, peak_live_versions,
+// peak_bytes (stashes and live versions), peak_stash_bytes, and "simulated": busy,
+// peak_inflight, peak_versions, peak_activation_bytes, peak_memory_bytes, finish), "bytes" (where
+// the bytes come from: the cost model, the run, or unknown), "actions" (one per timeline event:
 // rank, stream, text, kind, stage, microbatch, start, end, version, "waited", "sent", "rule"),
-// and "states" (at each time an action starts or ends, per rank: live weight versions,
-// stashed microbatches, bytes held and the actions waiting on a message; stored as deltas: the
-// first state's "ranks" holds every rank, each later state's "changed" only the ranks whose state
-// changed, by rank number, which the page rebuilds), "start" 0. An error for a
-// schedule over max_explorer_actions or max_explorer_cells, naming it and the limit.
+// and "states" (at each time an action starts or ends, per rank: live weight versions, stashed
+// microbatches, bytes held ("bytes": stashes and live versions; "stash_bytes"), the actions
+// waiting on a message; stored as deltas: the first state's "ranks" holds every rank, each later
+// state's "changed" only the ranks whose state changed, by rank number, which the page
+// rebuilds), "start" 0. An error for a schedule over max_explorer_actions or
+// max_explorer_cells, naming it and the limit.
 result<std::string> explorer_json(const schedule& lowered, const cost_model& costs,
                                   const simulation& sim);
 
@@ -57,8 +60,11 @@ struct window_problem {
 window_problem check_window(const step_window& w, int steps);
 
 // The page's data for a measured timeline (a real run's trace, read back by read_chrome_trace):
-// the same fields, with no version rule and no bytes (a trace holds neither), waits found by
-// each action's stage and microbatch and by the flows of SEND and RECV.
+// the same fields, with no version rule (a trace holds none), waits found by each action's stage
+// and microbatch and by the flows of SEND and RECV. Bytes as the run recorded them
+// (timeline_event::bytes): each stash holds its F's bytes (its B's or I's while they run, its W's
+// after its I), each live version its stage's STEP's. A trace without them (an older one, or a
+// simulated one) gives null bytes, which the page shows as unknown, and "bytes" says why.
 // `window` (steps_of's steps) shows the time from the first start of its steps' actions to the
 // last end, and every action that runs then (its steps' and what overlaps them on other ranks);
 // "start" is that time, "makespan" and "bubble_fraction" the window's length and idle share,

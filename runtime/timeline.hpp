@@ -28,6 +28,10 @@ struct timeline_event {
   double end = 0.0;
   int version = -1;             // weight version used by F, B, I, W; -1 otherwise
   std::int64_t flow_id = -1;    // a SEND and its RECV carry the same id; -1 otherwise
+  // Bytes a real run measured (-1: not recorded, as in simulated timelines): for F the stash it
+  // left for its microbatch; for B and I the microbatch's stash while it ran (more than F's when
+  // the backward recomputes it); for W the part I left; for STEP the new weight version's.
+  std::int64_t bytes = -1;
 };
 
 struct timeline {

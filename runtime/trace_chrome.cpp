@@ -146,7 +146,12 @@ void write_trace(const timeline& t, std::ostream& out) {
     buf.clear();
     buf += first ? "" : ",";
     first = false;
-    buf += R"({"args":{"kind":")";
+    buf += R"({"args":{)";
+    if (e.bytes >= 0) {
+      append_field(buf, R"("bytes":)", e.bytes);
+      buf += ',';
+    }
+    buf += R"("kind":")";
     buf += kind_name(e.act.kind);
     if (e.flow_id >= 0) append_field(buf, R"(","flow_id":)", e.flow_id);
     else buf += '"';

@@ -75,6 +75,13 @@ result<timeline> parse_chrome_trace(std::string_view text, const std::string& na
     if (!whole(e, "tid", tid)) return bad("has no whole \"tid\" >= 0");
     if (!whole(*args, "version", version, -1)) return bad("has no whole args.version >= -1");
     if (args->contains("flow_id") && !whole(*args, "flow_id", flow)) return bad("has an args.flow_id that is not a whole number >= 0");
+    // Bytes are optional: traces written before runs recorded them, and simulated ones, have none.
+    std::int64_t bytes = -1;
+    if (const auto it = args->find("bytes"); it != args->end()) {
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
+        return bad("has an args.bytes that is not a whole number >= 0");
+      bytes = it->get<std::int64_t>();
+    }
     const auto ts = e.find("ts"), dur = e.find("dur");
     if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number() ||
         dur->get<double>() < 0)
@@ -87,6 +94,7 @@ result<timeline> parse_chrome_trace(std::string_view text, const std::string& na
     ev.end = ev.start + dur->get<double>() * s_per_us;
     ev.version = static_cast<int>(version);
     ev.flow_id = flow;
+    ev.bytes = bytes;
     t.events.push_back(ev);
   }
   return t;

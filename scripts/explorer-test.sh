@@ -2,10 +2,13 @@
 # Browser tests of the explorer (docs/explorer.md), not run by ctest: loads the pages of every
 # schedule at p=4 m=8, of a trace and of 1F1B against 2BW in headless Chromium from disk, reads
 # the DOM (the tables, the curves, a clicked action's detail, the cursor, zoom) and checks it
-# against `pipeworks simulate --json` and `pipeworks schedule --lowered`, and a window of a
-# trace's steps against the whole trace's page; then breaks pages' data on purpose and requires
+# against `pipeworks simulate --json` and `pipeworks schedule --lowered`, a window of a trace's
+# steps against the whole trace's page, and a real run's page (train --trace) against the bytes
+# its trace recorded and train --json's peaks; then breaks pages' data on purpose and requires
 # the checks to fail. Usage: scripts/explorer-test.sh [BUILD_DIR];
-# SCREENSHOTS=DIR also saves the pictures docs/explorer.md shows (docs/explorer/*.png) into DIR.
+# SCREENSHOTS=DIR also saves the pictures docs/explorer.md shows (docs/explorer/*.png) into DIR;
+# DEMO_TRACE=FILE (the demo's trace, scripts/demo.sh) also times its page, and DEMO_SUMMARY=FILE
+# (that run's train --json summary line) checks its bytes too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -38,8 +41,17 @@ cp "$work/1f1b.programs" "$work/trace.programs"
 "$pipeworks" schedule --schedule 1f1b --stages 4 --microbatches 8 --steps 2 --compare 2bw --html "$work/lesson-2bw.html"
 cp "$work/1f1b.programs" "$work/compare.programs"
 cp "$work/1f1b.sim.json" "$work/compare.sim.json"
+# A real run's trace, with the bytes it recorded, and train --json's summary (its last line).
+"$pipeworks" train --model mlp --steps 4 --batch 32 --microbatches 4 --optimizer sgd --lr 0.05 \
+  --schedule 2bw --stages 3 --json --trace "$work/real.json" | tail -n 1 > "$work/real.summary.json"
+"$pipeworks" trace html "$work/real.json" --out "$work/real.html"
+if [ -n "${DEMO_TRACE:-}" ]; then
+  "$pipeworks" trace html "$DEMO_TRACE" --out "$work/demo.html"
+  "$pipeworks" trace html "$DEMO_TRACE" --from-step 100 --to-step 110 --out "$work/demo-window.html"
+fi
 
-SCREENSHOTS=${SCREENSHOTS:-} /usr/bin/python3 - "$work" $kinds <<'PY'
+SCREENSHOTS=${SCREENSHOTS:-} DEMO_TRACE=${DEMO_TRACE:-} DEMO_SUMMARY=${DEMO_SUMMARY:-} \
+  /usr/bin/python3 - "$work" $kinds <<'PY'
 import json, os, re, sys, time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -214,6 +226,98 @@ open(f"{work}/broken-window.html", "w").write(page[:m.start(2)] + json.dumps(dat
 bad = check_window(f"{work}/broken-window.html")
 print("broken on purpose (the window starts empty): " + ("caught: " + bad[0] if bad else "NOT CAUGHT"))
 failed = failed or not bad
+
+def recorded_bytes(trace):
+    """The bytes a real run's trace recorded: each F's stash by (rank, stage, microbatch)."""
+    out = {}
+    for e in json.load(open(trace))["traceEvents"]:
+        if e.get("ph") == "X" and e["args"]["kind"] == "F" and "bytes" in e["args"]:
+            out[(e["pid"], e["args"]["stage"], e["args"]["microbatch"])] = e["args"]["bytes"]
+    return out
+
+def check_real(page, trace, summary, every=1):
+    """A real run's page: the bytes it says it knows, the peak stashed bytes per rank against train
+    --json's peak_activation_bytes, and at every `every`-th cursor position each rank's stashed
+    bytes against the sum of its stashed microbatches' recorded bytes."""
+    bad = []
+    start = time.monotonic()
+    driver.get("file://" + page)
+    if driver.find_element(By.TAG_NAME, "body").get_attribute("data-ready") != "true":
+        return ["the page did not finish drawing"], 0.0
+    load = time.monotonic() - start
+    fact = driver.find_element(By.ID, "fact-bytes").text
+    if fact != "bytes: as the run recorded them":
+        bad.append(f"the page says {fact!r}")
+    if summary:
+        peaks = {s["stage"]: s["peak_activation_bytes"] for s in summary["stages"]}
+        for r, row in enumerate(driver.find_elements(By.CSS_SELECTOR, "#summary tr[data-rank]")):
+            shown = row.find_element(By.CSS_SELECTOR, 'td[data-field="peak-stash-bytes"]').text
+            if shown != str(peaks[r]):
+                bad.append(f"rank {r}: peak stashed bytes {shown} shown, train measured {peaks[r]}")
+            total = row.find_element(By.CSS_SELECTOR, 'td[data-field="peak-bytes"]').text
+            curve = driver.find_element(By.XPATH, f'//*[local-name()="polyline" and @class="bytes" and @data-rank="{r}"]')
+            if curve.get_attribute("data-max") != total:
+                bad.append(f"rank {r}: the bytes curve peaks at {curve.get_attribute('data-max')}, the table says {total}")
+    fbytes = recorded_bytes(trace)
+    states = driver.execute_script("return data.states.length")
+    for i in range(0, states, every):
+        rows = driver.execute_script(
+            "const c = document.getElementById('cursor'); c.value = arguments[0];"
+            "c.dispatchEvent(new Event('input'));"
+            "return [...document.querySelectorAll('#state-table tr[data-rank]')].map((tr) => ["
+            "tr.querySelector('td[data-field=stashed]').textContent,"
+            "tr.querySelector('td[data-field=\"stash-bytes\"]').textContent]);", i)
+        for r, (stashed, shown) in enumerate(rows):
+            want = sum(fbytes[(r, int(s), int(mb))] for s, mb in re.findall(r"(\d+)/(\d+) v", stashed))
+            if shown != str(want):
+                bad.append(f"state {i}, rank {r}: {shown} stashed bytes shown for {stashed!r}, whose Fs recorded {want}")
+    return bad, load
+
+real_summary = json.load(open(f"{work}/real.summary.json"))
+bad, load = check_real(f"{work}/real.html", f"{work}/real.json", real_summary)
+print(f"real trace (train 2bw, 3 stages): {'ok' if not bad else 'FAILED'} (loaded in {load:.2f} s)")
+for b in bad[:10]:
+    print("  " + b)
+failed = failed or bool(bad)
+# A trace without bytes (simulated): the page says they are unknown, in the table too.
+driver.get(f"file://{work}/trace.html")
+fact = driver.find_element(By.ID, "fact-bytes").text
+cells = {td.text for td in driver.find_elements(By.CSS_SELECTOR, '#summary td[data-field^="peak-"][data-field$="bytes"]')}
+cells |= {td.text for td in driver.find_elements(By.CSS_SELECTOR, '#state-table td[data-field$="bytes"]')}
+ok = fact == "bytes: unknown: the trace records no sizes" and cells == {"unknown"}
+print("trace without bytes: " + ("ok" if ok else f"FAILED: {fact!r}, cells {cells}"))
+failed = failed or not ok
+# Broken on purpose: one rank's stashed bytes off by one in a state, and a peak off by one.
+page = open(f"{work}/real.html").read()
+m = re.search(r'(<script type="application/json" id="pipeworks-data">)(.*?)(</script>)', page, re.S)
+for what in ["state", "peak"]:
+    data = json.loads(m.group(2))
+    if what == "peak":
+        data["ranks"][1]["peak_stash_bytes"] += 1
+    else:
+        s = next(s for s in data["states"][1:] if any(x["stash_bytes"] for x in s["changed"].values()))
+        x = next(x for x in s["changed"].values() if x["stash_bytes"])
+        x["stash_bytes"] += 1
+    open(f"{work}/broken-real.html", "w").write(page[:m.start(2)] + json.dumps(data).replace("</", "<\\/") + page[m.end(2):])
+    bad, _ = check_real(f"{work}/broken-real.html", f"{work}/real.json", real_summary)
+    print(f"broken on purpose (a real page's {what} stashed bytes off by one): " + ("caught: " + bad[0] if bad else "NOT CAUGHT"))
+    failed = failed or not bad
+
+# The demo's trace (DEMO_TRACE): its page and a window of it load from disk in under 3 s, and its
+# bytes agree with what the trace recorded (and, with DEMO_SUMMARY, with train's peaks).
+demo = os.environ.get("DEMO_TRACE")
+if demo:
+    summary = json.load(open(os.environ["DEMO_SUMMARY"])) if os.environ.get("DEMO_SUMMARY") else None
+    for page in ["demo", "demo-window"]:
+        size = os.path.getsize(f"{work}/{page}.html") / 1e6
+        bad, load = check_real(f"{work}/{page}.html", demo, summary if page == "demo" else None, every=97)
+        if load >= 3.0:
+            bad.append(f"it took {load:.2f} s to load, 3 s at most")
+        print(f"{page} ({size:.1f} MB, {len(page_data(f'{work}/{page}.html')['actions'])} actions): "
+              f"{'ok' if not bad else 'FAILED'} (loaded in {load:.2f} s)")
+        for b in bad[:10]:
+            print("  " + b)
+        failed = failed or bool(bad)
 
 # The pictures of docs/explorer.md: an action clicked and the cursor at a moment of interest.
 shots = os.environ.get("SCREENSHOTS")

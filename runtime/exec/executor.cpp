@@ -310,7 +310,6 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
     out.output = out.output.clone();
     poison<T>(out.output);
   }
-  trace.record(stream_kind::compute, a, t0, t1, v);
   ++st.forwards_done;
   held_microbatch<T> h;
   h.version = v;
@@ -352,6 +351,7 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
   // Offloaded: into page-locked host memory (to_host), the GPU's copy freed. A plain copy on the
   // rank's stream, waited for: not yet on a stream of its own, overlapping compute.
   if (setup.offload.activations) move_held(h, [&](tensor t) { return context.to_host(t); });
+  trace.record(stream_kind::compute, a, t0, t1, v, -1, h.bytes);  // with the bytes it stashed
   st.activation_bytes += h.bytes;
   st.ref(v);
   st.held.emplace(a.microbatch, std::move(h));
@@ -432,7 +432,7 @@ void stage_executor<T>::impl::end_backward(compute_job<T>& job, double t0, doubl
   tensor din = std::move(job.din);
   if (a.stage > 0) din = to_wire(std::move(din), rank_of_stage(a.stage - 1));
   if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison<T>(din);
-  trace.record(stream_kind::compute, a, t0, t1, job.version);
+  trace.record(stream_kind::compute, a, t0, t1, job.version, -1, h.bytes);
   if (a.stage > 0) {
     if (plan.device_of[a.stage - 1] == setup.device) {
       gradient_msg g{setup.replica, a.stage - 1, a.microbatch, tensor_payload(std::move(din))};
@@ -492,7 +492,7 @@ void stage_executor<T>::impl::run_weight_grad(const action& a) {
   if (fault_here(a, fault_kind::exception)) throw pipeworks_error("injected fault (test only)");
   const double t0 = timer.begin();
   backward_weight_blocks(context, model_, *h.stash.weights, st.grads, std::move(*h.later));
-  trace.record(stream_kind::compute, a, t0, timer.end(t0), h.version);
+  trace.record(stream_kind::compute, a, t0, timer.end(t0), h.version, -1, h.bytes);
   st.activation_bytes -= h.bytes;
   st.unref(h.version);
   st.held.erase(it);
@@ -602,7 +602,8 @@ void stage_executor<T>::impl::run_step(const action& a) {
   release_versions(st);
   // p2p: backwards of the next step ran since the REDUCE, which left a zero gradient for them.
   if (!takes_versions()) zero(st.grads.arena());
-  trace.record(stream_kind::compute, a, t0, t1, st.latest);
+  trace.record(stream_kind::compute, a, t0, t1, st.latest, -1,
+               next ? static_cast<std::int64_t>(next->nbytes()) : -1);
   st.stats.steps = st.latest;
   st.note_peaks();
   // The global norms of this step are used once every stage of the rank has stepped.

@@ -19,9 +19,11 @@ class trace_recorder {
         stages_(virtual_stages),
         total_(total_microbatches) {}
 
+  // `bytes`: what timeline_event::bytes says for the action's kind, -1 for none.
   void record(stream_kind stream, const action& a, double start, double end, int version,
-              std::int64_t flow = -1) {
-    if (enabled_) events_.push_back(timeline_event{rank_, stream, a, start, end, version, flow});
+              std::int64_t flow = -1, std::int64_t bytes = -1) {
+    if (enabled_)
+      events_.push_back(timeline_event{rank_, stream, a, start, end, version, flow, bytes});
   }
 
   // The id a SEND to `consumer` and the consumer's RECV of microbatch mb share (per direction).

@@ -1,15 +1,20 @@
 // `pipeworks trace html` (cli/cmd_trace.cpp): a simulated trace's page agrees with simulate
-// --json; a file that is not a pipeworks trace, a truncated one, one of 1 GB or a bad window of
-// steps exits 2 with its message and writes nothing.
+// --json; a real run's page shows the bytes train measured; a file that is not a pipeworks trace,
+// a truncated one, one of 1 GB or a bad window of steps exits 2 with its message and writes
+// nothing.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "run_cli.hpp"
 #include "runtime/explorer.hpp"
+#include "tests/explorer_states.hpp"
 
 using namespace pipeworks;
 using namespace pipeworks::cli_test;
@@ -35,6 +40,101 @@ TEST_CASE("trace html of a simulated trace shows the simulator's stashes and bub
     INFO("rank " << r);
     CHECK(d["ranks"][r]["peak_stashed"] == expected["stages"][r]["peak_inflight"]);
   }
+}
+
+// A real run (train --trace) records each F's stashed bytes and each STEP's new version's: the
+// page's stashed bytes at each moment are the sum of its stashed microbatches' recorded bytes,
+// their peak per rank is the peak_activation_bytes train measured for that stage, and the bytes
+// held add each live version at its stage's recorded size.
+TEST_CASE("trace html of a real run shows the bytes train measured, for 1f1b, pipedream and 2bw",
+          "[cli][explorer]") {
+  for (const std::string kind : {"1f1b", "pipedream", "2bw"}) {
+    INFO(kind);
+    scratch_dir dir("trace_html_real");
+    const std::string trace = dir / "run.json", page = dir / "run.html";
+    const cli_result run = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir,
+                                    "--steps", "4", "--batch", "32", "--microbatches", "4",
+                                    "--optimizer", "sgd", "--lr", "0.05", "--schedule", kind,
+                                    "--stages", "3", "--json", "--trace", trace});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    const json summary = json_lines(run).back();
+    const cli_result r = run_cli({"trace", "html", trace, "--out", page});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json d = json::parse(*explorer_data_of(read_file(page)));
+    CHECK(d["bytes"] == "as the run recorded them");
+
+    // The bytes the trace recorded: each F's stash, each stage's version (its STEPs').
+    std::map<std::tuple<int, int, int>, std::int64_t> stashed_bytes;  // (rank, stage, mb)
+    std::map<int, std::int64_t> version_bytes;                         // stage -> bytes
+    const json recorded = json::parse(read_file(trace));
+    for (const json& e : recorded["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const json& args = e["args"];
+      const int stage = args["stage"];
+      if (args["kind"] == "F") {
+        REQUIRE(args.contains("bytes"));
+        stashed_bytes[{e["pid"].get<int>(), stage, args["microbatch"].get<int>()}] = args["bytes"];
+      }
+      if (args["kind"] == "STEP") {
+        REQUIRE(args.contains("bytes"));
+        CHECK(args["bytes"].get<std::int64_t>() > 0);
+        if (version_bytes.count(stage)) CHECK(version_bytes[stage] == args["bytes"]);
+        version_bytes[stage] = args["bytes"];
+      }
+    }
+    REQUIRE(version_bytes.size() == 3);
+
+    const json states = pipeworks::test::full_states(d);
+    REQUIRE(d["ranks"].size() == 3);
+    for (int rank = 0; rank < 3; ++rank) {
+      INFO("rank " << rank);
+      std::int64_t peak = 0;
+      for (const json& st : states) {
+        const json& x = st["ranks"][rank];
+        std::int64_t sum = 0;
+        for (const json& held : x["stashed"])
+          sum += stashed_bytes.at({rank, held["stage"].get<int>(), held["microbatch"].get<int>()});
+        std::int64_t versions = 0;
+        for (const auto& [stage, live] : x["versions"].items())
+          versions += version_bytes.at(std::stoi(stage)) * static_cast<std::int64_t>(live.size());
+        INFO("at t = " << st["time"]);
+        CHECK(x["stash_bytes"].get<std::int64_t>() == sum);
+        CHECK(x["bytes"].get<std::int64_t>() == sum + versions);
+        peak = std::max(peak, sum);
+      }
+      const json& stage = summary["stages"][rank];
+      REQUIRE(stage["stage"] == rank);
+      CHECK(stage["peak_activation_bytes"].get<std::int64_t>() > 0);
+      CHECK(peak == stage["peak_activation_bytes"].get<std::int64_t>());
+      CHECK(d["ranks"][rank]["peak_stash_bytes"] == stage["peak_activation_bytes"]);
+    }
+  }
+}
+
+// A trace without bytes (written before runs recorded them, or simulated) still reads, and its
+// page says the bytes are unknown rather than showing zeros.
+TEST_CASE("trace html of a trace without bytes says they are unknown", "[cli][explorer]") {
+  scratch_dir dir("trace_html_no_bytes");
+  const std::string trace = dir / "t.json", page = dir / "t.html";
+  REQUIRE(run_cli({"simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "3",
+                   "--trace", trace}).exit_code == 0);
+  REQUIRE(read_file(trace).find("\"bytes\"") == std::string::npos);
+  const cli_result r = run_cli({"trace", "html", trace, "--out", page});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json d = json::parse(*explorer_data_of(read_file(page)));
+  CHECK(d["bytes"] == "unknown: the trace records no sizes");
+  for (const json& x : d["ranks"]) {
+    CHECK(x["peak_bytes"].is_null());
+    CHECK(x["peak_stash_bytes"].is_null());
+  }
+  for (const json& st : pipeworks::test::full_states(d))
+    for (const json& x : st["ranks"]) {
+      CHECK(x["bytes"].is_null());
+      CHECK(x["stash_bytes"].is_null());
+    }
 }
 
 TEST_CASE("trace html refuses a foreign, a truncated and a 1 GB trace with exit 2", "[cli][explorer]") {

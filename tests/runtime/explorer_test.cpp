@@ -57,7 +57,9 @@ void check_against_simulator(const schedule& s, const simulation& sim, const jso
     CHECK(x["peak_stashed"].get<int>() == sim.ranks[r].peak_inflight);
     CHECK(x["peak_live_versions"].get<int>() == sim.ranks[r].peak_versions);
     CHECK(x["peak_bytes"].get<std::int64_t>() == sim.ranks[r].peak_memory_bytes);
+    CHECK(x["peak_stash_bytes"].get<std::int64_t>() == sim.ranks[r].peak_activation_bytes);
   }
+  CHECK(d["bytes"] == "from the cost model");
   // The states as the page rebuilds them from their deltas hold the simulator's peaks, and
   // every later state stores only ranks that changed.
   const json states = full_states(d);
@@ -233,6 +235,80 @@ TEST_CASE("explorer data of a measured timeline finds the same stashes and waits
   for (int r = 0; r < 4; ++r) CHECK(d["ranks"][r]["peak_stashed"] == sim->ranks[r].peak_inflight);
   for (const json& a : d["actions"])
     if (a["kind"] == "RECV_F") CHECK(a["waited"]["rank"] == a["rank"].get<int>() - 1);
+}
+
+// A measured timeline whose run recorded bytes (as train --trace's does): each F the bytes it
+// stashed, each B or I its stash's while it ran, each W what its I left, each STEP its version's.
+// At every moment a rank's stashed bytes are its stashed microbatches' (the W's once their I has
+// ended), and its bytes add each live version at its stage's size.
+TEST_CASE("explorer data of a measured timeline holds the bytes its run recorded",
+          "[runtime][explorer]") {
+  for (schedule_kind kind : {schedule_kind::one_f_one_b, schedule_kind::pipedream,
+                             schedule_kind::zb_h1}) {
+    INFO(schedule_name(kind));
+    const schedule s = lowered_schedule(kind, {3, 4, 1, 1, 2});
+    auto sim = simulate(s, cost_model{});
+    REQUIRE(sim.ok());
+    timeline t = sim->trace;
+    const auto f_bytes = [](const action& a) { return 1000 * (a.stage + 1) + a.microbatch; };
+    const auto w_bytes = [](const action& a) { return 10 * (a.stage + 1) + a.microbatch; };
+    std::map<std::tuple<int, int, int>, double> i_end;  // (rank, stage, mb) -> its I's end
+    for (timeline_event& e : t.events) {
+      const action_kind k = e.act.kind;
+      if (k == action_kind::forward || k == action_kind::backward || k == action_kind::input_grad)
+        e.bytes = f_bytes(e.act);
+      if (k == action_kind::weight_grad) e.bytes = w_bytes(e.act);
+      if (k == action_kind::step) e.bytes = 7 * (e.act.stage + 1);
+      if (k == action_kind::input_grad) i_end[{e.rank, int{e.act.stage}, e.act.microbatch}] = e.end;
+    }
+    if (kind == schedule_kind::zb_h1) REQUIRE_FALSE(i_end.empty());
+    const json d = json::parse(explorer_json(t).value());
+    CHECK(d["bytes"] == "as the run recorded them");
+    std::vector<std::int64_t> peak(3, 0);
+    for (const json& st : full_states(d)) {
+      for (int r = 0; r < 3; ++r) {
+        INFO("rank " << r << " at t = " << st["time"]);
+        const json& x = st["ranks"][r];
+        std::int64_t stashed = 0, versions = 0;
+        for (const json& h : x["stashed"]) {
+          const action a{h["stage"].get<int>(), action_kind::forward, h["microbatch"].get<int>()};
+          const auto it = i_end.find({r, a.stage, a.microbatch});
+          const bool halved = it != i_end.end() && it->second <= st["time"].get<double>();
+          stashed += halved ? w_bytes(a) : f_bytes(a);
+        }
+        for (const auto& [stage, live] : x["versions"].items())
+          versions += 7 * (std::stoi(stage) + 1) * static_cast<std::int64_t>(live.size());
+        CHECK(x["stash_bytes"].get<std::int64_t>() == stashed);
+        CHECK(x["bytes"].get<std::int64_t>() == stashed + versions);
+        peak[r] = std::max(peak[r], stashed);
+      }
+    }
+    for (int r = 0; r < 3; ++r) CHECK(d["ranks"][r]["peak_stash_bytes"] == peak[r]);
+  }
+}
+
+// A trace without bytes (an older one, or a simulated one read back) says they are unknown; one
+// whose Fs recorded their stashes but no STEP its version knows the stashes only.
+TEST_CASE("explorer data of a measured timeline without bytes says they are unknown",
+          "[runtime][explorer]") {
+  const schedule s = lowered_schedule(schedule_kind::one_f_one_b, {2, 3, 1, 1, 1});
+  auto sim = simulate(s, cost_model{});
+  REQUIRE(sim.ok());
+  const json none = json::parse(explorer_json(sim->trace).value());
+  CHECK(none["bytes"] == "unknown: the trace records no sizes");
+  for (const json& st : full_states(none))
+    for (const json& x : st["ranks"]) {
+      CHECK(x["bytes"].is_null());
+      CHECK(x["stash_bytes"].is_null());
+    }
+  for (const json& x : none["ranks"]) CHECK(x["peak_bytes"].is_null());
+  timeline t = sim->trace;
+  for (timeline_event& e : t.events)
+    if (e.act.kind == action_kind::forward) e.bytes = 5;
+  const json stashes = json::parse(explorer_json(t).value());
+  CHECK(stashes["bytes"] == "stashes as the run recorded them; versions unknown");
+  CHECK(stashes["ranks"][0]["peak_stash_bytes"] == 10);  // 1F1B at p = 2: two on stage 0
+  CHECK(stashes["ranks"][0]["peak_bytes"].is_null());
 }
 
 TEST_CASE("explorer refuses a schedule with more actions than a page holds", "[runtime][explorer]") {

@@ -63,6 +63,36 @@ TEST_CASE("parse_chrome_trace reads back every event of a trace that to_chrome_t
   }
 }
 
+// A real run's events carry bytes (timeline_event::bytes): they read back exactly, past 2^31 too;
+// a trace without them reads with bytes -1, and negative bytes are refused by name.
+TEST_CASE("parse_chrome_trace reads back recorded bytes and reads traces without them",
+          "[runtime][trace]") {
+  timeline t = simulated(schedule_kind::one_f_one_b, 2, 3);
+  auto plain = parse_chrome_trace(to_chrome_trace(t), "t.json");
+  REQUIRE(plain.ok());
+  for (const timeline_event& e : plain->events) CHECK(e.bytes == -1);
+  for (timeline_event& e : t.events) {
+    if (e.act.kind == action_kind::forward || e.act.kind == action_kind::backward)
+      e.bytes = 1000 + e.act.microbatch;
+    if (e.act.kind == action_kind::step) e.bytes = (std::int64_t{1} << 40) + e.act.stage;
+  }
+  const std::string text = to_chrome_trace(t);
+  auto back = parse_chrome_trace(text, "t.json");
+  REQUIRE(back.ok());
+  REQUIRE(back->events.size() == t.events.size());
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    INFO("event " << i << " " << to_string(t.events[i].act));
+    CHECK(back->events[i].bytes == t.events[i].bytes);
+  }
+  std::string negative = text;
+  const std::string first = "\"bytes\":1000";
+  const auto at = negative.find(first);
+  REQUIRE(at != std::string::npos);
+  negative.replace(at, first.size(), "\"bytes\":-1000");
+  CHECK(refused(negative).find("has an args.bytes that is not a whole number >= 0") !=
+        std::string::npos);
+}
+
 TEST_CASE("parse_chrome_trace refuses another tool's trace, a cut one and broken events",
           "[runtime][trace]") {
   CHECK(refused(R"({"traceEvents":[{"ph":"X","name":"matmul","pid":0,"tid":0,"ts":0,"dur":1}]})")
