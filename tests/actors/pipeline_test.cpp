@@ -1,8 +1,12 @@
 // Tests for train_pipeline: pipelined weights equal the single-device trainer's (detached and
-// scheduled ranks, replicated stages), `--schedule none`, the trace, bad plans and faults.
+// scheduled ranks, replicated stages), `--schedule none`, the trace (and its bytes), bad plans
+// and faults.
 #include "actors/pipeline.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "runtime/explorer.hpp"
 
 #include "tests/actors/fixtures.hpp"
 
@@ -106,6 +110,19 @@ TEST_CASE("a recorded trace holds every rank's compute and communication", "[act
   CHECK(sends == 16);  // 8 activations forward, 8 gradients back
   CHECK(std::is_sorted(r->trace.events.begin(), r->trace.events.end(),
                        [](const auto& a, const auto& b) { return a.start < b.start; }));
+  // Each F, B and STEP records bytes (its stash's, its version's): the explorer's page of the
+  // trace holds each rank's stashes at them, and their peak is the one the stage measured.
+  for (const timeline_event& e : r->trace.events) {
+    INFO(to_string(e.act) << " on rank " << e.rank);
+    const action_kind k = e.act.kind;
+    if (k == action_kind::forward || k == action_kind::backward || k == action_kind::step)
+      CHECK(e.bytes > 0);
+    if (e.stream != stream_kind::compute) CHECK(e.bytes == -1);
+  }
+  const auto page = nlohmann::json::parse(explorer_json(r->trace).value());
+  REQUIRE(r->stages.size() == 2);
+  for (int s = 0; s < 2; ++s)
+    CHECK(page["ranks"][s]["peak_stash_bytes"] == r->stages[s].peak_activation_bytes);
 }
 
 TEST_CASE("train_pipeline refuses a bad plan or fault with a message that says why", "[actors]") {
