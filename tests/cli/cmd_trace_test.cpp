@@ -113,6 +113,40 @@ TEST_CASE("trace html of a real run shows the bytes train measured, for 1f1b, pi
   }
 }
 
+// Where a stash changes size after its F (a zero-bubble I leaves only what its W needs; under
+// --recompute full a backward holds the stash made again), the B, I and W record it too, and the
+// page's peak stashed bytes per rank are still the ones train measured.
+TEST_CASE("trace html of a real run with zero bubble or recompute peaks at train's stashed bytes",
+          "[cli][explorer]") {
+  const std::vector<std::vector<std::string>> runs{{"--schedule", "zb-h1"},
+                                                   {"--schedule", "zb-h2"},
+                                                   {"--schedule", "1f1b", "--recompute", "full"}};
+  for (const auto& flags : runs) {
+    INFO(flags[1] << (flags.size() > 2 ? " --recompute full" : ""));
+    scratch_dir dir("trace_html_real_resized");
+    const std::string trace = dir / "run.json", page = dir / "run.html";
+    std::vector<std::string> args{"train", "--model", "mlp", "--data", fashion_mnist_dir,
+                                  "--steps", "3", "--batch", "32", "--microbatches", "4",
+                                  "--optimizer", "sgd", "--lr", "0.05", "--stages", "3",
+                                  "--json", "--trace", trace};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const cli_result run = run_cli(args);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    const json summary = json_lines(run).back();
+    REQUIRE(run_cli({"trace", "html", trace, "--out", page}).exit_code == 0);
+    const json d = json::parse(*explorer_data_of(read_file(page)));
+    CHECK(d["bytes"] == "as the run recorded them");
+    REQUIRE(d["ranks"].size() == 3);
+    for (int rank = 0; rank < 3; ++rank) {
+      INFO("rank " << rank);
+      REQUIRE(summary["stages"][rank]["stage"] == rank);
+      CHECK(summary["stages"][rank]["peak_activation_bytes"].get<std::int64_t>() > 0);
+      CHECK(d["ranks"][rank]["peak_stash_bytes"] == summary["stages"][rank]["peak_activation_bytes"]);
+    }
+  }
+}
+
 // A trace without bytes (written before runs recorded them, or simulated) still reads, and its
 // page says the bytes are unknown rather than showing zeros.
 TEST_CASE("trace html of a trace without bytes says they are unknown", "[cli][explorer]") {
