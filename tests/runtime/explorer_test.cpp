@@ -428,15 +428,27 @@ std::tuple<int, std::string, double, double> action_key(const json& a) {
 
 TEST_CASE("explorer window of steps 2 to 3 starts from the whole trace's state and shows that slice",
           "[runtime][explorer]") {
+  // Without bytes, and with bytes recorded as a real run records them (each stash's and each
+  // version's), which the window's first state must carry over too.
+  for (const bool recorded : {false, true})
   for (schedule_kind kind : {schedule_kind::pipedream, schedule_kind::two_bw, schedule_kind::zb_h1}) {
-    INFO(schedule_name(kind));
+    INFO(schedule_name(kind) << (recorded ? " with bytes" : ""));
     const schedule s = lowered_schedule(kind, {4, 4, 1, 1, 5});
     cost_model costs;
     costs.link.latency = 0.25;  // RECVs that wait, so that some wait across the window's start
     auto sim = simulate(s, costs);
     REQUIRE(sim.ok());
-    const json whole = json::parse(explorer_json(sim->trace).value());
-    auto text = explorer_json(sim->trace, step_window{2, 3});
+    timeline trace = sim->trace;
+    for (timeline_event& e : trace.events) {
+      if (!recorded) break;
+      const action_kind k = e.act.kind;
+      if (k == action_kind::forward || k == action_kind::backward || k == action_kind::input_grad)
+        e.bytes = 100 + e.act.microbatch;
+      if (k == action_kind::weight_grad) e.bytes = 10 + e.act.microbatch;
+      if (k == action_kind::step) e.bytes = 7;
+    }
+    const json whole = json::parse(explorer_json(trace).value());
+    auto text = explorer_json(trace, step_window{2, 3});
     INFO((text.ok() ? std::string() : text.message()));
     REQUIRE(text.ok());
     const json w = json::parse(*text);
@@ -482,6 +494,9 @@ TEST_CASE("explorer window of steps 2 to 3 starts from the whole trace's state a
     }
     CHECK(stashed);
     CHECK(stepped);
+    std::int64_t held = 0;  // ... at their bytes, when the trace has them
+    for (const json& r : first) held += r["stash_bytes"].is_null() ? 0 : r["stash_bytes"].get<std::int64_t>();
+    CHECK((held > 0) == recorded);
     // Every later state is the whole page's at the same time.
     for (std::size_t k = 1; k < window_states.size(); ++k) {
       const double time = window_states[k]["time"];
