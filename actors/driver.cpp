@@ -261,6 +261,7 @@ class driver_state {
     self_->request(tracer_, std::chrono::seconds(10), collect_atom::value)
         .then([this](timeline& t) {
                 results_.trace = std::move(t);
+                if (run().programs) results_.trace.version_rule = run().programs->version_rule;
                 finish(false);
               },
               [this](caf::error& e) {

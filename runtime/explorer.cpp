@@ -183,7 +183,9 @@ struct builder {
   // The version's rule, for F, B, I and W.
   std::string rule(const timeline_event& e) const {
     if (e.version < 0) return "";
-    if (c.measured) return "version " + std::to_string(e.version) + " as the run recorded it";
+    if (c.measured)
+      return "version " + std::to_string(e.version) + " as the run recorded it" +
+             (t.version_rule.empty() ? std::string() : ", by the rule: " + t.version_rule);
     const version_use& v = c.s->versions[e.act.stage][e.act.microbatch];
     return "versions[" + std::to_string(e.act.stage) + "][" + std::to_string(e.act.microbatch) +
            "] = {forward " + std::to_string(v.forward) + ", backward " +
@@ -263,6 +265,7 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
            json window) {
   timeline t;  // the page's events
   t.title = whole.title;
+  t.version_rule = whole.version_rule;
   t.ranks = whole.ranks;
   t.devices_per_replica = whole.devices_per_replica;
   t.events.reserve(span.shown.size());
@@ -480,7 +483,7 @@ json build(const context& c, const timeline& whole, const page_span& span, int p
            {"start", span.from},
            {"makespan", makespan},
            {"bubble_fraction", bubble},
-           {"version_rule", c.measured ? std::string() : c.s->version_rule},
+           {"version_rule", c.measured ? t.version_rule : c.s->version_rule},
            {"bytes", !c.measured          ? "from the cost model"
                      : bytes_known        ? "as the run recorded them"
                      : c.stash_known      ? "stashes as the run recorded them; versions unknown"
@@ -619,6 +622,7 @@ result<std::string> explorer_json(const timeline& measured, const step_window& w
   const int p = measured.devices_per_replica > 0 ? measured.devices_per_replica : std::max(ranks, 1);
   timeline whole;
   whole.title = measured.title;
+  whole.version_rule = measured.version_rule;
   whole.ranks = ranks;
   whole.devices_per_replica = measured.devices_per_replica;
   whole.events = measured.events;

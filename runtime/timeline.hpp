@@ -36,6 +36,7 @@ struct timeline_event {
 
 struct timeline {
   std::string title;            // e.g. "1f1b p=4 m=8 (simulated)"
+  std::string version_rule;     // the schedule's rule for people (schedule::version_rule); "": unknown
   int ranks = 0;
   int devices_per_replica = 0;  // p
   std::vector<timeline_event> events;

@@ -92,7 +92,8 @@ std::vector<int> assign_lanes(const timeline& t) {
 void write_trace(const timeline& t, std::ostream& out) {
   const int ranks = rank_count(t);
   const int p = t.devices_per_replica > 0 ? t.devices_per_replica : (ranks > 0 ? ranks : 1);
-  const json other{{"title", t.title}, {"ranks", ranks}, {"devices_per_replica", p}};
+  json other{{"title", t.title}, {"ranks", ranks}, {"devices_per_replica", p}};
+  if (!t.version_rule.empty()) other["version_rule"] = t.version_rule;
   out << R"({"displayTimeUnit":"ms","otherData":)" << other.dump() << R"(,"traceEvents":[)";
   bool first = true;
   const auto emit = [&](const json& event) {  // metadata: few, so nlohmann is fine

@@ -54,6 +54,8 @@ result<timeline> parse_chrome_trace(std::string_view text, const std::string& na
   t.ranks = static_cast<int>(ranks);
   t.devices_per_replica = static_cast<int>(p);
   if (other->contains("title") && (*other)["title"].is_string()) t.title = (*other)["title"];
+  if (other->contains("version_rule") && (*other)["version_rule"].is_string())
+    t.version_rule = (*other)["version_rule"];
   const json& events = j["traceEvents"];
   for (std::size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];

@@ -381,14 +381,15 @@ typename Inspector::result_type inspect(Inspector& f, timeline_event& x) {
   transport::exact start{&x.start}, end{&x.end};
   if constexpr (!transport::serial<Inspector>) {
     return f(caf::meta::type_name("pipeworks.timeline_event"), x.rank, stream, x.act, start, end,
-             x.version, x.flow_id);
+             x.version, x.flow_id, x.bytes);
   } else {
     if (auto err = f(caf::meta::type_name("pipeworks.timeline_event"), x.rank, stream, x.act,
-                     start, end, x.version, x.flow_id))
+                     start, end, x.version, x.flow_id, x.bytes))
       return err;
     if constexpr (transport::loads<Inspector>) {
       if (stream > static_cast<std::uint8_t>(stream_kind::recv))
         return transport::bad("an unknown stream");
+      if (x.bytes < -1) return transport::bad("negative bytes");  // -1: not recorded
       x.stream = static_cast<stream_kind>(stream);
     }
     return caf::none;

@@ -161,11 +161,15 @@ TEST_CASE("the small runtime messages cross CAF serialisation unchanged", "[acto
   CHECK((mk.from_rank == 4 && mk.step == 10));
   trace_batch tb;
   tb.events.push_back(timeline_event{1, stream_kind::send, action{2, action_kind::send_f, 3}, 0.5, 0.75, -1, 42});
+  tb.events.push_back(timeline_event{1, stream_kind::compute, action{2, action_kind::forward, 3}, 0.75, 1.0, 0, -1,
+                                     std::int64_t{5} << 32});
   const trace_batch tb2 = round_trip_message(*f.sys, tb);
-  REQUIRE(tb2.events.size() == 1);
+  REQUIRE(tb2.events.size() == 2);
   CHECK(tb2.events[0].act == tb.events[0].act);
   CHECK(tb2.events[0].stream == stream_kind::send);
   CHECK(tb2.events[0].flow_id == 42);
+  CHECK(tb2.events[0].bytes == -1);
+  CHECK(tb2.events[1].bytes == std::int64_t{5} << 32);  // a worker's recorded stash crosses whole
 }
 
 TEST_CASE("the actor layer's messages cross CAF serialisation unchanged", "[actors]") {

@@ -13,6 +13,7 @@
 
 #include "fixtures.hpp"
 #include "run_cli.hpp"
+#include "worker_cli.hpp"
 #include "runtime/explorer.hpp"
 #include "tests/explorer_states.hpp"
 
@@ -265,4 +266,38 @@ TEST_CASE("trace html --from-step --to-step writes a window and refuses bad ones
     CHECK(no.err.find("pipeworks trace: " + message) == 0);
     CHECK_FALSE(std::filesystem::exists(page));
   }
+}
+
+// A run over worker processes sends its events to the driver's tracer with their bytes, and every
+// real trace names the schedule's version rule, which the page shows with each action's version.
+TEST_CASE("trace html of a run over workers shows its bytes and the schedule's version rule",
+          "[cli][explorer][workers]") {
+  scratch_dir dir("trace_html_workers");
+  worker_cli a, b;
+  const std::string trace = dir / "run.json", page = dir / "run.html";
+  const cli_result run = run_cli({"train", "--model", "mlp", "--data", fashion_mnist_dir,
+                                  "--steps", "3", "--batch", "32", "--microbatches", "4",
+                                  "--schedule", "2bw", "--stages", "2", "--json", "--trace", trace,
+                                  "--workers", a.address() + "," + b.address()});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const json summary = json_lines(run).back();
+  const json recorded = json::parse(read_file(trace));
+  const std::string rule = recorded["otherData"]["version_rule"];
+  CHECK(contains(rule, "t-1"));  // 2BW's: max(t-1, 0)
+  const cli_result r = run_cli({"trace", "html", trace, "--out", page});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json d = json::parse(*explorer_data_of(read_file(page)));
+  CHECK(d["bytes"] == "as the run recorded them");
+  CHECK(d["version_rule"] == rule);
+  for (int rank = 0; rank < 2; ++rank)
+    CHECK(d["ranks"][rank]["peak_stash_bytes"] == summary["stages"][rank]["peak_activation_bytes"]);
+  int forwards = 0;
+  for (const json& action : d["actions"])
+    if (action["kind"] == "F") {
+      ++forwards;
+      CHECK(contains(action["rule"].get<std::string>(), "by the rule: " + rule));
+    }
+  CHECK(forwards == 2 * 3 * 4);
 }
