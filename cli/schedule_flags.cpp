@@ -77,6 +77,10 @@ schedule file_schedule(const schedule_flags& f, bool lower) {
     throw CLI::ValidationError("--schedule-file", "and --schedule both name a schedule: drop one");
   require_at_least_one("--replicas", f.replicas);
   require_at_least_one("--steps", f.steps);
+  if (f.reduce == "p2p")
+    throw CLI::ValidationError("--reduce", "p2p is cyclic's chain of partial sums (--schedule "
+                                           "cyclic); a schedule file's REDUCEs are collective: "
+                                           "drop --reduce");
   auto text = read_input_text(f.file, std::uint64_t{256} << 20, "schedule file");
   if (!text) throw CLI::ValidationError("--schedule-file", text.message());
   auto file = parse_schedule_file(*text);
@@ -113,7 +117,8 @@ std::string flags_text(const schedule_flags& f) {
            " --steps " + std::to_string(f.steps);
   return "--schedule " + f.kind + " --stages " + std::to_string(f.stages) + " --microbatches " +
          std::to_string(f.microbatches) + " --chunks " + std::to_string(f.chunks) +
-         " --replicas " + std::to_string(f.replicas) + " --steps " + std::to_string(f.steps);
+         " --replicas " + std::to_string(f.replicas) + " --steps " + std::to_string(f.steps) +
+         (f.reduce == "p2p" ? " --reduce p2p" : "");
 }
 
 }  // namespace pipeworks::cli

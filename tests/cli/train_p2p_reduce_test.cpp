@@ -117,3 +117,25 @@ TEST_CASE("train --reduce p2p outside cyclic or with --zero exits 2 naming it", 
   CHECK(unknown.exit_code == 2);
   CHECK(contains(unknown.err, "--reduce"));
 }
+
+TEST_CASE("schedule and simulate --reduce p2p outside cyclic or from a file exit 2 naming it", "[cli]") {
+  scratch_dir dir;
+  const cli_result flush = run_cli({"simulate", "--schedule", "1f1b", "--stages", "2",
+                                    "--microbatches", "2", "--replicas", "2", "--reduce", "p2p"});
+  CHECK(flush.exit_code == 2);
+  CHECK(contains(flush.err, "--reduce p2p"));
+  CHECK(contains(flush.err, "cyclic"));
+  write_file(dir / "s.txt", "0F0 0B0 0STEP\n");
+  const cli_result file = run_cli({"schedule", "--schedule-file", dir / "s.txt", "--reduce", "p2p"});
+  CHECK(file.exit_code == 2);
+  CHECK(contains(file.err, "--reduce"));
+  const cli_result ok = run_cli({"schedule", "--schedule", "cyclic", "--stages", "2",
+                                 "--microbatches", "4", "--replicas", "2", "--steps", "2",
+                                 "--reduce", "p2p"});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  // Replica 0 (ranks 0 and 1) takes its new version where it first needs it: not right after its
+  // REDUCE, as replica 1 (the last) does.
+  CHECK(contains(ok.out, "rank 0: 0F0 0F1 0B0 0F2 0B1 0F3 0B2 0F4 0B3 0REDUCE 0F5 0B4 0F6 0B5 0STEP"));
+  CHECK(contains(ok.out, "0B5 0REDUCE 0STEP"));
+}
