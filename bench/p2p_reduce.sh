@@ -24,16 +24,7 @@ run() {
   "$bin"/pipeworks train --model gpt-small --schedule cyclic --stages 2 --replicas 2 \
     --reduce "$reduce" --microbatches "$microbatches" --batch "$batch" --steps "$steps" \
     --print-plan "$run.plan.json" >/dev/null
-  /usr/bin/python3 - "$run.plan.json" "$speed" <<'PY'
-import json, sys
-path, speed = sys.argv[1], float(sys.argv[2])
-p = json.load(open(path))
-if speed < 1:
-    n = p["schedule"]["stages"] * p["schedule"]["replicas"]
-    p["ranks"] = [{"device": "cpu", "speed": speed, "name": f"rank {r}", "process": 0}
-                  for r in range(n)]
-json.dump(p, open(path, "w"))
-PY
+  /usr/bin/python3 bench/throttle_plan.py "$run.plan.json" "$speed"
   "$bin"/pipeworks train --plan "$run.plan.json" --eval-windows 1 --sample 0 --json >"$run.jsonl"
   /usr/bin/python3 - "$reduce" "$run.jsonl" >>"$out/runs.jsonl" <<'PY'
 import json, sys

@@ -30,15 +30,7 @@ run() {
   "$bin"/pipeworks train --model gpt-small --schedule "$s" --stages 4 \
     --microbatches "$microbatches" --batch "$batch" --steps "$steps" \
     --print-plan "$run.plan.json" >/dev/null
-  /usr/bin/python3 - "$run.plan.json" "$speed" <<'PY'
-import json, sys
-path, speed = sys.argv[1], float(sys.argv[2])
-p = json.load(open(path))
-if speed < 1:
-    p["ranks"] = [{"device": "cpu", "speed": speed, "name": f"stage {d}", "process": 0}
-                  for d in range(p["schedule"]["stages"])]
-json.dump(p, open(path, "w"))
-PY
+  /usr/bin/python3 bench/throttle_plan.py "$run.plan.json" "$speed"
   "$bin"/pipeworks train --plan "$run.plan.json" --trace "$run.trace.json" --compare-sim \
     --eval-windows 1 --sample 0 --json >"$run.jsonl"
   /usr/bin/python3 bench/trace_costs.py "$run.trace.json" "$microbatches" >"$run.costs.json"
