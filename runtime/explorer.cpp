@@ -227,8 +227,14 @@ json critical_path(const timeline& t, const builder& b, const json& actions) {
     last[e.rank][static_cast<int>(e.stream)] = static_cast<int>(id);
     if (e.end > t.events[b.order[final_id]].end) final_id = id;
   }
+  // A trace's own times decide the links; a hostile or broken one can make them a cycle (a RECV
+  // "sent" by a SEND that ends after it), so the walk stops at an action it has passed.
   std::vector<int> path;
-  for (int at = static_cast<int>(final_id); at >= 0; at = pred[at]) path.push_back(at);
+  std::vector<char> passed(n, 0);
+  for (int at = static_cast<int>(final_id); at >= 0 && !passed[at]; at = pred[at]) {
+    passed[at] = 1;
+    path.push_back(at);
+  }
   return json(std::vector<int>(path.rbegin(), path.rend()));
 }
 

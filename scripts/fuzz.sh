@@ -14,12 +14,14 @@ usage() {
 }
 
 # Configures build-fuzz (again each time, so that a new fuzz/*.cpp is a target), then (re)builds
-# the named fuzz_* executables.
+# the named fuzz_* executables. Without CUDA: the readers fuzzed need none, and nvcc's host
+# compiler (gcc) does not take clang's -fsanitize=fuzzer-no-link.
 build() {
   scripts/install-deps.sh clang-14 libclang-rt-14-dev  # libFuzzer and the sanitizers' runtimes
   mkdir -p build-fuzz
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release \
     -DPIPEWORKS_FUZZ=ON -DPIPEWORKS_BUILD_TESTS=OFF -DPIPEWORKS_BUILD_BENCH=OFF \
+    -DPIPEWORKS_CUDA=OFF \
     > build-fuzz/configure.log 2>&1 || { tail -20 build-fuzz/configure.log >&2; exit 1; }
   cmake --build build-fuzz -j "${PIPEWORKS_JOBS:-$(nproc)}" --target "$@"
 }

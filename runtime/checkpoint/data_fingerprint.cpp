@@ -114,7 +114,8 @@ result<data_fingerprint> parse_fingerprint(const json& j, const std::string& pre
   auto name = [&](const char* key) { return prefix + where + "." + key; };
   if (!j.is_object()) return make_error(prefix + where + " must be a JSON object, not " + j.dump());
   std::initializer_list<const char*> keys = {"path", "bytes", "mtime_ns", "files", "sha256"};
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // a plain name: clang 14's lambdas cannot capture bindings
     const bool known = std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) != keys.end();
     if (!known && !(key == "replaced" && !with_step) && !(key == "step" && with_step))
       return make_error(prefix + where + " has an unknown field \"" + key + "\"");

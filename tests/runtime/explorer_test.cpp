@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/explorer.hpp"
+#include "runtime/trace_chrome_read.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/validate.hpp"
 #include "tests/explorer_states.hpp"
@@ -552,4 +553,21 @@ TEST_CASE("explorer window over a page's cell limit keeps its first actions and 
   for (const json& st : states)
     for (const json& r : st["ranks"])
       for (const json& id : r["waiting"]) CHECK(id.get<std::size_t>() < d["actions"].size());
+}
+
+// Found by fuzz/trace_chrome.cpp: a trace whose RECV names a SEND that ends after it made the
+// critical path a cycle, and its walk grew without end. Every input of the target's seed corpus
+// now reads and pages (or is refused) in bounded memory.
+TEST_CASE("explorer pages every trace of the fuzz seed corpus, a cycle of links among them",
+          "[runtime][explorer]") {
+  const std::string dir = std::string(PIPEWORKS_SOURCE_DIR) + "/fuzz/corpus/trace_chrome/";
+  for (const char* name : {"2bw.json", "cyclic-p2p.json", "critical-path-cycle.json"}) {
+    INFO(name);
+    auto t = read_chrome_trace(dir + name);
+    REQUIRE(t.ok());
+    auto page = explorer_json(*t);
+    REQUIRE(page.ok());
+    const json d = json::parse(*page);
+    CHECK(d["critical_path"].size() <= d["actions"].size());
+  }
 }
