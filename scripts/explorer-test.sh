@@ -39,6 +39,12 @@ cp "$work/1f1b.programs" "$work/trace.programs"
 "$pipeworks" schedule --schedule 1f1b --stages 4 --microbatches 8 --compare 2bw --html "$work/compare.html"
 "$pipeworks" schedule --schedule pipedream --stages 4 --microbatches 8 --steps 2 --html "$work/lesson-pipedream.html"
 "$pipeworks" schedule --schedule 1f1b --stages 4 --microbatches 8 --steps 2 --compare 2bw --html "$work/lesson-2bw.html"
+# The lesson's other steps (docs/explorer.md), for their pictures.
+"$pipeworks" schedule --schedule gpipe --stages 4 --microbatches 8 --html "$work/lesson-gpipe.html"
+"$pipeworks" schedule --schedule gpipe --stages 4 --microbatches 8 --compare 1f1b --html "$work/lesson-1f1b.html"
+"$pipeworks" schedule --schedule pipedream --stages 4 --microbatches 8 --steps 2 --compare 2bw --html "$work/lesson-pd-2bw.html"
+"$pipeworks" schedule --schedule pipedream-vs --stages 4 --microbatches 8 --steps 2 --html "$work/lesson-vs.html"
+"$pipeworks" schedule --schedule zb-h1 --stages 4 --microbatches 8 --steps 2 --compare zb-h2 --html "$work/lesson-zb.html"
 cp "$work/1f1b.programs" "$work/compare.programs"
 cp "$work/1f1b.sim.json" "$work/compare.sim.json"
 # A real run's trace, with the bytes it recorded, and train --json's summary (its last line).
@@ -324,7 +330,12 @@ shots = os.environ.get("SCREENSHOTS")
 if shots:
     driver.set_window_size(1300, 1000)
     for page, action, state, out in [("lesson-pipedream", "1B8", 0.55, "explorer-pipedream.png"),
-                                     ("lesson-2bw", "2F11", 0.5, "explorer-1f1b-2bw.png")]:
+                                     ("lesson-2bw", "2F11", 0.5, "explorer-1f1b-2bw.png"),
+                                     ("lesson-gpipe", "3B0", 0.5, "lesson-gpipe.png"),
+                                     ("lesson-1f1b", "0F4", 0.35, "lesson-gpipe-1f1b.png"),
+                                     ("lesson-pd-2bw", "3F10", 0.6, "lesson-pipedream-2bw.png"),
+                                     ("lesson-vs", "2F9", 0.6, "lesson-pipedream-vs.png"),
+                                     ("lesson-zb", "0W1", 0.4, "lesson-zb-h1-zb-h2.png")]:
         driver.get(f"file://{work}/{page}.html")
         rect = driver.find_element(By.CSS_SELECTOR, f'rect.act[data-text="{action}"]')
         driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", rect)
