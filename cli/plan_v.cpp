@@ -31,6 +31,8 @@ int print_v_plan(const model_profile& profile, const cluster& c, const std::stri
     for (int s = 0; s < 2 * p; ++s)
       stages.push_back({{"virtual_stage", s},
                         {"device", s < p ? s : 2 * p - 1 - s},
+                        {"cluster_device",
+                         plan.placement[static_cast<std::size_t>(s < p ? s : 2 * p - 1 - s)]},
                         {"first_layer", b[static_cast<std::size_t>(s)]},
                         {"last_layer", b[static_cast<std::size_t>(s) + 1] - 1},
                         {"in_flight", plan.in_flight[static_cast<std::size_t>(s)]}});
@@ -61,7 +63,8 @@ int print_v_plan(const model_profile& profile, const cluster& c, const std::stri
            profile.layers[static_cast<std::size_t>(b[static_cast<std::size_t>(s) + 1] - 1)].name;
   };
   for (int d = 0; d < p; ++d)
-    std::printf("| %s | %s | %s | %.3f | %.1f MiB |\n", device_label(c, d).c_str(),
+    std::printf("| %s | %s | %s | %.3f | %.1f MiB |\n",
+                device_label(c, plan.placement[static_cast<std::size_t>(d)]).c_str(),
                 layers(d).c_str(), layers(2 * p - 1 - d).c_str(),
                 plan.device_ms[static_cast<std::size_t>(d)],
                 static_cast<double>(plan.device_bytes[static_cast<std::size_t>(d)]) / (1 << 20));

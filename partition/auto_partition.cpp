@@ -62,8 +62,8 @@ status fill_ranks(auto_partition& out, const cluster& c) {
   return {};
 }
 
-// The runtime's shape from a V plan: one replica, device d running virtual stages d and 2p-1-d;
-// stages lists the 2p virtual stages.
+// The runtime's shape from a V plan: one replica, rank d on the cluster's device placement[d]
+// running virtual stages d and 2p-1-d; stages lists the 2p virtual stages.
 status fill_v_ranks(auto_partition& out, const v_choice& choice, const cluster& c,
                     const model_profile& profile) {
   out.p = choice.devices;
@@ -72,14 +72,15 @@ status fill_v_ranks(auto_partition& out, const v_choice& choice, const cluster& 
   out.stages.clear();
   for (int s = 0; s < 2 * out.p; ++s) {
     const int d = s < out.p ? s : 2 * out.p - 1 - s;
+    const int device = choice.plan.placement[static_cast<std::size_t>(d)];
     planned_stage st;
     st.first_layer = out.boundaries[static_cast<std::size_t>(s)];
     st.last_layer = out.boundaries[static_cast<std::size_t>(s) + 1] - 1;
     st.replicas = 1;
-    st.devices = {d};
+    st.devices = {device};
     for (int l = st.first_layer; l <= st.last_layer; ++l)  // this piece's, at its device's speed
       st.time_ms += (profile.layers[static_cast<std::size_t>(l)].fwd_ms +
-                     profile.layers[static_cast<std::size_t>(l)].bwd_ms) / c.speed(d);
+                     profile.layers[static_cast<std::size_t>(l)].bwd_ms) / c.speed(device);
     st.memory_bytes = choice.plan.device_bytes[static_cast<std::size_t>(d)];
     out.stages.push_back(st);
   }
@@ -87,7 +88,7 @@ status fill_v_ranks(auto_partition& out, const v_choice& choice, const cluster& 
   out.device_speed.clear();
   out.device_names.clear();
   out.run_devices.clear();
-  for (int d = 0; d < out.p; ++d) {
+  for (const int d : choice.plan.placement) {
     out.rank_device.push_back(d);
     out.device_speed.push_back(c.speed(d));
     out.device_names.push_back(device_label(c, d));

@@ -63,6 +63,19 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   if (p < 1 || p > devices.device_count())
     return make_error("a V over " + std::to_string(p) + " devices, but the cluster has " +
                       std::to_string(devices.device_count()));
+  std::vector<int> placement = request.placement;
+  if (placement.empty())
+    for (int d = 0; d < p; ++d) placement.push_back(d);
+  {
+    std::vector<int> sorted = placement;
+    std::sort(sorted.begin(), sorted.end());
+    if (static_cast<int>(placement.size()) != p || sorted.front() < 0 ||
+        sorted.back() >= devices.device_count() ||
+        std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      return make_error("a V's placement names " + std::to_string(placement.size()) +
+                        " devices; it needs " + std::to_string(p) + " distinct devices of the "
+                        "cluster's " + std::to_string(devices.device_count()));
+  }
   if (n < 2 * p)
     return make_error("the profile has " + std::to_string(n) + " layers; a V over " +
                       std::to_string(p) + " devices cuts them into " + std::to_string(2 * p) +
@@ -84,7 +97,7 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   };
   // Device d holds pieces d = [a, a') and 2p-1-d = [b', b).
   auto device_ms = [&](int d, int a, int a2, int b2, int b) {
-    return (s.ms[a2] - s.ms[a] + s.ms[b] - s.ms[b2]) / devices.speed(d);
+    return (s.ms[a2] - s.ms[a] + s.ms[b] - s.ms[b2]) / devices.speed(placement[d]);
   };
   auto device_bytes = [&](int d, int a, int a2, int b2, int b) {
     return piece_bytes(d, a, a2) + piece_bytes(2 * p - 1 - d, b2, b);
@@ -118,7 +131,7 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
             for (int b2 = later == 0 ? a2 : a2 + 2 * later; b2 < b; ++b2) {
               if (later == 0 && b2 != a2) break;
               if (fit) {
-                const std::int64_t cap = devices.memory(d);
+                const std::int64_t cap = devices.memory(placement[d]);
                 if (cap > 0 && device_bytes(d, a, a2, b2, b) > cap) continue;
               }
               const double v = std::max(here, load(d, a, a2, b2, b));
@@ -160,7 +173,7 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   if (bottleneck == inf) {
     std::vector<int> tight;
     auto over = [&](int d, int a, int a2, int b2, int b) {
-      const std::int64_t cap = devices.memory(d);
+      const std::int64_t cap = devices.memory(placement[d]);
       if (cap <= 0) return 0.0;  // unlimited
       return static_cast<double>(device_bytes(d, a, a2, b2, b)) / static_cast<double>(cap);
     };
@@ -174,6 +187,7 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
                       "(v-half or v-min hold fewer), or recomputation");
   }
   out.boundaries = cuts;
+  out.placement = placement;
   for (int d = 0; d < p; ++d) {
     const int a = cuts[static_cast<std::size_t>(d)], a2 = cuts[static_cast<std::size_t>(d) + 1];
     const int b2 = cuts[static_cast<std::size_t>(2 * p - 1 - d)],
@@ -185,6 +199,59 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   return out;
 }
 
+namespace {
+
+// The placements of p of the cluster's devices on the V's positions, devices alike (speed,
+// memory, profile, where they run) counted once: each position takes the first unused device of
+// a kind. At most `cap`; nullopt when there are more.
+std::optional<std::vector<std::vector<int>>> placements(const cluster& c, int p, int cap) {
+  std::vector<std::vector<int>> kinds;  // device ids of each kind, in the cluster's order
+  for (int d = 0; d < c.device_count(); ++d) {
+    bool placed = false;
+    for (auto& k : kinds) {
+      const int e = k.front();
+      const bool alike =
+          c.speed(d) == c.speed(e) && c.memory(d) == c.memory(e) &&
+          (c.devices.empty() || (c.devices[static_cast<std::size_t>(d)].profile ==
+                                     c.devices[static_cast<std::size_t>(e)].profile &&
+                                 c.devices[static_cast<std::size_t>(d)].device ==
+                                     c.devices[static_cast<std::size_t>(e)].device));
+      if (alike) {
+        k.push_back(d);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) kinds.push_back({d});
+  }
+  std::vector<std::vector<int>> out;
+  std::vector<int> used(kinds.size(), 0), now;
+  bool over = false;
+  std::function<void()> walk = [&] {
+    if (over) return;
+    if (static_cast<int>(now.size()) == p) {
+      if (static_cast<int>(out.size()) == cap) {
+        over = true;
+        return;
+      }
+      out.push_back(now);
+      return;
+    }
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      if (used[k] == static_cast<int>(kinds[k].size())) continue;
+      now.push_back(kinds[k][static_cast<std::size_t>(used[k]++)]);
+      walk();
+      --used[k];
+      now.pop_back();
+    }
+  };
+  walk();
+  if (over) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
 result<v_choice> plan_v_devices(const model_profile& profile, const cluster& devices,
                                 schedule_kind kind, int microbatches, int max_devices) {
   const int most = std::min(max_devices > 0 ? max_devices : devices.device_count(),
@@ -193,23 +260,34 @@ result<v_choice> plan_v_devices(const model_profile& profile, const cluster& dev
   std::optional<v_choice> best;
   std::string last_error = "no device to plan on";
   for (int p = 1; p <= most; ++p) {
-    auto plan = plan_v(profile, devices, {kind, p, microbatches});
-    if (!plan) {
-      last_error = plan.message();
-      continue;
+    auto each = placements(devices, p, max_v_placements);
+    if (!each) {  // too many to try: the cluster's order
+      std::vector<int> first;
+      for (int d = 0; d < p; ++d) first.push_back(d);
+      each = std::vector<std::vector<int>>{first};
     }
-    std::vector<double> speed;  // by virtual stage: its device's
-    for (int s = 0; s < 2 * p; ++s) speed.push_back(devices.speed(s < p ? s : 2 * p - 1 - s));
-    cost_model costs = profile_costs(profile, plan->boundaries, speed);
-    costs.devices.resize(static_cast<std::size_t>(p));
-    auto made = make_schedule(kind, {p, microbatches, 2, 1, 2});
-    if (!made) return made.err();
-    simulate_options so;
-    so.record_timeline = false;
-    auto sim = simulate(lower_communication(std::move(*made)), costs, so);
-    if (!sim) return sim.err();
-    const double step_ms = 1000.0 * sim->makespan / 2;
-    if (!best || step_ms < best->step_ms) best = v_choice{std::move(*plan), p, step_ms};
+    for (const std::vector<int>& placement : *each) {
+      auto plan = plan_v(profile, devices, {kind, p, microbatches, placement});
+      if (!plan) {
+        last_error = plan.message();
+        continue;
+      }
+      std::vector<double> speed;  // by virtual stage: its device's
+      for (int s = 0; s < 2 * p; ++s)
+        speed.push_back(devices.speed(placement[static_cast<std::size_t>(s < p ? s : 2 * p - 1 - s)]));
+      cost_model costs = profile_costs(profile, plan->boundaries, speed);
+      costs.devices.resize(static_cast<std::size_t>(p));
+      auto made = make_schedule(kind, {p, microbatches, 2, 1, 2});
+      if (!made) return made.err();
+      simulate_options so;
+      so.record_timeline = false;
+      auto sim = simulate(lower_communication(std::move(*made)), costs, so);
+      if (!sim) return sim.err();
+      const double step_ms = 1000.0 * sim->makespan / 2;
+      const bool better = !best || step_ms < best->step_ms ||
+                          (step_ms == best->step_ms && plan->bottleneck_ms < best->plan.bottleneck_ms);
+      if (better) best = v_choice{std::move(*plan), p, step_ms};
+    }
   }
   if (!best) return make_error(last_error);
   return *best;

@@ -14,8 +14,10 @@ namespace pipeworks {
 
 struct v_plan_request {
   schedule_kind schedule = schedule_kind::zbv;  // a V kind (is_v_shape)
-  int devices = 2;                              // p: the cluster's first p devices, in order
+  int devices = 2;                              // p
   int microbatches = 1;                         // m per step (the schedule's stash depends on it)
+  // The cluster's device at each position d = 0..p-1 (distinct); empty: devices 0..p-1.
+  std::vector<int> placement;
 };
 
 struct v_plan {
@@ -28,6 +30,7 @@ struct v_plan {
   // microbatches in flight on that virtual stage, from its programs) of saved bytes.
   std::vector<std::int64_t> device_bytes;
   std::vector<int> in_flight;  // per virtual stage: that most, which the memory counts
+  std::vector<int> placement;  // the cluster's device at each position d
 };
 
 // The split of `profile`'s layers that minimises the slowest device's compute per microbatch
@@ -38,10 +41,13 @@ struct v_plan {
 result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
                       const v_plan_request& request);
 
-// plan_v for each device count from 1 to max_devices (0: the cluster's; at most half the layers),
-// each plan's step simulated on the profile's costs (W half of B, free links, each device at its
-// speed), and the fastest step kept (a tie: fewer devices). An error when none can be planned:
-// the reason for the largest count tried.
+// plan_v for each device count p from 1 to max_devices (0: the cluster's; at most half the
+// layers) and each placement of p of the cluster's devices on the V's positions (devices alike in
+// speed and memory are one choice; up to max_v_placements placements per p, else the cluster's
+// order alone), each plan's step simulated on the profile's costs (W half of B, free links, each
+// device at its speed), and the fastest step kept (a tie: the smaller bottleneck, then fewer
+// devices). An error when none can be planned: the reason for the last plan tried.
+constexpr int max_v_placements = 5040;
 struct v_choice {
   v_plan plan;
   int devices = 1;
