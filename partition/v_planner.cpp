@@ -261,6 +261,9 @@ result<v_choice> plan_v_devices(const model_profile& profile, const cluster& dev
   std::string last_error = "no device to plan on";
   for (int p = 1; p <= most; ++p) {
     auto each = placements(devices, p, max_v_placements);
+    // Each placement's program is about p · layers^4 steps: past ~2e9 in all, the cluster's order.
+    const double n = static_cast<double>(profile.layers.size());
+    if (each && static_cast<double>(each->size()) * p * n * n * n * n > 2e9) each.reset();
     if (!each) {  // too many to try: the cluster's order
       std::vector<int> first;
       for (int d = 0; d < p; ++d) first.push_back(d);

@@ -43,8 +43,8 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
 
 // plan_v for each device count p from 1 to max_devices (0: the cluster's; at most half the
 // layers) and each placement of p of the cluster's devices on the V's positions (devices alike in
-// speed and memory are one choice; up to max_v_placements placements per p, else the cluster's
-// order alone), each plan's step simulated on the profile's costs (W half of B, free links, each
+// speed and memory are one choice; up to max_v_placements placements per p, and about 2e9 steps
+// of the dynamic program in all, else the cluster's order alone), each plan's step simulated on the profile's costs (W half of B, free links, each
 // device at its speed), and the fastest step kept (a tie: the smaller bottleneck, then fewer
 // devices). An error when none can be planned: the reason for the last plan tried.
 constexpr int max_v_placements = 5040;
