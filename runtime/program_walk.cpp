@@ -233,8 +233,7 @@ void program_walker::advance(int r) {
     const int st = std::max(last_step_[r], dep) + 1;
     if (o_.record_steps) step_at_[r][pc] = st;
     last_step_[r] = st;
-    if (p2p && a.kind == action_kind::step && f.makes != make_kind::version)
-      ++steps_done_[q * stages_ + a.stage];
+    if (p2p && a.kind == action_kind::step) ++steps_done_[q * stages_ + a.stage];
     switch (f.makes) {
       case make_kind::nothing:
         break;
@@ -256,18 +255,16 @@ void program_walker::advance(int r) {
         }
         break;
       case make_kind::version:
-        ++steps_done_[q * stages_ + f.reduce.stage];
         chain_step_step_[q * stages_ + f.reduce.stage].push_back(st);
         for (int other = 0; other < w_ - 1; ++other) wake(rank_of(other, f.reduce.stage));
         break;
       case make_kind::reduce_arrival:
+        ++reduces_done_[q * stages_ + f.reduce.stage];
         if (p2p) {
-          ++reduces_done_[q * stages_ + f.reduce.stage];
           chain_reduce_step_[q * stages_ + f.reduce.stage].push_back(st);
           if (q + 1 < w_) wake(rank_of(q + 1, f.reduce.stage));
           break;
         }
-        ++reduces_done_[q * stages_ + f.reduce.stage];
         arrived_[r] = 0;
         {
           // The first replica past the REDUCE wakes the others, which all wait there (every one

@@ -90,8 +90,8 @@ status driver_core::on_loss(const loss_report& r) {
 status driver_core::on_step_report(step_report rep) {
   // Every replica has the same version; the one that made it speaks (replica 0, or under the p2p
   // reduce the last, the only one that runs the optimizer and knows the gradient's norm).
-  if (!runs_update(plan_->params, rep.replica) || (rep.replica != 0 && runs_update(plan_->params, 0)))
-    return {};
+  const int speaker = plan_->params.reduce == reduce_mode::p2p ? w_ - 1 : 0;
+  if (rep.replica != speaker) return {};
   if (rep.stage < 0 || rep.stage >= V_)
     return make_error("a step report for unknown stage " + std::to_string(rep.stage));
   if (rep.step < steps_done_) return {};
