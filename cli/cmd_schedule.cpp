@@ -118,11 +118,19 @@ std::string header(const schedule_options& o, const schedule& s) {
       placement += (v ? ", " : " ") + std::to_string(v) + "->" + std::to_string(s.device_of[v]);
   }
   const std::string name = o.file.empty() ? std::string(schedule_name(s.kind)) : "custom (" + o.file + ")";
+  // Two routes: the step's m is both routes' microbatches; each numbers its own m/2 from 0.
+  const std::string routes =
+      s.routes > 1 ? ", routes: stages 0.." + std::to_string(s.route_stages() - 1) +
+                         " from device 0 and " + std::to_string(s.route_stages()) + ".." +
+                         std::to_string(s.virtual_stages - 1) + " from device " +
+                         std::to_string(sp.stages - 1) + ", " + std::to_string(sp.microbatches) +
+                         " microbatches each"
+                   : "";
   return "# " + name + ": p=" + std::to_string(sp.stages) + " m=" +
-         std::to_string(sp.microbatches) + " v=" + std::to_string(sp.chunks) + " w=" +
+         std::to_string(sp.microbatches * s.routes) + " v=" + std::to_string(sp.chunks) + " w=" +
          std::to_string(sp.replicas) + " steps=" + std::to_string(sp.steps) + ", " +
          std::to_string(s.ranks()) + " ranks (rank = replica * p + device, " + placement + ")" +
-         (s.lowered ? ", lowered" : "") + "\n";
+         routes + (s.lowered ? ", lowered" : "") + "\n";
 }
 
 // The schedule as --pytorch, --csv or the text form (header, version rule, one line per rank).

@@ -10,13 +10,14 @@ namespace pipeworks::cli {
 void add_schedule_flags(CLI::App& sub, schedule_flags& f) {
   sub.add_option("--schedule", f.kind,
                  "gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs, zbv, v-half, v-min, dualpipev, "
-                 "pipedream, pipedream-vs, 2bw or cyclic (or --schedule-file)");
+                 "dualpipe, pipedream, pipedream-vs, 2bw or cyclic (or --schedule-file)");
   sub.add_option("--stages", f.stages, "p: devices in one pipeline (with --schedule-file: the "
                                        "file's rows)");
-  sub.add_option("--microbatches", f.microbatches, "m: microbatches per step, per replica");
+  sub.add_option("--microbatches", f.microbatches,
+                 "m: microbatches per step, per replica (dualpipe: half from each end)");
   f.chunks_flag = sub.add_option("--chunks", f.chunks,
                                  "v: virtual stages per device (interleaved, bfs; 2 for zbv, "
-                                 "v-half, v-min and dualpipev)")
+                                 "v-half, v-min, dualpipev and dualpipe)")
                       ->capture_default_str();
   sub.add_option("--replicas", f.replicas, "w: data-parallel replicas of every stage")
       ->capture_default_str();
@@ -65,9 +66,10 @@ schedule_kind checked_kind(const schedule_flags& f) {
 }
 
 schedule_params params_of(const schedule_flags& f) {
-  // A V schedule holds two virtual stages per device unless --chunks says otherwise.
+  // A V schedule (and dualpipe) holds two virtual stages per device unless --chunks says otherwise.
   auto kind = parse_schedule_kind(f.kind);
-  const bool v_default = kind && is_v_shape(*kind) && f.chunks_flag && f.chunks_flag->count() == 0;
+  const bool v_default =
+      kind && default_chunks(*kind) == 2 && f.chunks_flag && f.chunks_flag->count() == 0;
   return {f.stages, f.microbatches, v_default ? default_chunks(*kind) : f.chunks, f.replicas,
           f.steps, f.reduce == "p2p" ? reduce_mode::p2p : reduce_mode::collective};
 }

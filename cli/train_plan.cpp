@@ -185,7 +185,8 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
   if (has("--stages")) p.stages = f.stages;
   // A V schedule holds two virtual stages per device unless --chunks itself says otherwise (under
   // --auto-partition the V planner places them).
-  if (p.schedule && is_v_shape(*p.schedule) && f.given.count("--chunks") == 0 && !f.auto_partition)
+  if (p.schedule && default_chunks(*p.schedule) == 2 && f.given.count("--chunks") == 0 &&
+      !f.auto_partition)
     p.chunks = default_chunks(*p.schedule);
   else if (has("--chunks"))
     p.chunks = f.chunks;

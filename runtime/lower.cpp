@@ -18,8 +18,8 @@ schedule lower_communication(schedule&& out) {
   // I(s) a RECV_B). Actions that name no stage in range get neither.
   std::vector<std::uint8_t> in_cross(stages, 0), out_cross(stages, 0);
   for (int s = 0; s < stages; ++s) {
-    in_cross[s] = s > 0 && dev[s - 1] != dev[s];
-    out_cross[s] = s + 1 < stages && dev[s] != dev[s + 1];
+    in_cross[s] = !out.starts_route(s) && dev[s - 1] != dev[s];
+    out_cross[s] = !out.ends_route(s) && dev[s] != dev[s + 1];
   }
   // What goes before and after a: bit 0 a RECV before it, bit 1 a SEND after it.
   auto around = [&](const action& a) -> unsigned {

@@ -26,20 +26,21 @@ namespace {
   };
   switch (a.kind) {
     case action_kind::forward:
-      if (st == 0) {
+      if (s.starts_route(st)) {
         f.waits = wait_kind::input;
-        f.awaited = {{replica, 0, true}, mb};
+        f.awaited = {{replica, st, true}, mb};
       } else {
         wait_message({replica, st, true}, lowered || here(st - 1));
       }
       // Lowered: an activation for another device leaves through SEND_F.
-      if (st + 1 < s.virtual_stages && (!lowered || here(st + 1)))
+      if (!s.ends_route(st) && (!lowered || here(st + 1)))
         make_message({replica, st + 1, true}, here(st + 1));
       break;
     case action_kind::backward:
     case action_kind::input_grad:
-      if (st + 1 < s.virtual_stages) wait_message({replica, st, false}, lowered || here(st + 1));
-      if (st > 0 && (!lowered || here(st - 1))) make_message({replica, st - 1, false}, here(st - 1));
+      if (!s.ends_route(st)) wait_message({replica, st, false}, lowered || here(st + 1));
+      if (!s.starts_route(st) && (!lowered || here(st - 1)))
+        make_message({replica, st - 1, false}, here(st - 1));
       break;
     case action_kind::send_f:
     case action_kind::send_b: {
@@ -60,7 +61,7 @@ namespace {
       break;
     }
     case action_kind::reduce:
-      if (s.params.replicas > 1) {
+      if (s.reduce_group_size() > 1) {
         f.waits = wait_kind::reduce;
         f.makes = make_kind::reduce_arrival;
         f.reduce = {st, reduces_before};
@@ -147,11 +148,11 @@ void program_walker::wake(int r) {
   }
 }
 
-// Counts rank r at REDUCE `id` once; true when every replica is there. dep: the latest step
-// at which one of them arrived.
+// Counts rank r at REDUCE `id` once; true when every member of its group (every replica's copy
+// of the stage's piece on every route) is there. dep: the latest step at which one arrived.
 bool program_walker::arrive_at_reduce(int r, const reduce_id& id, int& dep) {
-  std::vector<int>& count = arrived_count_[id.stage];
-  std::vector<int>& step = arrived_step_[id.stage];
+  std::vector<int>& count = arrived_count_[s_.piece_of(id.stage)];
+  std::vector<int>& step = arrived_step_[s_.piece_of(id.stage)];
   const std::size_t k = static_cast<std::size_t>(id.occurrence);
   if (count.size() <= k) {
     count.resize(k + 1, 0);
@@ -163,7 +164,7 @@ bool program_walker::arrive_at_reduce(int r, const reduce_id& id, int& dep) {
     step[k] = std::max(step[k], last_step_[r]);
   }
   dep = step[k];
-  return count[k] == w_;
+  return count[k] == s_.reduce_group_size();
 }
 
 // p2p: whether replica `replica`'s occurrence id.occurrence of its REDUCE (or STEP) of id.stage
@@ -267,14 +268,16 @@ void program_walker::advance(int r) {
         }
         arrived_[r] = 0;
         {
-          // The first replica past the REDUCE wakes the others, which all wait there (every one
+          // The first member past the REDUCE wakes the others, which all wait there (every one
           // arrived); the later ones wake nobody: w wake-ups per REDUCE, not w^2.
-          std::vector<int>& passed = passed_count_[f.reduce.stage];
+          const int piece = s_.piece_of(f.reduce.stage);
+          std::vector<int>& passed = passed_count_[piece];
           const std::size_t k = static_cast<std::size_t>(f.reduce.occurrence);
           if (passed.size() <= k) passed.resize(k + 1, 0);
           if (++passed[k] == 1)
             for (int other = 0; other < w_; ++other)
-              if (other != q) wake(rank_of(other, f.reduce.stage));
+              for (int c = piece; c < stages_; c += s_.route_stages())
+                if (rank_of(other, c) != r) wake(rank_of(other, c));
         }
         break;
     }

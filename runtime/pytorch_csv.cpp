@@ -46,6 +46,13 @@ result<std::vector<program>> pytorch_programs(const schedule& s, pytorch_form fo
   if (step < 0 || step >= steps)
     return make_error("step " + std::to_string(step) + " is not one of the schedule's " +
                       std::to_string(steps) + " (0.." + std::to_string(steps - 1) + ")");
+  if (s.routes > 1)
+    return make_error(std::string(schedule_name(s.kind)) + " feeds microbatches from both ends "
+                      "through mirrored copies of the stages, which PyTorch's CSV cannot say: its "
+                      "stage indices are one route through the model, so stages " +
+                      std::to_string(s.route_stages()) + ".." + std::to_string(s.virtual_stages - 1) +
+                      " would read as further model pieces; print pipeworks' own text instead "
+                      "(`pipeworks schedule` without --pytorch)");
   if (form == pytorch_form::compute_comms && !s.lowered)
     return make_error("the compute_comms form needs a lowered schedule (with SEND/RECV)");
   if (steps > 1)

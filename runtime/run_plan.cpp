@@ -396,6 +396,8 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
                                  "{schedule.replicas} is 1: give 2 or more, or drop it");
   if (auto i = check_reduce(p)) return i;
   if (auto i = check_split(p, blocks)) return i;
+  if (!executor_runs(*p.schedule) && p.programs.empty())
+    return issue("schedule.kind", dualpipe_train_refusal);
   const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1, p.reduce};
   if (auto s = make_schedule(*p.schedule, sp); !s && p.programs.empty())
     return issue("schedule.kind", s.message());

@@ -14,7 +14,7 @@ namespace pipeworks {
 
 enum class schedule_kind {
   gpipe, one_f_one_b, interleaved, zb_h1, zb_h2, bfs, pipedream, pipedream_vs, two_bw, cyclic,
-  zbv, v_half, v_min, dualpipev,
+  zbv, v_half, v_min, dualpipev, dualpipe,
 };
 std::string_view schedule_name(schedule_kind k);        // "gpipe", "1f1b", ..., "2bw", "cyclic"
 result<schedule_kind> parse_schedule_kind(std::string_view name);
@@ -30,6 +30,19 @@ bool is_v_shape(schedule_kind k);
 int default_chunks(schedule_kind k);
 // Whether the kind's backward is split into I (input gradient) and W (weight gradient).
 bool splits_backward(schedule_kind k);
+// Routes through the virtual stages: 1, or 2 for dualpipe, whose microbatches enter from both
+// ends (see schedule::routes).
+int default_routes(schedule_kind k);
+// Whether the executor (`train`) runs the kind: every kind but dualpipe, which `schedule`,
+// `simulate` and the validator take, but whose two routes (data fed at both ends, each stage's
+// mirrored copies summing their gradients) the executor, the reference and the checkpoints do
+// not yet follow. dualpipe_train_refusal says so to a user.
+bool executor_runs(schedule_kind k);
+inline constexpr const char* dualpipe_train_refusal =
+    "dualpipe runs in `pipeworks schedule` and `pipeworks simulate`, but `train` does not run it "
+    "yet: its executor takes one route through the stages, and dualpipe feeds microbatches from "
+    "both ends through two mirrored copies of every stage. Train with dualpipev, DualPipe cut in "
+    "half on the V placement, which has the same bubble at half the devices";
 
 // How the replicas of a stage combine their gradients (runtime.reduce).
 //  collective: REDUCE is an all-reduce that every replica reaches before any goes on.
@@ -44,7 +57,9 @@ std::string_view reduce_mode_name(reduce_mode m);  // "collective", "p2p"
 
 struct schedule_params {
   int stages = 1;        // p: devices in one pipeline
-  int microbatches = 1;  // m: microbatches per optimizer step, per replica
+  // m: microbatches per optimizer step, per replica and route. dualpipe's generator is given
+  // the step's microbatches of both routes and keeps half of them here.
+  int microbatches = 1;
   int chunks = 1;        // v: virtual stages per device (interleaved, bfs; 2 for the V schedules)
   int replicas = 1;      // w: data-parallel replicas of every stage
   int steps = 1;         // optimizer steps the programs cover
@@ -68,9 +83,17 @@ struct version_use {
 struct schedule {
   schedule_kind kind = schedule_kind::gpipe;
   schedule_params params;
-  int virtual_stages = 1;  // p * v: model pieces in order
+  int virtual_stages = 1;  // p * v: model pieces in order, once per route
   // device_of[s]: the device (0..p-1) that runs virtual stage s.
   std::vector<int> device_of;
+  // Routes: the virtual stages form `routes` pipelines of virtual_stages / routes stages each,
+  // which a microbatch of that route runs in order: its data enters at the route's first stage
+  // and its loss is taken at the last. Virtual stage s runs model piece s % route_stages(), so
+  // with 2 routes every piece runs twice: dualpipe's two mirrored copies, device d holding piece
+  // d of the route from device 0 (stage d) and piece p-1-d of the route from device p-1 (stage
+  // 2p-1-d). Copies of one piece sum their gradients at REDUCE (every replica's and every
+  // route's) and step alike. Microbatch ids are each route's own, m per step.
+  int routes = 1;
   // programs[r]: rank r = replica * p + device. Every rank of a replica group has the same
   // program; microbatch ids in the actions are that replica's own (0 .. steps*m - 1).
   std::vector<program> programs;
@@ -89,6 +112,12 @@ struct schedule {
   bool custom_programs = false;
 
   int ranks() const { return static_cast<int>(programs.size()); }
+  int route_stages() const { return virtual_stages / routes; }
+  bool starts_route(int s) const { return s % route_stages() == 0; }     // reads the data
+  bool ends_route(int s) const { return (s + 1) % route_stages() == 0; }  // takes the loss
+  int piece_of(int s) const { return s % route_stages(); }
+  // Ranks that meet at a REDUCE of virtual stage s: every replica's copies of its piece.
+  int reduce_group_size() const { return params.replicas * routes; }
   int total_microbatches() const { return params.microbatches * params.steps; }
   int rank_of(int replica, int device) const { return replica * params.stages + device; }
 };
@@ -110,6 +139,9 @@ result<schedule> zbv(const schedule_params& params);
 result<schedule> v_half(const schedule_params& params);
 result<schedule> v_min(const schedule_params& params);
 result<schedule> dualpipev(const schedule_params& params);
+// DualPipe (DeepSeek): p even devices, microbatches from both ends (params.microbatches, even,
+// is the step's total; each route runs half), two mirrored copies of every stage; see routes.
+result<schedule> dualpipe(const schedule_params& params);
 // Cyclic's version rule: microbatch k of step t >= 1 uses version t-1 when k < this split
 // (min(m, p - 1 + floor((w - 1) m / w))), else t; see runtime/schedules/cyclic.cpp.
 int cyclic_version_split(const schedule_params& params);

@@ -15,7 +15,7 @@ struct kind_entry {
   std::string_view name;
 };
 
-constexpr std::array<kind_entry, 14> kind_entries{{
+constexpr std::array<kind_entry, 15> kind_entries{{
     {schedule_kind::gpipe, "gpipe"},
     {schedule_kind::one_f_one_b, "1f1b"},
     {schedule_kind::interleaved, "interleaved"},
@@ -30,6 +30,7 @@ constexpr std::array<kind_entry, 14> kind_entries{{
     {schedule_kind::v_half, "v-half"},
     {schedule_kind::v_min, "v-min"},
     {schedule_kind::dualpipev, "dualpipev"},
+    {schedule_kind::dualpipe, "dualpipe"},
 }};
 
 }  // namespace
@@ -76,6 +77,7 @@ bool is_flush(schedule_kind k) {
     case schedule_kind::v_half:
     case schedule_kind::v_min:
     case schedule_kind::dualpipev:
+    case schedule_kind::dualpipe:
       return true;
     default:
       return false;
@@ -87,11 +89,18 @@ bool is_v_shape(schedule_kind k) {
          k == schedule_kind::dualpipev;
 }
 
-int default_chunks(schedule_kind k) { return is_v_shape(k) ? 2 : 1; }
+int default_chunks(schedule_kind k) {
+  return is_v_shape(k) || k == schedule_kind::dualpipe ? 2 : 1;
+}
 
 bool splits_backward(schedule_kind k) {
-  return k == schedule_kind::zb_h1 || k == schedule_kind::zb_h2 || is_v_shape(k);
+  return k == schedule_kind::zb_h1 || k == schedule_kind::zb_h2 || is_v_shape(k) ||
+         k == schedule_kind::dualpipe;
 }
+
+int default_routes(schedule_kind k) { return k == schedule_kind::dualpipe ? 2 : 1; }
+
+bool executor_runs(schedule_kind k) { return k != schedule_kind::dualpipe; }
 
 std::string_view reduce_mode_name(reduce_mode m) {
   return m == reduce_mode::p2p ? "p2p" : "collective";
@@ -118,6 +127,7 @@ result<schedule> make_schedule(schedule_kind kind, const schedule_params& params
     case schedule_kind::v_half: return v_half(params);
     case schedule_kind::v_min: return v_min(params);
     case schedule_kind::dualpipev: return dualpipev(params);
+    case schedule_kind::dualpipe: return dualpipe(params);
   }
   return make_error("make_schedule: unknown schedule kind " +
                     std::to_string(static_cast<int>(kind)));

@@ -71,7 +71,7 @@ bool simulator::advance(int r) {
       case action_kind::forward: {
         const std::size_t k = key(rep, st, mb);
         std::uint8_t& sk = state_[k];
-        if ((st > 0 && !(sk & has_input_f)) || (sk & fwd_done)) {
+        if ((!s_.starts_route(st) && !(sk & has_input_f)) || (sk & fwd_done)) {
           ok = fail_order(r, pc, sk);
           break;
         }
@@ -82,7 +82,8 @@ bool simulator::advance(int r) {
         }
         if (!hold(rep, st, ver)) { ok = fail_bytes(r, t, st); break; }
         sk |= fwd_done;
-        if (st + 1 < v_ && device_of_[st + 1] == device_of_[st]) state_[k + m_] |= has_input_f;
+        if (!s_.ends_route(st) && device_of_[st + 1] == device_of_[st])
+          state_[k + m_] |= has_input_f;
         if (__builtin_add_overflow(hot_[r].act_now, act_bytes_[st], &hot_[r].act_now)) {
           ok = fail_bytes(r, t, st);
           break;
@@ -99,7 +100,8 @@ bool simulator::advance(int r) {
       case action_kind::input_grad: {
         const std::size_t k = key(rep, st, mb);
         std::uint8_t& sk = state_[k];
-        if (!(sk & fwd_done) || (st + 1 < v_ && !(sk & has_input_b)) || (sk & igrad_done)) {
+        if (!(sk & fwd_done) || (!s_.ends_route(st) && !(sk & has_input_b)) ||
+            (sk & igrad_done)) {
           ok = fail_order(r, pc, sk);
           break;
         }
@@ -115,7 +117,8 @@ bool simulator::advance(int r) {
         const bool full = a.kind == action_kind::backward;
         const double d = full ? t_b_[st] : t_i_[st];
         sk |= full ? (igrad_done | bwd_done) : igrad_done;
-        if (st > 0 && device_of_[st - 1] == device_of_[st]) state_[k - m_] |= has_input_b;
+        if (!s_.starts_route(st) && device_of_[st - 1] == device_of_[st])
+          state_[k - m_] |= has_input_b;
         record(r, stream_kind::compute, a, t, t + d, ver, -1);
         t += d;
         rs.busy += d;
@@ -138,7 +141,10 @@ bool simulator::advance(int r) {
       case action_kind::send_b: {
         const bool fwd = a.kind == action_kind::send_f;
         const int to = fwd ? st + 1 : st - 1;
-        if (to < 0 || to >= v_) { ok = fail_send(r, pc); break; }
+        if (to < 0 || to >= v_ || (fwd ? s_.ends_route(st) : s_.starts_route(st))) {
+          ok = fail_send(r, pc);
+          break;
+        }
         const double start = std::max(t, hot_[r].send_free);
         const double end = start + (fwd ? xfer_f_[st] : xfer_b_[st]);
         hot_[r].send_free = end;
@@ -176,31 +182,34 @@ bool simulator::advance(int r) {
           if (!run_chain_reduce(r, rep, st, pc, t)) return true;
           break;
         }
-        if (hot_[r].reduce_gen < 0) {  // arrive at the barrier of this stage's replicas
-          hot_[r].reduce_gen = reduce_generation_[st];
-          reduce_max_[st] = std::max(reduce_max_[st], t);
-          if (++reduce_arrivals_[st] == w_) {
-            reduce_end_[st] = reduce_max_[st] + t_reduce_[st];
-            reduce_arrivals_[st] = 0;
-            reduce_max_[st] = 0.0;
-            ++reduce_generation_[st];
-            for (int o = 0; o < w_; ++o) {
-              const int peer = o * p_ + device_of_[st];
-              if (hot_[peer].waiting == in_reduce) {
-                hot_[peer].waiting = running;
-                ready_.push_back(peer);
+        // The barrier of every replica's copy of this stage's piece, on every route.
+        const int pc_of = s_.piece_of(st);
+        if (hot_[r].reduce_gen < 0) {
+          hot_[r].reduce_gen = reduce_generation_[pc_of];
+          reduce_max_[pc_of] = std::max(reduce_max_[pc_of], t);
+          if (++reduce_arrivals_[pc_of] == s_.reduce_group_size()) {
+            reduce_end_[pc_of] = reduce_max_[pc_of] + t_reduce_[st];
+            reduce_arrivals_[pc_of] = 0;
+            reduce_max_[pc_of] = 0.0;
+            ++reduce_generation_[pc_of];
+            for (int o = 0; o < w_; ++o)
+              for (int c = pc_of; c < v_; c += s_.route_stages()) {
+                const int peer = o * p_ + device_of_[c];
+                if (hot_[peer].waiting == in_reduce) {
+                  hot_[peer].waiting = running;
+                  ready_.push_back(peer);
+                }
               }
-            }
           }
         }
-        if (reduce_generation_[st] <= hot_[r].reduce_gen) {  // wait for the other replicas
+        if (reduce_generation_[pc_of] <= hot_[r].reduce_gen) {  // wait for the others
           hot_[r].pc = pc;
           hot_[r].free = t;
           hot_[r].waiting = in_reduce;
           return true;
         }
         hot_[r].reduce_gen = -1;
-        const double end = reduce_end_[st];
+        const double end = reduce_end_[pc_of];
         record(r, stream_kind::compute, a, end - t_reduce_[st], end, -1, -1);
         rs.busy += t_reduce_[st];
         t = end;

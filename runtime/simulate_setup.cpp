@@ -178,15 +178,15 @@ void simulator::stage_times() {
     t_i_[st] = sc.input_grad() / speed;
     t_w_[st] = sc.weight_grad / speed;
     t_step_[st] = sc.step / speed;
-    t_reduce_[st] = c_.reduce_time(st, w_);
+    t_reduce_[st] = c_.reduce_time(st, s_.reduce_group_size());
     act_bytes_[st] = sc.activation_bytes;
     param_bytes_[st] = sc.param_bytes;
-    if (st + 1 < v_) {  // forward activation to st+1
+    if (!s_.ends_route(st)) {  // forward activation to st+1
       const link_cost& l = c_.link_between(device_of_[st], device_of_[st + 1]);
       xfer_f_[st] = l.transfer(sc.boundary_bytes);
       lat_f_[st] = l.latency;
     }
-    if (st > 0) {  // input gradient to st-1, the size of st-1's boundary
+    if (!s_.starts_route(st)) {  // input gradient to st-1, the size of st-1's boundary
       const link_cost& l = c_.link_between(device_of_[st], device_of_[st - 1]);
       xfer_b_[st] = l.transfer(c_.stage(st - 1).boundary_bytes);
       lat_b_[st] = l.latency;
@@ -283,7 +283,7 @@ status simulator::prepare() {
     trace_.title = o_.title;
     if (trace_.title.empty()) {
       trace_.title = std::string(schedule_name(s_.kind)) + " p=" + std::to_string(p_) +
-                     " m=" + std::to_string(s_.params.microbatches) +
+                     " m=" + std::to_string(s_.params.microbatches * s_.routes) +
                      (s_.params.chunks > 1 ? " v=" + std::to_string(s_.params.chunks) : "") +
                      (w_ > 1 ? " w=" + std::to_string(w_) : "") + " (simulated)";
     }

@@ -47,6 +47,9 @@ class validator {
   }
   int rank_of(int q, int stage) const { return q * p_ + s_.device_of[stage]; }
   bool crosses(int a, int b) const { return s_.device_of[a] != s_.device_of[b]; }
+  // " of its route" and " (the first of its route)" when the schedule has several routes.
+  std::string route_words() const { return s_.routes > 1 ? " of its route" : ""; }
+  std::string route_start() const { return s_.routes > 1 ? " (the first of its route)" : ""; }
   std::string where(int r, std::size_t pos) const {
     return to_string(s_.programs[r][pos]) + " (rank " + std::to_string(r) + ", action " +
            std::to_string(pos) + ")";
@@ -122,13 +125,14 @@ class validator {
           case action_kind::forward:
             if (auto st = twice(ran_f); !st) return st;
             c |= ran_f;
-            if (s > 0 && crosses(s - 1, s) && lowered_ && !(c & ran_rf))
+            if (!s_.starts_route(s) && crosses(s - 1, s) && lowered_ && !(c & ran_rf))
               return make_error(where(r, pos) + " has no " + act(s, action_kind::recv_f, mb) +
                                 " before it, but its input comes from stage " +
                                 std::to_string(s - 1) + " on device " +
                                 std::to_string(s_.device_of[s - 1]) + "; add the RECV_F before it "
                                 "(lower_communication does this)");
-            if (s > 0 && !crosses(s - 1, s) && !(counts_[slot(q, s - 1, mb)] & ran_f))
+            if (!s_.starts_route(s) && !crosses(s - 1, s) &&
+                !(counts_[slot(q, s - 1, mb)] & ran_f))
               return make_error(where(r, pos) + " comes before " +
                                 act(s - 1, action_kind::forward, mb) +
                                 " on the same device, which produces its input; run it after");
@@ -145,13 +149,13 @@ class validator {
                                 std::to_string(mb) + " on stage " + std::to_string(s) +
                                 " appears more than once (B and I count as the same backward)");
             c |= a.kind == action_kind::backward ? ran_b : ran_i;
-            if (s + 1 < stages_ && crosses(s, s + 1) && lowered_ && !(c & ran_rb))
+            if (!s_.ends_route(s) && crosses(s, s + 1) && lowered_ && !(c & ran_rb))
               return make_error(where(r, pos) + " has no " + act(s, action_kind::recv_b, mb) +
                                 " before it, but its output gradient comes from stage " +
                                 std::to_string(s + 1) + " on device " +
                                 std::to_string(s_.device_of[s + 1]) + "; add the RECV_B before it "
                                 "(lower_communication does this)");
-            if (s + 1 < stages_ && !crosses(s, s + 1)) {
+            if (!s_.ends_route(s) && !crosses(s, s + 1)) {
               if (!(counts_[slot(q, s + 1, mb)] & (ran_b | ran_i)))
                 return make_error(where(r, pos) + " comes before the backward of stage " +
                                   std::to_string(s + 1) + " for microbatch " + std::to_string(mb) +
@@ -169,8 +173,9 @@ class validator {
             c |= ran_w;
             break;
           case action_kind::send_f:
-            if (s + 1 >= stages_)
-              return make_error(where(r, pos) + ": the last stage has no next stage to send to");
+            if (s_.ends_route(s))
+              return make_error(where(r, pos) + ": the last stage" + route_words() +
+                                " has no next stage to send to");
             if (!(c & ran_f))
               return make_error(where(r, pos) + " comes before " +
                                 act(s, action_kind::forward, mb) + ", which produces what it sends");
@@ -178,14 +183,16 @@ class validator {
             c |= ran_sf;
             break;
           case action_kind::recv_f:
-            if (s == 0)
-              return make_error(where(r, pos) + ": stage 0 has no previous stage to receive from");
+            if (s_.starts_route(s))
+              return make_error(where(r, pos) + ": stage " + std::to_string(s) + route_start() +
+                                " has no previous stage to receive from");
             if (auto st = twice(ran_rf); !st) return st;
             c |= ran_rf;
             break;
           case action_kind::send_b:
-            if (s == 0)
-              return make_error(where(r, pos) + ": stage 0 has no previous stage to send to");
+            if (s_.starts_route(s))
+              return make_error(where(r, pos) + ": stage " + std::to_string(s) + route_start() +
+                                " has no previous stage to send to");
             if (!(c & (ran_b | ran_i)))
               return make_error(where(r, pos) + " comes before " +
                                 act(s, action_kind::backward, mb) + " (or " +
@@ -195,9 +202,9 @@ class validator {
             c |= ran_sb;
             break;
           case action_kind::recv_b:
-            if (s + 1 >= stages_)
-              return make_error(where(r, pos) + ": the last stage has no next stage to receive "
-                                "from");
+            if (s_.ends_route(s))
+              return make_error(where(r, pos) + ": the last stage" + route_words() +
+                                " has no next stage to receive from");
             if (auto st = twice(ran_rb); !st) return st;
             c |= ran_rb;
             break;
@@ -215,8 +222,8 @@ class validator {
     for (int q = 0; q < w_; ++q)
       for (int s = 0; s < stages_; ++s) {
         const std::uint8_t* row = &counts_[slot(q, s, 0)];
-        const std::uint8_t* next = s + 1 < stages_ ? &counts_[slot(q, s + 1, 0)] : nullptr;
-        const std::uint8_t* prev = s > 0 ? &counts_[slot(q, s - 1, 0)] : nullptr;
+        const std::uint8_t* next = !s_.ends_route(s) ? &counts_[slot(q, s + 1, 0)] : nullptr;
+        const std::uint8_t* prev = !s_.starts_route(s) ? &counts_[slot(q, s - 1, 0)] : nullptr;
         for (int mb = 0; mb < mbs_; ++mb) {
           const std::uint8_t c = row[mb];
           bool bad = !(c & ran_f) || !(c & (ran_b | ran_i)) || ((c & ran_i) && !(c & ran_w));
@@ -248,7 +255,7 @@ class validator {
                         act(s, action_kind::weight_grad, mb) +
                         ": the weight gradient of microbatch " + std::to_string(mb) +
                         " is never computed");
-    if (s + 1 < stages_) {
+    if (!s_.ends_route(s)) {
       const std::uint8_t next = counts_[slot(q, s + 1, mb)];
       const std::string to = "rank " + std::to_string(rank_of(q, s + 1));
       if ((c & ran_sf) && !(next & ran_rf))

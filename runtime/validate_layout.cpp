@@ -16,6 +16,10 @@ status check_layout(const schedule& s) {
     return make_error("schedule layout: p, w and the virtual stage count must be at least 1 "
                       "(got p = " + std::to_string(p) + ", w = " + std::to_string(w) +
                       ", virtual stages = " + std::to_string(stages) + ")");
+  if (s.routes < 1 || stages % s.routes != 0)
+    return make_error("schedule layout: " + std::to_string(s.routes) + " routes over " +
+                      std::to_string(stages) + " virtual stages; the routes must split the "
+                      "virtual stages evenly (1, or 2 for dualpipe)");
   if (static_cast<int>(s.device_of.size()) != stages)
     return make_error("schedule layout: device_of has " + std::to_string(s.device_of.size()) +
                       " entries for " + std::to_string(stages) +

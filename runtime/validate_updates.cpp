@@ -129,7 +129,7 @@ class update_checker {
           break;
         }
         case action_kind::reduce:
-          if (w_ == 1)
+          if (s_.reduce_group_size() == 1)
             return make_error(where(r, pos) + ": a REDUCE with w = 1 replica; there is nothing to "
                               "reduce with, drop it");
           if (reduce_pending_[st])
@@ -151,10 +151,11 @@ class update_checker {
                               ") comes after it; STEP " + std::to_string(k) +
                               " must follow every backward (B, or W) of microbatches " +
                               std::to_string(k * m_) + ".." + std::to_string(k * m_ + m_ - 1));
-          if (w_ > 1 && !reduce_pending_[st])
+          if (s_.reduce_group_size() > 1 && !reduce_pending_[st])
             return make_error(where(r, pos) + " has no " + std::to_string(st) +
-                              "REDUCE before it; with w = " + std::to_string(w_) +
-                              " replicas every STEP follows one REDUCE of its stage");
+                              "REDUCE before it; with w = " + std::to_string(w_) + " replicas" +
+                              (s_.routes > 1 ? " and " + std::to_string(s_.routes) + " routes" : "") +
+                              " every STEP follows one REDUCE of its stage");
           reduce_pending_[st] = 0;
           ++steps_seen_[st];
           break;

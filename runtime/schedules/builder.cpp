@@ -60,10 +60,12 @@ schedule start_schedule(schedule_kind kind, const schedule_params& params) {
   s.kind = kind;
   s.params = params;
   s.virtual_stages = params.stages * params.chunks;
+  s.routes = default_routes(kind);
   s.device_of.resize(s.virtual_stages);
   const int p = params.stages;
+  const bool v_placement = is_v_shape(kind) || kind == schedule_kind::dualpipe;
   for (int v = 0; v < s.virtual_stages; ++v)
-    s.device_of[v] = is_v_shape(kind) ? (v < p ? v : 2 * p - 1 - v) : v % p;
+    s.device_of[v] = v_placement ? (v < p ? v : 2 * p - 1 - v) : v % p;
   s.programs.assign(static_cast<std::size_t>(params.stages) * params.replicas, program{});
   return s;
 }
@@ -80,7 +82,7 @@ void add_one_f_one_b(program& p, int stage, int stages, int first, int count) {
 }
 
 void reserve_programs(schedule& s, std::size_t compute) {
-  const std::size_t per_update = s.params.replicas > 1 ? 2 : 1;
+  const std::size_t per_update = s.reduce_group_size() > 1 ? 2 : 1;
   const std::size_t updates =
       per_update * static_cast<std::size_t>(s.params.steps) * s.params.chunks;
   for (int d = 0; d < s.params.stages; ++d) s.programs[d].reserve(3 * compute + updates);
@@ -89,7 +91,7 @@ void reserve_programs(schedule& s, std::size_t compute) {
 void add_updates(schedule& s) {
   const int m = s.params.microbatches;
   const int steps = s.params.steps;
-  const bool reduce = s.params.replicas > 1;
+  const bool reduce = s.reduce_group_size() > 1;
   std::vector<std::size_t> after;  // positions that close a step of their stage, in order
   for (int d = 0; d < s.params.stages; ++d) {
     program& prog = s.programs[d];

@@ -17,7 +17,8 @@ status check_params(std::string_view name, const schedule_params& params, bool a
 status check_v_params(std::string_view name, const schedule_params& params);
 
 // A schedule with no actions yet: kind, params, p * v virtual stages, virtual stage s on device
-// s % p (on device s or 2p-1-s for the V schedules), and p * w empty programs.
+// s % p (on device s or 2p-1-s for the V schedules and dualpipe), the kind's routes, and p * w
+// empty programs.
 schedule start_schedule(schedule_kind kind, const schedule_params& params);
 
 // Reserves room in each of replica 0's programs for `compute` F, B, I and W actions, the
@@ -35,7 +36,8 @@ inline void add(program& p, int stage, action_kind kind, int microbatch) {
 // min(stages - stage - 1, count) warm-up forwards, then F and B alternating, then the remaining Bs.
 void add_one_f_one_b(program& p, int stage, int stages, int first, int count);
 
-// Adds the optimizer update of each virtual stage, [REDUCE s when w > 1] then STEP s, right after
+// Adds the optimizer update of each virtual stage, [REDUCE s when w > 1 or the stage has a copy
+// on another route] then STEP s, right after
 // the m-th backward (B, or W for split backwards) of that stage in each step, in replica 0's
 // programs, in place (within the room reserve_programs made). Microbatch id mb belongs to step
 // mb / m.

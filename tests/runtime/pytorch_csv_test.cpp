@@ -123,3 +123,16 @@ TEST_CASE("pytorch_programs renumbers microbatches per step and says what is out
   CHECK_THAT(pytorch_programs(*s, pytorch_form::compute_comms, 0, 0).message(),
              Catch::Contains("needs a lowered schedule"));
 }
+
+TEST_CASE("pytorch_programs refuses dualpipe, whose second route PyTorch's CSV cannot say",
+          "[runtime]") {
+  auto s = make_schedule(schedule_kind::dualpipe, {.stages = 2, .microbatches = 4, .chunks = 2});
+  REQUIRE(s.ok());
+  for (pytorch_form form : {pytorch_form::compute_only, pytorch_form::compute_comms}) {
+    auto rows = pytorch_programs(lower_communication(*s), form, 0, 0);
+    REQUIRE_FALSE(rows.ok());
+    CHECK(rows.message().find("dualpipe feeds microbatches from both ends") != std::string::npos);
+    CHECK(rows.message().find("stages 2..3 would read as further model pieces") !=
+          std::string::npos);
+  }
+}

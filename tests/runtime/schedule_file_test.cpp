@@ -18,10 +18,12 @@ using namespace pipeworks;
 namespace {
 
 // Every built-in flush kind (V schedules and DualPipeV's OVERLAP_F_B included).
+// The flush kinds PyTorch's CSV can say: all but dualpipe, whose two routes it has no word for
+// (the test below).
 std::vector<schedule_kind> flush_kinds() {
   std::vector<schedule_kind> out;
   for (schedule_kind k : every_schedule_kind())
-    if (is_flush(k)) out.push_back(k);
+    if (is_flush(k) && default_routes(k) == 1) out.push_back(k);
   return out;
 }
 

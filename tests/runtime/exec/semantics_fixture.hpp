@@ -32,7 +32,13 @@ struct semantics_case {
   schedule_params params(int steps) const { return {p, m, v, w, steps, reduce}; }
 };
 
-inline const std::vector<schedule_kind>& all_kinds = every_schedule_kind();
+// Every kind the executor runs (executor_runs: all but dualpipe).
+inline const std::vector<schedule_kind> all_kinds = [] {
+  std::vector<schedule_kind> out;
+  for (schedule_kind k : every_schedule_kind())
+    if (executor_runs(k)) out.push_back(k);
+  return out;
+}();
 
 // p in {2, 3, 4}, m in {1, p-1, p, 2p+1}, w in {1, 2}; v = 2 for the schedules that interleave
 // and the V schedules.
