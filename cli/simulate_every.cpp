@@ -66,8 +66,9 @@ result<simulation> run(schedule_kind kind, const schedule_params& params, bool p
   if (!made) return make_error(made.message());
   simulate_options options;
   options.record_timeline = false;
-  auto sim = simulate(lower_communication(std::move(*made)), table_costs(params.chunks, parameters),
-                      options);
+  // dualpipe's two chunks per device are whole stages, one per route (the model is cut in p).
+  auto sim = simulate(lower_communication(std::move(*made)),
+                      table_costs(params.chunks / default_routes(kind), parameters), options);
   if (!sim) return make_error(std::string(schedule_name(kind)) + ": " + sim.message());
   return sim;
 }
@@ -116,8 +117,9 @@ result<std::string> every_schedule_table(int stages, int microbatches) {
   std::string out = "Every schedule at p=" + std::to_string(stages) + " m=" +
                     std::to_string(microbatches) +
                     ", simulated: a stage's F = I = W = 1 (B = I + W = 2), a chunk of a "
-                    "2-chunk schedule half a stage with F = I = W = 1/2, so every schedule does "
-                    "the same work per microbatch; free communication.\n\n";
+                    "2-chunk schedule half a stage with F = I = W = 1/2 (dualpipe's two are whole "
+                    "stages, one per direction, each with half the microbatches), so every "
+                    "schedule does the same work per microbatch; free communication.\n\n";
   out += "| schedule | chunks | bubble, one step | idle vs 1F1B, one step | bubble, steady "
          "| idle vs 1F1B, steady | peak activations | peak parameters |\n";
   out += "|---|---|---|---|---|---|---|---|\n";

@@ -108,6 +108,12 @@ result<schedule_file> parse_text_rows(const std::vector<std::string_view>& lines
     std::string_view line = lines[i];
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
       std::string_view comment = trim(line.substr(hash + 1));
+      // `pipeworks schedule`'s header of a schedule with two routes (dualpipe).
+      if (comment.find(", routes: ") != std::string_view::npos)
+        return make_error("line " + std::to_string(i + 1) + ": the programs run two routes "
+                          "(dualpipe's microbatches from both ends), which a schedule file cannot "
+                          "carry yet: its stages are one route through the model; run --schedule "
+                          "dualpipe itself");
       if (comment.substr(0, 9) == "versions:") {
         comment = trim(comment.substr(9));
         auto starts = [&](std::string_view w) { return comment.substr(0, w.size()) == w; };

@@ -11,7 +11,7 @@ mkdir -p "$out"
 
 # Unit costs: F = 1, B = 2 (for the zero-bubble schedules I = B - W = 1, W = 1), free links.
 costs=(--fwd 1 --bwd 2 --wgrad 1)
-schedules=(gpipe 1f1b interleaved zb-h1 zb-h2 bfs zbv v-half v-min dualpipev pipedream pipedream-vs 2bw
+schedules=(gpipe 1f1b interleaved zb-h1 zb-h2 bfs zbv v-half v-min dualpipev dualpipe pipedream pipedream-vs 2bw
            cyclic)
 
 # The flags each schedule needs beyond --stages and --microbatches: two chunks for the looped

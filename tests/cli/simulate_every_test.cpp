@@ -90,6 +90,8 @@ TEST_CASE("simulate --every-schedule matches the closed forms at p = 4, m = 8 an
   // ZB-H1 a third of it (steady); ZB-H2 and ZBV none (steady), ZBV a sixth in one step (p - 1
   // chunk-actions against 1F1B's 6(p - 1)). Peak activations p for 1F1B, ZB-H1 and ZBV, m for
   // GPipe, 2p - 1 for ZB-H2, p/2 + 1 for V-Half; parameters 1 copy for flush schedules, 2 for 2BW.
+  // DualPipe (a chunk a whole stage): idle (p/2 - 1)(F&B + B - 3W) = p - 2 against 1F1B's
+  // 3(p - 1), p + 1 activations and 2 copies of the parameters, DualPipe's README's figures.
   for (auto [p, m] : {std::pair{4, 8}, {8, 32}}) {
     INFO("p=" << p << " m=" << m);
     const table_rows rows = rows_of(table_for(p, m));
@@ -113,8 +115,12 @@ TEST_CASE("simulate --every-schedule matches the closed forms at p = 4, m = 8 an
     CHECK(number(rows, "gpipe", activations) == m);
     CHECK(number(rows, "zb-h2", activations) == 2 * p - 1);
     CHECK(number(rows, "v-half", activations) == p / 2 + 1);
+    CHECK(number(rows, "dualpipe", vs_one) == printed((p - 2) / (3.0 * (p - 1)), 3));
+    CHECK(number(rows, "dualpipe", activations) == p + 1);
+    CHECK(number(rows, "dualpipe", parameters) == 2);
     for (schedule_kind k : every_schedule_kind())
-      if (is_flush(k)) CHECK(number(rows, std::string(schedule_name(k)), parameters) == 1);
+      if (is_flush(k) && default_routes(k) == 1)
+        CHECK(number(rows, std::string(schedule_name(k)), parameters) == 1);
     CHECK(number(rows, "2bw", parameters) == 2);
   }
 }

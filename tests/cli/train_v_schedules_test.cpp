@@ -66,3 +66,27 @@ TEST_CASE("train --auto-partition plans a V schedule with the V planner", "[cli]
   CHECK(contains(r.out, "planner v"));
   CHECK(contains(r.out, "two stages each, a V"));
 }
+
+TEST_CASE("dualpipe runs in schedule and simulate, and train refuses it by name", "[cli]") {
+  const cli_result shown =
+      run_cli({"schedule", "--schedule", "dualpipe", "--stages", "4", "--microbatches", "8"});
+  REQUIRE(shown.exit_code == 0);
+  CHECK(shown.out.find("# dualpipe: p=4 m=8 v=2") != std::string::npos);
+  CHECK(shown.out.find("routes: stages 0..3 from device 0 and 4..7 from device 3, 4 microbatches "
+                       "each") != std::string::npos);
+  const cli_result sim =
+      run_cli({"simulate", "--schedule", "dualpipe", "--stages", "4", "--microbatches", "8"});
+  CHECK(sim.exit_code == 0);
+  const cli_result odd =
+      run_cli({"schedule", "--schedule", "dualpipe", "--stages", "3", "--microbatches", "6"});
+  CHECK(odd.exit_code == 2);
+  CHECK(odd.err.find("even stage count") != std::string::npos);
+
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const cli_result r = run_cli(gpt_tiny_train(
+      dir / "text.txt", 1, {"--schedule", "dualpipe", "--stages", "2", "--microbatches", "4"}));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("`train` does not run it yet") != std::string::npos);
+  CHECK(r.err.find("Train with dualpipev") != std::string::npos);
+}

@@ -275,3 +275,18 @@ TEST_CASE("the schedule file examples in docs/formats.md read and validate", "[r
   CHECK(one.programs == make_schedule(schedule_kind::one_f_one_b, {2, 2}).value().programs);
   CHECK(validate(one).ok());
 }
+
+TEST_CASE("a file of dualpipe's programs is refused: a file cannot carry its two routes",
+          "[runtime]") {
+  // As `pipeworks schedule --schedule dualpipe --stages 2 --microbatches 4` prints it.
+  const std::string text =
+      "# dualpipe: p=2 m=4 v=2 w=1 steps=1, 2 ranks (rank = replica * p + device, virtual stages "
+      "on devices 0->0, 1->1, 2->1, 3->0), routes: stages 0..1 from device 0 and 2..3 from "
+      "device 1, 2 microbatches each\n"
+      "rank 0: 0F0 3F0 0F1 3B0 (3F1;0B0)OVERLAP_F_B 3B1 3REDUCE 3STEP 0I1 0W1 0REDUCE 0STEP\n"
+      "rank 1: 2F0 1F0 2F1 1B0 (1F1;2B0)OVERLAP_F_B 1B1 1REDUCE 1STEP 2I1 2W1 2REDUCE 2STEP\n";
+  auto f = parse_schedule_file(text);
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.message().find("line 1: the programs run two routes") != std::string::npos);
+  CHECK(f.message().find("run --schedule dualpipe itself") != std::string::npos);
+}

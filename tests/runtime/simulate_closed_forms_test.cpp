@@ -253,3 +253,38 @@ TEST_CASE("simulate: the V schedules' activation memory against 1F1B's, as the p
     CHECK(peak(schedule_kind::v_min) <= (2 * p + 2) / 3 + 2);
   }
 }
+
+TEST_CASE("simulate: dualpipe's bubble, activations and parameters, as DualPipe's README gives them",
+          "[runtime][generators]") {
+  // DualPipe's README, PP devices, F and B a chunk's forward and full backward, W its weight
+  // gradient and F&B an overlapped pair: bubble (PP/2 - 1)(F&B + B - 3W), 2x parameters and
+  // PP + 1 activations per device (1F1B: (PP - 1)(F + B), 1x, PP). Here a chunk is a whole stage
+  // (the model cut in p, each piece held twice), the simulator runs F&B as F + B, and a device
+  // works m(F + B) a step (m/2 microbatches on each of its chunks). Conditions: F = I = W (the
+  // README's count is first order: with F = 1, I = 2, W = 1 the simulator finds 2p - 5 where it
+  // gives 2p - 4), p in 2..10 even, m even from 2p; one step from an idle pipeline.
+  for (double c : {1.0, 0.5, 2.0})
+    for (int p : {2, 4, 6, 8, 10})
+      for (int m : {2 * p, 2 * p + 2, 4 * p}) {
+        INFO("F=I=W=" << c << " p=" << p << " m=" << m);
+        const double f = c, b = 2 * c, w = c;
+        const simulation sim =
+            run_kind(schedule_kind::dualpipe, params(p, m, 2), uniform_costs(f, b, w));
+        const double idle = sim.makespan - m * (f + b);
+        CHECK(idle == exactly((p / 2 - 1) * ((f + b) + b - 3 * w)));
+      }
+  for (int p : {2, 4, 6, 8, 10}) {
+    cost_model c = uniform_costs(1.0, 2.0, 1.0);
+    c.stages[0].activation_bytes = 1;
+    c.stages[0].param_bytes = 1000;
+    const simulation sim = run_kind(schedule_kind::dualpipe, params(p, 3 * p, 2), c);
+    std::int64_t acts = 0, memory = 0;
+    for (const auto& s : sim.stages) {
+      acts = std::max(acts, s.peak_activation_bytes);
+      memory = std::max(memory, s.peak_memory_bytes);
+    }
+    INFO("p=" << p);
+    CHECK(acts == p + 1);
+    CHECK(memory - acts == 2 * 1000);  // two stages' parameters on every device
+  }
+}
