@@ -19,8 +19,10 @@ driver_core::driver_core(std::shared_ptr<const schedule> programs, minibatch_fn 
       first_step_(first_step), steps_done_(first_step), samples_(samples) {
   p_ = plan_->params.stages;
   m_ = plan_->params.microbatches;
-  w_ = plan_->params.replicas;
-  V_ = plan_->virtual_stages;
+  // With routes (dualpipe) the inputs are dealt to members, route r of replica q being member
+  // r * w + q, and the model's stages are one route's: the other routes' copies report nothing new.
+  w_ = plan_->params.replicas * plan_->routes;
+  V_ = plan_->route_stages();
   steps_ = plan_->params.steps;
   last_step_end_ = clock_ ? clock_() : 0.0;
   samples_at_[first_step] = samples;
@@ -62,12 +64,13 @@ status driver_core::on_input(const input_request& req, std::vector<outgoing>& ou
     return make_error("microbatch " + std::to_string(req.microbatch) + " of replica " +
                       std::to_string(req.replica) + " was asked for twice");
   activation_msg a;
-  a.replica = req.replica;
-  a.stage = 0;
+  const int replicas = plan_->params.replicas;
+  a.replica = req.replica % replicas;
+  a.stage = (req.replica / replicas) * V_;  // the first stage of the member's route
   a.microbatch = req.microbatch;
   a.data = tensor_payload(std::move(slot.input));
   a.ctx = std::move(slot.ctx);
-  const int rank = plan_->rank_of(req.replica, plan_->device_of.at(0));
+  const int rank = plan_->rank_of(a.replica, plan_->device_of.at(static_cast<std::size_t>(a.stage)));
   out.push_back(outgoing{endpoint{endpoint_kind::rank, rank}, std::move(a)});
   if (--it->second.left == 0) inputs_.erase(it);
   return {};
@@ -92,8 +95,9 @@ status driver_core::on_step_report(step_report rep) {
   // reduce the last, the only one that runs the optimizer and knows the gradient's norm).
   const int speaker = plan_->params.reduce == reduce_mode::p2p ? w_ - 1 : 0;
   if (rep.replica != speaker) return {};
-  if (rep.stage < 0 || rep.stage >= V_)
+  if (rep.stage < 0 || rep.stage >= plan_->virtual_stages)
     return make_error("a step report for unknown stage " + std::to_string(rep.stage));
+  if (rep.stage >= V_) return {};  // a copy on another route: its stage's first copy speaks
   if (rep.step < steps_done_) return {};
   step_tally& t = tallies_[rep.step];
   t.weights.resize(static_cast<std::size_t>(V_));
@@ -117,9 +121,11 @@ status driver_core::on_step_report(step_report rep) {
 // Global clipping: the replica's stages' per-tensor sums, concatenated in stage (= tensor) order and
 // added left to right, as the single-device trainer adds its per-tensor sums.
 status driver_core::on_norm(norm_request req, std::vector<outgoing>& out) {
-  if (req.replica < 0 || req.replica >= w_ || req.stage < 0 || req.stage >= V_)
+  if (req.replica < 0 || req.replica >= plan_->params.replicas || req.stage < 0 ||
+      req.stage >= plan_->virtual_stages)
     return make_error("a gradient norm from replica " + std::to_string(req.replica) + ", stage " +
                       std::to_string(req.stage) + ", which the run does not have");
+  if (req.stage >= V_) return {};  // a copy on another route: the same gradient as the first
   norm_tally& n = norms_[{req.replica, req.step}];
   n.by_stage.resize(static_cast<std::size_t>(V_));
   auto& slot = n.by_stage[static_cast<std::size_t>(req.stage)];

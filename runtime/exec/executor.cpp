@@ -46,10 +46,12 @@ stage_executor<T>::impl::impl(const model<T>& mdl, executor_setup su, sink out)
     throw pipeworks_error("executor: the device speed " + std::to_string(setup.speed) +
                           " of rank " + std::to_string(rank) +
                           " is not in (0, 1] (1 is one full core of this machine)");
-  if (static_cast<int>(setup.boundaries.size()) != plan.virtual_stages + 1)
+  if (static_cast<int>(setup.boundaries.size()) != plan.route_stages() + 1)
     throw pipeworks_error("executor: " + std::to_string(setup.boundaries.size()) +
-                          " boundaries for " + std::to_string(plan.virtual_stages) +
-                          " virtual stages");
+                          " boundaries for " + std::to_string(plan.route_stages()) +
+                          " stages of the model");
+  if (plan.routes > 1 && setup.zero > 0)
+    throw pipeworks_error("executor: ZeRO does not shard a schedule with two routes (dualpipe)");
   index_of.assign(plan.virtual_stages, -1);
   const bool cpu = setup.where.kind == device_kind::cpu;
   const std::string who = "rank " + std::to_string(rank) + " (replica " +
@@ -97,7 +99,12 @@ void stage_executor<T>::impl::init_stages(std::vector<param_set> initial) {
 template <class T>
 void stage_executor<T>::impl::init_program_tables() {
   for (const action& a : prog)
-    if (a.kind == action_kind::forward && a.stage == 0) mail.stage0_inputs.push_back(a.microbatch);
+    if (a.kind == action_kind::forward && plan.starts_route(a.stage)) {
+      if (mail.input_stage >= 0 && mail.input_stage != a.stage)
+        throw pipeworks_error("executor: rank " + std::to_string(rank) + " starts two routes");
+      mail.input_stage = a.stage;
+      mail.stage0_inputs.push_back(a.microbatch);
+    }
   // For each version, the last F that names it: a version no later F names can go.
   for (auto& st : stages) {
     std::size_t i = 0;
@@ -109,8 +116,9 @@ void stage_executor<T>::impl::init_program_tables() {
   // The checkpoint cuts and the F's whose input a cut will need.
   cuts.plan(prog, setup.checkpoint_every, plan.params.steps);
   for (const auto& st : stages) {
-    for (int nb : {st.stage - 1, st.stage + 1})
-      if (nb >= 0 && nb < plan.virtual_stages && plan.device_of[nb] != setup.device)
+    for (int nb : {plan.starts_route(st.stage) ? -1 : st.stage - 1,
+                   plan.ends_route(st.stage) ? -1 : st.stage + 1})
+      if (nb >= 0 && plan.device_of[nb] != setup.device)
         cuts.peers.insert(rank_of_stage(nb));
   }
 }
@@ -128,16 +136,17 @@ void stage_executor<T>::impl::emit(endpoint_kind kind, int index, message msg) {
   send(outgoing{endpoint{kind, index}, std::move(msg)});
 }
 
-// Asks the driver for the inputs of the next input_window F's of virtual stage 0, in the order
-// the program runs them.
+// Asks the driver for the inputs of the next input_window F's of the stage that starts a route
+// (virtual stage 0, or dualpipe's other end), in the order the program runs them.
 template <class T>
 void stage_executor<T>::impl::request_inputs() {
+  if (mail.input_stage < 0) return;
   const std::size_t window = static_cast<std::size_t>(std::max(1, setup.input_window));
-  const std::size_t done = index_of[0] < 0 ? 0 : stages[index_of[0]].forwards_done;
+  const std::size_t done = stages[index_of[mail.input_stage]].forwards_done;
   while (mail.next_input < static_cast<int>(mail.stage0_inputs.size()) &&
          static_cast<std::size_t>(mail.next_input) < done + window) {
     const int mb = mail.stage0_inputs[static_cast<std::size_t>(mail.next_input)];
-    emit(endpoint_kind::driver, 0, input_request{setup.replica, mb});
+    emit(endpoint_kind::driver, 0, input_request{member_of(mail.input_stage), mb});
     ++mail.next_input;
   }
 }
@@ -236,8 +245,9 @@ param_snapshot stage_executor<T>::impl::here_version(const param_snapshot& p) co
 template <class T>
 void stage_executor<T>::impl::send_reduce(const action& a, virtual_stage_state<T>& st) {
   auto g = host_version(std::make_shared<const param_set>(std::move(st.grads)));
-  emit(endpoint_kind::reducer, a.stage,
-       reduce_request{a.stage, setup.replica, st.latest, std::move(g)});
+  // With routes, the reducer of the stage's piece, which the copies on every route meet.
+  const int piece = plan.piece_of(a.stage);
+  emit(endpoint_kind::reducer, piece, reduce_request{piece, member_of(a.stage), st.latest, std::move(g)});
   st.reduce_sent = true;
   if (wait_start < 0) wait_start = now();
 }
@@ -316,19 +326,19 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
   h.input = std::move(job.kept);
   h.stash_bytes = stash_bytes(out.saved);
   h.bytes = h.stash_bytes;
-  if (a.stage == plan.virtual_stages - 1) {
+  if (plan.ends_route(a.stage)) {
     const double loss = static_cast<double>(loss_value<T>(out.output));
     if (!std::isfinite(loss)) {
       std::ostringstream o;
       o << "the loss is not finite (" << loss << ")";
       throw pipeworks_error(o.str());
     }
-    const loss_report rep{setup.replica, a.microbatch, loss};
+    const loss_report rep{member_of(a.stage), a.microbatch, loss};
     if (setup.checkpoint_every > 0) reports.recent_losses[a.microbatch] = rep;
     emit(endpoint_kind::driver, 0, rep);
   } else {
     activation_msg next{setup.replica, a.stage + 1, a.microbatch,
-                        a.stage == 0 ? v : job.in.version,
+                        plan.starts_route(a.stage) ? v : job.in.version,
                         tensor_payload(to_wire(std::move(out.output), rank_of_stage(a.stage + 1))),
                         job.in.ctx};
     if (plan.device_of[a.stage + 1] == setup.device) {
@@ -357,7 +367,7 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
   st.held.emplace(a.microbatch, std::move(h));
   release_versions(st);
   st.note_peaks();
-  if (a.stage == 0) request_inputs();
+  if (a.stage == mail.input_stage) request_inputs();
 }
 
 template <class T>
@@ -387,8 +397,9 @@ compute_job<T> stage_executor<T>::impl::begin_backward(const action& a) {
   // Offloaded: back onto the device (a copy from page-locked memory, on the rank's stream).
   if (setup.offload.activations)
     move_held(*job.held, [&](tensor t) { return context.adopt(std::move(t)); });
-  if (a.stage == plan.virtual_stages - 1) {
-    const int parts = plan.params.microbatches * plan.params.replicas;  // m * w
+  if (plan.ends_route(a.stage)) {
+    // m * w (per route: every route's microbatches are the step's)
+    const int parts = plan.params.microbatches * plan.params.replicas * plan.routes;
     job.dout = scalar_tensor<T>(T(1) / static_cast<T>(parts));
   } else {
     auto node = mail.inbox_b.extract({a.stage, a.microbatch});
@@ -430,10 +441,11 @@ void stage_executor<T>::impl::end_backward(compute_job<T>& job, double t0, doubl
     st.note_peaks();
   }
   tensor din = std::move(job.din);
-  if (a.stage > 0) din = to_wire(std::move(din), rank_of_stage(a.stage - 1));
+  const bool first = plan.starts_route(a.stage);
+  if (!first) din = to_wire(std::move(din), rank_of_stage(a.stage - 1));
   if (fault_here(a, fault_kind::nan) && din.numel() > 0) poison<T>(din);
   trace.record(stream_kind::compute, a, t0, t1, job.version, -1, h.bytes);
-  if (a.stage > 0) {
+  if (!first) {
     if (plan.device_of[a.stage - 1] == setup.device) {
       gradient_msg g{setup.replica, a.stage - 1, a.microbatch, tensor_payload(std::move(din))};
       mail.inbox_b.emplace(message_key{a.stage - 1, a.microbatch},
@@ -501,7 +513,7 @@ void stage_executor<T>::impl::run_weight_grad(const action& a) {
 
 template <class T>
 void stage_executor<T>::impl::run_reduce(const action& a) {
-  if (plan.params.replicas == 1) return;
+  if (plan.reduce_group_size() == 1) return;
   auto& st = state(a.stage);
   if (takes_versions()) {  // the gradient went on to the chain; the next step's starts at zero
     st.reduce_sent = false;
@@ -610,7 +622,7 @@ void stage_executor<T>::impl::run_step(const action& a) {
   bool all_stepped = true;
   for (const auto& other : stages) all_stepped = all_stepped && other.latest > t;
   if (all_stepped) reports.global_sq.erase(t);
-  if (a.stage == plan.virtual_stages - 1) {  // losses of steps before the latest are never needed
+  if (plan.ends_route(a.stage)) {  // losses of steps before the latest are never needed
     auto& losses = reports.recent_losses;     // by a later cut
     losses.erase(losses.begin(), losses.lower_bound(st.latest * plan.params.microbatches));
   }
@@ -715,7 +727,7 @@ void stage_executor<T>::impl::deliver(message msg) {
     if (!runs(a->stage))
       return reject("an activation for stage " + std::to_string(a->stage) +
                     ", which this rank does not run");
-    const bool from_driver = a->stage == 0;
+    const bool from_driver = plan.starts_route(a->stage);
     if (!mail.inbox_f.emplace(key, buffered<activation_msg>{std::move(*a), after, from_driver}).second)
       return reject("a second activation for stage " + std::to_string(key.first) +
                     ", microbatch " + std::to_string(key.second));
@@ -734,10 +746,11 @@ void stage_executor<T>::impl::deliver(message msg) {
       return reject("more credits for stage " + std::to_string(c->stage) + " than its window of " +
                     std::to_string(setup.credit_window));
   } else if (auto* r = std::get_if<reduce_result>(&msg)) {
-    if (!runs(r->stage))
+    const int stage = plan.routes > 1 ? stage_of_piece(r->stage) : r->stage;
+    if (!runs(stage))
       return reject("a reduced gradient for stage " + std::to_string(r->stage) +
                     ", which this rank does not run");
-    auto& st = state(r->stage);
+    auto& st = state(stage);
     if (r->kind == reduce_kind::weights) {
       if (takes_versions()) {  // the p2p reduce's last replica sends each new version unasked
         if (st.gathered)
@@ -772,11 +785,11 @@ std::string stage_executor<T>::impl::waiting_for() const {
     switch (a.kind) {
       case action_kind::forward:
       case action_kind::recv_f:
-        return a.stage == 0 ? "the driver's input"
-                            : "the activation from stage " + std::to_string(a.stage - 1);
+        return plan.starts_route(a.stage) ? "the driver's input"
+                                          : "the activation from stage " + std::to_string(a.stage - 1);
       case action_kind::backward:
       case action_kind::input_grad:
-        if (a.stage == plan.virtual_stages - 1) return "nothing";  // the loss's own gradient
+        if (plan.ends_route(a.stage)) return "nothing";  // the loss's own gradient
         [[fallthrough]];
       case action_kind::recv_b: return "the gradient from stage " + std::to_string(a.stage + 1);
       case action_kind::send_f:
@@ -794,7 +807,7 @@ std::string stage_executor<T>::impl::waiting_for() const {
     const action& f = prog[pc + 1];
     const action& b = prog[pc + 2];
     const bool has_f = mail.inbox_f.count({f.stage, f.microbatch}) > 0;
-    const bool has_b = b.stage == plan.virtual_stages - 1 ||
+    const bool has_b = plan.ends_route(b.stage) ||
                        mail.inbox_b.count({b.stage, b.microbatch}) > 0;
     std::string lacks = has_f ? what(b) : has_b ? what(f) : what(f) + " and " + what(b);
     return to_string(program(prog.begin() + static_cast<std::ptrdiff_t>(pc),
@@ -826,7 +839,7 @@ stage_executor<T>::~stage_executor() = default;
 
 template <class T>
 void stage_executor<T>::start() {
-  if (impl_->index_of[0] >= 0) impl_->request_inputs();
+  impl_->request_inputs();  // a rank that starts a route (input_stage); the others ask nothing
   for (loss_report& l : impl_->reports.resend_losses) impl_->emit(endpoint_kind::driver, 0, l);
   impl_->reports.resend_losses.clear();
 }

@@ -49,7 +49,7 @@ bool all_zero(const param_set& g) {
 template <class T>
 int stage_executor<T>::impl::sender_of(const message& msg) const {
   if (auto* a = std::get_if<activation_msg>(&msg))
-    return a->stage == 0 ? -1 : rank_of_stage(std::max(0, a->stage - 1));
+    return a->stage <= 0 || plan.starts_route(a->stage) ? -1 : rank_of_stage(a->stage - 1);
   const int last = plan.virtual_stages - 1;
   if (auto* g = std::get_if<gradient_msg>(&msg)) return rank_of_stage(std::min(last, g->stage + 1));
   if (auto* c = std::get_if<credit_msg>(&msg)) return rank_of_stage(std::clamp(c->stage, 0, last));
@@ -231,7 +231,9 @@ void stage_executor<T>::impl::restore(rank_state s) {
                           ", but this rank's cut after step " + std::to_string(s.step) + " is at " +
                           std::to_string(cut) + ": the checkpoint was made with another schedule");
   pc = cut;
-  mail.next_input = index_of[0] >= 0 ? static_cast<int>(stages[index_of[0]].forwards_done) : 0;
+  mail.next_input = mail.input_stage >= 0
+                        ? static_cast<int>(stages[index_of[mail.input_stage]].forwards_done)
+                        : 0;
   for (activation_msg& a : s.to_send_f) {
     const message_key key{a.stage - 1, a.microbatch};
     mail.out_f.emplace(key, std::move(a));

@@ -145,6 +145,17 @@ struct stage_executor<T>::impl {
   int rank_of_stage(int s) const { return plan.rank_of(setup.replica, plan.device_of[s]); }
   virtual_stage_state<T>& state(int s);
   bool runs(int s) const { return s >= 0 && s < plan.virtual_stages && index_of[s] >= 0; }
+  // Routes (dualpipe): the driver and the reducer count the copies of a stage on route r of
+  // replica q as member r * w + q, each with its own microbatches; with one route, the replica.
+  int member_of(int s) const {
+    return (s / plan.route_stages()) * plan.params.replicas + setup.replica;
+  }
+  // The stage of this rank whose piece a reducer's answer names (with one route, the stage).
+  int stage_of_piece(int piece) const {
+    for (const auto& st : stages)
+      if (plan.piece_of(st.stage) == piece) return st.stage;
+    return -1;
+  }
   int total() const { return plan.total_microbatches(); }
   void emit(endpoint_kind kind, int index, message msg);
   void request_inputs();

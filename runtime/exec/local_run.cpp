@@ -51,7 +51,9 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
 
   local_run_result out;
   out.credit_window = run.credit_window;
-  // One FIFO queue per link (sender, receiver); -1 is the driver, -2 - s the reducer of stage s.
+  // One FIFO queue per link (sender, receiver); -1 is the driver, -2 - s the reducer of stage s
+  // (with routes, of piece s, whose members are every replica's copy on every route).
+  const int members = s.reduce_group_size();
   std::map<std::pair<int, int>, std::deque<message>> links;
   std::map<int, gradient_reducer> reducers;
   driver_core driver(run.programs, data, {}, first, options.resume_samples);
@@ -66,14 +68,16 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
       case endpoint_kind::rank: links[{sender, o.to.index}].push_back(std::move(o.msg)); break;
       case endpoint_kind::reducer: {
         auto& req = std::get<reduce_request>(o.msg);
-        auto it = reducers.try_emplace(req.stage, req.stage, w, s.params.reduce).first;
+        auto it = reducers.try_emplace(req.stage, req.stage, members, s.params.reduce).first;
         auto done = it->second.add(std::move(req));
         if (!done) return fail(done.message());
         if (*done)
-          for (int r = 0; r < w; ++r)
-            if ((**done)[static_cast<std::size_t>(r)].sum)  // p2p answers some replicas only
-              links[{-2 - it->first, s.rank_of(r, s.device_of[it->first])}].push_back(
-                  std::move((**done)[static_cast<std::size_t>(r)]));
+          for (int j = 0; j < members; ++j) {
+            const int stage = (j / w) * s.route_stages() + it->first;  // member j's copy
+            if ((**done)[static_cast<std::size_t>(j)].sum)  // p2p answers some replicas only
+              links[{-2 - it->first, s.rank_of(j % w, s.device_of[stage])}].push_back(
+                  std::move((**done)[static_cast<std::size_t>(j)]));
+          }
         break;
       }
       case endpoint_kind::driver: {
@@ -109,7 +113,8 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
       } else {
         std::vector<param_set> mine;
         for (int st = 0; st < S; ++st)
-          if (s.device_of[st] == su.device) mine.push_back(parts[static_cast<std::size_t>(st)].clone());
+          if (s.device_of[st] == su.device)
+            mine.push_back(parts[static_cast<std::size_t>(s.piece_of(st))].clone());
         ranks.push_back(std::make_unique<stage_executor<T>>(mdl, std::move(su), std::move(mine), sink));
       }
     } catch (const std::exception& e) {

@@ -125,6 +125,22 @@ result<std::vector<param_set>> reference_train(const model<T>& m, const schedule
                                                const std::vector<int>& boundaries,
                                                const param_set& initial, const train_config& cfg,
                                                const minibatch_fn& data) {
+  if (plan.routes > 1) {
+    // Routes (dualpipe): each route's copy of a stage is a data-parallel replica of it, member
+    // r * w + q, with the route's own microbatches; the copies' summed gradient makes every
+    // copy's next version. So the reference is that of one route over w * routes replicas
+    // (GPipe's, a flush: the same versions), each copy taking its stage's weights.
+    auto one = make_schedule(schedule_kind::gpipe,
+                             {plan.route_stages(), plan.params.microbatches, 1,
+                              plan.params.replicas * plan.routes, plan.params.steps});
+    if (!one) return make_error("reference: " + one.message());
+    auto pieces = reference_train(m, *one, boundaries, initial, cfg, data);
+    if (!pieces) return pieces.err();
+    std::vector<param_set> out;
+    for (int s = 0; s < plan.virtual_stages; ++s)
+      out.push_back((*pieces)[static_cast<std::size_t>(plan.piece_of(s))].clone());
+    return out;
+  }
   if (status s = check_inputs(m.size(), plan, boundaries, initial, dtype_of<T>()); !s)
     return make_error(s.message());
   if (status s = validate(cfg); !s) return make_error("reference: " + s.message());
