@@ -98,10 +98,14 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   // Across processes with w > 1 the gradient sum is an all-reduce between the replicas: one share
   // per replica and stage, in its rank's process; else one reducer per stage, here.
   const bool sharded = workers > 0 && plan.replicas > 1;
+  if (sharded && programs.routes > 1)
+    return make_error("dualpipe with --replicas 2 or more runs in one process for now: its "
+                      "stages' copies on two routes are not yet reduced across processes; drop "
+                      "--workers, or run --replicas 1 over workers");
   wiring.reducers.resize(static_cast<std::size_t>(sharded ? plan.replicas * V : V));
   if (plan.detached && workers == 0) {  // each rank and reducer a thread of its own
     const std::size_t threads = static_cast<std::size_t>(programs.ranks()) +
-                                (plan.replicas > 1 ? static_cast<std::size_t>(V) : 0);
+                                (programs.reduce_group_size() > 1 ? static_cast<std::size_t>(V) : 0);
     if (status fits = check_thread_budget(threads); !fits)
       return make_error("the run's detached actors: " + fits.message() +
                         "; use --actors pooled (ranks share a pool of threads), or fewer "
@@ -118,7 +122,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
       if (!spec.resume)
         for (int s = 0; s < V; ++s)
           if (programs.device_of[static_cast<std::size_t>(s)] == device)
-            initial.push_back(pieces[static_cast<std::size_t>(s)].clone());
+            initial.push_back(pieces[static_cast<std::size_t>(programs.piece_of(s))].clone());
       if (process > 0) {
         host_request& q = requests[static_cast<std::size_t>(process - 1)];
         q.ranks.push_back(r);
@@ -153,11 +157,13 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
     for (int k = 1; k <= workers; ++k)
       if (!requests[static_cast<std::size_t>(k - 1)].ranks.empty())
         out.requests.emplace_back(k, std::move(requests[static_cast<std::size_t>(k - 1)]));
-    if (plan.replicas > 1 && !sharded)
-      for (int s = 0; s < V; ++s)
+    // With routes (dualpipe) one reducer per piece of the model, which every replica's copies
+    // on every route meet.
+    if (programs.reduce_group_size() > 1 && !sharded)
+      for (int s = 0; s < programs.route_stages(); ++s)
         wiring.reducers[static_cast<std::size_t>(s)] =
-            spawn_reducer(sys, plan.detached && workers == 0, s, plan.replicas, plan.reduce,
-                          spec.driver, spec.link);
+            spawn_reducer(sys, plan.detached && workers == 0, s, programs.reduce_group_size(),
+                          plan.reduce, spec.driver, spec.link);
   } catch (const std::exception& e) {
     for (const caf::actor& a : wiring.ranks)
       if (a) caf::anon_send_exit(a, caf::exit_reason::kill);

@@ -194,6 +194,10 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
   res.boundaries = run.boundaries;
   res.weights = std::move(outcome->weights);
   res.weight_steps = std::move(outcome->weight_steps);
+  // The model's stages: one route's (dualpipe's other copies hold the same weights).
+  const auto model_stages = static_cast<std::size_t>(run.plan.model_stages());
+  if (res.weights.size() > model_stages) res.weights.resize(model_stages);
+  if (res.weight_steps.size() > model_stages) res.weight_steps.resize(model_stages);
   res.stages = std::move(outcome->stages);
   res.last = outcome->last;
   res.steps_done = outcome->steps_done;

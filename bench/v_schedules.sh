@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark: gpt-small on 4 CPU stages with 1F1B, ZB-H1, ZBV and DualPipeV: each one's measured
-# time per step against the simulator's prediction from the same run's profile, and against 1F1B.
+# Benchmark: gpt-small on 4 CPU stages with 1F1B, ZB-H1, ZBV, DualPipeV and DualPipe: each one's
+# measured time per step against the simulator's prediction from the same run's profile, and
+# against 1F1B.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 batch="${BATCH:-16}"
-microbatches="${MICROBATCHES:-8}"   # DualPipeV needs m >= 2p = 8
+microbatches="${MICROBATCHES:-8}"   # DualPipeV and DualPipe need m >= 2p = 8
 steps="${STEPS:-10}"                # the first is warm-up, not counted
 repeats="${REPEATS:-5}"             # runs of each schedule, in turns; the fastest is kept
 # Each stage is a device of SPEED cores (ranks of a --plan, throttled: a rank sleeps
@@ -14,7 +15,7 @@ repeats="${REPEATS:-5}"             # runs of each schedule, in turns; the faste
 # all four compute at once (0.5 asks both cores, and contention then inflates the times); 1 runs
 # them unthrottled, sharing the cores, where a schedule's bubbles cost nothing.
 speed="${SPEED:-0.25}"
-schedules="${SCHEDULES:-1f1b zb-h1 zbv dualpipev}"
+schedules="${SCHEDULES:-1f1b zb-h1 zbv dualpipev dualpipe}"
 # PIPEWORKS_BIN_DIR: use binaries already built there instead of building build/.
 bin="${PIPEWORKS_BIN_DIR:-build/bin}"
 [ -n "${PIPEWORKS_BIN_DIR:-}" ] || scripts/build.sh >/dev/null

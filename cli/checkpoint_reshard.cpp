@@ -82,7 +82,7 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
   to.split.clear();
   if (to.schedule) {
     if (!o.split.empty()) {
-      auto b = parse_split(o.split, net.size(), to.virtual_stages());
+      auto b = parse_split(o.split, net.size(), to.model_stages());
       if (!b) throw CLI::ValidationError("--split", b.message());
       to.split.assign(b->begin(), b->end() - 1);
     }

@@ -222,7 +222,7 @@ run_plan plan_from_flags(const train_options& o, run_plan p, bool all, int threa
     p.split.clear();
     if (!f.split.empty()) {
       const int blocks = build_model<float>(p.model).size();
-      auto b = parse_split(f.split, blocks, p.virtual_stages());
+      auto b = parse_split(f.split, blocks, p.model_stages());
       if (!b) throw CLI::ValidationError("--split", b.message());
       p.split.assign(b->begin(), b->end() - 1);
     }

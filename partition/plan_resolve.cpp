@@ -115,7 +115,7 @@ result<resolved_plan> resolve_plan(run_plan plan, const model<T>& net, const sam
   }
   resolved_plan out;
   if (plan.schedule && plan.split.empty()) {
-    auto b = even_split(net.costs(), plan.virtual_stages());
+    auto b = even_split(net.costs(), plan.model_stages());
     if (!b) return b.err();
     plan.split.assign(b->begin(), b->end() - 1);
   }

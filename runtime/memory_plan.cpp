@@ -52,9 +52,9 @@ struct walked_stage {
 std::vector<stage_memory> predict_memory(const schedule& s, const std::vector<stage_bytes>& bytes,
                                          recompute_mode mode, int credit_window) {
   const int S = s.virtual_stages;
-  if (static_cast<int>(bytes.size()) != S)
+  if (static_cast<int>(bytes.size()) != s.route_stages())  // with routes, per piece of the model
     throw pipeworks_error("predict_memory: " + std::to_string(bytes.size()) + " stage sizes for " +
-                          std::to_string(S) + " virtual stages");
+                          std::to_string(s.route_stages()) + " stages of the model");
   std::vector<stage_memory> out(static_cast<std::size_t>(S));
   for (int st = 0; st < S; ++st) out[st].stage = st;
   for (const program& prog : s.programs) {
@@ -71,7 +71,7 @@ std::vector<stage_memory> predict_memory(const schedule& s, const std::vector<st
     for (const action& a : prog) {
       if (!stages.count(a.stage)) continue;
       walked_stage& w = stages[a.stage];
-      const stage_bytes& b = bytes[static_cast<std::size_t>(a.stage)];
+      const stage_bytes& b = bytes[static_cast<std::size_t>(s.piece_of(a.stage))];
       switch (a.kind) {
         case action_kind::forward: {
           const int v = s.versions.at(a.stage).at(a.microbatch).forward;
@@ -132,13 +132,13 @@ std::vector<stage_memory> predict_memory(const schedule& s, const std::vector<st
   }
   for (int st = 0; st < S; ++st) {
     stage_memory& o = out[static_cast<std::size_t>(st)];
-    const stage_bytes& b = bytes[static_cast<std::size_t>(st)];
+    const stage_bytes& b = bytes[static_cast<std::size_t>(s.piece_of(st))];
     o.weights = o.peak_versions * b.weights;
     o.gradients = b.weights;
     o.moments = b.moments;
     o.workspace = b.workspace;
     const std::int64_t window = credit_window > 0 ? credit_window : s.params.microbatches;
-    o.messages = window * ((st + 1 < S ? b.output : 0) + (st > 0 ? b.input : 0));
+    o.messages = window * ((s.ends_route(st) ? 0 : b.output) + (s.starts_route(st) ? 0 : b.input));
   }
   return out;
 }

@@ -142,14 +142,17 @@ std::optional<plan_issue> check_single_device(const run_plan& p) {
 }
 
 std::optional<plan_issue> check_split(const run_plan& p, int blocks) {
-  const int V = p.virtual_stages();
+  const int V = p.model_stages();
+  const std::string what = V == p.virtual_stages()
+                               ? " virtual stages ({schedule.stages} x {schedule.chunks})"
+                               : " stages of the model (each held twice, one per route)";
   if (blocks < V)
-    return issue("schedule.stages", str(V) + " virtual stages ({schedule.stages} x {schedule.chunks}) "
-                                    "but the model has only " + str(blocks) + " blocks");
+    return issue("schedule.stages", str(V) + what + " but the model has only " + str(blocks) +
+                                        " blocks");
   if (p.split.empty()) return std::nullopt;
   if (static_cast<int>(p.split.size()) != V)
     return issue("split", "names " + str(static_cast<std::int64_t>(p.split.size())) +
-                              " first blocks, but there are " + str(V) + " virtual stages");
+                              " first blocks, but there are " + str(V) + what);
   if (p.split[0] != 0) return issue("split", "must start at block 0");
   for (std::size_t i = 1; i < p.split.size(); ++i)
     if (p.split[i] <= p.split[i - 1])
@@ -193,6 +196,10 @@ std::optional<plan_issue> check_auto_partition(const run_plan& p) {
     return issue("auto_partition", "chooses the stages, replicas and split: leave "
                                    "{schedule.stages}, {schedule.replicas}, {schedule.chunks}, "
                                    "{split} and {ranks} unset");
+  if (default_routes(*p.schedule) > 1)
+    return issue("auto_partition", "does not plan dualpipe yet: no planner cuts a model for its "
+                                   "two routes' mirrored copies; give {schedule.stages} (even) and "
+                                   "{split}, or plan dualpipev with the V planner");
   if (p.auto_partition->planner == planner_kind::two_bw && *p.schedule != schedule_kind::two_bw)
     return issue("auto_partition.planner", "2bw plans for {schedule.kind} 2bw, not " +
                                                std::string(schedule_name(*p.schedule)));
@@ -396,8 +403,9 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
                                  "{schedule.replicas} is 1: give 2 or more, or drop it");
   if (auto i = check_reduce(p)) return i;
   if (auto i = check_split(p, blocks)) return i;
-  if (!executor_runs(*p.schedule) && p.programs.empty())
-    return issue("schedule.kind", dualpipe_train_refusal);
+  if (default_routes(*p.schedule) > 1 && p.zero > 0)
+    return issue("runtime.zero", "does not shard dualpipe's stages, whose two copies already sum "
+                                 "their gradients on mirrored devices: drop it");
   const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1, p.reduce};
   if (auto s = make_schedule(*p.schedule, sp); !s && p.programs.empty())
     return issue("schedule.kind", s.message());

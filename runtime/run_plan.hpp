@@ -142,6 +142,11 @@ struct run_plan {
   process_spec processes;
 
   int virtual_stages() const { return stages * chunks; }
+  // The stages the model is cut into ({split}'s entries): the virtual stages of one route
+  // (dualpipe's two routes hold every stage twice).
+  int model_stages() const {
+    return schedule ? virtual_stages() / default_routes(*schedule) : virtual_stages();
+  }
   int rank_count() const { return schedule ? stages * replicas : 1; }
   // The clip scope the schedule allows: global for `none` and flush schedules (the squared norms
   // of all stages are summed before STEP), per stage for the asynchronous ones.

@@ -33,16 +33,6 @@ bool splits_backward(schedule_kind k);
 // Routes through the virtual stages: 1, or 2 for dualpipe, whose microbatches enter from both
 // ends (see schedule::routes).
 int default_routes(schedule_kind k);
-// Whether the executor (`train`) runs the kind: every kind but dualpipe, which `schedule`,
-// `simulate` and the validator take, but whose two routes (data fed at both ends, each stage's
-// mirrored copies summing their gradients) the executor, the reference and the checkpoints do
-// not yet follow. dualpipe_train_refusal says so to a user.
-bool executor_runs(schedule_kind k);
-inline constexpr const char* dualpipe_train_refusal =
-    "dualpipe runs in `pipeworks schedule` and `pipeworks simulate`, but `train` does not run it "
-    "yet: its executor takes one route through the stages, and dualpipe feeds microbatches from "
-    "both ends through two mirrored copies of every stage. Train with dualpipev, DualPipe cut in "
-    "half on the V placement, which has the same bubble at half the devices";
 
 // How the replicas of a stage combine their gradients (runtime.reduce).
 //  collective: REDUCE is an all-reduce that every replica reaches before any goes on.

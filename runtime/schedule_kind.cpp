@@ -100,8 +100,6 @@ bool splits_backward(schedule_kind k) {
 
 int default_routes(schedule_kind k) { return k == schedule_kind::dualpipe ? 2 : 1; }
 
-bool executor_runs(schedule_kind k) { return k != schedule_kind::dualpipe; }
-
 std::string_view reduce_mode_name(reduce_mode m) {
   return m == reduce_mode::p2p ? "p2p" : "collective";
 }

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 bin="${PIPEWORKS_BIN_DIR:-build/bin}/pipeworks"
 [ -x "$bin" ] || { echo "resume-grid: $bin not found; run scripts/build.sh first" >&2; exit 2; }
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-workers=0 trials=100 steps="" every="" schedules="gpipe,1f1b,interleaved,zb-h1,zb-h2,bfs,zbv,v-half,v-min,dualpipev,pipedream,pipedream-vs,2bw,cyclic,cyclic-p2p"
+workers=0 trials=100 steps="" every="" schedules="gpipe,1f1b,interleaved,zb-h1,zb-h2,bfs,zbv,v-half,v-min,dualpipev,dualpipe,pipedream,pipedream-vs,2bw,cyclic,cyclic-p2p"
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,9 +43,11 @@ trap cleanup EXIT
 head -c 200000 /usr/share/games/fortunes/fortunes > "$work/text.txt" 2>/dev/null ||
   { echo "resume-grid: needs Debian's fortunes package (scripts/install-deps.sh)" >&2; exit 2; }
 
-shape() {  # the stages, chunks and replicas of each schedule (w = 2 everywhere)
+shape() {  # the stages, chunks and replicas of each schedule (w = 2 everywhere but one)
   case "$1" in
     interleaved|bfs) echo "--stages 2 --chunks 2 --replicas 2" ;;
+    # dualpipe's copies are reduced across processes only with one replica (so far)
+    dualpipe) if [ "$workers" = 1 ]; then echo "--stages 2"; else echo "--stages 2 --replicas 2"; fi ;;
     *) echo "--stages 2 --replicas 2" ;;
   esac
 }

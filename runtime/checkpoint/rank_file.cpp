@@ -306,10 +306,15 @@ class reader {
   }
   // The stage's layout filled from tensors prefix + each name.
   result<param_set> params(int stage, const std::string& prefix) const {
-    if (stage < 0 || stage + 1 >= static_cast<int>(b_.size()))
+    // The boundaries cut the model into its stages; a virtual stage past them is a copy of stage
+    // (stage mod that count) on a schedule's second route (dualpipe, at most 2). Whether the rank
+    // runs that stage at all the executor checks against its program when it takes the state.
+    const int pieces = static_cast<int>(b_.size()) - 1;
+    if (stage < 0 || pieces < 1 || stage >= 2 * pieces)
       return fail("stage " + std::to_string(stage) + " is not one of the run's " +
-                  std::to_string(b_.size() - 1) + " virtual stages");
-    param_set p = m_.make_params(b_[stage], b_[stage + 1]);
+                  std::to_string(std::max(pieces, 0)) + " stages (or their copies on a second route)");
+    const int piece = stage % pieces;
+    param_set p = m_.make_params(b_[piece], b_[piece + 1]);
     const std::size_t size = dtype_size(p.type());
     for (const param_entry& e : p.entries()) {
       auto t = tensor_of(prefix + e.name, p.type(), e.shape);

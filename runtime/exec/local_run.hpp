@@ -32,7 +32,9 @@ struct local_run_options {
 };
 
 struct local_run_result {
-  std::vector<param_snapshot> weights;          // per virtual stage, replica 0's latest
+  // Per virtual stage, replica 0's latest (with routes the model's stages are the first
+  // route_stages(); dualpipe's copies on the other route hold the same weights).
+  std::vector<param_snapshot> weights;
   std::vector<param_snapshot> replica_weights;  // per (replica, virtual stage): r * S + s
   std::vector<stage_stats> stages;              // per virtual stage, the max over replicas
   std::vector<step_metrics> steps;              // each step this run completed, in order

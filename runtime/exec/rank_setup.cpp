@@ -32,9 +32,9 @@ result<lowered_run> lower_run(run_plan plan, int blocks) {
     out.plan = std::move(plan);
     return out;
   }
-  const int V = plan.virtual_stages();
+  const int V = plan.model_stages();
   if (plan.split.empty()) {
-    if (V != 1) return make_error("the plan's split is not resolved (" + std::to_string(V) + " virtual stages)");
+    if (V != 1) return make_error("the plan's split is not resolved (" + std::to_string(V) + " stages)");
     plan.split = {0};
   }
   out.boundaries = plan.split;

@@ -1,10 +1,12 @@
 // `pipeworks train/schedule/simulate --schedule zbv|v-half|v-min|dualpipev`: at the default flags
 // each ends with the weights of --schedule none bit for bit, takes its two chunks per device
-// without --chunks, and refuses another chunk count by name (exit 2).
+// without --chunks, and refuses another chunk count by name (exit 2). dualpipe ends with the
+// weights of 1F1B over twice the replicas, in one process and over a worker.
 #include <catch2/catch.hpp>
 
 #include "fixtures.hpp"
 #include "run_cli.hpp"
+#include "worker_cli.hpp"
 
 using namespace pipeworks::cli_test;
 
@@ -67,7 +69,7 @@ TEST_CASE("train --auto-partition plans a V schedule with the V planner", "[cli]
   CHECK(contains(r.out, "two stages each, a V"));
 }
 
-TEST_CASE("dualpipe runs in schedule and simulate, and train refuses it by name", "[cli]") {
+TEST_CASE("dualpipe runs in schedule and simulate and refuses an odd stage count", "[cli]") {
   const cli_result shown =
       run_cli({"schedule", "--schedule", "dualpipe", "--stages", "4", "--microbatches", "8"});
   REQUIRE(shown.exit_code == 0);
@@ -81,12 +83,57 @@ TEST_CASE("dualpipe runs in schedule and simulate, and train refuses it by name"
       run_cli({"schedule", "--schedule", "dualpipe", "--stages", "3", "--microbatches", "6"});
   CHECK(odd.exit_code == 2);
   CHECK(odd.err.find("even stage count") != std::string::npos);
+}
 
+TEST_CASE("train dualpipe ends with the bits of 1F1B over twice the replicas, also over workers",
+          "[cli][workers]") {
+  // DualPipe is data parallelism over its two routes: each copy of a stage sums its route's
+  // microbatches, and the copies' sum makes the next version, as two replicas' does.
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());
-  const cli_result r = run_cli(gpt_tiny_train(
-      dir / "text.txt", 1, {"--schedule", "dualpipe", "--stages", "2", "--microbatches", "4"}));
-  CHECK(r.exit_code == 2);
-  CHECK(r.err.find("`train` does not run it yet") != std::string::npos);
-  CHECK(r.err.find("Train with dualpipev") != std::string::npos);
+  auto train = [&](std::vector<std::string> more, const std::string& name) {
+    const std::string file = dir / (name + ".safetensors");
+    more.insert(more.end(), {"--stages", "2", "--save", file});
+    const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 3, more));
+    INFO(name << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return read_file(file);
+  };
+  for (int w : {1, 2}) {
+    INFO("w = " << w);
+    const std::string ws = std::to_string(w), twice = std::to_string(2 * w);
+    const std::string dual =
+        train({"--schedule", "dualpipe", "--microbatches", "4", "--replicas", ws}, "dual" + ws);
+    REQUIRE(!dual.empty());
+    CHECK(dual == train({"--schedule", "1f1b", "--microbatches", "2", "--replicas", twice},
+                        "dp" + ws));
+  }
+  worker_cli a;
+  CHECK(train({"--schedule", "dualpipe", "--microbatches", "4", "--workers", a.address()},
+              "workers") == read_file(dir / "dual1.safetensors"));
+  // A checkpoint of step 2 resumes to the same bits (each rank file holds both of its copies).
+  const std::string ckpt = dir / "ck";
+  run_ok(gpt_tiny_train(dir / "text.txt", 3,
+                        {"--schedule", "dualpipe", "--stages", "2", "--microbatches", "4",
+                         "--save-every", "2", "--checkpoint-dir", ckpt}));
+  REQUIRE(has_manifest(ckpt, 2));
+  check_resumes_to(ckpt, dir / "dual1.safetensors");
+  // Across processes the copies are reduced with one replica only, so far; ZeRO is refused.
+  const cli_result sharded = run_cli(gpt_tiny_train(
+      dir / "text.txt", 1,
+      {"--schedule", "dualpipe", "--stages", "2", "--microbatches", "4", "--replicas", "2",
+       "--workers", a.address()}));
+  CHECK(sharded.exit_code != 0);
+  CHECK(sharded.err.find("dualpipe with --replicas 2 or more runs in one process") !=
+        std::string::npos);
+  const cli_result zero = run_cli(gpt_tiny_train(
+      dir / "text.txt", 1,
+      {"--schedule", "dualpipe", "--stages", "2", "--microbatches", "4", "--replicas", "2",
+       "--zero", "1"}));
+  CHECK(zero.exit_code == 2);
+  CHECK(zero.err.find("does not shard dualpipe's stages") != std::string::npos);
+  const cli_result planned = run_cli(gpt_tiny_train(
+      dir / "text.txt", 1, {"--schedule", "dualpipe", "--microbatches", "4", "--auto-partition"}));
+  CHECK(planned.exit_code == 2);
+  CHECK(planned.err.find("does not plan dualpipe yet") != std::string::npos);
 }

@@ -27,7 +27,7 @@ bool check_prediction(const semantics_case& c, recompute_mode mode, std::uint64_
   const model<float> mdl = make_gpt<float>(tiny_gpt(S));
   const param_set initial = mdl.init_params(7);
   train_config cfg = semantics_train(steps, c.m, true);
-  lowered_run run = local_lowered_run(plan, even_blocks(mdl.size(), S), cfg);
+  lowered_run run = local_lowered_run(plan, even_blocks(mdl.size(), plan->route_stages()), cfg);
   run.plan.recompute = mode;
   run.plan.zero = zero;
   const std::int64_t B = 2 * c.m * c.w;

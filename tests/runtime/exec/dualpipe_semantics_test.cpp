@@ -1,7 +1,8 @@
 // DualPipe on the stage executors, on one thread (run_local): microbatches fed from both ends,
 // each stage's two copies meeting at REDUCE on mirrored devices. Every copy ends with the weights
 // of the sequential reference, bit for bit, in order and in random message orders, and those are
-// the weights of the same pipeline run as 1F1B over twice the replicas (each route a replica).
+// the weights of the same pipeline run as 1F1B over twice the replicas (each route a replica),
+// also with each overlapped F and B run at once on two threads.
 #include <catch2/catch.hpp>
 #include <memory>
 
@@ -24,9 +25,9 @@ struct dualpipe_case {
 
 // The run's weights of every virtual stage, against the reference and, for each piece, against
 // 1F1B with 2w replicas of m/2 microbatches on the same data.
-void check(const dualpipe_case& c, std::uint64_t seed) {
+void check(const dualpipe_case& c, std::uint64_t seed, int threads = 0) {
   INFO((c.gpt ? "gpt-tiny" : "mlp") << " p=" << c.p << " m=" << c.m << " w=" << c.w
-                                    << " seed=" << seed);
+                                    << " seed=" << seed << " threads=" << threads);
   auto made = make_schedule(schedule_kind::dualpipe, {c.p, c.m, 2, c.w, steps});
   REQUIRE(made.ok());
   auto plan = std::make_shared<const schedule>(lower_communication(*made));
@@ -43,6 +44,7 @@ void check(const dualpipe_case& c, std::uint64_t seed) {
   };
   local_run_options o;
   o.order_seed = seed;
+  o.threads = threads;  // with 2, each OVERLAP_F_B pair runs its F and B at once
   auto run = run_local(mdl, local_lowered_run(plan, bounds, cfg), initial, data, std::move(o));
   INFO((run.ok() ? std::string() : run.message()));
   REQUIRE(run.ok());
@@ -79,4 +81,6 @@ TEST_CASE("dualpipe on the executors equals its reference: mlp",
 TEST_CASE("dualpipe on the executors equals its reference: gpt-tiny", "[runtime][semantics]") {
   for (int p : {2, 4})
     for (int w : {1, 2}) check({true, p, 2 * p, w}, 3);
+  check({true, 2, 6, 1}, 5, 2);
+  check({false, 4, 8, 2}, 1, 2);
 }

@@ -163,8 +163,9 @@ TEST_CASE("min_credit_window is the smallest window that finishes and one less d
       if (!s) continue;
       auto plan = std::make_shared<const schedule>(lower_communication(*s));
       const int window = min_credit_window(*plan);
-      std::vector<int> b;
-      for (int i = 0; i <= plan->virtual_stages; ++i) b.push_back(i * net.size() / plan->virtual_stages);
+      std::vector<int> b;  // the model's stages: one route's (dualpipe holds each twice)
+      const int L = plan->route_stages();
+      for (int i = 0; i <= L; ++i) b.push_back(i * net.size() / L);
       minibatch_fn data = [&](std::int64_t t) -> result<minibatch> {
         return pipeworks::test::semantics_data(false, 2 * p, t, dtype::f32);
       };

@@ -28,7 +28,7 @@ void check_on_gpu(const semantics_case& c, placement where) {
   const int S = plan->virtual_stages;
   model<float> mdl = c.gpt ? make_gpt<float>(tiny_gpt(S)) : make_mlp<float>(small_mlp());
   const param_set initial = mdl.init_params(7);
-  const std::vector<int> b = even_blocks(mdl.size(), S);
+  const std::vector<int> b = even_blocks(mdl.size(), plan->route_stages());
   const train_config cfg = semantics_train(steps, c.m, c.gpt);
   const std::int64_t B = 2 * c.m * c.w;
   minibatch_fn data = [&](std::int64_t t) -> result<minibatch> {

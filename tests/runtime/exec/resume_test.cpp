@@ -51,7 +51,7 @@ void check_resume(const resume_case& rc) {
   const int S = plan->virtual_stages;
   model<float> mdl = c.gpt ? make_gpt<float>(tiny_gpt(S)) : make_mlp<float>(small_mlp());
   const param_set initial = mdl.init_params(7);
-  const std::vector<int> b = even_blocks(mdl.size(), S);
+  const std::vector<int> b = even_blocks(mdl.size(), plan->route_stages());
   train_config cfg = semantics_train(rc.steps, c.m, c.gpt);
   if (c.kind == schedule_kind::two_bw || c.kind == schedule_kind::pipedream)
     cfg.optim = default_optimizer_config(optimizer_kind::adamw);  // moments to restore too

@@ -32,13 +32,7 @@ struct semantics_case {
   schedule_params params(int steps) const { return {p, m, v, w, steps, reduce}; }
 };
 
-// Every kind the executor runs (executor_runs: all but dualpipe).
-inline const std::vector<schedule_kind> all_kinds = [] {
-  std::vector<schedule_kind> out;
-  for (schedule_kind k : every_schedule_kind())
-    if (executor_runs(k)) out.push_back(k);
-  return out;
-}();
+inline const std::vector<schedule_kind>& all_kinds = every_schedule_kind();
 
 // p in {2, 3, 4}, m in {1, p-1, p, 2p+1}, w in {1, 2}; v = 2 for the schedules that interleave
 // and the V schedules.
@@ -150,7 +144,7 @@ inline std::optional<case_run> make_case_run(const semantics_case& c, int steps,
   const int S = plan->virtual_stages;
   model<float> mdl = c.gpt ? make_gpt<float>(tiny_gpt(S)) : make_mlp<float>(small_mlp());
   param_set initial = mdl.init_params(7);
-  std::vector<int> bounds = even_blocks(mdl.size(), S);
+  std::vector<int> bounds = even_blocks(mdl.size(), plan->route_stages());  // dualpipe: p pieces
   train_config cfg = semantics_train(steps, c.m, c.gpt);
   if (adamw || c.kind == schedule_kind::two_bw || c.kind == schedule_kind::pipedream)
     cfg.optim = default_optimizer_config(optimizer_kind::adamw);
