@@ -14,18 +14,25 @@ namespace {
 
 constexpr const char* v_kinds[] = {"zbv", "v-half", "v-min", "dualpipev"};
 
+// Trains gpt-tiny 3 steps on dir/text.txt with `more` and returns the saved file's bytes.
+std::string train_bytes(const scratch_dir& dir, std::vector<std::string> more,
+                        const std::string& name) {
+  const std::string file = dir / (name + ".safetensors");
+  more.insert(more.end(), {"--save", file});
+  const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 3, more));
+  INFO(name << ": " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return read_file(file);
+}
+
 }  // namespace
 
 TEST_CASE("train with each V schedule ends with the bits of schedule none", "[cli]") {
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());
   auto train = [&](std::vector<std::string> more, const std::string& name) {
-    const std::string file = dir / (name + ".safetensors");
-    more.insert(more.end(), {"--microbatches", "4", "--save", file});
-    const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 3, more));
-    INFO(name << ": " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return read_file(file);
+    more.insert(more.end(), {"--microbatches", "4"});
+    return train_bytes(dir, std::move(more), name);
   };
   const std::string none = train({"--schedule", "none"}, "none");
   REQUIRE(!none.empty());
@@ -92,12 +99,8 @@ TEST_CASE("train dualpipe ends with the bits of 1F1B over twice the replicas, al
   scratch_dir dir;
   write_file(dir / "text.txt", small_text());
   auto train = [&](std::vector<std::string> more, const std::string& name) {
-    const std::string file = dir / (name + ".safetensors");
-    more.insert(more.end(), {"--stages", "2", "--save", file});
-    const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 3, more));
-    INFO(name << ": " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return read_file(file);
+    more.insert(more.end(), {"--stages", "2"});
+    return train_bytes(dir, std::move(more), name);
   };
   for (int w : {1, 2}) {
     INFO("w = " << w);
