@@ -170,11 +170,13 @@ class driver_state {
       watch(tracer_, {who_kind::tracer, 0});
     }
     // Across processes (w > 1) one all-reduce share per replica and stage: wired before the ranks.
+    // (With dualpipe's routes one per member r * w + q of the reduce and piece of the model.)
     const int stride = static_cast<int>(reducers_.size()) > V ? V : 0;
     if (stride > 0)
-      for (int s = 0; s < V; ++s) {
+      for (int s = 0; s < run().programs->route_stages(); ++s) {
         shard_wiring sw;
-        for (int r = 0; r < p.replicas; ++r) sw.shards.push_back(reducers_.at(static_cast<std::size_t>(r * V + s)));
+        for (int r = 0; r < run().programs->reduce_group_size(); ++r)
+          sw.shards.push_back(reducers_.at(static_cast<std::size_t>(r * V + s)));
         for (const auto& shard : sw.shards) self_->send(shard, sw);
       }
     const rank_wiring peers{ranks_, reducers_, caf::actor_cast<caf::actor>(self_), tracer_, stride};

@@ -20,7 +20,8 @@ namespace pipeworks {
 struct rank_wiring {
   std::vector<caf::actor> ranks;     // by rank = replica * p + device
   // By virtual stage; invalid handles when w = 1. With `shard_stride` > 0 (an all-reduce across
-  // processes) one share per replica and stage: replica r's of stage s at r * shard_stride + s.
+  // processes) one share per replica and stage: replica r's of stage s at r * shard_stride + s
+  // (with dualpipe's routes, per member r * w + q of the reduce and piece of the model).
   std::vector<caf::actor> reducers;
   caf::actor driver;
   caf::actor tracer;                 // invalid when no trace is recorded

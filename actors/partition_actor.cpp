@@ -97,12 +97,11 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
   }
   // Across processes with w > 1 the gradient sum is an all-reduce between the replicas: one share
   // per replica and stage, in its rank's process; else one reducer per stage, here.
+  // (With dualpipe's routes one share per member of the reduce, route r of replica q being
+  // r * w + q, and piece of the model.)
   const bool sharded = workers > 0 && plan.replicas > 1;
-  if (sharded && programs.routes > 1)
-    return make_error("dualpipe with --replicas 2 or more runs in one process for now: its "
-                      "stages' copies on two routes are not yet reduced across processes; drop "
-                      "--workers, or run --replicas 1 over workers");
-  wiring.reducers.resize(static_cast<std::size_t>(sharded ? plan.replicas * V : V));
+  const int members = programs.reduce_group_size();
+  wiring.reducers.resize(static_cast<std::size_t>(sharded ? members * V : V));
   if (plan.detached && workers == 0) {  // each rank and reducer a thread of its own
     const std::size_t threads = static_cast<std::size_t>(programs.ranks()) +
                                 (programs.reduce_group_size() > 1 ? static_cast<std::size_t>(V) : 0);
@@ -148,10 +147,13 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
       if (sharded) {
         const int replica = r / plan.stages;
         for (int s = 0; s < V; ++s)
-          if (programs.device_of[static_cast<std::size_t>(s)] == device)
-            wiring.reducers[static_cast<std::size_t>(replica * V + s)] =
-                spawn_shard(sys, s, replica, plan.replicas, spec.driver, spec.link, plan.zero,
+          if (programs.device_of[static_cast<std::size_t>(s)] == device) {
+            const int member = s / programs.route_stages() * plan.replicas + replica;
+            const int piece = programs.piece_of(s);
+            wiring.reducers[static_cast<std::size_t>(member * V + piece)] =
+                spawn_shard(sys, piece, member, members, spec.driver, spec.link, plan.zero,
                             plan.reduce);
+          }
       }
     }
     for (int k = 1; k <= workers; ++k)

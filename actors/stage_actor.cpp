@@ -237,9 +237,13 @@ class stage_state {
         if (i < peers_.ranks.size()) to = &peers_.ranks[i];
         break;
       case endpoint_kind::reducer: {
-        // Across processes each replica has its own share of each stage's all-reduce.
+        // Across processes each member of the reduce (a replica, or with dualpipe's routes, route
+        // r of replica q as r * w + q, which the request names) has its own share of each
+        // stage's all-reduce.
+        int member = replica_;
+        if (const auto* q = std::get_if<reduce_request>(&out.msg)) member = q->replica;
         const std::size_t k = peers_.shard_stride > 0
-                                  ? static_cast<std::size_t>(replica_ * peers_.shard_stride) + i
+                                  ? static_cast<std::size_t>(member * peers_.shard_stride) + i
                                   : i;
         if (k < peers_.reducers.size()) to = &peers_.reducers[k];
         break;

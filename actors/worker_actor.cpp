@@ -126,13 +126,17 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, const std:
     reply.ranks.push_back(spawn_stage<T>(sys, false, std::move(st)));
     // With w > 1 the rank's share of each of its stages' all-reduce lives here beside it.
     const run_plan& p = run->plan;
+    // (With dualpipe's routes one per member r * w + q of the reduce and piece of the model.)
     if (p.replicas > 1) {
+      const schedule& programs = *run->programs;
       const int V = p.virtual_stages(), replica = r / p.stages;
       for (int s = 0; s < V; ++s)
-        if (run->programs->device_of[static_cast<std::size_t>(s)] == device) {
-          reply.shards.push_back(
-              spawn_shard(sys, s, replica, p.replicas, q.driver, link, p.zero, p.reduce));
-          reply.shard_slots.push_back(replica * V + s);
+        if (programs.device_of[static_cast<std::size_t>(s)] == device) {
+          const int member = s / programs.route_stages() * p.replicas + replica;
+          const int piece = programs.piece_of(s);
+          reply.shards.push_back(spawn_shard(sys, piece, member, programs.reduce_group_size(),
+                                             q.driver, link, p.zero, p.reduce));
+          reply.shard_slots.push_back(member * V + piece);
         }
     }
   }

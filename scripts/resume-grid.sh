@@ -43,11 +43,9 @@ trap cleanup EXIT
 head -c 200000 /usr/share/games/fortunes/fortunes > "$work/text.txt" 2>/dev/null ||
   { echo "resume-grid: needs Debian's fortunes package (scripts/install-deps.sh)" >&2; exit 2; }
 
-shape() {  # the stages, chunks and replicas of each schedule (w = 2 everywhere but one)
+shape() {  # the stages, chunks and replicas of each schedule (w = 2 everywhere)
   case "$1" in
     interleaved|bfs) echo "--stages 2 --chunks 2 --replicas 2" ;;
-    # dualpipe's copies are reduced across processes only with one replica (so far)
-    dualpipe) if [ "$workers" = 1 ]; then echo "--stages 2"; else echo "--stages 2 --replicas 2"; fi ;;
     *) echo "--stages 2 --replicas 2" ;;
   esac
 }
