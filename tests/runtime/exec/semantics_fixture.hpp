@@ -34,14 +34,15 @@ struct semantics_case {
 
 inline const std::vector<schedule_kind>& all_kinds = every_schedule_kind();
 
-// p in {2, 3, 4}, m in {1, p-1, p, 2p+1}, w in {1, 2}; v = 2 for the schedules that interleave
-// and the V schedules.
+// p in {2, 3, 4}, m in {1, p-1, p, 2p+1} (dualpipe: 2p and 2p+2, p even), w in {1, 2}; v = 2 for
+// the schedules that interleave, the V schedules and dualpipe.
 // Cases the generator refuses are left out by the caller (make_schedule says why).
 inline std::vector<semantics_case> semantics_grid(bool gpt) {
   std::vector<semantics_case> out;
   for (schedule_kind k : all_kinds)
     for (int p : {2, 3, 4}) {
       std::vector<int> ms{1, p - 1, p, 2 * p + 1};
+      if (default_routes(k) > 1) ms = {2 * p, 2 * p + 2};  // dualpipe: m even and >= 2p
       std::sort(ms.begin(), ms.end());
       ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
       const int v = k == schedule_kind::interleaved || k == schedule_kind::bfs ? 2 : default_chunks(k);
