@@ -137,10 +137,15 @@ std::string header(const schedule_options& o, const schedule& s) {
 int print_schedule(const schedule_options& o, const schedule& s) {
   if (o.pytorch) return print_pytorch(o, s);  // --pytorch implies --csv
   if (o.csv) {
+    if (s.routes > 1)
+      throw CLI::ValidationError("--csv", "pipeworks' CSV has no line to say that the programs "
+                                          "run two routes (dualpipe); print the text form, which "
+                                          "--schedule-file reads back");
     std::cout << to_csv(s);
     return exit_ok;
   }
   std::cout << header(o, s) << "# versions: " << s.version_rule << "\n";
+  if (s.routes > 1) std::cout << "# routes: " << s.routes << "\n";
   for (int r = 0; r < s.ranks(); ++r)
     std::cout << "rank " << r << ": " << to_string(s.programs[r]) << "\n";
   return exit_ok;

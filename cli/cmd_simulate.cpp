@@ -194,7 +194,8 @@ int run_simulate(const simulate_flags& o) {
   } else {
     const std::string name = from_file ? "custom (" + o.file + ")" : std::string(schedule_name(kind));
     const std::string title = name + " p=" + std::to_string(sp.stages) + " m=" +
-                              std::to_string(sp.microbatches) + " v=" + std::to_string(sp.chunks) +
+                              std::to_string(sp.microbatches * lowered.routes) + " v=" +
+                              std::to_string(sp.chunks) +
                               " w=" + std::to_string(sp.replicas) + " steps=" +
                               std::to_string(sp.steps) + " (simulated)";
     print_table(*sim, title);

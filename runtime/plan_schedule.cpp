@@ -6,6 +6,16 @@
 
 namespace pipeworks {
 
+namespace {
+
+// A plan's programs run one route: the model's split, the driver's dealing and the run plan's
+// shape follow the built-in dualpipe only.
+constexpr const char* file_routes_refusal =
+    "the programs run two routes (dualpipe), which `pipeworks schedule` and `simulate` take from "
+    "a file but a run plan does not carry yet: train with --schedule dualpipe itself";
+
+}  // namespace
+
 result<schedule> plan_schedule(const run_plan& plan, int steps) {
   if (!plan.schedule) return make_error("the plan has no schedule (none runs on one device)");
   if (plan.programs.empty()) {
@@ -17,6 +27,7 @@ result<schedule> plan_schedule(const run_plan& plan, int steps) {
   }
   auto file = parse_schedule_file(plan.programs);
   if (!file) return file.err();
+  if (file->routes > 1) return make_error(file_routes_refusal);
   auto shape = shape_of(*file, plan.replicas);
   if (!shape) return shape.err();
   if (shape->stages != plan.stages || shape->chunks != plan.chunks ||
@@ -36,6 +47,7 @@ result<schedule> plan_schedule(const run_plan& plan, int steps) {
 
 status use_schedule_file(run_plan& plan, const schedule_file& file,
                          std::optional<version_mode> versions) {
+  if (file.routes > 1) return make_error(file_routes_refusal);
   auto rule = file_versions(file, versions);
   if (!rule) return rule.err();
   auto shape = shape_of(file, plan.replicas);

@@ -108,12 +108,14 @@ result<schedule_file> parse_text_rows(const std::vector<std::string_view>& lines
     std::string_view line = lines[i];
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
       std::string_view comment = trim(line.substr(hash + 1));
-      // `pipeworks schedule`'s header of a schedule with two routes (dualpipe).
-      if (comment.find(", routes: ") != std::string_view::npos)
-        return make_error("line " + std::to_string(i + 1) + ": the programs run two routes "
-                          "(dualpipe's microbatches from both ends), which a schedule file cannot "
-                          "carry yet: its stages are one route through the model; run --schedule "
-                          "dualpipe itself");
+      if (comment.substr(0, 7) == "routes:") {  // "# routes: 2", as `pipeworks schedule` prints
+        const std::string_view n = trim(comment.substr(7));
+        if (n != "1" && n != "2")
+          return make_error("line " + std::to_string(i + 1) + ": \"# routes: " + std::string(n) +
+                            "\"; a schedule runs 1 route, or 2 (dualpipe: microbatches from both "
+                            "ends, virtual stages p..2p-1 the copies of 0..p-1)");
+        f.routes = n == "2" ? 2 : 1;
+      }
       if (comment.substr(0, 9) == "versions:") {
         comment = trim(comment.substr(9));
         auto starts = [&](std::string_view w) { return comment.substr(0, w.size()) == w; };
@@ -342,6 +344,10 @@ result<schedule> schedule_from_file(const schedule_file& f, int replicas, int st
   if (!chosen) return chosen.err();
   const version_mode mode = *chosen;
   std::vector<program> programs;
+  if (f.routes > 1 && !f.has_steps)
+    return make_error("the file's programs run 2 routes, whose copies of a stage meet at REDUCE: "
+                      "give them with their REDUCEs and STEPs, as `pipeworks schedule --schedule "
+                      "dualpipe` prints them");
   if (f.has_steps) {
     if (steps % l->steps != 0)
       return make_error("the file's programs cover " + std::to_string(l->steps) +
@@ -359,6 +365,7 @@ result<schedule> schedule_from_file(const schedule_file& f, int replicas, int st
   auto s = schedule_from_programs(std::move(programs), l->devices, l->chunks, replicas, f.lowered,
                                   true);
   if (!s) return s.err();
+  s->routes = f.routes;
   if (mode == version_mode::sync) {
     s->versions = flush_versions(s->virtual_stages, s->params.microbatches, s->params.steps);
     s->version_rule = "synchronous (schedule file): every microbatch of step t uses version t";

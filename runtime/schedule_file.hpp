@@ -21,8 +21,9 @@ namespace pipeworks {
 //  - pipeworks_text: pipeworks' action text. One rank per line, its actions as to_string(action)
 //    writes them ("0F0 0SEND_F0 1RECV_F0 1F0"), separated by spaces; a line may start with
 //    "rank N:" (as `pipeworks schedule` prints it; N counts from 0 in order); "#" starts a
-//    comment to the end of the line, and a line "# versions: sync" (or "latest") names the
-//    version rule; blank lines are skipped.
+//    comment to the end of the line, a line "# versions: sync" (or "latest") names the
+//    version rule and a line "# routes: 2" says the programs run dualpipe's two routes; blank
+//    lines are skipped.
 // CSV is told by its commas; UNSHARD and RESHARD cells (FSDP's) are skipped; an OVERLAP_F_B cell
 // "(0F1;1B0)OVERLAP_F_B" is that action and the two it joins, in both forms.
 enum class schedule_file_format {
@@ -50,6 +51,9 @@ struct schedule_file {
   // another rule ("double buffering ...") is kept in other_versions, which no file runs.
   std::optional<version_mode> versions;
   std::string other_versions;
+  // Routes through the virtual stages (schedule::routes): 1, or 2 from a line "# routes: 2"
+  // (dualpipe: stages p..2p-1 are copies of 0..p-1, fed from the other end).
+  int routes = 1;
 };
 
 // The version rule a run of the file follows: `given` (a flag), else the file's own, else sync

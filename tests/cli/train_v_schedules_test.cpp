@@ -90,6 +90,23 @@ TEST_CASE("dualpipe runs in schedule and simulate and refuses an odd stage count
       run_cli({"schedule", "--schedule", "dualpipe", "--stages", "3", "--microbatches", "6"});
   CHECK(odd.exit_code == 2);
   CHECK(odd.err.find("even stage count") != std::string::npos);
+  // Its text reads back with its routes: the same simulation; a run plan does not carry them.
+  scratch_dir dir;
+  write_file(dir / "dp.txt", shown.out);
+  const cli_result from_file = run_cli({"simulate", "--schedule-file", dir / "dp.txt"});
+  CHECK(from_file.exit_code == 0);
+  // The same table under a title naming the file.
+  CHECK(from_file.out.substr(from_file.out.find(" p=4 m=8 v=2")) ==
+        sim.out.substr(sim.out.find(" p=4 m=8 v=2")));
+  write_file(dir / "text.txt", small_text());
+  const cli_result trained =
+      run_cli(gpt_tiny_train(dir / "text.txt", 1, {"--schedule-file", dir / "dp.txt"}));
+  CHECK(trained.exit_code == 2);
+  CHECK(trained.err.find("train with --schedule dualpipe itself") != std::string::npos);
+  const cli_result csv = run_cli(
+      {"schedule", "--schedule", "dualpipe", "--stages", "4", "--microbatches", "8", "--csv"});
+  CHECK(csv.exit_code == 2);
+  CHECK(csv.err.find("print the text form") != std::string::npos);
 }
 
 TEST_CASE("train dualpipe ends with the bits of 1F1B over twice the replicas, also over workers",

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/plan_schedule.hpp"
 #include "runtime/pytorch_csv.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/schedule_file.hpp"
@@ -276,17 +277,54 @@ TEST_CASE("the schedule file examples in docs/formats.md read and validate", "[r
   CHECK(validate(one).ok());
 }
 
-TEST_CASE("a file of dualpipe's programs is refused: a file cannot carry its two routes",
+TEST_CASE("dualpipe's programs read back from pipeworks' text with their two routes", "[runtime]") {
+  // As `pipeworks schedule --schedule dualpipe` prints them: the header, the version rule, the
+  // routes line, then one line per rank; compute-only and lowered, with STEPs.
+  int checked = 0;
+  for (int p : {2, 4})
+    for (int m : {2 * p, 2 * p + 2})
+      for (int w : {1, 2})
+        for (int steps : {1, 3})
+          for (bool lowered : {false, true}) {
+            INFO("p=" << p << " m=" << m << " w=" << w << " steps=" << steps << " lowered=" << lowered);
+            auto made = make_schedule(schedule_kind::dualpipe, {p, m, 2, w, steps});
+            REQUIRE(made.ok());
+            const schedule gen = lowered ? lower_communication(*made) : *made;
+            std::string text = "# dualpipe: (header)\n# versions: " + gen.version_rule +
+                               "\n# routes: 2\n";
+            for (int r = 0; r < gen.ranks(); ++r)
+              text += "rank " + std::to_string(r) + ": " + to_string(gen.programs[r]) + "\n";
+            auto f = parse_schedule_file(text);
+            REQUIRE(f.ok());
+            CHECK(f->routes == 2);
+            auto back = schedule_from_file(*f, w, steps);
+            INFO((back.ok() ? std::string() : back.message()));
+            REQUIRE(back.ok());
+            CHECK(back->routes == 2);
+            CHECK(back->programs == gen.programs);
+            CHECK(back->device_of == gen.device_of);
+            CHECK(back->versions == gen.versions);
+            CHECK(back->params.microbatches == m / 2);
+            CHECK(validate(*back).message() == "");
+            ++checked;
+          }
+  CHECK(checked == 32);
+}
+
+TEST_CASE("a routes line names 1 or 2, and two routes need their STEPs and stay out of run plans",
           "[runtime]") {
-  // As `pipeworks schedule --schedule dualpipe --stages 2 --microbatches 4` prints it.
-  const std::string text =
-      "# dualpipe: p=2 m=4 v=2 w=1 steps=1, 2 ranks (rank = replica * p + device, virtual stages "
-      "on devices 0->0, 1->1, 2->1, 3->0), routes: stages 0..1 from device 0 and 2..3 from "
-      "device 1, 2 microbatches each\n"
-      "rank 0: 0F0 3F0 0F1 3B0 (3F1;0B0)OVERLAP_F_B 3B1 3REDUCE 3STEP 0I1 0W1 0REDUCE 0STEP\n"
-      "rank 1: 2F0 1F0 2F1 1B0 (1F1;2B0)OVERLAP_F_B 1B1 1REDUCE 1STEP 2I1 2W1 2REDUCE 2STEP\n";
-  auto f = parse_schedule_file(text);
-  REQUIRE_FALSE(f.ok());
-  CHECK(f.message().find("line 1: the programs run two routes") != std::string::npos);
-  CHECK(f.message().find("run --schedule dualpipe itself") != std::string::npos);
+  auto three = parse_schedule_file("# routes: 3\nrank 0: 0F0 0B0\n");
+  REQUIRE_FALSE(three.ok());
+  CHECK(three.message().find("line 1: \"# routes: 3\"; a schedule runs 1 route, or 2") !=
+        std::string::npos);
+  auto bare = parse_schedule_file("# routes: 2\nrank 0: 0F0 3F0 3B0 0B0\nrank 1: 2F0 1F0 1B0 2B0\n");
+  REQUIRE(bare.ok());
+  auto s = schedule_from_file(*bare, 1, 1);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("give them with their REDUCEs and STEPs") != std::string::npos);
+  run_plan plan;
+  plan.schedule = schedule_kind::gpipe;
+  const status used = use_schedule_file(plan, *bare, std::nullopt);
+  REQUIRE_FALSE(used.ok());
+  CHECK(used.message().find("train with --schedule dualpipe itself") != std::string::npos);
 }
