@@ -103,7 +103,7 @@ void stage_executor<T>::impl::init_program_tables() {
       if (mail.input_stage >= 0 && mail.input_stage != a.stage)
         throw pipeworks_error("executor: rank " + std::to_string(rank) + " starts two routes");
       mail.input_stage = a.stage;
-      mail.stage0_inputs.push_back(a.microbatch);
+      mail.route_inputs.push_back(a.microbatch);
     }
   // For each version, the last F that names it: a version no later F names can go.
   for (auto& st : stages) {
@@ -143,9 +143,9 @@ void stage_executor<T>::impl::request_inputs() {
   if (mail.input_stage < 0) return;
   const std::size_t window = static_cast<std::size_t>(std::max(1, setup.input_window));
   const std::size_t done = stages[index_of[mail.input_stage]].forwards_done;
-  while (mail.next_input < static_cast<int>(mail.stage0_inputs.size()) &&
+  while (mail.next_input < static_cast<int>(mail.route_inputs.size()) &&
          static_cast<std::size_t>(mail.next_input) < done + window) {
-    const int mb = mail.stage0_inputs[static_cast<std::size_t>(mail.next_input)];
+    const int mb = mail.route_inputs[static_cast<std::size_t>(mail.next_input)];
     emit(endpoint_kind::driver, 0, input_request{member_of(mail.input_stage), mb});
     ++mail.next_input;
   }

@@ -31,9 +31,9 @@ struct rank_mailbox {
   std::map<message_key, activation_msg> out_f;  // F(s,k)'s output, for SEND_F(s,k)
   std::map<message_key, tensor> out_b;          // B(s,k)'s input gradient, for SEND_B(s,k)
   std::map<link_key, int> credits;              // sends left per link
-  std::vector<int> stage0_inputs;               // microbatches of input_stage's F's, in order
+  std::vector<int> route_inputs;               // microbatches of input_stage's F's, in order
   int input_stage = -1;  // the stage of this rank that starts a route (reads the data), or -1
-  int next_input = 0;                           // index into stage0_inputs of the next request
+  int next_input = 0;                           // index into route_inputs of the next request
   int peak_buffered = 0;                        // the most inputs held at once
 
   bool has_credit(const link_key& link) {

@@ -35,7 +35,8 @@ TEST_CASE("train --json reports predicted peaks within 10 percent of the measure
       {"--schedule", "1f1b", "--stages", "2", "--replicas", "2", "--zero", "1"},
       {"--schedule", "2bw", "--stages", "2", "--replicas", "4", "--zero", "2"},
       {"--schedule", "zbv", "--stages", "2"},          {"--schedule", "v-half", "--stages", "2"},
-      {"--schedule", "v-min", "--stages", "2"},        {"--schedule", "dualpipev", "--stages", "2"}};
+      {"--schedule", "v-min", "--stages", "2"},        {"--schedule", "dualpipev", "--stages", "2"},
+      {"--schedule", "dualpipe", "--stages", "2"}};
   for (const auto& shape : shapes) {
     std::vector<std::string> args{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
                                   "--steps", "2", "--batch", "16", "--microbatches", "4", "--sample", "0",
