@@ -60,10 +60,10 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
   if (o.stages > 0) to.stages = o.stages;
   if (o.chunks > 0)
     to.chunks = o.chunks;
-  else if (!o.schedule.empty() && to.schedule)  // a V's two per device, else the kind's own
-    to.chunks = is_v_shape(*to.schedule) ? default_chunks(*to.schedule)
-                : from.schedule && is_v_shape(*from.schedule) ? 1
-                                                              : to.chunks;
+  else if (!o.schedule.empty() && to.schedule)  // a V's (or dualpipe's) two per device, else the kind's own
+    to.chunks = default_chunks(*to.schedule) == 2                      ? 2
+                : from.schedule && default_chunks(*from.schedule) == 2 ? 1
+                                                                       : to.chunks;
   if (o.replicas > 0) to.replicas = o.replicas;
   if (o.microbatches > 0) to.train.microbatches = o.microbatches;
   // The re-cut layout is a flush one, whose replicas reduce collectively (p2p is cyclic's).

@@ -77,6 +77,9 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const lowered_run& fr
       return make_error(who + " holds " + why + ": only a checkpoint at a step boundary (a flush "
                         "schedule's, or --schedule none's) can be re-cut");
     for (const stage_state& s : r.stages) {
+      // dualpipe's copies on its second route hold the weights and moments of route 0's stages.
+      const int routes = from_run.programs ? from_run.programs->routes : 1;
+      if (s.stage >= from_stages && s.stage < routes * from_stages) continue;
       if (s.stage < 0 || s.stage >= from_stages)
         return make_error(who + " holds stage " + std::to_string(s.stage) + " of " +
                           std::to_string(from_stages));
@@ -126,7 +129,8 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const lowered_run& fr
   auto cut = split_params(whole, to.boundaries);
   if (!cut) return cut.err();
   const int ranks = to.ranks();
-  const int per_step = to.plan.train.microbatches;  // F's of a stage per replica and step
+  // F's of a stage per replica and step (dualpipe: per route, half the step's)
+  const int per_step = to.programs ? to.programs->params.microbatches : to.plan.train.microbatches;
   std::vector<rank_state> out(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     rank_state& rs = out[static_cast<std::size_t>(r)];
@@ -136,10 +140,12 @@ result<std::vector<rank_state>> reshard(const model<T>& m, const lowered_run& fr
                               to.programs->programs.at(static_cast<std::size_t>(r)), step))
                         : 0;
     const int device = to.programs ? r % to.plan.stages : 0;
-    const int virtual_stages = static_cast<int>(to.boundaries.size()) - 1;
+    // Every virtual stage, dualpipe's copies on its second route cut as their stage of the model.
+    const int virtual_stages =
+        to.programs ? to.programs->virtual_stages : static_cast<int>(to.boundaries.size()) - 1;
     for (int s = 0; s < virtual_stages; ++s) {
       if (to.programs && to.programs->device_of[static_cast<std::size_t>(s)] != device) continue;
-      const param_set& w = (*cut)[static_cast<std::size_t>(s)];
+      const param_set& w = (*cut)[static_cast<std::size_t>(to.programs ? to.programs->piece_of(s) : s)];
       stage_state ss;
       ss.stage = s;
       ss.latest = static_cast<int>(step);

@@ -143,6 +143,17 @@ TEST_CASE("train dualpipe ends with the bits of 1F1B over twice the replicas, al
                          "--save-every", "2", "--checkpoint-dir", ckpt}));
   REQUIRE(has_manifest(ckpt, 2));
   check_resumes_to(ckpt, dir / "dual1.safetensors");
+  // Re-cut both ways between dualpipe and 1F1B over twice the replicas: the same run goes on.
+  run_ok({"checkpoint", "reshard", ckpt, "--out", dir / "as-dp", "--schedule", "1f1b",
+          "--stages", "2", "--replicas", "2", "--microbatches", "2"});
+  check_resumes_to(dir / "as-dp", dir / "dual1.safetensors");
+  const std::string dp_ckpt = dir / "dp-ck";
+  run_ok(gpt_tiny_train(dir / "text.txt", 3,
+                        {"--schedule", "1f1b", "--stages", "2", "--replicas", "2",
+                         "--microbatches", "2", "--save-every", "2", "--checkpoint-dir", dp_ckpt}));
+  run_ok({"checkpoint", "reshard", dp_ckpt, "--out", dir / "as-dual", "--schedule", "dualpipe",
+          "--stages", "2", "--replicas", "1", "--microbatches", "4"});
+  check_resumes_to(dir / "as-dual", dir / "dual1.safetensors");
   const cli_result zero = run_cli(gpt_tiny_train(
       dir / "text.txt", 1,
       {"--schedule", "dualpipe", "--stages", "2", "--microbatches", "4", "--replicas", "2",
