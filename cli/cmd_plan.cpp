@@ -194,9 +194,9 @@ int run_plan(const plan_options& o) {
   if (o.planner == "2bw") return print_two_bw(o, *prof, *c, std::move(po.device_profiles));
   if (o.planner == "v") {
     auto kind = parse_schedule_kind(o.schedule);
-    if (o.schedule.empty() || !kind || !is_v_shape(*kind))
+    if (o.schedule.empty() || !kind || !(is_v_shape(*kind) || *kind == schedule_kind::dualpipe))
       throw CLI::ValidationError("--schedule", "--planner v plans a V schedule: give --schedule "
-                                               "zbv, v-half, v-min or dualpipev");
+                                               "zbv, v-half, v-min, dualpipev or dualpipe");
     if (o.microbatches < 1)
       throw CLI::ValidationError("--microbatches", "--planner v needs the microbatches per step "
                                                    "(the schedule's stash depends on them)");

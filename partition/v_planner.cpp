@@ -56,24 +56,32 @@ sums prefix_sums(const model_profile& p) {
 
 result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
                       const v_plan_request& request) {
-  const int p = request.devices, n = static_cast<int>(profile.layers.size());
-  if (!is_v_shape(request.schedule))
+  // dualpipe over P devices holds the model's P pieces as a V over P/2 positions does: position
+  // d's devices, d and P-1-d, each hold pieces d and P-1-d (one per route). So the recurrence
+  // runs over the positions, each loaded as its slower device and fitting both devices' memory.
+  const bool mirrored = request.schedule == schedule_kind::dualpipe;
+  const int P = request.devices, n = static_cast<int>(profile.layers.size());
+  if (!is_v_shape(request.schedule) && !mirrored)
     return make_error(std::string(schedule_name(request.schedule)) +
-                      " is not a V schedule (zbv, v-half, v-min, dualpipev)");
-  if (p < 1 || p > devices.device_count())
-    return make_error("a V over " + std::to_string(p) + " devices, but the cluster has " +
+                      " is not a V schedule (zbv, v-half, v-min, dualpipev) or dualpipe");
+  if (P < 1 || P > devices.device_count())
+    return make_error("a V over " + std::to_string(P) + " devices, but the cluster has " +
                       std::to_string(devices.device_count()));
+  if (mirrored && P % 2 != 0)
+    return make_error("dualpipe mirrors its devices about the middle: give an even device count "
+                      "(got " + std::to_string(P) + ")");
+  const int p = mirrored ? P / 2 : P;  // the V's positions: position d holds pieces d, 2p-1-d
   std::vector<int> placement = request.placement;
   if (placement.empty())
-    for (int d = 0; d < p; ++d) placement.push_back(d);
+    for (int d = 0; d < P; ++d) placement.push_back(d);
   {
     std::vector<int> sorted = placement;
     std::sort(sorted.begin(), sorted.end());
-    if (static_cast<int>(placement.size()) != p || sorted.front() < 0 ||
+    if (static_cast<int>(placement.size()) != P || sorted.front() < 0 ||
         sorted.back() >= devices.device_count() ||
         std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
       return make_error("a V's placement names " + std::to_string(placement.size()) +
-                        " devices; it needs " + std::to_string(p) + " distinct devices of the "
+                        " devices; it needs " + std::to_string(P) + " distinct devices of the "
                         "cluster's " + std::to_string(devices.device_count()));
   }
   if (n < 2 * p)
@@ -84,7 +92,7 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   if (n > max_v_layers)
     return make_error("the profile has " + std::to_string(n) + " layers; the V planner takes at "
                       "most " + std::to_string(max_v_layers) + " (its search grows as layers^4)");
-  auto made = make_schedule(request.schedule, {p, request.microbatches, 2, 1, 1});
+  auto made = make_schedule(request.schedule, {P, request.microbatches, 2, 1, 1});
   if (!made) return made.err();
   v_plan out;
   out.in_flight = peak_in_flight(*made);
@@ -95,12 +103,31 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
                     s.saved[last] - s.saved[first], input_bytes(profile, first));
     return s.weights[last] - s.weights[first] + stash;
   };
-  // Device d holds pieces d = [a, a') and 2p-1-d = [b', b).
-  auto device_ms = [&](int d, int a, int a2, int b2, int b) {
-    return (s.ms[a2] - s.ms[a] + s.ms[b] - s.ms[b2]) / devices.speed(placement[d]);
+  // Position d holds pieces d = [a, a') and 2p-1-d = [b', b): on device d (a V's virtual
+  // stages d and 2p-1-d); under dualpipe also on device P-1-d, whose virtual stages are P+d
+  // (piece d on route 1) and P-1-d (piece P-1-d on route 0).
+  auto speed = [&](int d) {
+    const double own = devices.speed(placement[static_cast<std::size_t>(d)]);
+    return mirrored ? std::min(own, devices.speed(placement[static_cast<std::size_t>(P - 1 - d)]))
+                    : own;
   };
-  auto device_bytes = [&](int d, int a, int a2, int b2, int b) {
-    return piece_bytes(d, a, a2) + piece_bytes(2 * p - 1 - d, b2, b);
+  auto device_ms = [&](int d, int a, int a2, int b2, int b) {
+    return (s.ms[a2] - s.ms[a] + s.ms[b] - s.ms[b2]) / speed(d);
+  };
+  auto device_bytes = [&](int d, int a, int a2, int b2, int b) {  // device d's
+    return mirrored ? piece_bytes(d, a, a2) + piece_bytes(2 * P - 1 - d, b2, b)
+                    : piece_bytes(d, a, a2) + piece_bytes(2 * p - 1 - d, b2, b);
+  };
+  auto mirror_bytes = [&](int d, int a, int a2, int b2, int b) {  // dualpipe's device P-1-d
+    return piece_bytes(P + d, a, a2) + piece_bytes(P - 1 - d, b2, b);
+  };
+  // Whether position d's devices hold their pieces; over: the larger share of a memory they need.
+  auto fits = [&](int d, int a, int a2, int b2, int b) {
+    const std::int64_t cap = devices.memory(placement[static_cast<std::size_t>(d)]);
+    if (cap > 0 && device_bytes(d, a, a2, b2, b) > cap) return false;
+    if (!mirrored) return true;
+    const std::int64_t other = devices.memory(placement[static_cast<std::size_t>(P - 1 - d)]);
+    return other <= 0 || mirror_bytes(d, a, a2, b2, b) <= other;
   };
 
   // The recurrence, from the outermost device inwards. best[d][a][b]: the least largest load of
@@ -130,10 +157,7 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
           for (int a2 = a + 1; a2 < b; ++a2)
             for (int b2 = later == 0 ? a2 : a2 + 2 * later; b2 < b; ++b2) {
               if (later == 0 && b2 != a2) break;
-              if (fit) {
-                const std::int64_t cap = devices.memory(placement[d]);
-                if (cap > 0 && device_bytes(d, a, a2, b2, b) > cap) continue;
-              }
+              if (fit && !fits(d, a, a2, b2, b)) continue;
               const double v = std::max(here, load(d, a, a2, b2, b));
               const std::size_t k = static_cast<std::size_t>(a2) * N + static_cast<std::size_t>(b2);
               if (v < best[static_cast<std::size_t>(d) + 1][k]) {
@@ -173,9 +197,14 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   if (bottleneck == inf) {
     std::vector<int> tight;
     auto over = [&](int d, int a, int a2, int b2, int b) {
-      const std::int64_t cap = devices.memory(placement[d]);
-      if (cap <= 0) return 0.0;  // unlimited
-      return static_cast<double>(device_bytes(d, a, a2, b2, b)) / static_cast<double>(cap);
+      auto share = [](std::int64_t bytes, std::int64_t cap) {
+        return cap <= 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(cap);  // 0: unlimited
+      };
+      const double own = share(device_bytes(d, a, a2, b2, b),
+                               devices.memory(placement[static_cast<std::size_t>(d)]));
+      if (!mirrored) return own;
+      return std::max(own, share(mirror_bytes(d, a, a2, b2, b),
+                                 devices.memory(placement[static_cast<std::size_t>(P - 1 - d)])));
     };
     const double ratio = run(over, false, tight);
     return make_error("no split of the " + std::to_string(n) + " layers into " +
@@ -188,12 +217,21 @@ result<v_plan> plan_v(const model_profile& profile, const cluster& devices,
   }
   out.boundaries = cuts;
   out.placement = placement;
+  out.device_ms.resize(static_cast<std::size_t>(P));
+  out.device_bytes.resize(static_cast<std::size_t>(P));
   for (int d = 0; d < p; ++d) {
     const int a = cuts[static_cast<std::size_t>(d)], a2 = cuts[static_cast<std::size_t>(d) + 1];
     const int b2 = cuts[static_cast<std::size_t>(2 * p - 1 - d)],
               b = cuts[static_cast<std::size_t>(2 * p - d)];
-    out.device_ms.push_back(device_ms(d, a, a2, b2, b));
-    out.device_bytes.push_back(device_bytes(d, a, a2, b2, b));
+    const double pair_ms = s.ms[a2] - s.ms[a] + s.ms[b] - s.ms[b2];
+    out.device_ms[static_cast<std::size_t>(d)] =
+        pair_ms / devices.speed(placement[static_cast<std::size_t>(d)]);
+    out.device_bytes[static_cast<std::size_t>(d)] = device_bytes(d, a, a2, b2, b);
+    if (mirrored) {
+      const auto m = static_cast<std::size_t>(P - 1 - d);
+      out.device_ms[m] = pair_ms / devices.speed(placement[m]);
+      out.device_bytes[m] = mirror_bytes(d, a, a2, b2, b);
+    }
   }
   out.bottleneck_ms = bottleneck;
   return out;
@@ -254,12 +292,14 @@ std::optional<std::vector<std::vector<int>>> placements(const cluster& c, int p,
 
 result<v_choice> plan_v_devices(const model_profile& profile, const cluster& devices,
                                 schedule_kind kind, int microbatches, int max_devices) {
+  // dualpipe: an even count of devices, whose P pieces need P layers.
+  const bool mirrored = kind == schedule_kind::dualpipe;
+  const int layers = static_cast<int>(profile.layers.size());
   const int most = std::min(max_devices > 0 ? max_devices : devices.device_count(),
-                            std::min(devices.device_count(),
-                                     static_cast<int>(profile.layers.size()) / 2));
+                            std::min(devices.device_count(), mirrored ? layers : layers / 2));
   std::optional<v_choice> best;
   std::string last_error = "no device to plan on";
-  for (int p = 1; p <= most; ++p) {
+  for (int p = mirrored ? 2 : 1; p <= most; p += mirrored ? 2 : 1) {
     auto each = placements(devices, p, max_v_placements);
     // Each placement's program is about p · layers^4 steps: past ~2e9 in all, the cluster's order.
     const double n = static_cast<double>(profile.layers.size());
@@ -278,7 +318,10 @@ result<v_choice> plan_v_devices(const model_profile& profile, const cluster& dev
       std::vector<double> speed;  // by virtual stage: its device's
       for (int s = 0; s < 2 * p; ++s)
         speed.push_back(devices.speed(placement[static_cast<std::size_t>(s < p ? s : 2 * p - 1 - s)]));
+      // dualpipe: the p pieces' costs (piece d on device d), then route 1's copies of them.
       cost_model costs = profile_costs(profile, plan->boundaries, speed);
+      if (mirrored)
+        for (int s = 0; s < p; ++s) costs.stages.push_back(costs.stages[static_cast<std::size_t>(s)]);
       costs.devices.resize(static_cast<std::size_t>(p));
       auto made = make_schedule(kind, {p, microbatches, 2, 1, 2});
       if (!made) return made.err();

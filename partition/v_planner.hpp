@@ -1,6 +1,7 @@
 // The split for the V schedules (zbv, v-half, v-min, dualpipev): 2p contiguous pieces of the
 // model over p devices, device d running pieces d and 2p-1-d, chosen exactly by a dynamic program
-// over both ends of the model at once.
+// over both ends of the model at once. dualpipe over P devices is the same V over P/2 positions:
+// devices d and P-1-d both hold pieces d and P-1-d of its P.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,15 +14,16 @@
 namespace pipeworks {
 
 struct v_plan_request {
-  schedule_kind schedule = schedule_kind::zbv;  // a V kind (is_v_shape)
-  int devices = 2;                              // p
+  schedule_kind schedule = schedule_kind::zbv;  // a V kind (is_v_shape), or dualpipe
+  int devices = 2;                              // p (dualpipe: its even device count)
   int microbatches = 1;                         // m per step (the schedule's stash depends on it)
   // The cluster's device at each position d = 0..p-1 (distinct); empty: devices 0..p-1.
   std::vector<int> placement;
 };
 
 struct v_plan {
-  // 2p + 1 layer indices: virtual stage s runs layers [boundaries[s], boundaries[s + 1]).
+  // 2p + 1 layer indices: virtual stage s runs layers [boundaries[s], boundaries[s + 1]) (dualpipe:
+  // P + 1, its stages of the model, each run by two devices).
   std::vector<int> boundaries;
   // Per device: its two pieces' forward and backward per microbatch, divided by its speed.
   std::vector<double> device_ms;

@@ -197,9 +197,9 @@ std::optional<plan_issue> check_auto_partition(const run_plan& p) {
                                    "{schedule.stages}, {schedule.replicas}, {schedule.chunks}, "
                                    "{split} and {ranks} unset");
   if (default_routes(*p.schedule) > 1)
-    return issue("auto_partition", "does not plan dualpipe yet: no planner cuts a model for its "
-                                   "two routes' mirrored copies; give {schedule.stages} (even) and "
-                                   "{split}, or plan dualpipev with the V planner");
+    return issue("auto_partition", "does not plan dualpipe yet: `pipeworks plan --planner v "
+                                   "--schedule dualpipe` prints its split; train it with "
+                                   "{schedule.stages} and {split}");
   if (p.auto_partition->planner == planner_kind::two_bw && *p.schedule != schedule_kind::two_bw)
     return issue("auto_partition.planner", "2bw plans for {schedule.kind} 2bw, not " +
                                                std::string(schedule_name(*p.schedule)));

@@ -86,3 +86,34 @@ TEST_CASE("plan --planner v refuses a plan that does not fit and flags it does n
     CHECK((contains(r.err, "--schedule") || contains(r.err, "--microbatches")));
   }
 }
+
+TEST_CASE("plan --planner v plans dualpipe on an even device count and its train flags run",
+          "[cli]") {
+  // dualpipe cuts the model in p and mirrors the pieces: on 2 devices each device holds both
+  // pieces (one per route), so every split loads each device with the whole model, 20 ms.
+  scratch_dir dir;
+  write_file(dir / "profile.json", profile_json());
+  write_file(dir / "cluster.json", cluster_json(0));
+  const cli_result j =
+      plan_v(dir, "cluster.json", {"--schedule", "dualpipe", "--microbatches", "4", "--json"});
+  INFO(j.err);
+  REQUIRE(j.exit_code == 0);
+  const nlohmann::json plan = last_json(j);
+  CHECK(plan["p"] == 2);
+  CHECK(plan["split"] == "0,1");  // the first split of the ties
+  CHECK(plan["bottleneck_ms"].get<double>() == Approx(20.0));
+  REQUIRE(plan["stages"].size() == 4);                         // two copies of each stage
+  CHECK(plan["stages"][2]["first_layer"] == 0);                // stage 2: stage 0's copy,
+  CHECK(plan["stages"][2]["device"] == 1);                     // on the other device
+  CHECK(plan["stages"][3]["first_layer"] == 1);                // stage 3: stage 1's copy
+  CHECK(plan["stages"][3]["device"] == 0);
+  const cli_result text =
+      plan_v(dir, "cluster.json", {"--schedule", "dualpipe", "--microbatches", "4"});
+  REQUIRE(text.exit_code == 0);
+  const std::string flags = "train with --schedule dualpipe --stages 2 --microbatches 4 --split 0,1";
+  CHECK(contains(text.out, flags));
+  write_file(dir / "text.txt", small_text());
+  run_ok(gpt_tiny_train(dir / "text.txt", 2,
+                        {"--schedule", "dualpipe", "--stages", "2", "--microbatches", "4",
+                         "--split", "0,1"}));
+}

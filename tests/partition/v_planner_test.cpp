@@ -240,3 +240,96 @@ TEST_CASE("plan_v_devices finds a placement no worse than every one a brute forc
     CHECK(best->step_ms == Approx(fastest).epsilon(1e-12));
   }
 }
+
+namespace {
+
+// dualpipe's best bottleneck over every split into P pieces: device r holds pieces r and P-1-r
+// (virtual stages r and 2P-1-r), each at its own speed and within its own memory.
+double brute_force_dualpipe(const model_profile& prof, const cluster& c, int P,
+                            const std::vector<int>& fl) {
+  const int n = static_cast<int>(prof.layers.size());
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask = 0; mask < (1 << (n - 1)); ++mask) {
+    if (__builtin_popcount(static_cast<unsigned>(mask)) != P - 1) continue;
+    const auto pieces = split_of(n, mask);
+    double worst = 0;
+    bool fits = true;
+    for (int r = 0; r < P; ++r) {
+      double ms = 0;
+      std::int64_t bytes = 0;
+      for (int vs : {r, 2 * P - 1 - r}) {
+        const auto& piece = pieces[static_cast<std::size_t>(vs % P)];
+        std::int64_t saved = 0;
+        for (int l = piece.first; l <= piece.second; ++l) {
+          const layer_profile& x = prof.layers[static_cast<std::size_t>(l)];
+          ms += x.fwd_ms + x.bwd_ms;
+          bytes += 2 * x.param_bytes + x.optimizer_bytes;
+          saved += x.saved_bytes;
+        }
+        bytes += fl[static_cast<std::size_t>(vs)] * saved;
+      }
+      worst = std::max(worst, ms / c.speed(r));
+      if (c.memory(r) > 0 && bytes > c.memory(r)) fits = false;
+    }
+    if (fits) best = std::min(best, worst);
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("plan_v plans dualpipe as the brute force over its mirrored devices does", "[partition]") {
+  // dualpipe over P devices is a V over P/2 positions, each position's two devices holding the
+  // same two pieces: the plan's bottleneck is the best any split of P pieces reaches with every
+  // device's speed and memory (each device's own stash counts), or none fits and it says so.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> ms(0.5, 4.0);
+  std::uniform_int_distribution<int> bytes(1, 40);
+  int planned = 0, refused = 0;
+  for (int trial = 0; trial < 90; ++trial) {
+    const int P = 2 * (1 + trial % 3), n = P + static_cast<int>(rng() % 4);
+    model_profile prof;
+    for (int l = 0; l < n; ++l)
+      prof.layers.push_back(layer(ms(rng), ms(rng), 1, bytes(rng), bytes(rng), bytes(rng)));
+    std::vector<double> speeds;
+    std::vector<std::int64_t> memory;
+    for (int d = 0; d < P; ++d) {
+      speeds.push_back(trial % 2 ? 1.0 : 0.5 + (rng() % 3) * 0.5);
+      memory.push_back(trial % 5 == 0 ? 0 : 250 + static_cast<std::int64_t>(rng() % 300));
+    }
+    const cluster c = devices_of(speeds, memory);
+    const int m = 2 * P;
+    INFO("trial " << trial << ", P " << P << ", " << n << " layers");
+    auto plan = plan_v(prof, c, {schedule_kind::dualpipe, P, m});
+    auto made = make_schedule(schedule_kind::dualpipe, {P, m, 2, 1, 1});
+    REQUIRE(made.ok());
+    const double expect = brute_force_dualpipe(prof, c, P, peak_in_flight(*made));
+    if (expect == std::numeric_limits<double>::infinity()) {
+      REQUIRE_FALSE(plan.ok());
+      CHECK(plan.message().find("fits every device's memory") != std::string::npos);
+      ++refused;
+      continue;
+    }
+    REQUIRE(plan.ok());
+    CHECK(plan->bottleneck_ms == Approx(expect).epsilon(1e-12));
+    REQUIRE(plan->boundaries.size() == static_cast<std::size_t>(P + 1));
+    REQUIRE(plan->device_ms.size() == static_cast<std::size_t>(P));
+    for (int d = 0; d < P; ++d) {
+      CHECK(plan->device_ms[static_cast<std::size_t>(d)] <= plan->bottleneck_ms * (1 + 1e-12));
+      if (memory[static_cast<std::size_t>(d)] > 0)
+        CHECK(plan->device_bytes[static_cast<std::size_t>(d)] <= memory[static_cast<std::size_t>(d)]);
+    }
+    ++planned;
+  }
+  CHECK(planned >= 30);
+  CHECK(refused >= 3);
+  // An odd device count is refused by name; plan_v_devices tries even counts only.
+  model_profile prof;
+  for (int l = 0; l < 6; ++l) prof.layers.push_back(layer(1, 2, 1, 1, 1, 1));
+  const cluster c = devices_of({1, 1, 1, 1}, {0, 0, 0, 0});
+  CHECK(plan_v(prof, c, {schedule_kind::dualpipe, 3, 6}).message().find("even device count") !=
+        std::string::npos);
+  auto choice = plan_v_devices(prof, c, schedule_kind::dualpipe, 8);
+  REQUIRE(choice.ok());
+  CHECK(choice->devices % 2 == 0);
+}
