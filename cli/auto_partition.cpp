@@ -29,11 +29,12 @@ void check_auto_partition_flags(pipeline_flags& f) {
     throw CLI::ValidationError("--schedule", "--auto-partition plans a pipeline: give a pipeline "
                                              "schedule (e.g. 1f1b or 2bw) or leave --schedule out");
   const auto kind = parse_schedule_kind(f.schedule);
-  const bool v = kind && is_v_shape(*kind);
+  const bool v = kind && v_planned(*kind);
   if (f.planner.empty()) f.planner = f.schedule == "2bw" ? "2bw" : v ? "v" : "pipedream";
   if ((f.planner == "v") != v)
     throw CLI::ValidationError("--planner", "the V planner plans the V schedules (zbv, v-half, "
-                                            "v-min, dualpipev) and they need it: drop --planner, "
+                                            "v-min, dualpipev) and dualpipe, and they need it: "
+                                            "drop --planner, "
                                             "or pick a schedule for " + f.planner);
   if (!given("--schedule")) f.schedule = f.planner == "2bw" ? "2bw" : "1f1b";
   if (f.planner == "2bw" && f.schedule != "2bw")

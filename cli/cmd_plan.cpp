@@ -194,7 +194,7 @@ int run_plan(const plan_options& o) {
   if (o.planner == "2bw") return print_two_bw(o, *prof, *c, std::move(po.device_profiles));
   if (o.planner == "v") {
     auto kind = parse_schedule_kind(o.schedule);
-    if (o.schedule.empty() || !kind || !(is_v_shape(*kind) || *kind == schedule_kind::dualpipe))
+    if (o.schedule.empty() || !kind || !v_planned(*kind))
       throw CLI::ValidationError("--schedule", "--planner v plans a V schedule: give --schedule "
                                                "zbv, v-half, v-min, dualpipev or dualpipe");
     if (o.microbatches < 1)

@@ -70,7 +70,10 @@ status fill_v_ranks(auto_partition& out, const v_choice& choice, const cluster& 
   out.w = 1;
   out.boundaries = choice.plan.boundaries;
   out.stages.clear();
-  for (int s = 0; s < 2 * out.p; ++s) {
+  // A V's 2p pieces, device d holding d and 2p-1-d; dualpipe's p, piece d on device d for the
+  // route down (and its copy on device p-1-d for the route up).
+  const int pieces = static_cast<int>(out.boundaries.size()) - 1;
+  for (int s = 0; s < pieces; ++s) {
     const int d = s < out.p ? s : 2 * out.p - 1 - s;
     const int device = choice.plan.placement[static_cast<std::size_t>(d)];
     planned_stage st;
@@ -273,6 +276,10 @@ cost_model profile_costs(const std::vector<const model_profile*>& stage_profile,
 result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, cost_model costs) {
   auto made = make_schedule(kind, schedule_params{p, m, default_chunks(kind), w, 2});
   if (!made) return made.err();
+  // dualpipe: the costs are its stages of the model; its second route runs copies of them.
+  if (made->routes > 1 && costs.stages.size() == static_cast<std::size_t>(made->route_stages()))
+    for (int s = made->route_stages(); s < made->virtual_stages; ++s)
+      costs.stages.push_back(costs.stages[static_cast<std::size_t>(made->piece_of(s))]);
   // profile_costs gives each virtual stage its device's speed: the devices are the first p.
   if (costs.devices.size() > static_cast<std::size_t>(p)) costs.devices.resize(static_cast<std::size_t>(p));
   simulate_options so;
@@ -421,6 +428,7 @@ std::string format_auto_partition(const auto_partition& a, const model_profile& 
     split.append(s ? "," : "").append(std::to_string(a.boundaries[s]));
   t += "run: " + std::string(schedule_name(a.schedule)) + ", " + std::to_string(a.p) +
        (a.stages.size() > static_cast<std::size_t>(a.p) ? " devices (two stages each, a V)"
+        : a.schedule == schedule_kind::dualpipe       ? " devices (each stage on two, mirrored)"
                                                          : " stages") +
        " x " + std::to_string(a.w) + " replicas, " + std::to_string(a.m) +
        " microbatches of " + std::to_string(a.microbatch) + " per replica (batch " +

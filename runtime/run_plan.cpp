@@ -196,16 +196,13 @@ std::optional<plan_issue> check_auto_partition(const run_plan& p) {
     return issue("auto_partition", "chooses the stages, replicas and split: leave "
                                    "{schedule.stages}, {schedule.replicas}, {schedule.chunks}, "
                                    "{split} and {ranks} unset");
-  if (default_routes(*p.schedule) > 1)
-    return issue("auto_partition", "does not plan dualpipe yet: `pipeworks plan --planner v "
-                                   "--schedule dualpipe` prints its split; train it with "
-                                   "{schedule.stages} and {split}");
   if (p.auto_partition->planner == planner_kind::two_bw && *p.schedule != schedule_kind::two_bw)
     return issue("auto_partition.planner", "2bw plans for {schedule.kind} 2bw, not " +
                                                std::string(schedule_name(*p.schedule)));
-  if ((p.auto_partition->planner == planner_kind::v) != is_v_shape(*p.schedule))
+  if ((p.auto_partition->planner == planner_kind::v) != v_planned(*p.schedule))
     return issue("auto_partition.planner",
-                 "v plans the V schedules (zbv, v-half, v-min, dualpipev) and they need it: "
+                 "v plans the V schedules (zbv, v-half, v-min, dualpipev) and dualpipe, and they "
+                 "need it: "
                  "{schedule.kind} " + std::string(schedule_name(*p.schedule)) + " with planner " +
                      planner_name(p.auto_partition->planner));
   if (p.auto_partition->cluster.empty())

@@ -33,6 +33,9 @@ bool splits_backward(schedule_kind k);
 // Routes through the virtual stages: 1, or 2 for dualpipe, whose microbatches enter from both
 // ends (see schedule::routes).
 int default_routes(schedule_kind k);
+// Whether the V planner plans the kind: the V schedules, and dualpipe (a V over half its devices,
+// each position's pieces held by two mirrored devices).
+inline bool v_planned(schedule_kind k) { return is_v_shape(k) || k == schedule_kind::dualpipe; }
 
 // How the replicas of a stage combine their gradients (runtime.reduce).
 //  collective: REDUCE is an all-reduce that every replica reaches before any goes on.
