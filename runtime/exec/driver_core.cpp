@@ -93,7 +93,7 @@ status driver_core::on_loss(const loss_report& r) {
 status driver_core::on_step_report(step_report rep) {
   // Every replica has the same version; the one that made it speaks (replica 0, or under the p2p
   // reduce the last, the only one that runs the optimizer and knows the gradient's norm).
-  const int speaker = plan_->params.reduce == reduce_mode::p2p ? w_ - 1 : 0;
+  const int speaker = plan_->params.reduce == reduce_mode::p2p ? plan_->params.replicas - 1 : 0;
   if (rep.replica != speaker) return {};
   if (rep.stage < 0 || rep.stage >= plan_->virtual_stages)
     return make_error("a step report for unknown stage " + std::to_string(rep.stage));

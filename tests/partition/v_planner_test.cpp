@@ -30,6 +30,44 @@ cluster devices_of(std::vector<double> speeds, std::vector<std::int64_t> memory)
   return c;
 }
 
+// A trial's devices: their speeds (all 1 in odd trials) and memories (unlimited every fifth
+// trial, else `base` plus up to 300 bytes).
+struct trial_devices {
+  std::vector<double> speeds;
+  std::vector<std::int64_t> bytes;
+};
+
+// A random trial: n layers of random times and bytes, and `devices` devices.
+std::pair<model_profile, trial_devices> random_trial(std::mt19937& rng,
+                                                     std::uniform_real_distribution<double>& ms,
+                                                     std::uniform_int_distribution<int>& bytes,
+                                                     int trial, int n, int devices,
+                                                     std::int64_t base) {
+  model_profile prof;
+  for (int l = 0; l < n; ++l)
+    prof.layers.push_back(layer(ms(rng), ms(rng), 1, bytes(rng), bytes(rng), bytes(rng)));
+  trial_devices d;
+  for (int k = 0; k < devices; ++k) {
+    d.speeds.push_back(trial % 2 ? 1.0 : 0.5 + (rng() % 3) * 0.5);
+    d.bytes.push_back(trial % 5 == 0 ? 0 : base + static_cast<std::int64_t>(rng() % 300));
+  }
+  return {std::move(prof), std::move(d)};
+}
+
+// The plan against the brute force's best bottleneck `expect` over splits into `pieces`: refused
+// for memory when none fits (false), else that bottleneck on pieces + 1 boundaries (true).
+bool matches(const result<v_plan>& plan, double expect, int pieces) {
+  if (expect == std::numeric_limits<double>::infinity()) {
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.message().find("fits every device's memory") != std::string::npos);
+    return false;
+  }
+  REQUIRE(plan.ok());
+  CHECK(plan->bottleneck_ms == Approx(expect).epsilon(1e-12));
+  REQUIRE(plan->boundaries.size() == static_cast<std::size_t>(pieces + 1));
+  return true;
+}
+
 // The best bottleneck over every split into 2p pieces (cut g after layer g), and whether any fits.
 double brute_force(const model_profile& prof, const cluster& c, int p, const std::vector<int>& fl) {
   const int n = static_cast<int>(prof.layers.size());
@@ -89,15 +127,8 @@ TEST_CASE("plan_v finds the best split a brute force finds, within memory", "[pa
   int planned = 0, refused = 0;
   for (int trial = 0; trial < 120; ++trial) {
     const int p = 1 + trial % 3, n = 2 * p + static_cast<int>(rng() % 4);
-    model_profile prof;
-    for (int l = 0; l < n; ++l) prof.layers.push_back(layer(ms(rng), ms(rng), 1, bytes(rng), bytes(rng), bytes(rng)));
-    std::vector<double> speeds;
-    std::vector<std::int64_t> memory;
-    for (int d = 0; d < p; ++d) {
-      speeds.push_back(trial % 2 ? 1.0 : 0.5 + (rng() % 3) * 0.5);
-      memory.push_back(trial % 5 == 0 ? 0 : 150 + static_cast<std::int64_t>(rng() % 300));
-    }
-    const cluster c = devices_of(speeds, memory);
+    const auto [prof, memory] = random_trial(rng, ms, bytes, trial, n, p, 150);
+    const cluster c = devices_of(memory.speeds, memory.bytes);
     const schedule_kind kind = trial % 3 == 0 ? schedule_kind::zbv
                                : trial % 3 == 1 ? schedule_kind::v_half : schedule_kind::v_min;
     const int m = 2 * p;
@@ -105,24 +136,18 @@ TEST_CASE("plan_v finds the best split a brute force finds, within memory", "[pa
     auto plan = plan_v(prof, c, {kind, p, m});
     auto made = make_schedule(kind, {p, m, 2, 1, 1});
     REQUIRE(made.ok());
-    const double expect = brute_force(prof, c, p, peak_in_flight(*made));
-    if (expect == std::numeric_limits<double>::infinity()) {
-      REQUIRE_FALSE(plan.ok());
-      CHECK(plan.message().find("fits every device's memory") != std::string::npos);
+    if (!matches(plan, brute_force(prof, c, p, peak_in_flight(*made)), 2 * p)) {
       ++refused;
       continue;
     }
-    REQUIRE(plan.ok());
-    CHECK(plan->bottleneck_ms == Approx(expect).epsilon(1e-12));
-    REQUIRE(plan->boundaries.size() == static_cast<std::size_t>(2 * p + 1));
     CHECK(plan->boundaries.front() == 0);
     CHECK(plan->boundaries.back() == n);
     for (std::size_t i = 0; i + 1 < plan->boundaries.size(); ++i)
       CHECK(plan->boundaries[i] < plan->boundaries[i + 1]);
     for (int d = 0; d < p; ++d) {
       CHECK(plan->device_ms[static_cast<std::size_t>(d)] <= plan->bottleneck_ms);
-      if (memory[static_cast<std::size_t>(d)] > 0)
-        CHECK(plan->device_bytes[static_cast<std::size_t>(d)] <= memory[static_cast<std::size_t>(d)]);
+      if (memory.bytes[static_cast<std::size_t>(d)] > 0)
+        CHECK(plan->device_bytes[static_cast<std::size_t>(d)] <= memory.bytes[static_cast<std::size_t>(d)]);
     }
     ++planned;
   }
@@ -288,36 +313,22 @@ TEST_CASE("plan_v plans dualpipe as the brute force over its mirrored devices do
   int planned = 0, refused = 0;
   for (int trial = 0; trial < 90; ++trial) {
     const int P = 2 * (1 + trial % 3), n = P + static_cast<int>(rng() % 4);
-    model_profile prof;
-    for (int l = 0; l < n; ++l)
-      prof.layers.push_back(layer(ms(rng), ms(rng), 1, bytes(rng), bytes(rng), bytes(rng)));
-    std::vector<double> speeds;
-    std::vector<std::int64_t> memory;
-    for (int d = 0; d < P; ++d) {
-      speeds.push_back(trial % 2 ? 1.0 : 0.5 + (rng() % 3) * 0.5);
-      memory.push_back(trial % 5 == 0 ? 0 : 250 + static_cast<std::int64_t>(rng() % 300));
-    }
-    const cluster c = devices_of(speeds, memory);
+    const auto [prof, memory] = random_trial(rng, ms, bytes, trial, n, P, 250);
+    const cluster c = devices_of(memory.speeds, memory.bytes);
     const int m = 2 * P;
     INFO("trial " << trial << ", P " << P << ", " << n << " layers");
     auto plan = plan_v(prof, c, {schedule_kind::dualpipe, P, m});
     auto made = make_schedule(schedule_kind::dualpipe, {P, m, 2, 1, 1});
     REQUIRE(made.ok());
-    const double expect = brute_force_dualpipe(prof, c, P, peak_in_flight(*made));
-    if (expect == std::numeric_limits<double>::infinity()) {
-      REQUIRE_FALSE(plan.ok());
-      CHECK(plan.message().find("fits every device's memory") != std::string::npos);
+    if (!matches(plan, brute_force_dualpipe(prof, c, P, peak_in_flight(*made)), P)) {
       ++refused;
       continue;
     }
-    REQUIRE(plan.ok());
-    CHECK(plan->bottleneck_ms == Approx(expect).epsilon(1e-12));
-    REQUIRE(plan->boundaries.size() == static_cast<std::size_t>(P + 1));
     REQUIRE(plan->device_ms.size() == static_cast<std::size_t>(P));
     for (int d = 0; d < P; ++d) {
       CHECK(plan->device_ms[static_cast<std::size_t>(d)] <= plan->bottleneck_ms * (1 + 1e-12));
-      if (memory[static_cast<std::size_t>(d)] > 0)
-        CHECK(plan->device_bytes[static_cast<std::size_t>(d)] <= memory[static_cast<std::size_t>(d)]);
+      if (memory.bytes[static_cast<std::size_t>(d)] > 0)
+        CHECK(plan->device_bytes[static_cast<std::size_t>(d)] <= memory.bytes[static_cast<std::size_t>(d)]);
     }
     ++planned;
   }
