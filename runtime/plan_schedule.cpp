@@ -6,15 +6,6 @@
 
 namespace pipeworks {
 
-namespace {
-
-// A plan's programs run one route: the model's split, the driver's dealing and the run plan's
-// shape follow the built-in dualpipe only.
-constexpr const char* file_routes_refusal =
-    "the programs run two routes (dualpipe), which `pipeworks schedule` and `simulate` take from "
-    "a file but a run plan does not carry yet: train with --schedule dualpipe itself";
-
-}  // namespace
 
 result<schedule> plan_schedule(const run_plan& plan, int steps) {
   if (!plan.schedule) return make_error("the plan has no schedule (none runs on one device)");
@@ -27,12 +18,16 @@ result<schedule> plan_schedule(const run_plan& plan, int steps) {
   }
   auto file = parse_schedule_file(plan.programs);
   if (!file) return file.err();
-  if (file->routes > 1) return make_error(file_routes_refusal);
+  if (file->routes != plan.routes())
+    return make_error("the plan's programs name " + std::to_string(file->routes) +
+                      " routes in a line the plan reads as " + std::to_string(plan.routes()) +
+                      ": write it as \"# routes: 2\" on a line of its own");
   auto shape = shape_of(*file, plan.replicas);
   if (!shape) return shape.err();
+  // Two routes (dualpipe) run half the step's microbatches each.
   if (shape->stages != plan.stages || shape->chunks != plan.chunks ||
-      shape->microbatches != plan.train.microbatches)
-    return make_error("the plan's programs run " + std::to_string(shape->microbatches) +
+      shape->microbatches * file->routes != plan.train.microbatches)
+    return make_error("the plan's programs run " + std::to_string(shape->microbatches * file->routes) +
                       " microbatches on " + std::to_string(shape->stages) + " devices x " +
                       std::to_string(shape->chunks) + " chunks, but the plan has " +
                       std::to_string(plan.train.microbatches) + " on " +
@@ -47,17 +42,16 @@ result<schedule> plan_schedule(const run_plan& plan, int steps) {
 
 status use_schedule_file(run_plan& plan, const schedule_file& file,
                          std::optional<version_mode> versions) {
-  if (file.routes > 1) return make_error(file_routes_refusal);
   auto rule = file_versions(file, versions);
   if (!rule) return rule.err();
   auto shape = shape_of(file, plan.replicas);
   if (!shape) return shape.err();
-  plan.programs = to_programs_text(file.rows);
+  plan.programs = to_programs_text(file.rows, file.routes);  // the routes travel in the text
   plan.programs_versions = *rule;
   plan.schedule = *rule == version_mode::latest ? schedule_kind::pipedream : schedule_kind::gpipe;
   plan.stages = shape->stages;
   plan.chunks = shape->chunks;
-  plan.train.microbatches = shape->microbatches;
+  plan.train.microbatches = shape->microbatches * file.routes;  // the step's, both routes'
   return status::success();
 }
 

@@ -44,9 +44,10 @@ std::optional<plan_issue> check_programs(const run_plan& p) {
   if (shape->stages != p.stages) return differs("schedule.stages", "devices", p.stages, shape->stages);
   if (shape->chunks != p.chunks)
     return differs("schedule.chunks", "virtual stages per device", p.chunks, shape->chunks);
-  if (shape->microbatches != p.train.microbatches)
+  // Two routes (dualpipe) run half the step's microbatches each.
+  if (shape->microbatches * f->routes != p.train.microbatches)
     return differs("schedule.microbatches", "microbatches per step", p.train.microbatches,
-                   shape->microbatches);
+                   shape->microbatches * f->routes);
   if (p.train.steps % shape->steps != 0)
     return issue("schedule.steps", "is " + str(p.train.steps) + ", not a multiple of the " +
                                        str(shape->steps) + " steps {schedule.programs} covers");
@@ -400,7 +401,7 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
                                  "{schedule.replicas} is 1: give 2 or more, or drop it");
   if (auto i = check_reduce(p)) return i;
   if (auto i = check_split(p, blocks)) return i;
-  if (default_routes(*p.schedule) > 1 && p.zero > 0)
+  if (p.routes() > 1 && p.zero > 0)
     return issue("runtime.zero", "does not shard dualpipe's stages, whose two copies already sum "
                                  "their gradients on mirrored devices: drop it");
   const schedule_params sp{p.stages, p.train.microbatches, p.chunks, p.replicas, 1, p.reduce};
@@ -409,6 +410,16 @@ std::optional<plan_issue> first_issue(const run_plan& p, int blocks) {
   if (auto i = check_ranks(p)) return i;
   if (auto i = check_offload(p)) return i;
   return check_credits(p);
+}
+
+int run_plan::routes() const {
+  if (!schedule) return 1;
+  if (programs.empty()) return default_routes(*schedule);
+  // A line "# routes: 2" (routes_line), as to_programs_text writes it; plan_schedule checks that
+  // the parsed text agrees.
+  const std::string_view line = routes_line;
+  const bool at_start = programs.compare(0, line.size(), line) == 0;
+  return at_start || programs.find("\n" + std::string(line)) != std::string::npos ? 2 : 1;
 }
 
 status check(const run_plan& p, int blocks) {

@@ -144,9 +144,10 @@ struct run_plan {
   int virtual_stages() const { return stages * chunks; }
   // The stages the model is cut into ({split}'s entries): the virtual stages of one route
   // (dualpipe's two routes hold every stage twice).
-  int model_stages() const {
-    return schedule ? virtual_stages() / default_routes(*schedule) : virtual_stages();
-  }
+  int model_stages() const { return schedule ? virtual_stages() / routes() : virtual_stages(); }
+  // The schedule's routes: the kind's (2 for dualpipe), or with programs from a file the text's
+  // (a line "# routes: 2" at its head, as to_programs_text writes it).
+  int routes() const;
   int rank_count() const { return schedule ? stages * replicas : 1; }
   // The clip scope the schedule allows: global for `none` and flush schedules (the squared norms
   // of all stages are summed before STEP), per stage for the asynchronous ones.

@@ -304,8 +304,9 @@ result<schedule_file> parse_schedule_file(std::string_view text) {
   return f;
 }
 
-std::string to_programs_text(const std::vector<program>& rows) {
+std::string to_programs_text(const std::vector<program>& rows, int routes) {
   std::string out = "# pipeworks action text: one rank per line, actions space separated\n";
+  if (routes > 1) out += routes_line;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     out += "rank ";
     out += std::to_string(r);

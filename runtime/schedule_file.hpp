@@ -65,7 +65,9 @@ result<schedule_file> parse_schedule_file(std::string_view text);
 
 // The rows as pipeworks' action text ("rank N: ..." lines under a comment line saying what it
 // is): what a run plan carries, and what parse_schedule_file reads back to the same rows.
-std::string to_programs_text(const std::vector<program>& rows);
+// With routes = 2 the text's second line is routes_line, which parse_schedule_file reads back.
+std::string to_programs_text(const std::vector<program>& rows, int routes = 1);
+inline constexpr std::string_view routes_line = "# routes: 2\n";
 
 // What a file says about the run that follows it.
 struct schedule_file_shape {

@@ -311,7 +311,7 @@ TEST_CASE("dualpipe's programs read back from pipeworks' text with their two rou
   CHECK(checked == 32);
 }
 
-TEST_CASE("a routes line names 1 or 2, and two routes need their STEPs and stay out of run plans",
+TEST_CASE("a routes line names 1 or 2, two routes need their STEPs and travel in a run plan",
           "[runtime]") {
   auto three = parse_schedule_file("# routes: 3\nrank 0: 0F0 0B0\n");
   REQUIRE_FALSE(three.ok());
@@ -322,9 +322,21 @@ TEST_CASE("a routes line names 1 or 2, and two routes need their STEPs and stay 
   auto s = schedule_from_file(*bare, 1, 1);
   REQUIRE_FALSE(s.ok());
   CHECK(s.message().find("give them with their REDUCEs and STEPs") != std::string::npos);
+  // dualpipe's programs in a run plan: the text keeps its routes line, the step its microbatches
+  // of both routes, the split counts the model's stages.
+  auto made = make_schedule(schedule_kind::dualpipe, {2, 4, 2, 1, 1});
+  REQUIRE(made.ok());
+  auto f = parse_schedule_file("# routes: 2\n" + to_programs_text(made->programs));
+  REQUIRE(f.ok());
   run_plan plan;
   plan.schedule = schedule_kind::gpipe;
-  const status used = use_schedule_file(plan, *bare, std::nullopt);
-  REQUIRE_FALSE(used.ok());
-  CHECK(used.message().find("train with --schedule dualpipe itself") != std::string::npos);
+  REQUIRE(use_schedule_file(plan, *f, std::nullopt).ok());
+  CHECK(plan.routes() == 2);
+  CHECK(plan.train.microbatches == 4);
+  CHECK(plan.model_stages() == 2);
+  plan.train.steps = 1;
+  auto back = plan_schedule(plan, 1);
+  REQUIRE(back.ok());
+  CHECK(back->routes == 2);
+  CHECK(back->programs == lower_communication(*made).programs);
 }
