@@ -339,13 +339,14 @@ class driver_state {
       if (stage < 0 || static_cast<std::size_t>(stage) >= dev.size()) return -1;
       return replica * p + dev[static_cast<std::size_t>(stage)];
     };
-    // Requests and losses name a member of the reduce: route r of replica q is r * w + q.
-    const int w = run().plan.replicas, L = run().programs->route_stages();
-    if (const auto* q = std::get_if<input_request>(&m)) return of(q->replica / w * L, q->replica % w);
+    // Requests and losses name a member of the reduce (schedule::member).
+    const schedule& s = *run().programs;
+    if (const auto* q = std::get_if<input_request>(&m))
+      return of(s.member_stage(q->replica, 0), s.member_replica(q->replica));
     if (const auto* q = std::get_if<norm_request>(&m)) return of(q->stage, q->replica);
     if (const auto* q = std::get_if<step_report>(&m)) return of(q->stage, q->replica);
     if (const auto* q = std::get_if<loss_report>(&m))
-      return of((q->replica / w + 1) * L - 1, q->replica % w);
+      return of(s.member_stage(q->replica, s.route_stages() - 1), s.member_replica(q->replica));
     return -1;
   }
 

@@ -148,7 +148,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
         const int replica = r / plan.stages;
         for (int s = 0; s < V; ++s)
           if (programs.device_of[static_cast<std::size_t>(s)] == device) {
-            const int member = s / programs.route_stages() * plan.replicas + replica;
+            const int member = programs.member(s, replica);
             const int piece = programs.piece_of(s);
             wiring.reducers[static_cast<std::size_t>(member * V + piece)] =
                 spawn_shard(sys, piece, member, members, spec.driver, spec.link, plan.zero,

@@ -132,7 +132,7 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, const std:
       const int V = p.virtual_stages(), replica = r / p.stages;
       for (int s = 0; s < V; ++s)
         if (programs.device_of[static_cast<std::size_t>(s)] == device) {
-          const int member = s / programs.route_stages() * p.replicas + replica;
+          const int member = programs.member(s, replica);
           const int piece = programs.piece_of(s);
           reply.shards.push_back(spawn_shard(sys, piece, member, programs.reduce_group_size(),
                                              q.driver, link, p.zero, p.reduce));

@@ -75,7 +75,8 @@ result<std::string> simulated_page(const schedule_options& o, schedule s) {
     if (!loaded) throw CLI::ValidationError("--costs", loaded.message());
     costs = std::move(*loaded);
   }
-  if (status ok = costs.check(s.virtual_stages, s.params.stages, s.params.replicas); !ok)
+  if (status ok = costs.check(s.virtual_stages, s.params.stages, s.params.replicas, s.route_stages());
+      !ok)
     throw CLI::ValidationError("--costs", ok.message());
   auto sim = simulate(s, costs);
   if (!sim) {

@@ -158,7 +158,8 @@ int run_simulate(const simulate_flags& o) {
   }
   const schedule_params& sp = lowered.params;
   const cost_model costs = make_costs(o);
-  if (status ok = costs.check(lowered.virtual_stages, sp.stages, sp.replicas); !ok) {
+  if (status ok = costs.check(lowered.virtual_stages, sp.stages, sp.replicas, lowered.route_stages());
+      !ok) {
     throw CLI::ValidationError("--costs", ok.message());
   }
 

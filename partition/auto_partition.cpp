@@ -276,10 +276,6 @@ cost_model profile_costs(const std::vector<const model_profile*>& stage_profile,
 result<double> simulate_step_ms(schedule_kind kind, int p, int m, int w, cost_model costs) {
   auto made = make_schedule(kind, schedule_params{p, m, default_chunks(kind), w, 2});
   if (!made) return made.err();
-  // dualpipe: the costs are its stages of the model; its second route runs copies of them.
-  if (made->routes > 1 && costs.stages.size() == static_cast<std::size_t>(made->route_stages()))
-    for (int s = made->route_stages(); s < made->virtual_stages; ++s)
-      costs.stages.push_back(costs.stages[static_cast<std::size_t>(made->piece_of(s))]);
   // profile_costs gives each virtual stage its device's speed: the devices are the first p.
   if (costs.devices.size() > static_cast<std::size_t>(p)) costs.devices.resize(static_cast<std::size_t>(p));
   simulate_options so;

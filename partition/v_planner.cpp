@@ -318,10 +318,8 @@ result<v_choice> plan_v_devices(const model_profile& profile, const cluster& dev
       std::vector<double> speed;  // by virtual stage: its device's
       for (int s = 0; s < 2 * p; ++s)
         speed.push_back(devices.speed(placement[static_cast<std::size_t>(s < p ? s : 2 * p - 1 - s)]));
-      // dualpipe: the p pieces' costs (piece d on device d), then route 1's copies of them.
+      // dualpipe: its p pieces' costs (piece d on device d), which the simulator gives each copy.
       cost_model costs = profile_costs(profile, plan->boundaries, speed);
-      if (mirrored)
-        for (int s = 0; s < p; ++s) costs.stages.push_back(costs.stages[static_cast<std::size_t>(s)]);
       costs.devices.resize(static_cast<std::size_t>(p));
       auto made = make_schedule(kind, {p, microbatches, 2, 1, 2});
       if (!made) return made.err();

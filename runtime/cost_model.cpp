@@ -112,14 +112,20 @@ double cost_model::reduce_time(int s, int replicas) const {
          2.0 * (w - 1.0) * reduce_link.latency;
 }
 
-status cost_model::check(int virtual_stages, int devices_per_replica, int replicas) const {
+status cost_model::check(int virtual_stages, int devices_per_replica, int replicas,
+                         int model_stages) const {
   if (stages.empty()) {
     return make_error("cost model: no stage costs; give one entry for all stages or one per stage");
   }
-  if (stages.size() != 1 && static_cast<int>(stages.size()) != virtual_stages) {
+  const int n = static_cast<int>(stages.size());
+  const bool per_model_stage = model_stages > 0 && model_stages != virtual_stages && n == model_stages;
+  if (n != 1 && n != virtual_stages && !per_model_stage) {
     return make_error("cost model: " + std::to_string(stages.size()) +
                       " stage entries for a schedule with " + std::to_string(virtual_stages) +
-                      " virtual stages; give 1 (for all) or " + std::to_string(virtual_stages));
+                      " virtual stages; give 1 (for all) or " + std::to_string(virtual_stages) +
+                      (model_stages > 0 && model_stages != virtual_stages
+                           ? " (or " + std::to_string(model_stages) + ", one per stage of the model)"
+                           : std::string()));
   }
   if (devices.empty()) {
     return make_error("cost model: no device entries; give one for all devices or one per device");

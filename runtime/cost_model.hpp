@@ -69,8 +69,10 @@ struct cost_model {
 
   // Checks sizes against the schedule's shape and that every number is usable: times finite and
   // >= 0, byte counts in 0..2^62, and the derived transfer and REDUCE times (with `replicas`
-  // replicas) finite.
-  status check(int virtual_stages, int devices_per_replica, int replicas = 1) const;
+  // replicas) finite. Stage entries: 1, one per virtual stage, or one per stage of the model
+  // (`model_stages`, dualpipe's p: each route's copy of a stage costs the same; 0: none).
+  status check(int virtual_stages, int devices_per_replica, int replicas = 1,
+               int model_stages = 0) const;
 };
 
 // Every stage F, B, W (so I = B - W), free communication, unlimited memory.

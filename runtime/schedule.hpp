@@ -111,6 +111,16 @@ struct schedule {
   int piece_of(int s) const { return s % route_stages(); }
   // Ranks that meet at a REDUCE of virtual stage s: every replica's copies of its piece.
   int reduce_group_size() const { return params.replicas * routes; }
+  // The members of a reduce (and the driver's dealing): the copy of stage s on replica q is
+  // member r * w + q, r its route; with one route, the replica.
+  int member(int s, int replica) const {
+    return s / route_stages() * params.replicas + replica;
+  }
+  int member_replica(int member) const { return member % params.replicas; }
+  // Member j's copy of a piece (its stage on its route).
+  int member_stage(int member, int piece) const {
+    return member / params.replicas * route_stages() + piece;
+  }
   int total_microbatches() const { return params.microbatches * params.steps; }
   int rank_of(int replica, int device) const { return replica * params.stages + device; }
 };

@@ -142,6 +142,12 @@ class simulator {
   const cost_model& c_;
   const simulate_options& o_;
   int p_ = 1, w_ = 1, v_ = 1, r_ = 1, nver_ = 1;
+  // The cost entry of virtual stage st: its own, or with one entry per stage of the model
+  // (dualpipe's p) its piece's.
+  int cost_index(int st) const {
+    return static_cast<int>(c_.stages.size()) == s_.route_stages() && s_.routes > 1 ? s_.piece_of(st)
+                                                                                      : st;
+  }
   std::size_t ids_ = 1;  // microbatch ids per (replica, stage): the largest id + 1
   std::size_t m_ = 1;    // the flat arrays' row length: ids_ and padding
   std::int64_t total_ = 0;

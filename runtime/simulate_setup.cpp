@@ -39,7 +39,7 @@ status simulator::check_shape() {
                         std::to_string(p_ - 1));
     }
   }
-  return c_.check(v_, p_, w_);
+  return c_.check(v_, p_, w_, s_.route_stages());
 }
 
 // One pass over the programs: count, check stage and microbatch ranges and placement. The pass
@@ -171,14 +171,14 @@ void simulator::stage_times() {
   act_bytes_.resize(v_);
   param_bytes_.resize(v_);
   for (int st = 0; st < v_; ++st) {
-    const stage_cost& sc = c_.stage(st);
+    const stage_cost& sc = c_.stage(cost_index(st));
     const double speed = c_.device(device_of_[st]).speed;
     t_f_[st] = sc.forward / speed;
     t_b_[st] = sc.backward / speed;
     t_i_[st] = sc.input_grad() / speed;
     t_w_[st] = sc.weight_grad / speed;
     t_step_[st] = sc.step / speed;
-    t_reduce_[st] = c_.reduce_time(st, s_.reduce_group_size());
+    t_reduce_[st] = c_.reduce_time(cost_index(st), s_.reduce_group_size());
     act_bytes_[st] = sc.activation_bytes;
     param_bytes_[st] = sc.param_bytes;
     if (!s_.ends_route(st)) {  // forward activation to st+1
@@ -188,7 +188,7 @@ void simulator::stage_times() {
     }
     if (!s_.starts_route(st)) {  // input gradient to st-1, the size of st-1's boundary
       const link_cost& l = c_.link_between(device_of_[st], device_of_[st - 1]);
-      xfer_b_[st] = l.transfer(c_.stage(st - 1).boundary_bytes);
+      xfer_b_[st] = l.transfer(c_.stage(cost_index(st - 1)).boundary_bytes);
       lat_b_[st] = l.latency;
     }
   }
@@ -271,7 +271,7 @@ status simulator::prepare() {
     // with a given REDUCE time, the ring's time for w/(2(w-1)) of its steps (one gradient's bytes).
     t_hop_.assign(v_, 0.0);
     for (int st = 0; st < v_; ++st) {
-      const stage_cost& sc = c_.stage(st);
+      const stage_cost& sc = c_.stage(cost_index(st));
       t_hop_[st] = sc.reduce >= 0.0 ? sc.reduce * w_ / (2.0 * (w_ - 1))
                                     : c_.reduce_link.transfer(sc.param_bytes) + c_.reduce_link.latency;
     }

@@ -64,9 +64,8 @@ status driver_core::on_input(const input_request& req, std::vector<outgoing>& ou
     return make_error("microbatch " + std::to_string(req.microbatch) + " of replica " +
                       std::to_string(req.replica) + " was asked for twice");
   activation_msg a;
-  const int replicas = plan_->params.replicas;
-  a.replica = req.replica % replicas;
-  a.stage = (req.replica / replicas) * V_;  // the first stage of the member's route
+  a.replica = plan_->member_replica(req.replica);
+  a.stage = plan_->member_stage(req.replica, 0);  // the first stage of the member's route
   a.microbatch = req.microbatch;
   a.data = tensor_payload(std::move(slot.input));
   a.ctx = std::move(slot.ctx);

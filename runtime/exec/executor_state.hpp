@@ -145,11 +145,9 @@ struct stage_executor<T>::impl {
   int rank_of_stage(int s) const { return plan.rank_of(setup.replica, plan.device_of[s]); }
   virtual_stage_state<T>& state(int s);
   bool runs(int s) const { return s >= 0 && s < plan.virtual_stages && index_of[s] >= 0; }
-  // Routes (dualpipe): the driver and the reducer count the copies of a stage on route r of
-  // replica q as member r * w + q, each with its own microbatches; with one route, the replica.
-  int member_of(int s) const {
-    return (s / plan.route_stages()) * plan.params.replicas + setup.replica;
-  }
+  // Routes (dualpipe): the driver and the reducer count a stage's copy as a member of its reduce
+  // (schedule::member), each with its own microbatches; with one route, the replica.
+  int member_of(int s) const { return plan.member(s, setup.replica); }
   // The stage of this rank whose piece a reducer's answer names (with one route, the stage).
   int stage_of_piece(int piece) const {
     for (const auto& st : stages)

@@ -73,9 +73,9 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
         if (!done) return fail(done.message());
         if (*done)
           for (int j = 0; j < members; ++j) {
-            const int stage = (j / w) * s.route_stages() + it->first;  // member j's copy
+            const int stage = s.member_stage(j, it->first);  // member j's copy
             if ((**done)[static_cast<std::size_t>(j)].sum)  // p2p answers some replicas only
-              links[{-2 - it->first, s.rank_of(j % w, s.device_of[stage])}].push_back(
+              links[{-2 - it->first, s.rank_of(s.member_replica(j), s.device_of[stage])}].push_back(
                   std::move((**done)[static_cast<std::size_t>(j)]));
           }
         break;

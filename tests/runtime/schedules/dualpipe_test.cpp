@@ -140,3 +140,30 @@ TEST_CASE("dualpipe's two copies of a stage meet at REDUCE, on mirrored devices"
   REQUIRE_FALSE(ok.ok());
   CHECK(ok.message().find("0STEP") != std::string::npos);
 }
+
+TEST_CASE("dualpipe's costs may name each stage of the model once, for both of its copies",
+          "[runtime]") {
+  // p entries (one per stage of the model) simulate as the 2p entries that repeat them per route.
+  auto s = dualpipe(params(4, 8));
+  REQUIRE(s.ok());
+  const schedule lowered = lower_communication(*s);
+  cost_model per_stage = uniform_costs(1.0, 2.0, 1.0);
+  per_stage.stages.clear();
+  for (int k = 0; k < 4; ++k) {
+    stage_cost c;
+    c.forward = 1.0 + k;
+    c.backward = 2.0 + k;
+    c.weight_grad = 1.0;
+    per_stage.stages.push_back(c);
+  }
+  cost_model per_copy = per_stage;
+  for (int k = 0; k < 4; ++k) per_copy.stages.push_back(per_stage.stages[static_cast<std::size_t>(k)]);
+  CHECK(per_stage.check(8, 4, 1, 4).ok());
+  CHECK(per_stage.check(8, 4, 1).message().find("give 1 (for all) or 8") != std::string::npos);
+  auto a = simulate(lowered, per_stage);
+  auto b = simulate(lowered, per_copy);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->makespan == b->makespan);
+  CHECK(a->makespan > 0);
+}
