@@ -4,7 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "ops/device/device_memory.hpp"
 
@@ -35,6 +38,29 @@ caching_allocator::raw_allocator device_memory(int device) {
 
 namespace pipeworks {
 
+namespace {
+
+// Lets GPU `to` reach GPU `from`'s memory directly (NVLink or PCIe peer to peer), asked once per
+// pair: a peer copy between GPUs that cannot is staged through the host by the driver.
+void enable_peer_access(int to, int from) {
+  static std::mutex mu;
+  static std::set<std::pair<int, int>> asked;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (!asked.insert({to, from}).second) return;
+  int can = 0;
+  PW_CUDA(cudaDeviceCanAccessPeer(&can, to, from));
+  if (!can) return;
+  PW_CUDA(cudaSetDevice(to));
+  const cudaError_t e = cudaDeviceEnablePeerAccess(from, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();  // enabled before us (another library in the process): not sticky
+    return;
+  }
+  PW_CUDA(e);
+}
+
+}  // namespace
+
 void copy_bytes(void* dst, const device& to, const void* src, const device& from, std::size_t n,
                 void* stream) {
   if (n == 0) return;
@@ -42,10 +68,17 @@ void copy_bytes(void* dst, const device& to, const void* src, const device& from
     std::memcpy(dst, src, n);
     return;
   }
-  // Unified addressing tells the direction from the pointers; the GPU's own device is made current.
+  // Unified addressing tells the direction from the pointers; the GPU's own device is made current
+  // (the destination's between two GPUs, whose stream the copy is ordered on).
   PW_CUDA(cudaSetDevice(to.kind == device_kind::cuda ? to.index : from.index));
   const auto s = static_cast<cudaStream_t>(stream);
-  PW_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s));
+  if (to.kind == device_kind::cuda && from.kind == device_kind::cuda && to.index != from.index) {
+    enable_peer_access(to.index, from.index);
+    PW_CUDA(cudaSetDevice(to.index));
+    PW_CUDA(cudaMemcpyPeerAsync(dst, to.index, src, from.index, n, s));
+  } else {
+    PW_CUDA(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s));
+  }
   if (stream == nullptr) {
     PW_CUDA(cudaStreamSynchronize(s));
     return;

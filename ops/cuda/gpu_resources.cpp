@@ -32,6 +32,12 @@ void gpu_resources::synchronize() const {
   PW_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
 }
 
+void gpu_resources::make_current() const {
+  int current = -1;
+  PW_CUDA(cudaGetDevice(&current));
+  if (current != index_) PW_CUDA(cudaSetDevice(index_));
+}
+
 std::shared_ptr<gpu_resources> open_gpu(int index, gpu_math math) {
   const gpu_census gpus = find_gpus();
   const std::string name = "cuda:" + std::to_string(index);

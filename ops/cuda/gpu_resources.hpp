@@ -22,6 +22,9 @@ class gpu_resources {
   const std::shared_ptr<caching_allocator>& memory() const { return memory_; }
   const cuda::blas_handle& blas() const { return *blas_; }
   void synchronize() const;  // waits for the stream's work
+  // Makes this GPU the calling thread's current device (a kernel or cuBLAS call on its stream
+  // needs it; ranks of one process on different GPUs share the actor system's threads).
+  void make_current() const;
 
  private:
   int index_;

@@ -15,7 +15,10 @@
 #include "ops/layers/layernorm.hpp"
 #include "ops/layers/linear.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
 #include "ops/cuda/adamw_cuda.hpp"
+#include "ops/cuda/cuda_check.hpp"
 #include "ops/cuda/attention_flash_cuda.hpp"
 #include "ops/cuda/attention_gemm_cuda.hpp"
 #include "ops/cuda/cross_entropy_cuda.hpp"
@@ -31,13 +34,17 @@
 namespace pipeworks {
 namespace {
 
-// The context's GPU resources when it is a GPU (and T is f32, the GPU's one type), else null.
+// The context's GPU resources when it is a GPU (and T is f32, the GPU's one type), made the
+// thread's current device; else null.
 template <class T>
 gpu_resources* gpu_for(const device_context& d) {
   if (!d.on_gpu()) return nullptr;
   if constexpr (!std::is_same_v<T, float>)
     throw pipeworks_error(d.where().to_string() +
                           " runs f32 only: run this model in f32 there, or on the CPU");
+#ifdef PIPEWORKS_HAVE_CUDA
+  d.gpu()->make_current();
+#endif
   return d.gpu();
 }
 
@@ -263,6 +270,7 @@ void gpu_optimizer_step(const optimizer_config& c, double lr, const tensor& w, c
                         tensor& w_out, std::int64_t begin, std::int64_t n, tensor& m, tensor& v,
                         std::int64_t t) {
 #ifdef PIPEWORKS_HAVE_CUDA
+  PW_CUDA(cudaSetDevice(w_out.where().index));  // the kernel runs on w_out's GPU and stream
   const auto count = static_cast<std::size_t>(n);
   float* out = w_out.data<float>() + begin;
   const float* wp = w.data<float>() + begin;

@@ -2,6 +2,7 @@
 // activation, a gradient, a credit, a reduced gradient, the global norm) and then runs; see
 // executor.hpp. Checkpoints are in executor_snapshot.cpp.
 #include "runtime/exec/executor.hpp"
+#include "runtime/exec/handoff.hpp"
 #include "base/exception_text.hpp"
 #include "runtime/program_walk.hpp"
 
@@ -222,10 +223,11 @@ template <class T>
 tensor stage_executor<T>::impl::to_wire(tensor t, int to) const {
   if (t.where().kind == device_kind::cpu) return t;
   const auto at = static_cast<std::size_t>(to), me = static_cast<std::size_t>(rank);
-  const bool same_gpu = at < setup.rank_devices.size() && setup.rank_devices[at] == context.where() &&
-                        at < setup.rank_processes.size() && me < setup.rank_processes.size() &&
-                        setup.rank_processes[at] == setup.rank_processes[me];
-  if (!same_gpu) return context.to_host(t);
+  const bool known = at < setup.rank_devices.size() && at < setup.rank_processes.size() &&
+                     me < setup.rank_processes.size();
+  if (!known || handoff_between(context.where(), setup.rank_processes[me], setup.rank_devices[at],
+                                setup.rank_processes[at]) == handoff::host)
+    return context.to_host(t);
   context.hand_over(t);  // the consumer's stream waits for this event; this rank goes on
   return t;
 }

@@ -93,8 +93,9 @@ struct executor_setup {
   // run naming the rank; its peak is the rank's device_peak_bytes.
   std::int64_t memory_limit = 0;
   // Every rank's device and process (empty: all on the CPU in one process). A GPU rank hands an
-  // activation or gradient to a rank on the same GPU in the same process as a GPU tensor (the
-  // consumer copies it device to device); to any other rank through the host.
+  // activation or gradient to a GPU rank of the same process as a GPU tensor (the consumer copies
+  // it device to device, by peer copy from another GPU); to any other rank through the host
+  // (handoff_between).
   std::vector<pipeworks::device> rank_devices;
   std::vector<int> rank_processes;
 };

@@ -25,6 +25,15 @@ inline bool have_gpu() {
   return gpus.count > 0;
 }
 
+// True when at least n GPUs are there; otherwise warns with how many there are.
+inline bool have_gpus(int n) {
+  const gpu_census gpus = find_gpus();
+  if (gpus.count < n)
+    WARN("skipped: needs " << n << " GPUs, this machine has "
+                           << (gpus.count == 0 ? "none (" + gpus.why + ")" : std::to_string(gpus.count)));
+  return gpus.count >= n;
+}
+
 // ||a - b|| / ||b|| over all elements (1 when b is zero and a is not).
 template <class A, class B>
 double normalised_error(const std::vector<A>& a, const std::vector<B>& b) {

@@ -39,6 +39,32 @@ TEST_CASE("a tensor handed over between two streams of one GPU is read after its
   }
 }
 
+TEST_CASE("a tensor handed over to another GPU arrives by peer copy after its last write", "[cuda]") {
+  if (!cuda_test::have_gpus(2)) return;
+  const device_context producer = device_context::cuda(0), consumer = device_context::cuda(1);
+  const std::int64_t n = std::int64_t{1} << 24;
+  for (int round = 0; round < 3; ++round) {
+    tensor h({n}, dtype::f32);
+    for (float& v : h.span<float>()) v = 1.f;
+    const tensor src = producer.adopt(std::move(h));
+    tensor t = producer.zeros({n}, dtype::f32);
+    for (int i = 0; i < 200; ++i) add_into<float>(producer, t.data<float>(), src.data<float>(), n);
+    producer.hand_over(t);  // the producer's stream is still adding
+    const std::size_t before = producer.memory_stats().in_use;
+    tensor there = consumer.adopt(std::move(t));
+    CHECK(there.where() == device{device_kind::cuda, 1});
+    CHECK(there.stream() == consumer.stream());
+    // The consumer adds on its own GPU after the copy, then reads back.
+    add_into<float>(consumer, there.data<float>(), there.data<float>(), n);
+    const tensor back = consumer.to_host(there);
+    std::int64_t wrong = 0;
+    for (float v : back.span<float>()) wrong += v != 400.f;
+    CHECK(wrong == 0);
+    consumer.wait();  // the copy is done: t has gone back to GPU 0's allocator
+    CHECK(producer.memory_stats().in_use + n * sizeof(float) == before);
+  }
+}
+
 TEST_CASE("a GPU tensor comes to the host in page-locked memory that goes back to its pool", "[cuda]") {
   if (!cuda_test::have_gpu()) return;
   const device_context gpu = device_context::cuda(0);

@@ -17,12 +17,23 @@ namespace {
 
 constexpr int steps = 3;
 
-// How the ranks are placed: all on cuda:0, or stage 0 of each replica on the CPU.
-enum class placement { gpu, mixed };
+// How the ranks are placed: all on cuda:0, stage 0 of each replica on the CPU, or rank r on
+// cuda:(r % 2) (two GPUs of one process: tensors cross by peer copy).
+enum class placement { gpu, mixed, two_gpus };
 
-void check_on_gpu(const semantics_case& c, placement where) {
+const char* rank_device(placement where, int r, int p) {
+  switch (where) {
+    case placement::gpu: return "cuda:0";
+    case placement::mixed: return r % p == 0 ? "cpu" : "cuda:0";
+    case placement::two_gpus: return r % 2 == 0 ? "cuda:0" : "cuda:1";
+  }
+  return "cpu";
+}
+
+// The run's final weights (on the host), checked against the sequential reference.
+std::vector<param_snapshot> check_on_gpu(const semantics_case& c, placement where) {
   auto made = make_schedule(c.kind, c.params(steps));
-  if (!made) return;  // the generator does not permit these parameters
+  if (!made) return {};  // the generator does not permit these parameters
   auto plan = std::make_shared<const schedule>(lower_communication(*made));
   REQUIRE(validate(*plan).ok());
   const int S = plan->virtual_stages;
@@ -36,9 +47,10 @@ void check_on_gpu(const semantics_case& c, placement where) {
   };
   lowered_run run = local_lowered_run(plan, b, cfg);
   for (int r = 0; r < c.p * c.w; ++r)
-    run.plan.ranks.push_back(
-        rank_placement{where == placement::mixed && r % c.p == 0 ? "cpu" : "cuda:0", 1.0, "", 0});
-  INFO(c.name() << (where == placement::mixed ? " (stage 0 on the CPU)" : " (all on the GPU)"));
+    run.plan.ranks.push_back(rank_placement{rank_device(where, r, c.p), 1.0, "", 0});
+  INFO(c.name() << (where == placement::mixed     ? " (stage 0 on the CPU)"
+                    : where == placement::two_gpus ? " (on two GPUs)"
+                                                   : " (all on the GPU)"));
   auto got = run_local(mdl, run, initial, data);
   REQUIRE(got.ok());
   auto ref = reference_train(mdl, *made, b, initial, cfg, data);
@@ -49,6 +61,7 @@ void check_on_gpu(const semantics_case& c, placement where) {
     REQUIRE(got->weights[s]->where() == device::cpu());
     CHECK(max_relative_difference<float>(*got->weights[s], (*ref)[s]) <= 1e-5);
   }
+  return got->weights;
 }
 
 std::vector<semantics_case> gpu_grid(bool gpt) {
@@ -79,4 +92,17 @@ TEST_CASE("a mixed CPU and GPU pipeline equals its sequential reference", "[cuda
   if (!cuda_test::have_gpu()) return;
   for (const auto& c : gpu_grid(true)) check_on_gpu(c, placement::mixed);
   for (const auto& c : gpu_grid(false)) check_on_gpu(c, placement::mixed);
+}
+
+TEST_CASE("every schedule over two GPUs of one process ends with one GPU's bits", "[cuda]") {
+  if (!cuda_test::have_gpus(2)) return;
+  for (const auto& c : gpu_grid(true)) {
+    const auto one = check_on_gpu(c, placement::gpu);
+    const auto two = check_on_gpu(c, placement::two_gpus);
+    REQUIRE(one.size() == two.size());
+    for (std::size_t s = 0; s < one.size(); ++s) {
+      INFO(c.name() << ", virtual stage " << s);
+      CHECK(same_bits(*one[s], *two[s]));
+    }
+  }
 }
