@@ -20,11 +20,11 @@ struct reducer_state {
   explicit reducer_state(caf::event_based_actor* self) : self_(self) {}
 
   caf::behavior make_behavior(int stage, int replicas, reduce_mode mode, caf::actor driver,
-                              std::shared_ptr<wire_link> link) {
+                              std::shared_ptr<wire_link> link, std::shared_ptr<device_context> gpu) {
     stage_ = stage;
     link_ = std::move(link);
     driver_ = std::move(driver);
-    reducer_.emplace(stage, replicas, mode);
+    reducer_.emplace(stage, replicas, mode, std::move(gpu));
     reply_to_.resize(static_cast<std::size_t>(replicas));
     self_->monitor(driver_);
     self_->set_down_handler([this](caf::down_msg& dm) {
@@ -66,18 +66,22 @@ struct reducer_state {
 };
 
 caf::behavior reducer_actor(caf::stateful_actor<reducer_state>* self, int stage, int replicas,
-                            reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link) {
-  return self->state.make_behavior(stage, replicas, mode, std::move(driver), std::move(link));
+                            reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link,
+                            std::shared_ptr<device_context> gpu) {
+  return self->state.make_behavior(stage, replicas, mode, std::move(driver), std::move(link),
+                                   std::move(gpu));
 }
 
 }  // namespace
 
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
-                         reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link) {
+                         reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link,
+                         std::shared_ptr<device_context> gpu) {
   if (detached)
     return sys.spawn<caf::detached>(reducer_actor, stage, replicas, mode, std::move(driver),
-                                    std::move(link));
-  return sys.spawn(reducer_actor, stage, replicas, mode, std::move(driver), std::move(link));
+                                    std::move(link), std::move(gpu));
+  return sys.spawn(reducer_actor, stage, replicas, mode, std::move(driver), std::move(link),
+                   std::move(gpu));
 }
 
 }  // namespace pipeworks

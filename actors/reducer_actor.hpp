@@ -6,14 +6,16 @@
 #include <memory>
 
 #include "actors/wire.hpp"
+#include "ops/device/device_context.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks {
 
 // A failure (a duplicate or mismatched gradient) goes to `driver` as a stage_failure. With a
-// link, sums to ranks of other processes go over it.
+// link, sums to ranks of other processes go over it. With `gpu`, GPU gradients are summed there.
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
                          reduce_mode mode, caf::actor driver,
-                         std::shared_ptr<wire_link> link = nullptr);
+                         std::shared_ptr<wire_link> link = nullptr,
+                         std::shared_ptr<device_context> gpu = nullptr);
 
 }  // namespace pipeworks

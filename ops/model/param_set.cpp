@@ -5,6 +5,7 @@
 
 #include "base/result.hpp"
 #include "ops/device/device_context.hpp"
+#include "ops/device/device_memory.hpp"
 
 namespace pipeworks {
 
@@ -72,7 +73,14 @@ param_set param_set::zeros_like() const { return with_arena(data_.zeros_like());
 
 param_set param_set::uninitialized_like() const { return with_arena(data_.uninitialized_like()); }
 
-param_set param_set::on(const device_context& d) const { return with_arena(d.adopt(data_.clone())); }
+param_set param_set::on(const device_context& d) const {
+  // The clone is ordered on the arena's own stream, after the work that made it; d's stream
+  // copies it after the event that marks the clone complete, and adopt keeps it until then.
+  tensor copy = data_.clone();
+  if (copy.where().kind == device_kind::cuda && copy.stream() != d.stream())
+    copy.set_ready(record_event(copy.where(), copy.stream()));
+  return with_arena(d.adopt(std::move(copy)));
+}
 
 param_snapshot on_host(const param_snapshot& p) {
   if (!p || p->where().kind == device_kind::cpu) return p;

@@ -47,7 +47,8 @@ class param_set {
   param_set clone() const;       // a deep copy: the way to make a new version
   param_set zeros_like() const;  // the same layout, all zeros (a gradient buffer)
   param_set uninitialized_like() const;  // the same layout, values unset: write every one
-  // A copy on d's device (the explicit crossing of devices; a GPU's arena is ordered on its stream).
+  // A copy on d's device, ordered on its stream (the explicit crossing of devices): a GPU arena of
+  // another stream is read on its own stream, after the work queued there, and then copied.
   param_set on(const device_context& d) const;
   device where() const { return data_.where(); }
 

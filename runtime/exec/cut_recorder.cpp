@@ -9,6 +9,7 @@ namespace pipeworks {
 message on_host(message m) {
   if (auto* a = std::get_if<activation_msg>(&m)) a->data = a->data.on_host();
   if (auto* g = std::get_if<gradient_msg>(&m)) g->data = g->data.on_host();
+  if (auto* r = std::get_if<reduce_result>(&m)) r->sum = pipeworks::on_host(r->sum);
   return m;
 }
 

@@ -246,7 +246,9 @@ param_snapshot stage_executor<T>::impl::here_version(const param_snapshot& p) co
 
 template <class T>
 void stage_executor<T>::impl::send_reduce(const action& a, virtual_stage_state<T>& st) {
-  auto g = host_version(std::make_shared<const param_set>(std::move(st.grads)));
+  if (setup.reduce_on_gpu) context.hand_over(st.grads.arena());  // the reducer's stream waits
+  auto g = setup.reduce_on_gpu ? std::make_shared<const param_set>(std::move(st.grads))
+                               : host_version(std::make_shared<const param_set>(std::move(st.grads)));
   // With routes, the reducer of the stage's piece, which the copies on every route meet.
   const int piece = plan.piece_of(a.stage);
   emit(endpoint_kind::reducer, piece, reduce_request{piece, member_of(a.stage), st.latest, std::move(g)});
@@ -532,7 +534,7 @@ void stage_executor<T>::impl::run_reduce(const action& a) {
                           ", expected step " + std::to_string(st.latest));
   if (!r.sum) throw pipeworks_error("the reducer's answer carries no gradient");
   // The sum is shared by the replicas; clipping changes this copy (on this rank's device).
-  st.grads = r.sum->where() == context.where() ? r.sum->clone() : r.sum->on(context);
+  st.grads = r.sum->on(context);  // a copy of its own, after a GPU sum's ready event
   st.squares = std::move(r.squares);
   if (setup.zero >= 2 && st.squares.empty()) {
     // ZeRO stage 2 in one process: the reducer's sum is whole, so this replica keeps its own

@@ -98,6 +98,9 @@ struct executor_setup {
   // (handoff_between).
   std::vector<pipeworks::device> rank_devices;
   std::vector<int> rank_processes;
+  // The reducer sums on a GPU (gpu_reduce_device): this rank's gradients go to it as GPU tensors
+  // handed over with their ready event, not as host copies.
+  bool reduce_on_gpu = false;
 };
 
 // What one virtual stage of this rank went through.

@@ -68,7 +68,10 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
       case endpoint_kind::rank: links[{sender, o.to.index}].push_back(std::move(o.msg)); break;
       case endpoint_kind::reducer: {
         auto& req = std::get<reduce_request>(o.msg);
-        auto it = reducers.try_emplace(req.stage, req.stage, members, s.params.reduce).first;
+        auto it = reducers.find(req.stage);
+        if (it == reducers.end())
+          it = reducers.try_emplace(req.stage, req.stage, members, s.params.reduce,
+                                    open_reduce_gpu(run, req.stage)).first;
         auto done = it->second.add(std::move(req));
         if (!done) return fail(done.message());
         if (*done)

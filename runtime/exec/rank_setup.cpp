@@ -75,11 +75,29 @@ executor_setup rank_setup(const lowered_run& run, int rank) {
     s.rank_devices.push_back(r.device.where);
     s.rank_processes.push_back(r.process);
   }
+  s.reduce_on_gpu = gpu_reduce_device(run, 0).has_value();
   s.global_clip = p.clips_globally() && p.train.clip_grad_norm > 0;
   s.checkpoint_every = p.checkpoint.every;
   s.weights_every = p.weights_every;
   s.first_step = p.data.position;
   return s;
+}
+
+std::optional<device> gpu_reduce_device(const lowered_run& run, int piece) {
+  const run_plan& p = run.plan;
+  if (!run.programs || run.programs->reduce_group_size() <= 1) return std::nullopt;
+  if (p.reduce != reduce_mode::collective || p.zero > 0 || p.ranks.empty()) return std::nullopt;
+  for (const rank_placement& r : p.ranks)
+    if (!r.device.on_gpu() || r.process != 0) return std::nullopt;
+  const schedule& s = *run.programs;
+  const int rank = s.rank_of(0, s.device_of.at(static_cast<std::size_t>(piece)));
+  return p.ranks.at(static_cast<std::size_t>(rank)).device.where;
+}
+
+std::shared_ptr<device_context> open_reduce_gpu(const lowered_run& run, int piece) {
+  const std::optional<device> at = gpu_reduce_device(run, piece);
+  if (!at) return nullptr;
+  return std::make_shared<device_context>(device_context::cuda(at->index));
 }
 
 }  // namespace pipeworks

@@ -3,6 +3,7 @@
 // in-process runner, the partition actor and the driver all call these; none copies plan fields.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,5 +45,14 @@ result<std::shared_ptr<const schedule>> plan_programs(const run_plan& plan);
 // its credit window, speed, clipping scope, checkpoint and weight-publishing intervals. The hooks
 // (clock, trace recording, fault injection, sleep) are the caller's to add.
 executor_setup rank_setup(const lowered_run& run, int rank);
+
+// The GPU on which the reducer of stage (or piece) `piece` sums the replicas' gradients: the GPU
+// of replica 0's rank of that stage, when every rank is a GPU rank of the driver's process (where
+// the reducer lives), the reduce is the collective one and ZeRO is off. None otherwise: the
+// gradients come to the host and the host sums them.
+std::optional<device> gpu_reduce_device(const lowered_run& run, int piece);
+// A device context of its own (stream, allocator) on that GPU for the reducer; null when the host
+// sums. Throws pipeworks_error when the GPU cannot be had.
+std::shared_ptr<device_context> open_reduce_gpu(const lowered_run& run, int piece);
 
 }  // namespace pipeworks

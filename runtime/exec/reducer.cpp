@@ -6,12 +6,35 @@
 #include <string>
 #include <utility>
 
+#include "ops/device/device_ops.hpp"
 #include "ops/train/zero_shards.hpp"
 
 namespace pipeworks {
 
-gradient_reducer::gradient_reducer(int stage, int replicas, reduce_mode mode)
-    : stage_(stage), replicas_(replicas), mode_(mode) {}
+gradient_reducer::gradient_reducer(int stage, int replicas, reduce_mode mode,
+                                   std::shared_ptr<device_context> gpu)
+    : stage_(stage), replicas_(replicas), mode_(mode), gpu_(std::move(gpu)) {}
+
+param_set gradient_reducer::sum_in_order(
+    const std::vector<std::shared_ptr<const param_set>>& slots) const {
+  if (slots[0]->where().kind == device_kind::cpu) {
+    param_set sum = slots[0]->clone();
+    for (std::size_t r = 1; r < slots.size(); ++r) {
+      if (sum.type() == dtype::f32)
+        add_values<float>(sum, *slots[r]);
+      else
+        add_values<double>(sum, *slots[r]);
+    }
+    return sum;
+  }
+  param_set sum = slots[0]->on(*gpu_);
+  for (std::size_t r = 1; r < slots.size(); ++r) {
+    const param_set x = slots[r]->on(*gpu_);  // here, after replica r's work on its stream
+    add_into<float>(*gpu_, sum.arena().data<float>(), x.arena().data<float>(), sum.size());
+  }
+  gpu_->hand_over(sum.arena());
+  return sum;
+}
 
 void gradient_reducer::hold(std::int64_t bytes) {
   held_bytes_ += bytes;
@@ -79,13 +102,25 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   if (request.grads->type() != dtype::f32 && request.grads->type() != dtype::f64)
     return make_error(who + " holds " + std::string(dtype_name(request.grads->type())) +
                       " values; only F32 and F64 gradients can be summed");
+  if (request.grads->where().kind != device_kind::cpu &&
+      (!gpu_ || weights || mode_ == reduce_mode::p2p || request.grads->type() != dtype::f32))
+    return make_error(who + " is on " + request.grads->where().to_string() +
+                      ", but this reducer sums on the host only (" +
+                      (gpu_ ? "the p2p chain and ZeRO's versions are host values" : "it has no GPU") +
+                      "); send it as a host copy");
   if (mode_ == reduce_mode::p2p) return add_to_chain(std::move(request), who);
   auto& slots = (weights ? versions_ : pending_)[request.step];
   if (slots.empty()) slots.resize(static_cast<std::size_t>(replicas_));
-  for (const auto& other : slots)
+  for (const auto& other : slots) {
     if (other && !other->same_layout(*request.grads))
       return make_error(who + " has a different layout (names, shapes, blocks or dtype) from the " +
                         "other replicas'; every replica of a stage must hold the same blocks");
+    if (other && (other->where().kind == device_kind::cpu) !=
+                     (request.grads->where().kind == device_kind::cpu))
+      return make_error(who + " is on " + request.grads->where().to_string() + ", another's on " +
+                        other->where().to_string() + ": the replicas' gradients come all on the "
+                        "host or all on GPUs");
+  }
   auto& slot = slots[static_cast<std::size_t>(request.replica)];
   if (slot) return make_error(who + " arrived twice");
   hold(static_cast<std::int64_t>(request.grads->nbytes()));
@@ -105,16 +140,10 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   }
 
   // Everyone is here: sum in replica order 0..w-1, whatever order they came in.
-  auto sum = std::make_shared<param_set>(slots[0]->clone());
+  auto sum = std::make_shared<param_set>(sum_in_order(slots));
   hold(static_cast<std::int64_t>(sum->nbytes()));
   for (const auto& g : slots) held_bytes_ -= static_cast<std::int64_t>(g->nbytes());
   held_bytes_ -= static_cast<std::int64_t>(sum->nbytes());
-  for (std::size_t r = 1; r < slots.size(); ++r) {
-    if (sum->type() == dtype::f32)
-      add_values<float>(*sum, *slots[r]);
-    else
-      add_values<double>(*sum, *slots[r]);
-  }
   pending_.erase(request.step);
   std::vector<reduce_result> out;
   out.reserve(static_cast<std::size_t>(replicas_));

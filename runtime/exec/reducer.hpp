@@ -6,13 +6,15 @@
 // Under the p2p reduce (cyclic's chain) it is the chain in one process: it adds each gradient to
 // the partial sum as soon as the replicas before it are in, keeping the partial sum and the
 // gradients that came early, answers the last replica alone with the sum, and hands the last
-// replica's new version to every other replica.
+// replica's new version to every other replica. Given a GPU, it sums GPU gradients there (the same
+// order, so the same bits as on the host) and answers with a GPU sum handed over to the replicas.
 #pragma once
 #include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "ops/device/device_context.hpp"
 #include "ops/model/param_set.hpp"
 #include "base/result.hpp"
 #include "runtime/exec/messages.hpp"
@@ -22,7 +24,10 @@ namespace pipeworks {
 
 class gradient_reducer {
  public:
-  gradient_reducer(int stage, int replicas, reduce_mode mode = reduce_mode::collective);
+  // gpu: the context (its own stream and allocator) on which the collective sums gradients that
+  // come as GPU tensors; null: every gradient must come on the host.
+  gradient_reducer(int stage, int replicas, reduce_mode mode = reduce_mode::collective,
+                   std::shared_ptr<device_context> gpu = nullptr);
 
   // Adds one replica's gradient (or new version). When it completes something, returns the
   // answers to send: result[r] goes to replica r, unless its sum is null (p2p answers some).
@@ -37,6 +42,9 @@ class gradient_reducer {
   result<std::optional<std::vector<reduce_result>>> add_to_chain(reduce_request request,
                                                                  const std::string& who);
   void hold(std::int64_t bytes);
+  // The gradients' sum in replica order 0..w-1: on the host, or on gpu_ for GPU gradients (each
+  // copied onto its stream after its ready event; the sum handed over for the replicas to copy).
+  param_set sum_in_order(const std::vector<std::shared_ptr<const param_set>>& slots) const;
 
   // p2p: a step's partial sum of replicas 0 .. next-1 and the gradients of later ones come early.
   struct chain_state {
@@ -47,6 +55,7 @@ class gradient_reducer {
   int stage_;
   int replicas_;
   reduce_mode mode_;
+  std::shared_ptr<device_context> gpu_;
   std::map<int, chain_state> chains_;  // by step
   std::int64_t held_bytes_ = 0, peak_bytes_ = 0;
   std::map<int, std::vector<std::shared_ptr<const param_set>>> pending_;   // by step

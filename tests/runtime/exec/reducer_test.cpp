@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "tests/ops/cuda/gpu_test_util.hpp"
+
 using namespace pipeworks;
 
 namespace {
@@ -177,4 +179,48 @@ TEST_CASE("the p2p reducer hands the last replica's version to the others only",
   CHECK_FALSE(red.add(req(1, 4, grads<double>({1, 1}))).ok());
   REQUIRE(red.add(req(0, 4, grads<double>({1, 1}))).ok());
   CHECK_FALSE(red.add(req(0, 4, grads<double>({1, 1}))).ok());
+}
+
+TEST_CASE("a GPU reducer sums GPU gradients to the host's bits in replica order", "[cuda]") {
+  if (!cuda_test::have_gpu()) return;
+  constexpr int w = 3;
+  const std::size_t n = 100003;
+  std::vector<std::shared_ptr<const param_set>> host;
+  for (int r = 0; r < w; ++r) host.push_back(grads<float>(cuda_test::random_floats(n, 40 + r)));
+  // Each replica's gradient made on a stream of its own and handed over, as a rank sends it.
+  std::vector<device_context> replicas;
+  for (int r = 0; r < w; ++r) replicas.push_back(device_context::cuda(0));
+  gradient_reducer on_gpu(1, w, reduce_mode::collective,
+                          std::make_shared<device_context>(device_context::cuda(0)));
+  gradient_reducer on_host(1, w);
+  std::optional<std::vector<reduce_result>> gpu_sums, host_sums;
+  for (int r : {2, 0, 1}) {  // out of order: the sum is still 0 + 1 + 2
+    param_set g = host[static_cast<std::size_t>(r)]->on(replicas[static_cast<std::size_t>(r)]);
+    replicas[static_cast<std::size_t>(r)].hand_over(g.arena());
+    auto a = on_gpu.add(req(r, 0, std::make_shared<const param_set>(std::move(g))));
+    REQUIRE(a.ok());
+    if (*a) gpu_sums = std::move(**a);
+    auto b = on_host.add(req(r, 0, host[static_cast<std::size_t>(r)]));
+    REQUIRE(b.ok());
+    if (*b) host_sums = std::move(**b);
+  }
+  REQUIRE(gpu_sums);
+  REQUIRE(host_sums);
+  REQUIRE(gpu_sums->at(0).sum->where().kind == device_kind::cuda);
+  const std::span<const float> want = host_sums->at(0).sum->values<float>();
+  for (int r = 0; r < w; ++r) {  // each replica's own copy, on its stream
+    const param_set mine = gpu_sums->at(static_cast<std::size_t>(r)).sum->on(replicas[static_cast<std::size_t>(r)]);
+    const param_set back = mine.on(host_context());
+    CHECK(std::memcmp(back.values<float>().data(), want.data(), n * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("a reducer without a GPU refuses a GPU gradient by name", "[cuda]") {
+  if (!cuda_test::have_gpu()) return;
+  const device_context gpu = device_context::cuda(0);
+  gradient_reducer red(1, 2);
+  auto got = red.add(req(0, 0, std::make_shared<const param_set>(grads<float>({1, 2})->on(gpu))));
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.message().find("cuda:0") != std::string::npos);
+  CHECK(got.message().find("host copy") != std::string::npos);
 }
