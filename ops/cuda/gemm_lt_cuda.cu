@@ -1,5 +1,5 @@
 // lt_matmul on cuBLASLt: one heuristic query per problem shape (cached), deterministic reduction
-// schemes only (no atomics), the bias in the epilogue.
+// schemes only (no atomics), the bias or GELU's derivative in the epilogue.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -72,8 +72,23 @@ lt_matmul::~lt_matmul() {
 bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
                           const void* B, int ldb, const float* bias, float* D, int ldd) {
   if (alignment(bias) < 16) return false;  // the bias epilogue reads it in 16-byte pieces
-  const std::uint32_t align_a = alignment(A), align_b = alignment(B), align_d = alignment(D);
-  const key kk{static_cast<long>(math), transa, m, n, k, lda, ldb, ldd, align_a, align_b, align_d};
+  return gemm(epilogue::bias, math, transa, m, n, k, A, lda, B, ldb, bias, 0, D, ldd);
+}
+
+bool lt_matmul::gemm_dgelu(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
+                           const void* B, int ldb, const float* pre, int ld_pre, float* D, int ldd) {
+  // GELU's input is read in 16-byte pieces; its leading dimension must be a multiple of 8.
+  if (alignment(pre) < 16 || ld_pre % 8 != 0 || ld_pre < m) return false;
+  return gemm(epilogue::dgelu, math, transa, m, n, k, A, lda, B, ldb, pre, ld_pre, D, ldd);
+}
+
+bool lt_matmul::gemm(epilogue e, gpu_math math, bool transa, int m, int n, int k, const void* A,
+                     int lda, const void* B, int ldb, const float* extra, int ld_extra, float* D,
+                     int ldd) {
+  const std::uint32_t align_a = alignment(A), align_b = alignment(B), align_d = alignment(D),
+                      align_x = alignment(extra);
+  const key kk{static_cast<long>(e), static_cast<long>(math), transa, m, n, k, lda, ldb, ldd,
+               ld_extra, align_a, align_b, align_d, align_x};
   auto it = algos_.find(kk);
   if (it != algos_.end() && !it->second.found) return false;
   const bool bf16 = math == gpu_math::bf16;
@@ -85,14 +100,24 @@ bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const
   const cublasOperation_t ta = transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
   PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                           sizeof epilogue));
-  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                           sizeof bias));
-  const cudaDataType_t bias_type = CUDA_R_32F;
-  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                           sizeof bias_type));
+  const cublasLtEpilogue_t kind = e == epilogue::bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DGELU;
+  PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof kind));
+  const cudaDataType_t fp32 = CUDA_R_32F;
+  if (e == epilogue::bias) {
+    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &extra,
+                                             sizeof extra));
+    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &fp32,
+                                             sizeof fp32));
+  } else {  // GELU's input, fp32 as D is (the aux type's default, set to say so)
+    const std::int64_t ld = ld_extra;
+    const std::int32_t aux_type = CUDA_R_32F;
+    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                             &extra, sizeof extra));
+    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
+                                             sizeof ld));
+    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                                             &aux_type, sizeof aux_type));
+  }
   PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.a, ab, transa ? k : m, transa ? m : k, lda));
   PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.b, ab, k, n, ldb));
   PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.d, CUDA_R_32F, m, n, ldd));
@@ -129,7 +154,9 @@ bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const
   const cublasStatus_t s = cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), o.desc, &one, A,
                                           o.a, B, o.b, &zero, D, o.d, D, o.d, &a, workspace_,
                                           workspace_bytes_, static_cast<cudaStream_t>(stream_));
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED) {  // the caller's GEMM and bias kernel from now on
+  // The caller's GEMM and its own kernel from now on (an epilogue this cuBLASLt refuses for the
+  // problem is an invalid value to some versions).
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (e == epilogue::dgelu && s == CUBLAS_STATUS_INVALID_VALUE)) {
     it->second.found = false;
     return false;
   }

@@ -1,5 +1,6 @@
-// cuBLASLt matrix products with the bias added in the GEMM's epilogue (no pass of its own over the
-// output): the forward of a linear layer with a bias. One per blas_handle, on its stream.
+// cuBLASLt matrix products with work done in the GEMM's epilogue (no pass of its own over the
+// output): the bias of a linear layer's forward, GELU's derivative in the input gradient of the
+// layer after a GELU. One per blas_handle, on its stream.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -29,11 +30,20 @@ class lt_matmul {
   // (the caller falls back to a GEMM and a bias kernel).
   bool gemm_bias(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
                  const void* B, int ldb, const float* bias, float* D, int ldd);
+  // D (m, n) = (op(A) · B) ⊙ GELU'(pre), pre (m, n) column-major fp32 with leading dimension
+  // ld_pre (a multiple of 8): the gradient of a GELU's input from its output's (cuBLASLt's DGELU
+  // epilogue, GELU's tanh form). Otherwise as gemm_bias; false when cuBLASLt cannot.
+  bool gemm_dgelu(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
+                  const void* B, int ldb, const float* pre, int ld_pre, float* D, int ldd);
 
  private:
-  // math, transa, m, n, k, lda, ldb, ldd and the alignments of A, B and D (the algorithm must
-  // suit the pointers: the heuristic otherwise assumes 256 bytes).
-  using key = std::array<long, 11>;
+  enum class epilogue : long { bias, dgelu };
+  // The one GEMM both call: `extra` is the bias (bias) or GELU's input (dgelu, ld_extra).
+  bool gemm(epilogue e, gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
+            const void* B, int ldb, const float* extra, int ld_extra, float* D, int ldd);
+  // The epilogue, math, transa, m, n, k, lda, ldb, ldd, ld_extra and the alignments of A, B, D
+  // and extra (the algorithm must suit the pointers: the heuristic otherwise assumes 256 bytes).
+  using key = std::array<long, 15>;
   struct algo {
     bool found = false;
     alignas(8) unsigned char bytes[64];  // a cublasLtMatmulAlgo_t (64 bytes)

@@ -98,6 +98,17 @@ void linear_forward(const blas_handle& blas, float* out, const float* inp, const
   }
 }
 
+bool linear_backward_gelu(const blas_handle& blas, float* dpre, const float* dout,
+                          const float* weight, const float* pre, std::int64_t N, int C, int OC,
+                          weight_layout layout) {
+  if (N == 0) return true;
+  const bool in_out = layout == weight_layout::in_out;
+  const operand dy(blas, dout, N * OC), w(blas, weight, static_cast<std::int64_t>(C) * OC);
+  // dpre^T (C, N) = W'^T (C, OC) · dout^T (OC, N), times GELU'(pre^T) in the epilogue.
+  return blas.lt().gemm_dgelu(blas.math(), in_out, C, static_cast<int>(N), OC, w.get(),
+                              in_out ? OC : C, dy.get(), OC, pre, C, dpre, C);
+}
+
 void linear_backward(const blas_handle& blas, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, std::int64_t N,
                      int C, int OC, weight_layout layout) {

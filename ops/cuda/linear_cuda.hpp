@@ -47,6 +47,12 @@ class blas_handle {
 // out (N, OC) = inp (N, C) · W + bias; weight (C, OC) in_out or (OC, C) out_in; bias or nullptr.
 void linear_forward(const blas_handle& blas, float* out, const float* inp, const float* weight,
                     const float* bias, std::int64_t N, int C, int OC, weight_layout layout);
+// dpre (N, C) = (dout (N, OC) · W^T) ⊙ GELU'(pre), written whole: the input gradient of a linear
+// layer whose input was GELU(pre), in one GEMM (cuBLASLt's DGELU epilogue). False, with nothing
+// written, when cuBLASLt cannot (the caller runs linear_backward and gelu_backward).
+bool linear_backward_gelu(const blas_handle& blas, float* dpre, const float* dout,
+                          const float* weight, const float* pre, std::int64_t N, int C, int OC,
+                          weight_layout layout);
 // dinp (N, C) +=, dweight +=, dbias (OC) +=; any of them may be nullptr to skip it.
 void linear_backward(const blas_handle& blas, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, std::int64_t N,

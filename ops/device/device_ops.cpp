@@ -112,6 +112,21 @@ void gelu_backward(const device_context& d, T* dinp, const T* dout, const T* inp
 }
 
 template <class T>
+void linear_gelu_backward_input(const device_context& d, T* dpre, const T* dout, const T* weight,
+                                const T* pre, std::int64_t N, int C, int OC, weight_layout layout) {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_resources* g = gpu_for<T>(d)) {
+    if constexpr (std::is_same_v<T, float>)
+      if (cuda::linear_backward_gelu(g->blas(), dpre, dout, weight, pre, N, C, OC, layout)) return;
+  }
+#endif
+  tensor dgelu = d.output({N, C}, dtype_of<T>());  // the gradient of GELU's output
+  linear_backward<T>(d, dgelu.data<T>(), nullptr, nullptr, dout, nullptr, weight, N, C, OC, layout,
+                     grad_into::overwrite);
+  gelu_backward(d, dpre, static_cast<const T*>(dgelu.data<T>()), pre, N * C, grad_into::overwrite);
+}
+
+template <class T>
 void relu_forward(const device_context& d, T* out, const T* inp, std::int64_t n) {
   PW_ON_GPU(d, cuda::relu_forward(out, inp, n, g->stream()));
   relu_forward(out, inp, n);
@@ -300,6 +315,8 @@ void gpu_optimizer_step(const optimizer_config& c, double lr, const tensor& w, c
   template void gelu_forward<T>(const device_context&, T*, const T*, std::int64_t);              \
   template void gelu_backward<T>(const device_context&, T*, const T*, const T*, std::int64_t,     \
                                  grad_into);                                                     \
+  template void linear_gelu_backward_input<T>(const device_context&, T*, const T*, const T*,     \
+                                              const T*, std::int64_t, int, int, weight_layout);  \
   template void relu_forward<T>(const device_context&, T*, const T*, std::int64_t);              \
   template void relu_backward<T>(const device_context&, T*, const T*, const T*, std::int64_t);   \
   template void attention_forward<T>(const device_context&, T*, T*, const T*, int, int, int, int); \

@@ -33,6 +33,13 @@ template <class T> void gelu_forward(const device_context& d, T* out, const T* i
 template <class T>
 void gelu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n,
                    grad_into into = grad_into::accumulate);
+// dpre (N, C) = GELU'(pre) ⊙ (dout (N, OC) · Wᵀ), written whole: the input gradient of a linear
+// layer whose input was GELU(pre), taken back through the GELU. On a GPU one GEMM with GELU's
+// derivative in its epilogue (cuBLASLt's DGELU) where cuBLASLt has one for the shape; else, and on
+// the CPU, linear_backward then gelu_backward (the CPU's bits are theirs).
+template <class T>
+void linear_gelu_backward_input(const device_context& d, T* dpre, const T* dout, const T* weight,
+                                const T* pre, std::int64_t N, int C, int OC, weight_layout layout);
 template <class T> void relu_forward(const device_context& d, T* out, const T* inp, std::int64_t n);
 template <class T>
 void relu_backward(const device_context& d, T* dinp, const T* dout, const T* inp, std::int64_t n);

@@ -189,12 +189,9 @@ tensor gpt_transformer_block<T>::backward_input(const device_context& dev, const
   // dres2: the gradient of res2, from dout through the residual; dout itself is c_proj's.
   tensor dres2_t = dout.clone();  // on dout's device and stream: this block's
   T* dres2 = dres2_t.data<T>();
-  tensor dfch_gelu = fresh({B, Tn, 4 * C});
-  linear_backward<T>(dev, dfch_gelu.data<T>(), nullptr, nullptr, dout.data<T>(), nullptr, W(fcp_w), N,
-                     4 * C, C, in_out, over);
-  tensor dfch = fresh({B, Tn, 4 * C});
-  gelu_backward(dev, dfch.data<T>(), dfch_gelu.data<T>(), d(s_fch), N * 4 * C, over);
-  dfch_gelu = tensor();
+  tensor dfch = fresh({B, Tn, 4 * C});  // through mlp.c_proj and the GELU at once
+  linear_gelu_backward_input<T>(dev, dfch.data<T>(), dout.data<T>(), W(fcp_w), d(s_fch), N, 4 * C,
+                                C, in_out);
   tensor dln2 = fresh({B, Tn, C});
   linear_backward<T>(dev, dln2.data<T>(), nullptr, nullptr, dfch.data<T>(), nullptr, W(fc_w), N, C,
                      4 * C, in_out, over);

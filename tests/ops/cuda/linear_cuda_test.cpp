@@ -1,5 +1,6 @@
 // cuBLAS linear layers against the CPU's in both weight layouts, the output and every gradient
-// (which add into what is there): <= 1e-5 in fp32, and bf16 against the CPU on rounded operands.
+// (which add into what is there): <= 1e-5 in fp32, and bf16 against the CPU on rounded operands;
+// the input gradient through a GELU in one GEMM against the CPU's two kernels.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "gpu_test_util.hpp"
+#include "ops/layers/activation.hpp"
 #include "ops/layers/linear.hpp"
 #ifdef PIPEWORKS_HAVE_CUDA
 #include "ops/cuda/linear_cuda.hpp"
@@ -44,6 +46,31 @@ TEST_CASE("CUDA linear layers match the CPU in both weight layouts", "[cuda]") {
     CHECK(normalised_error(gdx.download(), dx) <= 1e-5);
     CHECK(normalised_error(gdw.download(), dw) <= 1e-5);
     CHECK(normalised_error(gdb.download(), db) <= 1e-5);
+  }
+#endif
+}
+
+TEST_CASE("the DGELU epilogue takes a linear layer's input gradient back through GELU", "[cuda]") {
+  if (!have_gpu()) return;
+#ifdef PIPEWORKS_HAVE_CUDA
+  cuda::blas_handle blas;
+  // GPT's mlp.c_proj: input 4C (GELU's output), output C; GELU's input spans both tails.
+  for (weight_layout layout : {weight_layout::in_out, weight_layout::out_in}) {
+    const std::int64_t N = 96;
+    const int C = 256, OC = 64;
+    const auto pre = random_floats(N * C, 12, 3.f), w = random_floats(std::size_t(C) * OC, 13, 0.1f);
+    const auto dy = random_floats(N * OC, 14);
+    std::vector<float> dgelu(N * C, 0.f), want(N * C, 0.f);
+    linear_backward<float>(dgelu.data(), nullptr, nullptr, dy.data(), nullptr, w.data(), N, C, OC,
+                           layout);
+    gelu_backward(want.data(), dgelu.data(), pre.data(), N * C);
+    gpu_buffer<float> gpre(pre), gw(w), gdy(dy), gout(std::vector<float>(N * C, 1e30f));  // poisoned
+    INFO((layout == weight_layout::in_out ? "in_out" : "out_in"));
+    // The fused GEMM must be there for this shape on a current GPU: false would mean the two
+    // kernels run, and this test would say nothing of the epilogue.
+    REQUIRE(cuda::linear_backward_gelu(blas, gout.get(), gdy.get(), gw.get(), gpre.get(), N, C, OC,
+                                       layout));
+    CHECK(normalised_error(gout.download(), want) <= 1e-5);
   }
 #endif
 }
