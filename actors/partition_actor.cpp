@@ -165,7 +165,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
       for (int s = 0; s < programs.route_stages(); ++s)
         wiring.reducers[static_cast<std::size_t>(s)] =
             spawn_reducer(sys, plan.detached && workers == 0, s, programs.reduce_group_size(),
-                          plan.reduce, spec.driver, spec.link, open_reduce_gpu(*run, s));
+                          plan.reduce, spec.driver, spec.link, gpu_reduce_device(*run, s));
   } catch (const std::exception& e) {
     for (const caf::actor& a : wiring.ranks)
       if (a) caf::anon_send_exit(a, caf::exit_reason::kill);

@@ -20,7 +20,7 @@ struct reducer_state {
   explicit reducer_state(caf::event_based_actor* self) : self_(self) {}
 
   caf::behavior make_behavior(int stage, int replicas, reduce_mode mode, caf::actor driver,
-                              std::shared_ptr<wire_link> link, std::shared_ptr<device_context> gpu) {
+                              std::shared_ptr<wire_link> link, std::optional<device> gpu) {
     stage_ = stage;
     link_ = std::move(link);
     driver_ = std::move(driver);
@@ -67,7 +67,7 @@ struct reducer_state {
 
 caf::behavior reducer_actor(caf::stateful_actor<reducer_state>* self, int stage, int replicas,
                             reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link,
-                            std::shared_ptr<device_context> gpu) {
+                            std::optional<device> gpu) {
   return self->state.make_behavior(stage, replicas, mode, std::move(driver), std::move(link),
                                    std::move(gpu));
 }
@@ -76,7 +76,7 @@ caf::behavior reducer_actor(caf::stateful_actor<reducer_state>* self, int stage,
 
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
                          reduce_mode mode, caf::actor driver, std::shared_ptr<wire_link> link,
-                         std::shared_ptr<device_context> gpu) {
+                         std::optional<device> gpu) {
   if (detached)
     return sys.spawn<caf::detached>(reducer_actor, stage, replicas, mode, std::move(driver),
                                     std::move(link), std::move(gpu));

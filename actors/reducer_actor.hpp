@@ -4,9 +4,10 @@
 #include <caf/all.hpp>
 
 #include <memory>
+#include <optional>
 
 #include "actors/wire.hpp"
-#include "ops/device/device_context.hpp"
+#include "ops/device/device.hpp"
 #include "runtime/schedule.hpp"
 
 namespace pipeworks {
@@ -16,6 +17,6 @@ namespace pipeworks {
 caf::actor spawn_reducer(caf::actor_system& sys, bool detached, int stage, int replicas,
                          reduce_mode mode, caf::actor driver,
                          std::shared_ptr<wire_link> link = nullptr,
-                         std::shared_ptr<device_context> gpu = nullptr);
+                         std::optional<device> gpu = std::nullopt);
 
 }  // namespace pipeworks

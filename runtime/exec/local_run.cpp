@@ -71,7 +71,7 @@ result<local_run_result> run_local(const model<T>& mdl, const lowered_run& run,
         auto it = reducers.find(req.stage);
         if (it == reducers.end())
           it = reducers.try_emplace(req.stage, req.stage, members, s.params.reduce,
-                                    open_reduce_gpu(run, req.stage)).first;
+                                    gpu_reduce_device(run, req.stage)).first;
         auto done = it->second.add(std::move(req));
         if (!done) return fail(done.message());
         if (*done)

@@ -94,10 +94,4 @@ std::optional<device> gpu_reduce_device(const lowered_run& run, int piece) {
   return p.ranks.at(static_cast<std::size_t>(rank)).device.where;
 }
 
-std::shared_ptr<device_context> open_reduce_gpu(const lowered_run& run, int piece) {
-  const std::optional<device> at = gpu_reduce_device(run, piece);
-  if (!at) return nullptr;
-  return std::make_shared<device_context>(device_context::cuda(at->index));
-}
-
 }  // namespace pipeworks

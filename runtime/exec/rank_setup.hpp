@@ -51,8 +51,5 @@ executor_setup rank_setup(const lowered_run& run, int rank);
 // the reducer lives), the reduce is the collective one and ZeRO is off. None otherwise: the
 // gradients come to the host and the host sums them.
 std::optional<device> gpu_reduce_device(const lowered_run& run, int piece);
-// A device context of its own (stream, allocator) on that GPU for the reducer; null when the host
-// sums. Throws pipeworks_error when the GPU cannot be had.
-std::shared_ptr<device_context> open_reduce_gpu(const lowered_run& run, int piece);
 
 }  // namespace pipeworks

@@ -12,8 +12,8 @@
 namespace pipeworks {
 
 gradient_reducer::gradient_reducer(int stage, int replicas, reduce_mode mode,
-                                   std::shared_ptr<device_context> gpu)
-    : stage_(stage), replicas_(replicas), mode_(mode), gpu_(std::move(gpu)) {}
+                                   std::optional<device> gpu)
+    : stage_(stage), replicas_(replicas), mode_(mode), gpu_at_(gpu) {}
 
 param_set gradient_reducer::sum_in_order(
     const std::vector<std::shared_ptr<const param_set>>& slots) const {
@@ -102,12 +102,21 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   if (request.grads->type() != dtype::f32 && request.grads->type() != dtype::f64)
     return make_error(who + " holds " + std::string(dtype_name(request.grads->type())) +
                       " values; only F32 and F64 gradients can be summed");
-  if (request.grads->where().kind != device_kind::cpu &&
-      (!gpu_ || weights || mode_ == reduce_mode::p2p || request.grads->type() != dtype::f32))
-    return make_error(who + " is on " + request.grads->where().to_string() +
-                      ", but this reducer sums on the host only (" +
-                      (gpu_ ? "the p2p chain and ZeRO's versions are host values" : "it has no GPU") +
-                      "); send it as a host copy");
+  if (request.grads->where().kind != device_kind::cpu) {
+    if (!gpu_at_ || weights || mode_ == reduce_mode::p2p || request.grads->type() != dtype::f32)
+      return make_error(who + " is on " + request.grads->where().to_string() +
+                        ", but this reducer sums on the host only (" +
+                        (gpu_at_ ? "the p2p chain and ZeRO's versions are host values"
+                                 : "it has no GPU") +
+                        "); send it as a host copy");
+    if (!gpu_) {
+      try {
+        gpu_ = std::make_shared<device_context>(device_context::cuda(gpu_at_->index));
+      } catch (const std::exception& e) {
+        return make_error("reducer of stage " + std::to_string(stage_) + ": " + e.what());
+      }
+    }
+  }
   if (mode_ == reduce_mode::p2p) return add_to_chain(std::move(request), who);
   auto& slots = (weights ? versions_ : pending_)[request.step];
   if (slots.empty()) slots.resize(static_cast<std::size_t>(replicas_));

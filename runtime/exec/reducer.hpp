@@ -24,10 +24,11 @@ namespace pipeworks {
 
 class gradient_reducer {
  public:
-  // gpu: the context (its own stream and allocator) on which the collective sums gradients that
-  // come as GPU tensors; null: every gradient must come on the host.
+  // gpu: the GPU on which the collective sums gradients that come as GPU tensors, with a device
+  // context of its own (stream, allocator) opened when the first one comes; none: every gradient
+  // must come on the host.
   gradient_reducer(int stage, int replicas, reduce_mode mode = reduce_mode::collective,
-                   std::shared_ptr<device_context> gpu = nullptr);
+                   std::optional<device> gpu = std::nullopt);
 
   // Adds one replica's gradient (or new version). When it completes something, returns the
   // answers to send: result[r] goes to replica r, unless its sum is null (p2p answers some).
@@ -55,7 +56,8 @@ class gradient_reducer {
   int stage_;
   int replicas_;
   reduce_mode mode_;
-  std::shared_ptr<device_context> gpu_;
+  std::optional<device> gpu_at_;
+  std::shared_ptr<device_context> gpu_;  // opened on gpu_at_ for the first GPU gradient
   std::map<int, chain_state> chains_;  // by step
   std::int64_t held_bytes_ = 0, peak_bytes_ = 0;
   std::map<int, std::vector<std::shared_ptr<const param_set>>> pending_;   // by step

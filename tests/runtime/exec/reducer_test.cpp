@@ -190,8 +190,7 @@ TEST_CASE("a GPU reducer sums GPU gradients to the host's bits in replica order"
   // Each replica's gradient made on a stream of its own and handed over, as a rank sends it.
   std::vector<device_context> replicas;
   for (int r = 0; r < w; ++r) replicas.push_back(device_context::cuda(0));
-  gradient_reducer on_gpu(1, w, reduce_mode::collective,
-                          std::make_shared<device_context>(device_context::cuda(0)));
+  gradient_reducer on_gpu(1, w, reduce_mode::collective, device{device_kind::cuda, 0});
   gradient_reducer on_host(1, w);
   std::optional<std::vector<reduce_result>> gpu_sums, host_sums;
   for (int r : {2, 0, 1}) {  // out of order: the sum is still 0 + 1 + 2
