@@ -45,14 +45,14 @@ void to_bf16(void* dst, const float* src, std::int64_t n, void* stream) {
   PW_CUDA(cudaGetLastError());
 }
 
-bf16_scratch::bf16_scratch(caching_allocator* memory, std::int64_t n, void* stream)
+gpu_scratch::gpu_scratch(caching_allocator* memory, std::size_t bytes, void* stream)
     : memory_(memory), stream_(stream) {
-  const std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(__nv_bfloat16);
+  if (bytes == 0) bytes = 1;
   if (memory_) p_ = memory_->allocate(bytes);
   else PW_CUDA(cudaMallocAsync(&p_, bytes, static_cast<cudaStream_t>(stream_)));
 }
 
-bf16_scratch::~bf16_scratch() {
+gpu_scratch::~gpu_scratch() {
   try {
     if (memory_) memory_->deallocate(p_);
     else cudaFreeAsync(p_, static_cast<cudaStream_t>(stream_));

@@ -13,15 +13,15 @@ namespace pipeworks::cuda {
 // dst (n, bf16) = src (n, fp32) rounded to nearest even; on `stream` (a cudaStream_t).
 void to_bf16(void* dst, const float* src, std::int64_t n, void* stream);
 
-// n bf16 values of scratch memory for work queued on `stream`: from `memory` (the rank's caching
+// `bytes` of scratch memory for work queued on `stream`: from `memory` (the rank's caching
 // allocator, whose peak then counts it) or, without one, cudaMallocAsync on the stream. Given
 // back when it goes: the rank's later work is ordered after the work that used it.
-class bf16_scratch {
+class gpu_scratch {
  public:
-  bf16_scratch(caching_allocator* memory, std::int64_t n, void* stream);
-  ~bf16_scratch();
-  bf16_scratch(const bf16_scratch&) = delete;
-  bf16_scratch& operator=(const bf16_scratch&) = delete;
+  gpu_scratch(caching_allocator* memory, std::size_t bytes, void* stream);
+  ~gpu_scratch();
+  gpu_scratch(const gpu_scratch&) = delete;
+  gpu_scratch& operator=(const gpu_scratch&) = delete;
   void* get() const { return p_; }
 
  private:
@@ -31,10 +31,10 @@ class bf16_scratch {
 };
 
 // A bf16 copy of src (n): scratch filled by to_bf16.
-class bf16_copy : public bf16_scratch {
+class bf16_copy : public gpu_scratch {
  public:
   bf16_copy(caching_allocator* memory, const float* src, std::int64_t n, void* stream)
-      : bf16_scratch(memory, n, stream) {
+      : gpu_scratch(memory, static_cast<std::size_t>(n > 0 ? n : 1) * 2, stream) {
     to_bf16(get(), src, n, stream);
   }
 };

@@ -72,55 +72,69 @@ lt_matmul::~lt_matmul() {
 bool lt_matmul::gemm_bias(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
                           const void* B, int ldb, const float* bias, float* D, int ldd) {
   if (alignment(bias) < 16) return false;  // the bias epilogue reads it in 16-byte pieces
-  return gemm(epilogue::bias, math, transa, m, n, k, A, lda, B, ldb, bias, 0, D, ldd);
+  return gemm({epilogue::bias, math, transa, false, m, n, k, A, lda, B, ldb, 0.f, bias, 0, D, ldd});
 }
 
 bool lt_matmul::gemm_dgelu(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
                            const void* B, int ldb, const float* pre, int ld_pre, float* D, int ldd) {
   // GELU's input is read in 16-byte pieces; its leading dimension must be a multiple of 8.
   if (alignment(pre) < 16 || ld_pre % 8 != 0 || ld_pre < m) return false;
-  return gemm(epilogue::dgelu, math, transa, m, n, k, A, lda, B, ldb, pre, ld_pre, D, ldd);
+  return gemm({epilogue::dgelu, math, transa, false, m, n, k, A, lda, B, ldb, 0.f, pre, ld_pre, D,
+               ldd});
 }
 
-bool lt_matmul::gemm(epilogue e, gpu_math math, bool transa, int m, int n, int k, const void* A,
-                     int lda, const void* B, int ldb, const float* extra, int ld_extra, float* D,
-                     int ldd) {
-  const std::uint32_t align_a = alignment(A), align_b = alignment(B), align_d = alignment(D),
-                      align_x = alignment(extra);
-  const key kk{static_cast<long>(e), static_cast<long>(math), transa, m, n, k, lda, ldb, ldd,
-               ld_extra, align_a, align_b, align_d, align_x};
+bool lt_matmul::gemm_bgrad(gpu_math math, bool of_a, int m, int n, int k, const void* A, int lda,
+                           const void* B, int ldb, float* D, int ldd, float* dbias) {
+  if (alignment(dbias) < 16) return false;  // written in 16-byte pieces
+  return gemm({of_a ? epilogue::bgrada : epilogue::bgradb, math, false, true, m, n, k, A, lda, B,
+               ldb, 1.f, dbias, 0, D, ldd});
+}
+
+bool lt_matmul::gemm(const problem& p) {
+  const std::uint32_t align_a = alignment(p.A), align_b = alignment(p.B), align_d = alignment(p.D),
+                      align_x = alignment(p.extra);
+  const key kk{static_cast<long>(p.e), static_cast<long>(p.math), p.transa, p.transb, p.m, p.n,
+               p.k, p.lda, p.ldb, p.ldd, p.ld_extra, p.beta != 0.f, align_a, align_b, align_d,
+               align_x};
   auto it = algos_.find(kk);
   if (it != algos_.end() && !it->second.found) return false;
-  const bool bf16 = math == gpu_math::bf16;
+  const bool bf16 = p.math == gpu_math::bf16;
   const cudaDataType_t ab = bf16 ? CUDA_R_16BF : CUDA_R_32F;
   const cublasComputeType_t compute =
-      math == gpu_math::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      p.math == gpu_math::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   lt_objects o;
   PW_CUBLAS(cublasLtMatmulDescCreate(&o.desc, compute, CUDA_R_32F));
-  const cublasOperation_t ta = transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  const cublasOperation_t ta = p.transa ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          tb = p.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
   PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  const cublasLtEpilogue_t kind = e == epilogue::bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DGELU;
+  cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_BIAS;
+  switch (p.e) {
+    case epilogue::bias: kind = CUBLASLT_EPILOGUE_BIAS; break;
+    case epilogue::dgelu: kind = CUBLASLT_EPILOGUE_DGELU; break;
+    case epilogue::bgrada: kind = CUBLASLT_EPILOGUE_BGRADA; break;
+    case epilogue::bgradb: kind = CUBLASLT_EPILOGUE_BGRADB; break;
+  }
   PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof kind));
   const cudaDataType_t fp32 = CUDA_R_32F;
-  if (e == epilogue::bias) {
-    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &extra,
-                                             sizeof extra));
-    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &fp32,
-                                             sizeof fp32));
-  } else {  // GELU's input, fp32 as D is (the aux type's default, set to say so)
-    const std::int64_t ld = ld_extra;
+  if (p.e == epilogue::dgelu) {  // GELU's input, fp32 as D is (the aux type's default, set to say so)
+    const std::int64_t ld = p.ld_extra;
     const std::int32_t aux_type = CUDA_R_32F;
     PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                             &extra, sizeof extra));
+                                             &p.extra, sizeof p.extra));
     PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
                                              sizeof ld));
     PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
                                              &aux_type, sizeof aux_type));
+  } else {  // the bias read (bias) or the bias gradient written (bgrada, bgradb), fp32
+    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.extra,
+                                             sizeof p.extra));
+    PW_CUBLAS(cublasLtMatmulDescSetAttribute(o.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &fp32,
+                                             sizeof fp32));
   }
-  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.a, ab, transa ? k : m, transa ? m : k, lda));
-  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.b, ab, k, n, ldb));
-  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.d, CUDA_R_32F, m, n, ldd));
+  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.a, ab, p.transa ? p.k : p.m, p.transa ? p.m : p.k, p.lda));
+  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.b, ab, p.transb ? p.n : p.k, p.transb ? p.k : p.n, p.ldb));
+  PW_CUBLAS(cublasLtMatrixLayoutCreate(&o.d, CUDA_R_32F, p.m, p.n, p.ldd));
   if (it == algos_.end()) {  // asked once per problem (entered only once the query has run)
     algo found_algo;
     PW_CUBLAS(cublasLtMatmulPreferenceCreate(&o.pref));
@@ -150,13 +164,15 @@ bool lt_matmul::gemm(epilogue e, gpu_math math, bool transa, int m, int n, int k
   if (!it->second.found) return false;
   cublasLtMatmulAlgo_t a;
   std::memcpy(&a, it->second.bytes, sizeof a);
-  const float one = 1.f, zero = 0.f;
-  const cublasStatus_t s = cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), o.desc, &one, A,
-                                          o.a, B, o.b, &zero, D, o.d, D, o.d, &a, workspace_,
-                                          workspace_bytes_, static_cast<cudaStream_t>(stream_));
+  const float one = 1.f;
+  const cublasStatus_t s = cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), o.desc, &one,
+                                          p.A, o.a, p.B, o.b, &p.beta, p.D, o.d, p.D, o.d, &a,
+                                          workspace_, workspace_bytes_,
+                                          static_cast<cudaStream_t>(stream_));
   // The caller's GEMM and its own kernel from now on (an epilogue this cuBLASLt refuses for the
   // problem is an invalid value to some versions).
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (e == epilogue::dgelu && s == CUBLAS_STATUS_INVALID_VALUE)) {
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED ||
+      (p.e != epilogue::bias && s == CUBLAS_STATUS_INVALID_VALUE)) {
     it->second.found = false;
     return false;
   }

@@ -35,15 +35,36 @@ class lt_matmul {
   // epilogue, GELU's tanh form). Otherwise as gemm_bias; false when cuBLASLt cannot.
   bool gemm_dgelu(gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
                   const void* B, int ldb, const float* pre, int ld_pre, float* D, int ldd);
+  // D (m, n) += A (m, k) · B^T (B stored (n, k)), and dbias = the sums over k of A's rows (of_a:
+  // m of them) or of B's (n of them), written, not added: a linear layer's weight gradient and
+  // its bias gradient in one pass over the output gradient (cuBLASLt's BGRADA or BGRADB epilogue).
+  // False when cuBLASLt cannot.
+  bool gemm_bgrad(gpu_math math, bool of_a, int m, int n, int k, const void* A, int lda,
+                  const void* B, int ldb, float* D, int ldd, float* dbias);
 
  private:
-  enum class epilogue : long { bias, dgelu };
-  // The one GEMM both call: `extra` is the bias (bias) or GELU's input (dgelu, ld_extra).
-  bool gemm(epilogue e, gpu_math math, bool transa, int m, int n, int k, const void* A, int lda,
-            const void* B, int ldb, const float* extra, int ld_extra, float* D, int ldd);
-  // The epilogue, math, transa, m, n, k, lda, ldb, ldd, ld_extra and the alignments of A, B, D
-  // and extra (the algorithm must suit the pointers: the heuristic otherwise assumes 256 bytes).
-  using key = std::array<long, 15>;
+  enum class epilogue : long { bias, dgelu, bgrada, bgradb };
+  // One product: D = op(A) op(B) + beta D, with `extra` the bias (bias), GELU's input (dgelu,
+  // leading dimension ld_extra) or the bias gradient written (bgrada, bgradb).
+  struct problem {
+    epilogue e;
+    gpu_math math;
+    bool transa, transb;
+    int m, n, k;
+    const void* A;
+    int lda;
+    const void* B;
+    int ldb;
+    float beta;
+    const void* extra;
+    int ld_extra;
+    float* D;
+    int ldd;
+  };
+  bool gemm(const problem& p);
+  // Everything of the problem but its pointers, and the pointers' alignments (the algorithm must
+  // suit them: the heuristic otherwise assumes 256 bytes).
+  using key = std::array<long, 16>;
   struct algo {
     bool found = false;
     alignas(8) unsigned char bytes[64];  // a cublasLtMatmulAlgo_t (64 bytes)

@@ -1,7 +1,9 @@
 // Linear layers as cuBLAS GEMMs on row-major data: a row-major (R, K) matrix is a column-major
 // (K, R) one, so each product is written for the transposes (out^T = W^T inp^T, ...). The bias
-// is added in cuBLASLt's epilogue (or, where it has no algorithm, by a kernel); its gradient is a column sum (column_sums_into: chunks of rows, then
-// the chunks, in a fixed order). With bf16 the operands are rounded to bf16 copies first and the
+// is added in cuBLASLt's epilogue (or, where it has no algorithm, by a kernel); its gradient comes
+// out of the weight gradient's GEMM (cuBLASLt's BGRAD epilogues), or, without a weight gradient or
+// an algorithm, is a column sum (column_sums_into: chunks of rows, then the chunks, in a fixed
+// order). With bf16 the operands are rounded to bf16 copies first and the
 // products accumulate in fp32 into fp32 outputs.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -126,6 +128,22 @@ void linear_backward(const blas_handle& blas, float* dinp, float* dweight, float
   }
   if (dweight) {
     const operand x(blas, inp, N * C);
+    if (dbias && !b) {
+      // The bias gradient in the same GEMM's epilogue (it reads dout once for both), written
+      // into scratch and then added: cuBLASLt writes it, dbias accumulates. Not under bf16, whose
+      // GEMM reads dout's bf16 copy: the bias gradient stays the exact fp32 column sum there.
+      const gpu_scratch sums(blas.memory(), sizeof(float) * static_cast<std::size_t>(OC), blas.stream());
+      float* s = static_cast<float*>(sums.get());
+      const bool fused =
+          in_out ? blas.lt().gemm_bgrad(blas.math(), true, OC, C, n, dy.get(), OC, x.get(), C,
+                                        dweight, OC, s)
+                 : blas.lt().gemm_bgrad(blas.math(), false, C, OC, n, x.get(), C, dy.get(), OC,
+                                        dweight, C, s);
+      if (fused) {
+        add_into(dbias, s, OC, blas.stream());
+        return;
+      }
+    }
     if (in_out)  // dW (C, OC) row-major: dW^T (OC, C) += dout^T (OC, N) · inp (N, C)
       gemm(h, b, CUBLAS_OP_N, CUBLAS_OP_T, OC, C, n, dy.get(), OC, x.get(), C, 1.f, dweight, OC);
     else  // dW (OC, C) row-major: dW^T (C, OC) += inp^T (C, N) · dout (N, OC)

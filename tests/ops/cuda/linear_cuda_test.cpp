@@ -50,6 +50,45 @@ TEST_CASE("CUDA linear layers match the CPU in both weight layouts", "[cuda]") {
 #endif
 }
 
+TEST_CASE("the BGRAD epilogues give the bias gradient with the weight gradient", "[cuda]") {
+  if (!have_gpu()) return;
+#ifdef PIPEWORKS_HAVE_CUDA
+  // GPT-2's shapes in small: every linear of a block has a weight and a bias gradient; the fused
+  // GEMM must be what runs (the test would otherwise check the column sums again).
+  for (const gpu_math math : {gpu_math::fp32, gpu_math::tf32})
+  for (weight_layout layout : {weight_layout::in_out, weight_layout::out_in}) {
+    cuda::blas_handle blas(nullptr, math);
+    const std::int64_t N = 128;
+    const int C = 64, OC = 192;
+    const auto x = random_floats(N * C, 15), dy = random_floats(N * OC, 16);
+    std::vector<float> dw(std::size_t(C) * OC, 0.25f), db(OC, 1.f);
+    linear_backward<float>(nullptr, dw.data(), db.data(), dy.data(), x.data(), nullptr, N, C, OC,
+                           layout);
+    gpu_buffer<float> gx(x), gdy(dy), gdw(std::vector<float>(dw.size(), 0.25f));
+    gpu_buffer<float> gdb(std::vector<float>(OC, 1.f)), sums(std::vector<float>(OC, 1e30f));
+    gpu_buffer<float> gdw2(std::vector<float>(dw.size(), 0.25f));
+    const bool in_out = layout == weight_layout::in_out;
+    INFO((in_out ? "in_out" : "out_in") << (math == gpu_math::tf32 ? ", TF32" : ", fp32"));
+    const bool fused =
+        in_out ? blas.lt().gemm_bgrad(math, true, OC, C, static_cast<int>(N), gdy.get(), OC,
+                                      gx.get(), C, gdw2.get(), OC, sums.get())
+               : blas.lt().gemm_bgrad(math, false, C, OC, static_cast<int>(N), gx.get(), C,
+                                      gdy.get(), OC, gdw2.get(), C, sums.get());
+    REQUIRE(fused);
+    cuda::linear_backward(blas, nullptr, gdw.get(), gdb.get(), gdy.get(), gx.get(), nullptr, N, C,
+                          OC, layout);
+    const double tol = math == gpu_math::fp32 ? 1e-5 : 2e-3;
+    CHECK(normalised_error(gdw.download(), dw) <= tol);
+    CHECK(normalised_error(gdw2.download(), dw) <= tol);
+    CHECK(normalised_error(gdb.download(), db) <= 1e-5);  // added onto its 1s
+    std::vector<float> col(OC, 0.f);
+    for (std::int64_t i = 0; i < N; ++i)
+      for (int j = 0; j < OC; ++j) col[j] += dy[std::size_t(i) * OC + j];
+    CHECK(normalised_error(sums.download(), col) <= 1e-5);  // written whole
+  }
+#endif
+}
+
 TEST_CASE("the DGELU epilogue takes a linear layer's input gradient back through GELU", "[cuda]") {
   if (!have_gpu()) return;
 #ifdef PIPEWORKS_HAVE_CUDA
