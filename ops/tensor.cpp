@@ -161,7 +161,8 @@ tensor tensor::on(shape_t shape, dtype dt, device dev, std::shared_ptr<caching_a
   return t;
 }
 
-tensor tensor::copy_to(device dev, std::shared_ptr<caching_allocator> memory, void* stream) const {
+tensor tensor::copy_to(device dev, std::shared_ptr<caching_allocator> memory, void* stream,
+                       bool wait) const {
   if (empty()) return {};
   void* s = stream ? stream : stream_;
   const bool to_cpu = dev.kind == device_kind::cpu;
@@ -175,7 +176,7 @@ tensor tensor::copy_to(device dev, std::shared_ptr<caching_allocator> memory, vo
     t = to_cpu ? uninitialized(shape_, dtype_) : on(shape_, dtype_, dev, std::move(memory), s, false);
   }
   copy_bytes(t.bytes(), dev, bytes(), device_, nbytes(), s);
-  if (to_cpu && s) wait_stream(device_, s);
+  if (to_cpu && s && wait) wait_stream(device_, s);
   return t;
 }
 

@@ -64,9 +64,11 @@ class tensor {
   // A copy of this tensor on `dev` (explicit: a tensor never crosses devices otherwise); `memory`
   // as for on(), or for the CPU an allocator of host memory (the page-locked pool a GPU copies
   // into without staging) instead of the heap. The copy is ordered on `stream` (null: this
-  // tensor's own); a copy to the CPU is complete when it returns.
+  // tensor's own); a copy to the CPU is complete when it returns, unless `wait` is false: then it
+  // is queued only, and the caller waits for the stream before the copy is read (and keeps this
+  // tensor until then).
   tensor copy_to(device dev, std::shared_ptr<caching_allocator> memory = nullptr,
-                 void* stream = nullptr) const;
+                 void* stream = nullptr, bool wait = true) const;
   // A tensor of this one's shape and dtype on its device (its allocator and stream), zeroed or
   // with every byte left for the caller to write.
   tensor zeros_like() const;

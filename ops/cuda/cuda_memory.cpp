@@ -62,7 +62,7 @@ void enable_peer_access(int to, int from) {
 }  // namespace
 
 void copy_bytes(void* dst, const device& to, const void* src, const device& from, std::size_t n,
-                void* stream) {
+                void* stream, bool source_kept) {
   if (n == 0) return;
   if (to.kind == device_kind::cpu && from.kind == device_kind::cpu) {
     std::memcpy(dst, src, n);
@@ -85,7 +85,7 @@ void copy_bytes(void* dst, const device& to, const void* src, const device& from
   }
   // From the host the source may be freed once this returns: from pageable memory the copy has
   // been staged by then, from page-locked memory (the pinned pool's) it has to be waited for.
-  if (from.kind == device_kind::cpu) {
+  if (from.kind == device_kind::cpu && !source_kept) {
     cudaPointerAttributes a{};
     PW_CUDA(cudaPointerGetAttributes(&a, src));
     if (a.type == cudaMemoryTypeHost) PW_CUDA(cudaStreamSynchronize(s));
@@ -127,6 +127,18 @@ std::shared_ptr<caching_allocator> pinned_host_pool() {
           [](void* p) { cudaFreeHost(p); }, "page-locked host memory"},
       4096));
   return *pool;
+}
+
+std::shared_ptr<void> new_stream(const device& on) {
+  PW_CUDA(cudaSetDevice(on.index));
+  cudaStream_t s = nullptr;
+  PW_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int index = on.index;
+  return std::shared_ptr<void>(s, [index](void* p) {
+    cudaSetDevice(index);
+    cudaStreamSynchronize(static_cast<cudaStream_t>(p));
+    cudaStreamDestroy(static_cast<cudaStream_t>(p));
+  });
 }
 
 std::shared_ptr<void> record_event(const device& on, void* stream) {

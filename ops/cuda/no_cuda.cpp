@@ -19,7 +19,7 @@ class gpu_resources {};
 gpu_census find_gpus() { return {0, why_none, ""}; }
 
 void copy_bytes(void* dst, const device& to, const void* src, const device& from, std::size_t n,
-                void*) {
+                void*, bool) {
   for (const device& d : {to, from})
     if (d.kind != device_kind::cpu)
       throw pipeworks_error("a copy to or from " + d.to_string() + " cannot be made: " + why_none);
@@ -38,6 +38,10 @@ void wait_stream(const device& on, void*) {
 }
 
 std::shared_ptr<caching_allocator> pinned_host_pool() { return nullptr; }
+
+std::shared_ptr<void> new_stream(const device& on) {
+  throw pipeworks_error(on.to_string() + " has no streams: " + std::string(why_none));
+}
 
 std::shared_ptr<void> record_event(const device& on, void*) {
   throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none) +

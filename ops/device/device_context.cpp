@@ -95,17 +95,57 @@ tensor device_context::adopt(tensor t) const {
 
 tensor device_context::to_host(const tensor& t) const {
   if (t.where().kind == device_kind::cpu) return t.clone();
-  // Into page-locked memory (a DMA, no staging copy), ordered on t's own stream; into the heap
-  // once none could be had (not asked again: each failed try gives the pool's blocks back).
+  return host_copy(t, nullptr, true);  // ordered on t's own stream
+}
+
+tensor device_context::host_copy(const tensor& t, void* stream, bool wait) const {
+  // Into page-locked memory (a DMA, no staging copy); into the heap once none could be had (not
+  // asked again: each failed try gives the pool's blocks back). A copy into the heap is done when
+  // it returns, whatever `wait` says.
   static std::atomic<bool> pinned_exhausted{false};
   if (auto pool = pinned_host_pool(); pool && !pinned_exhausted.load()) {
     try {
-      return t.copy_to(device::cpu(), std::move(pool));
+      return t.copy_to(device::cpu(), std::move(pool), stream, wait);
     } catch (const pipeworks_error&) {
       pinned_exhausted.store(true);
     }
   }
-  return t.copy_to(device::cpu());
+  return t.copy_to(device::cpu(), nullptr, stream, true);
+}
+
+void* device_context::copy_stream() const {
+  if (!copy_stream_) copy_stream_ = new_stream(device_);
+  return copy_stream_.get();
+}
+
+tensor device_context::offload(tensor t) const {
+  if (!gpu_ || t.empty() || t.where().kind == device_kind::cpu) return to_host(t);
+  void* copies = copy_stream();
+  release_copied(false);
+  stream_wait_event(device_, copies, record_event(device_, stream()));  // after t's last write
+  tensor h = host_copy(t, copies, false);
+  h.set_ready(record_event(device_, copies));
+  copied_from_.emplace_back(std::move(t), h.ready());  // the GPU copy goes once it is read
+  return h;
+}
+
+tensor device_context::fetch(tensor h) const {
+  if (!gpu_ || h.empty() || h.where().kind != device_kind::cpu) return h;
+  void* copies = copy_stream();
+  release_copied(false);
+  if (h.ready()) stream_wait_event(device_, copies, h.ready());  // its copy out is done
+  stream_wait_event(device_, copies, record_event(device_, stream()));  // the memory's last users
+  tensor d = tensor::on(h.shape(), h.type(), device_, gpu_->memory(), stream(), false);
+  copy_bytes(d.bytes(), device_, h.bytes(), device::cpu(), h.nbytes(), copies, true);
+  d.set_ready(record_event(device_, copies));
+  copied_from_.emplace_back(std::move(h), d.ready());  // the host copy goes once it is read
+  return d;
+}
+
+void device_context::wait_ready(tensor& t) const {
+  if (!gpu_ || !t.ready()) return;
+  stream_wait_event(device_, stream(), t.ready());
+  t.set_ready(nullptr);
 }
 
 void device_context::hand_over(tensor& t) const {
@@ -123,6 +163,7 @@ void device_context::release_copied(bool all) const {
 void device_context::wait() const {
   if (gpu_) {
     wait_stream(device_, stream());
+    if (copy_stream_) wait_stream(device_, copy_stream_.get());
     release_copied(true);  // every copy queued here is done
   }
 }
@@ -177,6 +218,7 @@ device_context& device_context::operator=(device_context&& o) noexcept {
   observer_ = std::move(o.observer_);
   gpu_ = std::move(o.gpu_);
   copied_from_ = std::move(o.copied_from_);
+  copy_stream_ = std::move(o.copy_stream_);
   return *this;
 }
 device_context::~device_context() {

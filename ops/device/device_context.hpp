@@ -54,7 +54,21 @@ class device_context {
   void hand_over(tensor& t) const;
   // A copy of t on the CPU, complete when it returns.
   tensor to_host(const tensor& t) const;
-  // Returns once the work queued on this device is done (at once on the CPU).
+  // Activation offload on a copy stream of its own, so that the copies overlap compute. offload:
+  // t's copy into page-locked host memory, queued after the work queued here so far; it returns
+  // at once with the host tensor, whose ready event marks the copy done (t is kept until then).
+  // On the CPU a plain copy (to_host).
+  tensor offload(tensor t) const;
+  // An offloaded h back on this GPU, queued on the copy stream after h's copy out and after the
+  // work queued here so far (the new memory's earlier users); it returns at once, the copy's
+  // ready event on the tensor: wait_ready before this stream reads it. h is kept until the copy
+  // is done. A tensor on the GPU already (fetched before), and anything on the CPU, is returned as
+  // it is.
+  tensor fetch(tensor h) const;
+  // This stream waits (on the GPU, not the caller) for t's ready event, which is then cleared.
+  void wait_ready(tensor& t) const;
+  // Returns once the work queued on this device, its copy stream's too, is done (at once on the
+  // CPU).
   void wait() const;
   void* stream() const;  // a GPU's cudaStream_t, null on the CPU
   // A GPU's caching allocator's figures (its peak is the rank's device memory peak); zeros on
@@ -98,7 +112,12 @@ class device_context {
   // Tensors of other ranks' streams adopted by copy, each kept until the event after its copy on
   // this stream is done (then freed, in order, by later calls).
   mutable std::vector<std::pair<tensor, std::shared_ptr<void>>> copied_from_;
+  mutable std::shared_ptr<void> copy_stream_;  // offload's copies (a cudaStream_t), made when needed
   void release_copied(bool all) const;
+  void* copy_stream() const;
+  // t's copy into host memory on `stream`: page-locked (the process's pool) while it lasts; waited
+  // for, or only queued when `wait` is false.
+  tensor host_copy(const tensor& t, void* stream, bool wait) const;
 };
 
 // The CPU on the caller's own threads (device_context::cpu(0)): what code that runs blocks

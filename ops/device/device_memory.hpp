@@ -15,9 +15,12 @@ namespace pipeworks {
 
 // n bytes from src on `from` to dst on `to`. On `stream` (a cudaStream_t) when given; else it
 // returns once the copy is done. A host source may be freed once it returns (a copy from
-// page-locked memory is waited for); a GPU source must live until the stream has done the copy.
+// page-locked memory is waited for) unless `source_kept`: the caller keeps it until the stream
+// has done the copy, and nothing waits. A GPU source must live until the stream has done the copy.
 void copy_bytes(void* dst, const device& to, const void* src, const device& from, std::size_t n,
-                void* stream = nullptr);
+                void* stream = nullptr, bool source_kept = false);
+// A stream of GPU `on` of its own (destroyed, after its work, with the last pointer to it).
+std::shared_ptr<void> new_stream(const device& on);
 // n zero bytes at p on `on`, as copy_bytes for the stream.
 void zero_bytes(void* p, const device& on, std::size_t n, void* stream = nullptr);
 // Returns once the work queued on `stream` (a cudaStream_t of GPU `on`) is done; nothing on the CPU.

@@ -19,7 +19,8 @@ namespace pipeworks {
 
 // Activation offload (setup.offload.activations): a held microbatch's stash, and the input kept
 // for a recomputation or a checkpoint, each tensor made anew by `move` (to the host after the
-// forward, back to the device before the backward). What an I leaves for its W stays.
+// forward, back to the device before the backward, both on the device's copy stream). What an I
+// leaves for its W stays.
 template <class T, class Move>
 void move_held(held_microbatch<T>& h, Move move) {
   for (stash& s : h.stash.saved)
@@ -362,9 +363,9 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
     drop_recomputable(model_, *h.stash.weights, h.stash.saved);
     h.bytes = stash_bytes(h.stash.saved);
   }
-  // Offloaded: into page-locked host memory (to_host), the GPU's copy freed. A plain copy on the
-  // rank's stream, waited for: not yet on a stream of its own, overlapping compute.
-  if (setup.offload.activations) move_held(h, [&](tensor t) { return context.to_host(t); });
+  // Offloaded: into page-locked host memory on the copy stream (the GPU's copy freed once it is
+  // done), overlapping the actions that follow.
+  if (setup.offload.activations) move_held(h, [&](tensor t) { return context.offload(std::move(t)); });
   trace.record(stream_kind::compute, a, t0, t1, v, -1, h.bytes);  // with the bytes it stashed
   st.activation_bytes += h.bytes;
   st.ref(v);
@@ -372,6 +373,23 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
   release_versions(st);
   st.note_peaks();
   if (a.stage == mail.input_stage) request_inputs();
+  prefetch_offloaded();
+}
+
+// Activation offload on a GPU: starts bringing back the stash of the next backward (B or I) in
+// this rank's program, so that its copy overlaps the actions before it; one ahead, and only once
+// its forward has run.
+template <class T>
+void stage_executor<T>::impl::prefetch_offloaded() {
+  if (!setup.offload.activations || !context.on_gpu()) return;
+  for (std::size_t i = pc + 1; i < prog.size(); ++i) {
+    const action& b = prog[i];
+    if (b.kind != action_kind::backward && b.kind != action_kind::input_grad) continue;
+    auto it = state(b.stage).held.find(b.microbatch);
+    if (it != state(b.stage).held.end() && !it->second.later)
+      move_held(it->second, [&](tensor t) { return context.fetch(std::move(t)); });
+    return;
+  }
 }
 
 template <class T>
@@ -398,9 +416,13 @@ compute_job<T> stage_executor<T>::impl::begin_backward(const action& a) {
     throw pipeworks_error("the version rule says version " + std::to_string(v) +
                           " but the forward stashed version " + std::to_string(job.held->version));
   job.version = v;
-  // Offloaded: back onto the device (a copy from page-locked memory, on the rank's stream).
+  // Offloaded: back onto the device (fetched before, or now), this stream waiting for the copy.
   if (setup.offload.activations)
-    move_held(*job.held, [&](tensor t) { return context.adopt(std::move(t)); });
+    move_held(*job.held, [&](tensor t) {
+      tensor here = context.fetch(std::move(t));
+      context.wait_ready(here);
+      return context.adopt(std::move(here));  // on the CPU, where a plan refuses it, itself
+    });
   if (plan.ends_route(a.stage)) {
     // m * w (per route: every route's microbatches are the step's)
     const int parts = plan.params.microbatches * plan.params.replicas * plan.routes;
@@ -470,6 +492,7 @@ void stage_executor<T>::impl::end_backward(compute_job<T>& job, double t0, doubl
     st.held.erase(a.microbatch);
   }
   st.note_peaks();
+  prefetch_offloaded();
 }
 
 template <class T>

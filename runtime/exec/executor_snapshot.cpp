@@ -59,6 +59,7 @@ int stage_executor<T>::impl::sender_of(const message& msg) const {
 
 template <class T>
 void stage_executor<T>::impl::record_snapshot(int n) {
+  if (setup.offload.activations) context.wait();  // offloaded stashes are read whole below
   rank_state s;
   s.rank = rank;
   s.step = n;

@@ -202,6 +202,7 @@ struct stage_executor<T>::impl {
   compute_job<T> begin_backward(const action& a);
   void compute_backward(compute_job<T>& job);
   void end_backward(compute_job<T>& job, double t0, double t1);
+  void prefetch_offloaded();
   // OVERLAP_F_B: the F at pc + 1 and the B or I at pc + 2, their computes at once on the rank's
   // threads (one after the other where it has one thread).
   void run_overlapped();

@@ -65,6 +65,36 @@ TEST_CASE("a tensor handed over to another GPU arrives by peer copy after its la
   }
 }
 
+TEST_CASE("an offloaded tensor comes back by the copy stream after its last write", "[cuda]") {
+  if (!cuda_test::have_gpu()) return;
+  const device_context gpu = device_context::cuda(0);
+  const std::int64_t n = std::int64_t{1} << 24;
+  tensor h({n}, dtype::f32);
+  for (float& v : h.span<float>()) v = 1.f;
+  const tensor src = gpu.adopt(std::move(h));
+  for (int round = 0; round < 3; ++round) {
+    const std::size_t before = gpu.memory_stats().in_use;
+    tensor t = gpu.zeros({n}, dtype::f32);
+    for (int i = 0; i < 200; ++i) add_into<float>(gpu, t.data<float>(), src.data<float>(), n);
+    tensor host = gpu.offload(std::move(t));  // queued behind the adds; returns at once
+    CHECK(host.where() == device::cpu());
+    REQUIRE(host.ready() != nullptr);
+    tensor back = gpu.fetch(std::move(host));
+    CHECK(back.where() == gpu.where());
+    CHECK(back.stream() == gpu.stream());
+    gpu.wait_ready(back);
+    CHECK(back.ready() == nullptr);
+    add_into<float>(gpu, back.data<float>(), src.data<float>(), n);  // this stream, after the copy
+    const tensor seen = gpu.to_host(back);
+    std::int64_t wrong = 0;
+    for (float v : seen.span<float>()) wrong += v != 201.f;
+    CHECK(wrong == 0);
+    back = tensor();
+    gpu.wait();  // every copy done: the offloaded GPU tensor has gone back to the allocator
+    CHECK(gpu.memory_stats().in_use == before);
+  }
+}
+
 TEST_CASE("a GPU tensor comes to the host in page-locked memory that goes back to its pool", "[cuda]") {
   if (!cuda_test::have_gpu()) return;
   const device_context gpu = device_context::cuda(0);
