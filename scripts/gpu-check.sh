@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CUDA issue's device checks as one script for a lent GPU machine (after
-# `scripts/gpu-deps.sh gather .debs` here and carrying .debs): builds the test programs against
-# the carried packages, names the GPU, runs every [cuda] test (ops, the semantics with GPU stages,
-# the GPU profiler, NCCL), then the op tests under compute-sanitizer's memcheck and initcheck.
+# `scripts/gpu-deps.sh gather .debs` here and carrying .debs): builds the test programs and the
+# CLI against the carried packages, names the GPU, runs every [cuda] test (ops, the semantics with
+# GPU stages, the GPU reducer, the GPU profiler, NCCL, train on a GPU), then the op tests under
+# compute-sanitizer's memcheck and initcheck.
 # Logs go to $OUT (the device tool's folder) or build-gpu/checks. Exit 0 only if all pass.
 #   scripts/gpu-check.sh [DIR]   (DIR: the .deb folder, default .debs)
 set -uo pipefail
@@ -12,7 +13,8 @@ logs="${OUT:-build-gpu/checks}"
 mkdir -p "$logs"
 start=$(date +%s)
 PIPEWORKS_BUILD_BENCH=OFF scripts/gpu-deps.sh build "$dir" pipeworks_tests_ops \
-  pipeworks_tests_runtime pipeworks_tests_partition pipeworks_tests_transport > "$logs/build.log" 2>&1 ||
+  pipeworks_tests_runtime pipeworks_tests_partition pipeworks_tests_transport pipeworks_tests_cli \
+  pipeworks_cli > "$logs/build.log" 2>&1 ||
   { tail -40 "$logs/build.log"; echo "gpu-check: the build failed (log: $logs/build.log)"; exit 1; }
 echo "gpu-check: built in $(( $(date +%s) - start )) s"
 # shellcheck disable=SC1091
@@ -21,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 status=0
 build-gpu/bin/pipeworks_tests_ops "[cuda],[device]" --durations yes 2>&1 | tee "$logs/cuda-tests.log" ||
   status=1
-for t in runtime partition transport; do
+for t in runtime partition transport cli; do
   build-gpu/bin/pipeworks_tests_$t "[cuda]" 2>&1 | tee -a "$logs/cuda-tests.log" || status=1
 done
 if command -v compute-sanitizer > /dev/null; then
