@@ -12,18 +12,28 @@
 
 using namespace pipeworks;
 
+namespace {
+
+// 200 everywhere: ones (from the host) added 200 times on `on`'s stream, queued and not waited
+// for (64 MB keeps the stream busy).
+tensor busy_sum(const device_context& on, std::int64_t n) {
+  tensor h({n}, dtype::f32);
+  for (float& v : h.span<float>()) v = 1.f;
+  const tensor src = on.adopt(std::move(h));
+  tensor t = on.zeros({n}, dtype::f32);
+  for (int i = 0; i < 200; ++i) add_into<float>(on, t.data<float>(), src.data<float>(), n);
+  return t;
+}
+
+}  // namespace
+
 TEST_CASE("a tensor handed over between two streams of one GPU is read after its last write", "[cuda]") {
   if (!cuda_test::have_gpu()) return;
   const device_context producer = device_context::cuda(0), consumer = device_context::cuda(0);
   REQUIRE(producer.stream() != consumer.stream());
-  const std::int64_t n = std::int64_t{1} << 24;  // 64 MB: 200 passes keep the producer busy
+  const std::int64_t n = std::int64_t{1} << 24;
   for (int round = 0; round < 3; ++round) {
-    // src = 1 everywhere (from the host), then t += src 200 times on the producer's stream.
-    tensor h({n}, dtype::f32);
-    for (float& v : h.span<float>()) v = 1.f;
-    const tensor src = producer.adopt(std::move(h));
-    tensor t = producer.zeros({n}, dtype::f32);
-    for (int i = 0; i < 200; ++i) add_into<float>(producer, t.data<float>(), src.data<float>(), n);
+    tensor t = busy_sum(producer, n);
     producer.hand_over(t);  // no wait: the producer's stream is still adding
     REQUIRE(t.ready() != nullptr);
     const std::size_t before = producer.memory_stats().in_use;
@@ -44,11 +54,7 @@ TEST_CASE("a tensor handed over to another GPU arrives by peer copy after its la
   const device_context producer = device_context::cuda(0), consumer = device_context::cuda(1);
   const std::int64_t n = std::int64_t{1} << 24;
   for (int round = 0; round < 3; ++round) {
-    tensor h({n}, dtype::f32);
-    for (float& v : h.span<float>()) v = 1.f;
-    const tensor src = producer.adopt(std::move(h));
-    tensor t = producer.zeros({n}, dtype::f32);
-    for (int i = 0; i < 200; ++i) add_into<float>(producer, t.data<float>(), src.data<float>(), n);
+    tensor t = busy_sum(producer, n);
     producer.hand_over(t);  // the producer's stream is still adding
     const std::size_t before = producer.memory_stats().in_use;
     tensor there = consumer.adopt(std::move(t));
@@ -69,14 +75,9 @@ TEST_CASE("an offloaded tensor comes back by the copy stream after its last writ
   if (!cuda_test::have_gpu()) return;
   const device_context gpu = device_context::cuda(0);
   const std::int64_t n = std::int64_t{1} << 24;
-  tensor h({n}, dtype::f32);
-  for (float& v : h.span<float>()) v = 1.f;
-  const tensor src = gpu.adopt(std::move(h));
   for (int round = 0; round < 3; ++round) {
     const std::size_t before = gpu.memory_stats().in_use;
-    tensor t = gpu.zeros({n}, dtype::f32);
-    for (int i = 0; i < 200; ++i) add_into<float>(gpu, t.data<float>(), src.data<float>(), n);
-    tensor host = gpu.offload(std::move(t));  // queued behind the adds; returns at once
+    tensor host = gpu.offload(busy_sum(gpu, n));  // queued behind the adds; returns at once
     CHECK(host.where() == device::cpu());
     REQUIRE(host.ready() != nullptr);
     tensor back = gpu.fetch(std::move(host));
@@ -84,10 +85,10 @@ TEST_CASE("an offloaded tensor comes back by the copy stream after its last writ
     CHECK(back.stream() == gpu.stream());
     gpu.wait_ready(back);
     CHECK(back.ready() == nullptr);
-    add_into<float>(gpu, back.data<float>(), src.data<float>(), n);  // this stream, after the copy
+    add_into<float>(gpu, back.data<float>(), back.data<float>(), n);  // after the copy, here
     const tensor seen = gpu.to_host(back);
     std::int64_t wrong = 0;
-    for (float v : seen.span<float>()) wrong += v != 201.f;
+    for (float v : seen.span<float>()) wrong += v != 400.f;
     CHECK(wrong == 0);
     back = tensor();
     gpu.wait();  // every copy done: the offloaded GPU tensor has gone back to the allocator
