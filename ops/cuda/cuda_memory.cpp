@@ -51,12 +51,9 @@ void enable_peer_access(int to, int from) {
   PW_CUDA(cudaDeviceCanAccessPeer(&can, to, from));
   if (!can) return;
   PW_CUDA(cudaSetDevice(to));
-  const cudaError_t e = cudaDeviceEnablePeerAccess(from, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    (void)cudaGetLastError();  // enabled before us (another library in the process): not sticky
-    return;
-  }
-  PW_CUDA(e);
+  // Enabled before us (another library in the process), or refused (too many peers): either way
+  // the copy works, staged by the driver when it must be. The error is not sticky: cleared.
+  if (cudaDeviceEnablePeerAccess(from, 0) != cudaSuccess) (void)cudaGetLastError();
 }
 
 }  // namespace
@@ -154,6 +151,11 @@ void stream_wait_event(const device& on, void* stream, const std::shared_ptr<voi
   PW_CUDA(cudaSetDevice(on.index));
   PW_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
                               static_cast<cudaEvent_t>(event.get()), 0));
+}
+
+void wait_event(const device& on, const std::shared_ptr<void>& event) {
+  PW_CUDA(cudaSetDevice(on.index));
+  PW_CUDA(cudaEventSynchronize(static_cast<cudaEvent_t>(event.get())));
 }
 
 bool event_done(const device& on, const std::shared_ptr<void>& event) {

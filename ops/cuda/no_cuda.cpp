@@ -58,6 +58,11 @@ bool event_done(const device& on, const std::shared_ptr<void>&) {
                         "; run with --device cpu");
 }
 
+void wait_event(const device& on, const std::shared_ptr<void>&) {
+  throw pipeworks_error(on.to_string() + " has no events: " + std::string(why_none) +
+                        "; run with --device cpu");
+}
+
 std::shared_ptr<gpu_resources> open_gpu(int index, gpu_math) {
   throw pipeworks_error("cuda:" + std::to_string(index) + " cannot be used: " + why_none +
                         "; run with --device cpu");

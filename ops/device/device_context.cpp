@@ -82,15 +82,21 @@ tensor device_context::adopt(tensor t) const {
     // after the producer's ready event on the GPU (a tensor handed over without one was complete
     // when it came), and t kept until the copy is done: only then may the producer's allocator
     // give its memory out again.
-    release_copied(false);
-    const bool from_gpu = t.where().kind == device_kind::cuda;
-    if (from_gpu && t.ready()) stream_wait_event(device_, stream(), t.ready());
-    tensor here = t.copy_to(device_, gpu_->memory(), gpu_->stream());
-    if (from_gpu) copied_from_.emplace_back(std::move(t), record_event(device_, stream()));
-    return here;
+    auto kept = std::make_shared<tensor>(std::move(t));
+    return copy_of(*kept, kept);
   }
 #endif
   return t.copy_to(device_);
+}
+
+tensor device_context::copy_of(const tensor& t, std::shared_ptr<const void> keeper) const {
+  if (!gpu_) return t.copy_to(device_);  // to the host: complete when it returns
+  release_copied(false);
+  const bool from_gpu = t.where().kind == device_kind::cuda;
+  if (from_gpu && t.ready()) stream_wait_event(device_, stream(), t.ready());
+  tensor here = t.copy_to(device_, gpu_->memory(), gpu_->stream());
+  if (from_gpu) copied_from_.emplace_back(std::move(keeper), record_event(device_, stream()));
+  return here;
 }
 
 tensor device_context::to_host(const tensor& t) const {
@@ -125,7 +131,15 @@ tensor device_context::offload(tensor t) const {
   stream_wait_event(device_, copies, record_event(device_, stream()));  // after t's last write
   tensor h = host_copy(t, copies, false);
   h.set_ready(record_event(device_, copies));
-  copied_from_.emplace_back(std::move(t), h.ready());  // the GPU copy goes once it is read
+  copied_from_.emplace_back(std::make_shared<tensor>(std::move(t)), h.ready());  // goes once read
+  // The memory plan counts one stash on its way out beside the next backward's coming back: the
+  // host waits for the copy before this one (it has had a whole action to finish).
+  offloads_.push_back(h.ready());
+  while (offloads_.size() > 1) {
+    wait_event(device_, offloads_.front());
+    offloads_.erase(offloads_.begin());
+  }
+  release_copied(false);
   return h;
 }
 
@@ -138,8 +152,13 @@ tensor device_context::fetch(tensor h) const {
   tensor d = tensor::on(h.shape(), h.type(), device_, gpu_->memory(), stream(), false);
   copy_bytes(d.bytes(), device_, h.bytes(), device::cpu(), h.nbytes(), copies, true);
   d.set_ready(record_event(device_, copies));
-  copied_from_.emplace_back(std::move(h), d.ready());  // the host copy goes once it is read
+  copied_from_.emplace_back(std::make_shared<tensor>(std::move(h)), d.ready());  // goes once read
   return d;
+}
+
+void device_context::wait_for(const device_context& other) const {
+  if (!gpu_ || !other.gpu_) return;
+  stream_wait_event(device_, stream(), record_event(other.device_, other.stream()));
 }
 
 void device_context::wait_ready(tensor& t) const {
@@ -153,11 +172,12 @@ void device_context::hand_over(tensor& t) const {
 }
 
 void device_context::release_copied(bool all) const {
-  std::size_t done = 0;
-  while (done < copied_from_.size() &&
-         (all || event_done(device_, copied_from_[done].second)))
-    ++done;
-  copied_from_.erase(copied_from_.begin(), copied_from_.begin() + static_cast<std::ptrdiff_t>(done));
+  if (all) {
+    copied_from_.clear();
+    offloads_.clear();
+    return;
+  }
+  std::erase_if(copied_from_, [&](const auto& c) { return event_done(device_, c.second); });
 }
 
 void device_context::wait() const {
@@ -219,6 +239,7 @@ device_context& device_context::operator=(device_context&& o) noexcept {
   gpu_ = std::move(o.gpu_);
   copied_from_ = std::move(o.copied_from_);
   copy_stream_ = std::move(o.copy_stream_);
+  offloads_ = std::move(o.offloads_);
   return *this;
 }
 device_context::~device_context() {

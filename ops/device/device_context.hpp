@@ -49,6 +49,10 @@ class device_context {
   // That copy waits on the GPU for t's ready event (hand_over), not on the host; t is kept until
   // the copy is done and then goes back to its own allocator.
   tensor adopt(tensor t) const;
+  // A copy here of t, which someone else owns and which is only read: from the host, or from
+  // another stream or GPU after t's ready event (hand_over); `keeper` (what owns t) is held until
+  // the copy is done. Always a copy, on this device's stream.
+  tensor copy_of(const tensor& t, std::shared_ptr<const void> keeper) const;
   // Marks t, made on this GPU's stream, for another stream to read: records the event that t's
   // contents are complete at (the producer does not wait). Nothing on the CPU.
   void hand_over(tensor& t) const;
@@ -67,6 +71,9 @@ class device_context {
   tensor fetch(tensor h) const;
   // This stream waits (on the GPU, not the caller) for t's ready event, which is then cleared.
   void wait_ready(tensor& t) const;
+  // This stream waits (on the GPU) for the work queued on `other`'s stream so far (another stream
+  // of the same GPU, or another GPU's). Nothing on the CPU.
+  void wait_for(const device_context& other) const;
   // Returns once the work queued on this device, its copy stream's too, is done (at once on the
   // CPU).
   void wait() const;
@@ -109,10 +116,12 @@ class device_context {
   std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<tbb::task_scheduler_observer> observer_;  // of arena_: charge_to's account
   std::shared_ptr<gpu_resources> gpu_;
-  // Tensors of other ranks' streams adopted by copy, each kept until the event after its copy on
-  // this stream is done (then freed, in order, by later calls).
-  mutable std::vector<std::pair<tensor, std::shared_ptr<void>>> copied_from_;
+  // What the copies queued here read or write (tensors of other ranks' streams, offloaded and
+  // fetched stashes), each kept until the event after its copy is done (then let go by later
+  // calls).
+  mutable std::vector<std::pair<std::shared_ptr<const void>, std::shared_ptr<void>>> copied_from_;
   mutable std::shared_ptr<void> copy_stream_;  // offload's copies (a cudaStream_t), made when needed
+  mutable std::vector<std::shared_ptr<void>> offloads_;  // the events of stashes on their way out
   void release_copied(bool all) const;
   void* copy_stream() const;
   // t's copy into host memory on `stream`: page-locked (the process's pool) while it lasts; waited

@@ -38,5 +38,7 @@ std::shared_ptr<void> record_event(const device& on, void* stream);
 void stream_wait_event(const device& on, void* stream, const std::shared_ptr<void>& event);
 // Whether the work before `event` is done (never waits).
 bool event_done(const device& on, const std::shared_ptr<void>& event);
+// Returns once the work before `event` is done (the caller waits).
+void wait_event(const device& on, const std::shared_ptr<void>& event);
 
 }  // namespace pipeworks

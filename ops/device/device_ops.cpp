@@ -261,7 +261,10 @@ double sum_of_squares(const tensor& t, std::int64_t begin, std::int64_t n) {
   const T* x = t.data<T>() + begin;
   if (t.where().kind != device_kind::cpu) {
 #ifdef PIPEWORKS_HAVE_CUDA
-    if constexpr (std::is_same_v<T, float>) return cuda::sum_of_squares(x, n, t.stream());
+    if constexpr (std::is_same_v<T, float>) {
+      PW_CUDA(cudaSetDevice(t.where().index));  // the kernel runs on t's GPU and stream
+      return cuda::sum_of_squares(x, n, t.stream());
+    }
 #endif
     throw pipeworks_error(t.where().to_string() + " holds f32 only");
   }
@@ -272,7 +275,10 @@ template <class T>
 void scale(tensor& t, T f) {
   if (t.where().kind != device_kind::cpu) {
 #ifdef PIPEWORKS_HAVE_CUDA
-    if constexpr (std::is_same_v<T, float>) return cuda::scale(t.data<T>(), f, t.numel(), t.stream());
+    if constexpr (std::is_same_v<T, float>) {
+      PW_CUDA(cudaSetDevice(t.where().index));  // the kernel runs on t's GPU and stream
+      return cuda::scale(t.data<T>(), f, t.numel(), t.stream());
+    }
 #endif
     throw pipeworks_error(t.where().to_string() + " holds f32 only");
   }

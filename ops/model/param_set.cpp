@@ -82,6 +82,10 @@ param_set param_set::on(const device_context& d) const {
   return with_arena(d.adopt(std::move(copy)));
 }
 
+param_set param_set::copied_to(const device_context& d, std::shared_ptr<const void> keeper) const {
+  return with_arena(d.copy_of(data_, std::move(keeper)));
+}
+
 param_snapshot on_host(const param_snapshot& p) {
   if (!p || p->where().kind == device_kind::cpu) return p;
   return std::make_shared<const param_set>(p->on(host_context()));

@@ -50,6 +50,10 @@ class param_set {
   // A copy on d's device, ordered on its stream (the explicit crossing of devices): a GPU arena of
   // another stream is read on its own stream, after the work queued there, and then copied.
   param_set on(const device_context& d) const;
+  // A copy on d's device and stream of this set, which `keeper` owns and which is only read: a
+  // GPU arena of another stream is copied after its ready event (hand_over), and keeper is held
+  // until the copy is done (a shared snapshot: a reduced sum, a replica's gradient).
+  param_set copied_to(const device_context& d, std::shared_ptr<const void> keeper) const;
   device where() const { return data_.where(); }
 
   int first_block() const { return first_block_; }

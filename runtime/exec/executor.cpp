@@ -311,8 +311,8 @@ compute_job<T> stage_executor<T>::impl::begin_forward(const action& a) {
 }
 
 template <class T>
-void stage_executor<T>::impl::compute_forward(compute_job<T>& job) {
-  job.out = forward_blocks(context, model_, *job.weights, std::move(job.input), job.in.ctx);
+void stage_executor<T>::impl::compute_forward(compute_job<T>& job, const device_context& on) {
+  job.out = forward_blocks(on, model_, *job.weights, std::move(job.input), job.in.ctx);
 }
 
 template <class T>
@@ -364,8 +364,12 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
     h.bytes = stash_bytes(h.stash.saved);
   }
   // Offloaded: into page-locked host memory on the copy stream (the GPU's copy freed once it is
-  // done), overlapping the actions that follow.
-  if (setup.offload.activations) move_held(h, [&](tensor t) { return context.offload(std::move(t)); });
+  // done), overlapping the actions that follow; not when this microbatch's backward is the next
+  // one (the last stage's, in 1F1B): it would come straight back.
+  const action* next = next_backward();
+  const bool backward_next = next && next->stage == a.stage && next->microbatch == a.microbatch;
+  if (setup.offload.activations && !(backward_next && context.on_gpu()))
+    move_held(h, [&](tensor t) { return context.offload(std::move(t)); });
   trace.record(stream_kind::compute, a, t0, t1, v, -1, h.bytes);  // with the bytes it stashed
   st.activation_bytes += h.bytes;
   st.ref(v);
@@ -382,21 +386,27 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
 template <class T>
 void stage_executor<T>::impl::prefetch_offloaded() {
   if (!setup.offload.activations || !context.on_gpu()) return;
-  for (std::size_t i = pc + 1; i < prog.size(); ++i) {
-    const action& b = prog[i];
-    if (b.kind != action_kind::backward && b.kind != action_kind::input_grad) continue;
-    auto it = state(b.stage).held.find(b.microbatch);
-    if (it != state(b.stage).held.end() && !it->second.later)
-      move_held(it->second, [&](tensor t) { return context.fetch(std::move(t)); });
-    return;
-  }
+  const action* b = next_backward();
+  if (!b) return;
+  auto it = state(b->stage).held.find(b->microbatch);
+  if (it != state(b->stage).held.end() && !it->second.later)
+    move_held(it->second, [&](tensor t) { return context.fetch(std::move(t)); });
+}
+
+// The first B or I after the action at pc (in a pair, pc is its B), or null.
+template <class T>
+const action* stage_executor<T>::impl::next_backward() const {
+  for (std::size_t i = pc + 1; i < prog.size(); ++i)
+    if (prog[i].kind == action_kind::backward || prog[i].kind == action_kind::input_grad)
+      return &prog[i];
+  return nullptr;
 }
 
 template <class T>
 void stage_executor<T>::impl::run_forward(const action& a) {
   compute_job<T> job = begin_forward(a);
   const double t0 = timer.begin();
-  compute_forward(job);
+  compute_forward(job, context);
   const double t1 = timer.end(t0);
   end_forward(job, t0, t1);
 }
@@ -504,6 +514,24 @@ void stage_executor<T>::impl::run_backward(const action& a) {
   end_backward(job, t0, t1);
 }
 
+// A pair on a GPU: the F on the rank's second stream (`side`: its own allocator and cuBLAS
+// handle), the B on the rank's own, both queued from this thread, so that the GPU runs them at
+// once. The second stream first waits for the rank's work so far (the weights, the F's input) and
+// takes its own copy of the input (a block the F let go could otherwise go to the B while the F's
+// kernels still read it); the F is queued before the B (a block of the F's allocator that the B
+// lets go goes back only after the F has taken all it takes); the rank's stream then waits for
+// the F, so that what follows reads its output and stash after it. A rank with a memory limit runs
+// the pair on its own stream: two allocators would each need the whole limit.
+template <class T>
+void stage_executor<T>::impl::overlap_on_streams(compute_job<T>& fj, compute_job<T>& bj) {
+  if (!side) side.emplace(device_context::cuda(context.where().index, gpu_math_of(setup.tf32, setup.bf16)));
+  side->wait_for(context);
+  fj.input = side->adopt(std::move(fj.input));
+  compute_forward(fj, *side);
+  compute_backward(bj);
+  context.wait_for(*side);
+}
+
 template <class T>
 void stage_executor<T>::impl::run_overlapped() {
   const action f = prog[pc + 1], b = prog[pc + 2];
@@ -513,7 +541,10 @@ void stage_executor<T>::impl::run_overlapped() {
   pc = at + 2;
   compute_job<T> bj = begin_backward(b);
   const double t0 = timer.begin();
-  context.run_both([&] { compute_forward(fj); }, [&] { compute_backward(bj); });
+  if (context.on_gpu() && setup.memory_limit == 0)
+    overlap_on_streams(fj, bj);
+  else  // on a CPU, each with a share of the arena's threads (one after the other on one thread)
+    context.run_both([&] { compute_forward(fj, context); }, [&] { compute_backward(bj); });
   const double t1 = timer.end(t0);
   end_forward(fj, t0, t1);
   note_rank_peaks();  // the F's stash and the B's were held together
@@ -557,7 +588,7 @@ void stage_executor<T>::impl::run_reduce(const action& a) {
                           ", expected step " + std::to_string(st.latest));
   if (!r.sum) throw pipeworks_error("the reducer's answer carries no gradient");
   // The sum is shared by the replicas; clipping changes this copy (on this rank's device).
-  st.grads = r.sum->on(context);  // a copy of its own, after a GPU sum's ready event
+  st.grads = r.sum->copied_to(context, r.sum);  // its own copy, after a GPU sum's ready event
   st.squares = std::move(r.squares);
   if (setup.zero >= 2 && st.squares.empty()) {
     // ZeRO stage 2 in one process: the reducer's sum is whole, so this replica keeps its own
@@ -931,9 +962,12 @@ std::vector<stage_stats> stage_executor<T>::stats() const {
     s.peak_buffered = impl_->mail.peak_buffered;
     s.rank_peak_inflight = impl_->peaks.inflight;
     s.rank_peak_activation_bytes = impl_->peaks.activation_bytes;
-    s.device_peak_bytes = impl_->context.on_gpu()
-                              ? static_cast<std::int64_t>(impl_->context.memory_stats().peak_in_use)
-                              : impl_->account->peak();
+    // With a second stream, the sum of its allocator's peak and the rank's: an upper bound.
+    s.device_peak_bytes =
+        impl_->context.on_gpu()
+            ? static_cast<std::int64_t>(impl_->context.memory_stats().peak_in_use +
+                                        (impl_->side ? impl_->side->memory_stats().peak_in_use : 0))
+            : impl_->account->peak();
     s.optimizer_bytes = st.optimizer->moment_bytes();
     out.push_back(s);
   }

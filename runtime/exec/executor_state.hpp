@@ -115,6 +115,9 @@ struct stage_executor<T>::impl {
   // What the rank's host tensors and moments hold, charged as they are made (ops/memory_account).
   std::shared_ptr<memory_account> account;
   device_context context;  // where the kernels run: run() enters it
+  // A GPU rank's second stream (its own allocator and cuBLAS handle), made for the first
+  // OVERLAP_F_B pair: the pair's F runs there while its B runs on `context`.
+  std::optional<device_context> side;
   const schedule& plan;
   const program& prog;
   int rank;  // replica * p + device
@@ -134,7 +137,14 @@ struct stage_executor<T>::impl {
   impl(const model<T>& mdl, executor_setup su, sink out);
   // Tensors that outlive the rank are no longer charged, nor are later allocations of a worker
   // thread that still names the account (ops/memory_account.hpp).
+  // The copies still queued on the GPU (an offloaded stash's, a prefetch's) end before the
+  // stashes they read or write go back to their allocators with the members.
   ~impl() {
+    try {
+      if (side) side->wait();
+      context.wait();
+    } catch (...) {  // a GPU in error: its memory goes with it
+    }
     if (account) account->close();
   }
   void init_stages(std::vector<param_set> initial);
@@ -197,12 +207,14 @@ struct stage_executor<T>::impl {
   // The three parts of an F and of a B or I: before and after touch the rank's state, compute
   // only the job's tensors and the device.
   compute_job<T> begin_forward(const action& a);
-  void compute_forward(compute_job<T>& job);
+  void compute_forward(compute_job<T>& job, const device_context& on);
+  void overlap_on_streams(compute_job<T>& fj, compute_job<T>& bj);
   void end_forward(compute_job<T>& job, double t0, double t1);
   compute_job<T> begin_backward(const action& a);
   void compute_backward(compute_job<T>& job);
   void end_backward(compute_job<T>& job, double t0, double t1);
   void prefetch_offloaded();
+  const action* next_backward() const;
   // OVERLAP_F_B: the F at pc + 1 and the B or I at pc + 2, their computes at once on the rank's
   // threads (one after the other where it has one thread).
   void run_overlapped();

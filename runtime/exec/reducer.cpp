@@ -27,12 +27,17 @@ param_set gradient_reducer::sum_in_order(
     }
     return sum;
   }
-  param_set sum = slots[0]->on(*gpu_);
+  // Each gradient copied here after its ready event (the replica's stream goes on); the copies
+  // keep the gradients until they are done.
+  param_set sum = slots[0]->copied_to(*gpu_, slots[0]);
   for (std::size_t r = 1; r < slots.size(); ++r) {
-    const param_set x = slots[r]->on(*gpu_);  // here, after replica r's work on its stream
+    const param_set x = slots[r]->copied_to(*gpu_, slots[r]);
     add_into<float>(*gpu_, sum.arena().data<float>(), x.arena().data<float>(), sum.size());
   }
   gpu_->hand_over(sum.arena());
+  // Waited for here, so that the replicas' gradients go back to their GPUs' allocators now and
+  // not a step later (each replica has made its next gradient buffer by then).
+  gpu_->wait();
   return sum;
 }
 
@@ -149,7 +154,12 @@ result<std::optional<std::vector<reduce_result>>> gradient_reducer::add(reduce_r
   }
 
   // Everyone is here: sum in replica order 0..w-1, whatever order they came in.
-  auto sum = std::make_shared<param_set>(sum_in_order(slots));
+  std::shared_ptr<param_set> sum;
+  try {
+    sum = std::make_shared<param_set>(sum_in_order(slots));
+  } catch (const std::exception& e) {  // a GPU's error, or its allocator's limit
+    return make_error(who + ": the sum failed: " + e.what());
+  }
   hold(static_cast<std::int64_t>(sum->nbytes()));
   for (const auto& g : slots) held_bytes_ -= static_cast<std::int64_t>(g->nbytes());
   held_bytes_ -= static_cast<std::int64_t>(sum->nbytes());

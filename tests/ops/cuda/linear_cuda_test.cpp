@@ -77,14 +77,15 @@ TEST_CASE("the BGRAD epilogues give the bias gradient with the weight gradient",
     REQUIRE(fused);
     cuda::linear_backward(blas, nullptr, gdw.get(), gdb.get(), gdy.get(), gx.get(), nullptr, N, C,
                           OC, layout);
+    // TF32's rounding of the operands may reach the epilogue's sums too.
     const double tol = math == gpu_math::fp32 ? 1e-5 : 2e-3;
     CHECK(normalised_error(gdw.download(), dw) <= tol);
     CHECK(normalised_error(gdw2.download(), dw) <= tol);
-    CHECK(normalised_error(gdb.download(), db) <= 1e-5);  // added onto its 1s
+    CHECK(normalised_error(gdb.download(), db) <= tol);  // added onto its 1s
     std::vector<float> col(OC, 0.f);
     for (std::int64_t i = 0; i < N; ++i)
       for (int j = 0; j < OC; ++j) col[j] += dy[std::size_t(i) * OC + j];
-    CHECK(normalised_error(sums.download(), col) <= 1e-5);  // written whole
+    CHECK(normalised_error(sums.download(), col) <= tol);  // written whole
   }
 #endif
 }
