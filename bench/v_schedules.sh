@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: gpt-small on 4 CPU stages with 1F1B, ZB-H1, ZBV, DualPipeV and DualPipe: each one's
 # measured time per step against the simulator's prediction from the same run's profile, and
-# against 1F1B.
+# against 1F1B. DEVICE=cuda (or cuda:N) runs the 4 stages on that GPU instead, unthrottled: the
+# GPU column (OVERLAP_F_B's pairs then run on two streams).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 batch="${BATCH:-16}"
@@ -14,7 +15,8 @@ repeats="${REPEATS:-5}"             # runs of each schedule, in turns; the faste
 # 2-core development machine for 4 stages, leaving room for the driver and for the moments when
 # all four compute at once (0.5 asks both cores, and contention then inflates the times); 1 runs
 # them unthrottled, sharing the cores, where a schedule's bubbles cost nothing.
-speed="${SPEED:-0.25}"
+device="${DEVICE:-cpu}"
+if [ "$device" = cpu ]; then speed="${SPEED:-0.25}"; else speed="${SPEED:-1}"; fi
 schedules="${SCHEDULES:-1f1b zb-h1 zbv dualpipev dualpipe}"
 # PIPEWORKS_BIN_DIR: use binaries already built there instead of building build/.
 bin="${PIPEWORKS_BIN_DIR:-build/bin}"
@@ -29,7 +31,7 @@ trap 'rm -rf "$out"' EXIT
 run() {
   local s=$1 r=$2 run="$out/$1-$2"
   "$bin"/pipeworks train --model gpt-small --schedule "$s" --stages 4 \
-    --microbatches "$microbatches" --batch "$batch" --steps "$steps" \
+    --microbatches "$microbatches" --batch "$batch" --steps "$steps" --device "$device" \
     --print-plan "$run.plan.json" >/dev/null
   /usr/bin/python3 bench/throttle_plan.py "$run.plan.json" "$speed"
   "$bin"/pipeworks train --plan "$run.plan.json" --trace "$run.trace.json" --compare-sim \
@@ -60,17 +62,17 @@ for r in $(seq 1 "$repeats"); do
 done
 
 /usr/bin/python3 - "$out/runs.jsonl" "$batch" "$microbatches" "$steps" "$repeats" "$speed" \
-  "$(nproc)" <<'PY'
+  "$(nproc)" "$device" <<'PY'
 import json, sys
-path, batch, m, steps, repeats, speed, cores = sys.argv[1:]
+path, batch, m, steps, repeats, speed, cores, device = sys.argv[1:]
 runs = [json.loads(l) for l in open(path)]
 order = list(dict.fromkeys(r["schedule"] for r in runs))
 best = {s: min((r for r in runs if r["schedule"] == s), key=lambda r: r["measured_ms"])
         for s in order}
 base = best.get("1f1b", best[order[0]])
 who = "each stage a device of %s core (throttled)" % speed if float(speed) < 1 else \
-      "stages unthrottled, sharing the cores"
-print(f"gpt-small, 4 CPU stages ({who}), batch {batch} in {m} microbatches, {cores} cores, "
+      "stages unthrottled, sharing the device"
+print(f"gpt-small, 4 stages on {device} ({who}), batch {batch} in {m} microbatches, {cores} cores, "
       f"OpenBLAS core {base['blas_core']}; {steps} steps, the first not counted; fastest of "
       f"{repeats} runs of each")
 print(f"| schedule | measured ms/step | predicted ms/step | measured / predicted | "
