@@ -26,7 +26,7 @@ caching_allocator::~caching_allocator() {
 
 void* caching_allocator::allocate(std::size_t bytes) {
   const std::size_t size = (std::max<std::size_t>(bytes, 1) + granule_ - 1) / granule_ * granule_;
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (limit_ > 0 && stats_.in_use + size > limit_)
     throw pipeworks_error(who_ + " would hold " + std::to_string(stats_.in_use + size) +
                           " bytes of tensors on " + raw_.device + " (" +
@@ -46,6 +46,14 @@ void* caching_allocator::allocate(std::size_t bytes) {
     p = raw_.allocate(size);
     if (p == nullptr && !cached_.empty()) {  // room may be held in the cache: give it back, retry
       release_cached_locked();
+      p = raw_.allocate(size);
+    }
+    if (p == nullptr && reclaim_) {  // or in another allocator's of the same device
+      // Without this one's lock: the other may be asking this one at the same moment.
+      const std::function<void()> reclaim = reclaim_;
+      lock.unlock();
+      reclaim();
+      lock.lock();
       p = raw_.allocate(size);
     }
     if (p == nullptr)
@@ -72,6 +80,11 @@ void caching_allocator::deallocate(void* p) {
   stats_.in_use -= it->second;
   cached_.emplace(it->second, p);
   live_.erase(it);
+}
+
+void caching_allocator::set_reclaim(std::function<void()> reclaim) {
+  std::lock_guard lock(mu_);
+  reclaim_ = std::move(reclaim);
 }
 
 void caching_allocator::release_cached() {

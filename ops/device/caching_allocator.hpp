@@ -45,6 +45,10 @@ class caching_allocator {
   // The most bytes it may hand out at once (0: no limit): a request that would pass it throws a
   // pipeworks_error naming `who`, what it holds and asks for, and the limit, before allocating.
   void set_limit(std::size_t bytes, std::string who);
+  // What else to try when the device is full and this allocator's own cache has been given back:
+  // another allocator of the same device giving back its cache (a rank's second stream's), then
+  // one more try. Called without this allocator's lock.
+  void set_reclaim(std::function<void()> reclaim);
 
  private:
   void release_cached_locked();
@@ -56,6 +60,7 @@ class caching_allocator {
   allocator_stats stats_;
   std::size_t limit_ = 0;
   std::string who_;
+  std::function<void()> reclaim_;
 };
 
 }  // namespace pipeworks

@@ -132,15 +132,21 @@ tensor device_context::offload(tensor t) const {
   tensor h = host_copy(t, copies, false);
   h.set_ready(record_event(device_, copies));
   copied_from_.emplace_back(std::make_shared<tensor>(std::move(t)), h.ready());  // goes once read
-  // The memory plan counts one stash on its way out beside the next backward's coming back: the
-  // host waits for the copy before this one (it has had a whole action to finish).
-  offloads_.push_back(h.ready());
+  last_offload_ = h.ready();
+  return h;
+}
+
+void device_context::bound_offloads() const {
+  if (!gpu_ || !last_offload_) return;
+  // One copy stream: the stash's last copy's event covers the whole stash. The one before has
+  // had a whole action to finish.
+  offloads_.push_back(std::move(last_offload_));
+  last_offload_.reset();
   while (offloads_.size() > 1) {
     wait_event(device_, offloads_.front());
     offloads_.erase(offloads_.begin());
   }
   release_copied(false);
-  return h;
 }
 
 tensor device_context::fetch(tensor h) const {
@@ -154,6 +160,21 @@ tensor device_context::fetch(tensor h) const {
   d.set_ready(record_event(device_, copies));
   copied_from_.emplace_back(std::make_shared<tensor>(std::move(h)), d.ready());  // goes once read
   return d;
+}
+
+void device_context::share_memory_with(const device_context& other) const {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (!gpu_ || !other.gpu_) return;
+  std::weak_ptr<caching_allocator> mine = gpu_->memory(), theirs = other.gpu_->memory();
+  gpu_->memory()->set_reclaim([theirs] {
+    if (auto a = theirs.lock()) a->release_cached();
+  });
+  other.gpu_->memory()->set_reclaim([mine] {
+    if (auto a = mine.lock()) a->release_cached();
+  });
+#else
+  (void)other;
+#endif
 }
 
 void device_context::wait_for(const device_context& other) const {
@@ -175,6 +196,7 @@ void device_context::release_copied(bool all) const {
   if (all) {
     copied_from_.clear();
     offloads_.clear();
+    last_offload_.reset();
     return;
   }
   std::erase_if(copied_from_, [&](const auto& c) { return event_done(device_, c.second); });
@@ -240,6 +262,7 @@ device_context& device_context::operator=(device_context&& o) noexcept {
   copied_from_ = std::move(o.copied_from_);
   copy_stream_ = std::move(o.copy_stream_);
   offloads_ = std::move(o.offloads_);
+  last_offload_ = std::move(o.last_offload_);
   return *this;
 }
 device_context::~device_context() {

@@ -63,6 +63,10 @@ class device_context {
   // at once with the host tensor, whose ready event marks the copy done (t is kept until then).
   // On the CPU a plain copy (to_host).
   tensor offload(tensor t) const;
+  // The tensors offloaded since the last call are one stash: the host waits here until the stash
+  // offloaded before it is out (the memory plan counts one stash on its way out). Nothing on the
+  // CPU.
+  void bound_offloads() const;
   // An offloaded h back on this GPU, queued on the copy stream after h's copy out and after the
   // work queued here so far (the new memory's earlier users); it returns at once, the copy's
   // ready event on the tensor: wait_ready before this stream reads it. h is kept until the copy
@@ -74,6 +78,9 @@ class device_context {
   // This stream waits (on the GPU) for the work queued on `other`'s stream so far (another stream
   // of the same GPU, or another GPU's). Nothing on the CPU.
   void wait_for(const device_context& other) const;
+  // Two contexts of one GPU (a rank's stream and its second one): when either allocator finds the
+  // GPU full, the other gives back its cache before it gives up. Nothing on the CPU.
+  void share_memory_with(const device_context& other) const;
   // Returns once the work queued on this device, its copy stream's too, is done (at once on the
   // CPU).
   void wait() const;
@@ -122,6 +129,7 @@ class device_context {
   mutable std::vector<std::pair<std::shared_ptr<const void>, std::shared_ptr<void>>> copied_from_;
   mutable std::shared_ptr<void> copy_stream_;  // offload's copies (a cudaStream_t), made when needed
   mutable std::vector<std::shared_ptr<void>> offloads_;  // the events of stashes on their way out
+  mutable std::shared_ptr<void> last_offload_;           // the latest offload's event
   void release_copied(bool all) const;
   void* copy_stream() const;
   // t's copy into host memory on `stream`: page-locked (the process's pool) while it lasts; waited

@@ -368,8 +368,10 @@ void stage_executor<T>::impl::end_forward(compute_job<T>& job, double t0, double
   // one (the last stage's, in 1F1B): it would come straight back.
   const action* next = next_backward();
   const bool backward_next = next && next->stage == a.stage && next->microbatch == a.microbatch;
-  if (setup.offload.activations && !(backward_next && context.on_gpu()))
+  if (setup.offload.activations && !(backward_next && context.on_gpu())) {
     move_held(h, [&](tensor t) { return context.offload(std::move(t)); });
+    context.bound_offloads();
+  }
   trace.record(stream_kind::compute, a, t0, t1, v, -1, h.bytes);  // with the bytes it stashed
   st.activation_bytes += h.bytes;
   st.ref(v);
@@ -431,7 +433,10 @@ compute_job<T> stage_executor<T>::impl::begin_backward(const action& a) {
     move_held(*job.held, [&](tensor t) {
       tensor here = context.fetch(std::move(t));
       context.wait_ready(here);
-      return context.adopt(std::move(here));  // on the CPU, where a plan refuses it, itself
+      // A stash left on the GPU (its backward came next) is read where it is, on the rank's
+      // stream, also when a pair's F made it on the second one (whose work the rank's stream has
+      // waited for); on the CPU, where a plan refuses offload, adopt gives the tensor itself.
+      return here.where().kind == device_kind::cpu ? context.adopt(std::move(here)) : std::move(here);
     });
   if (plan.ends_route(a.stage)) {
     // m * w (per route: every route's microbatches are the step's)
@@ -516,20 +521,31 @@ void stage_executor<T>::impl::run_backward(const action& a) {
 
 // A pair on a GPU: the F on the rank's second stream (`side`: its own allocator and cuBLAS
 // handle), the B on the rank's own, both queued from this thread, so that the GPU runs them at
-// once. The second stream first waits for the rank's work so far (the weights, the F's input) and
-// takes its own copy of the input (a block the F let go could otherwise go to the B while the F's
-// kernels still read it); the F is queued before the B (a block of the F's allocator that the B
-// lets go goes back only after the F has taken all it takes); the rank's stream then waits for
-// the F, so that what follows reads its output and stash after it. A rank with a memory limit runs
-// the pair on its own stream: two allocators would each need the whole limit.
+// once. fork_side: the second stream first waits for the rank's work so far (the weights, the F's
+// input) and takes its own copy of the input (a block the F let go could otherwise go to the B
+// while the F's kernels still read it). overlap_on_streams: the F is queued before the B (a block
+// of the F's allocator that the B lets go goes back only after the F has taken all it takes); the
+// rank's stream then waits for the F, so that what follows reads its output and stash after it,
+// and the second stream for the B. A rank with a memory limit runs the pair on its own stream:
+// two allocators would each need the whole limit.
 template <class T>
-void stage_executor<T>::impl::overlap_on_streams(compute_job<T>& fj, compute_job<T>& bj) {
-  if (!side) side.emplace(device_context::cuda(context.where().index, gpu_math_of(setup.tf32, setup.bf16)));
+void stage_executor<T>::impl::fork_side(compute_job<T>& fj) {
+  if (!side) {
+    side.emplace(device_context::cuda(context.where().index, gpu_math_of(setup.tf32, setup.bf16)));
+    context.share_memory_with(*side);  // either allocator, finding the GPU full, empties the other's cache
+  }
   side->wait_for(context);
   fj.input = side->adopt(std::move(fj.input));
+}
+
+template <class T>
+void stage_executor<T>::impl::overlap_on_streams(compute_job<T>& fj, compute_job<T>& bj) {
   compute_forward(fj, *side);
   compute_backward(bj);
   context.wait_for(*side);
+  // And the second stream waits for the B: a block of its allocator that the B let go (an
+  // earlier pair's stash) is then safe for whatever it queues next, inside a pair or not.
+  side->wait_for(context);
 }
 
 template <class T>
@@ -538,10 +554,12 @@ void stage_executor<T>::impl::run_overlapped() {
   const std::size_t at = pc;
   pc = at + 1;  // each part sees its own position (a cut may keep the F's input)
   compute_job<T> fj = begin_forward(f);
+  const bool streams = context.on_gpu() && setup.memory_limit == 0;
+  if (streams) fork_side(fj);  // before the B's stash comes back: the F need not wait for it
   pc = at + 2;
   compute_job<T> bj = begin_backward(b);
   const double t0 = timer.begin();
-  if (context.on_gpu() && setup.memory_limit == 0)
+  if (streams)
     overlap_on_streams(fj, bj);
   else  // on a CPU, each with a share of the arena's threads (one after the other on one thread)
     context.run_both([&] { compute_forward(fj, context); }, [&] { compute_backward(bj); });

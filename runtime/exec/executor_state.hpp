@@ -208,6 +208,7 @@ struct stage_executor<T>::impl {
   // only the job's tensors and the device.
   compute_job<T> begin_forward(const action& a);
   void compute_forward(compute_job<T>& job, const device_context& on);
+  void fork_side(compute_job<T>& fj);
   void overlap_on_streams(compute_job<T>& fj, compute_job<T>& bj);
   void end_forward(compute_job<T>& job, double t0, double t1);
   compute_job<T> begin_backward(const action& a);

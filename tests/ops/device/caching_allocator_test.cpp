@@ -1,6 +1,6 @@
 // The caching allocator over a counting malloc: blocks come back from the cache, sizes round up,
-// peaks are tracked, a full device makes it give its cache back and retry, and then fail naming
-// the device and the sizes; a stranger's pointer is refused; a memory limit refuses past it.
+// peaks are tracked, a full device makes it give its cache back and retry (its own, then another's
+// when told how), and then fail naming the device and the sizes; a stranger's pointer is refused; a memory limit refuses past it.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -88,6 +88,21 @@ TEST_CASE("a full device makes the allocator give back its cache then name the s
   CHECK_THROWS_WITH(a.allocate(6000),
                     Catch::Contains("cuda:0 is out of memory: cannot allocate 1 MiB with 1 MiB in use") &&
                         Catch::Contains("lower --batch"));
+  a.deallocate(p);
+}
+
+TEST_CASE("a full device takes back another allocator's cache when told how", "[ops][device]") {
+  counting_device dev;
+  dev.limit = 8192;
+  caching_allocator a(dev.raw(), 512), b(dev.raw(), 512);
+  void* held = b.allocate(6144);
+  b.deallocate(held);  // b's cache holds 6144 of the device's 8192
+  CHECK_THROWS_WITH(a.allocate(4096), Catch::Contains("out of memory"));
+  a.set_reclaim([&] { b.release_cached(); });
+  void* p = a.allocate(4096);
+  CHECK(p != nullptr);
+  CHECK(b.stats().held == 0);
+  CHECK(a.stats().held == 4096);
   a.deallocate(p);
 }
 
