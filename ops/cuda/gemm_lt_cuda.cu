@@ -46,6 +46,13 @@ lt_matmul::lt_matmul(void* stream, caching_allocator* memory) : stream_(stream),
   cublasLtHandle_t h = nullptr;
   PW_CUBLAS(cublasLtCreate(&h));
   handle_ = h;
+}
+
+// At the first product, not when the handle is made: by then the allocator may take room from
+// another one of the GPU (a rank's second stream's, made when the rank's cache holds the GPU).
+void lt_matmul::take_workspace() {
+  if (workspace_asked_) return;
+  workspace_asked_ = true;
   workspace_bytes_ = std::size_t{32} << 20;
   if (memory_) {
     try {
@@ -91,6 +98,7 @@ bool lt_matmul::gemm_bgrad(gpu_math math, bool of_a, int m, int n, int k, const 
 }
 
 bool lt_matmul::gemm(const problem& p) {
+  take_workspace();
   const std::uint32_t align_a = alignment(p.A), align_b = alignment(p.B), align_d = alignment(p.D),
                       align_x = alignment(p.extra);
   const key kk{static_cast<long>(p.e), static_cast<long>(p.math), p.transa, p.transb, p.m, p.n,

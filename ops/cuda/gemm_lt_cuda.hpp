@@ -62,6 +62,7 @@ class lt_matmul {
     int ldd;
   };
   bool gemm(const problem& p);
+  void take_workspace();
   // Everything of the problem but its pointers, and the pointers' alignments (the algorithm must
   // suit them: the heuristic otherwise assumes 256 bytes).
   using key = std::array<long, 16>;
@@ -74,6 +75,7 @@ class lt_matmul {
   caching_allocator* memory_ = nullptr;
   void* workspace_ = nullptr;  // device memory for split-K algorithms
   std::size_t workspace_bytes_ = 0;
+  bool workspace_asked_ = false;
   std::map<key, algo> algos_;  // the heuristic's first choice per problem, asked once
 };
 

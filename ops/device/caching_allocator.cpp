@@ -27,6 +27,25 @@ caching_allocator::~caching_allocator() {
 void* caching_allocator::allocate(std::size_t bytes) {
   const std::size_t size = (std::max<std::size_t>(bytes, 1) + granule_ - 1) / granule_ * granule_;
   std::unique_lock lock(mu_);
+  void* p = take_locked(size);
+  if (p == nullptr && reclaim_) {  // the room may be in another allocator's cache of the device
+    // Without this one's lock: the other may be asking this one at the same moment. Others may
+    // free or take blocks meanwhile, so everything is looked at again.
+    const std::function<void()> reclaim = reclaim_;
+    lock.unlock();
+    reclaim();
+    lock.lock();
+    p = take_locked(size);
+  }
+  if (p == nullptr)
+    throw pipeworks_error(raw_.device + " is out of memory: cannot allocate " + mib(size) +
+                          " with " + mib(stats_.in_use) + " in use (peak " +
+                          mib(stats_.peak_in_use) +
+                          "); lower --batch, raise --microbatches or spread the stages wider");
+  return p;
+}
+
+void* caching_allocator::take_locked(std::size_t size) {
   if (limit_ > 0 && stats_.in_use + size > limit_)
     throw pipeworks_error(who_ + " would hold " + std::to_string(stats_.in_use + size) +
                           " bytes of tensors on " + raw_.device + " (" +
@@ -48,19 +67,7 @@ void* caching_allocator::allocate(std::size_t bytes) {
       release_cached_locked();
       p = raw_.allocate(size);
     }
-    if (p == nullptr && reclaim_) {  // or in another allocator's of the same device
-      // Without this one's lock: the other may be asking this one at the same moment.
-      const std::function<void()> reclaim = reclaim_;
-      lock.unlock();
-      reclaim();
-      lock.lock();
-      p = raw_.allocate(size);
-    }
-    if (p == nullptr)
-      throw pipeworks_error(raw_.device + " is out of memory: cannot allocate " + mib(size) +
-                            " with " + mib(stats_.in_use) + " in use (peak " +
-                            mib(stats_.peak_in_use) +
-                            "); lower --batch, raise --microbatches or spread the stages wider");
+    if (p == nullptr) return nullptr;
     stats_.held += size;
     stats_.peak_held = std::max(stats_.peak_held, stats_.held);
     ++stats_.raw_allocations;

@@ -52,6 +52,9 @@ class caching_allocator {
 
  private:
   void release_cached_locked();
+  // A cached block that fits, else a new one (the cache given back once if the device is full);
+  // null when the device has no room; throws past the limit. With the lock held.
+  void* take_locked(std::size_t size);
   raw_allocator raw_;
   std::size_t granule_;
   mutable std::mutex mu_;

@@ -31,6 +31,13 @@ device_context device_context::open(const device& where, gpu_math math, int cpu_
   return where.kind == device_kind::cuda ? cuda(where.index, math) : cpu(cpu_threads);
 }
 
+std::shared_ptr<caching_allocator> device_context::gpu_memory() const {
+#ifdef PIPEWORKS_HAVE_CUDA
+  if (gpu_) return gpu_->memory();
+#endif
+  return nullptr;
+}
+
 void* device_context::stream() const {
 #ifdef PIPEWORKS_HAVE_CUDA
   if (gpu_) return gpu_->stream();
@@ -94,7 +101,7 @@ tensor device_context::copy_of(const tensor& t, std::shared_ptr<const void> keep
   release_copied(false);
   const bool from_gpu = t.where().kind == device_kind::cuda;
   if (from_gpu && t.ready()) stream_wait_event(device_, stream(), t.ready());
-  tensor here = t.copy_to(device_, gpu_->memory(), gpu_->stream());
+  tensor here = t.copy_to(device_, gpu_memory(), stream());
   if (from_gpu) copied_from_.emplace_back(std::move(keeper), record_event(device_, stream()));
   return here;
 }
@@ -155,7 +162,7 @@ tensor device_context::fetch(tensor h) const {
   release_copied(false);
   if (h.ready()) stream_wait_event(device_, copies, h.ready());  // its copy out is done
   stream_wait_event(device_, copies, record_event(device_, stream()));  // the memory's last users
-  tensor d = tensor::on(h.shape(), h.type(), device_, gpu_->memory(), stream(), false);
+  tensor d = tensor::on(h.shape(), h.type(), device_, gpu_memory(), stream(), false);
   copy_bytes(d.bytes(), device_, h.bytes(), device::cpu(), h.nbytes(), copies, true);
   d.set_ready(record_event(device_, copies));
   copied_from_.emplace_back(std::make_shared<tensor>(std::move(h)), d.ready());  // goes once read

@@ -84,6 +84,8 @@ class device_context {
   // Returns once the work queued on this device, its copy stream's too, is done (at once on the
   // CPU).
   void wait() const;
+  // Lets go of what the copies already done here read or wrote (never waits).
+  void release_done() const { release_copied(false); }
   void* stream() const;  // a GPU's cudaStream_t, null on the CPU
   // A GPU's caching allocator's figures (its peak is the rank's device memory peak); zeros on
   // the CPU.
@@ -132,6 +134,7 @@ class device_context {
   mutable std::shared_ptr<void> last_offload_;           // the latest offload's event
   void release_copied(bool all) const;
   void* copy_stream() const;
+  std::shared_ptr<caching_allocator> gpu_memory() const;  // a GPU's caching allocator; null on the CPU
   // t's copy into host memory on `stream`: page-locked (the process's pool) while it lasts; waited
   // for, or only queued when `wait` is false.
   tensor host_copy(const tensor& t, void* stream, bool wait) const;

@@ -546,6 +546,7 @@ void stage_executor<T>::impl::overlap_on_streams(compute_job<T>& fj, compute_job
   // And the second stream waits for the B: a block of its allocator that the B let go (an
   // earlier pair's stash) is then safe for whatever it queues next, inside a pair or not.
   side->wait_for(context);
+  side->release_done();  // the F's input on the rank's allocator, once its copy is done
 }
 
 template <class T>

@@ -140,10 +140,11 @@ struct stage_executor<T>::impl {
   // The copies still queued on the GPU (an offloaded stash's, a prefetch's) end before the
   // stashes they read or write go back to their allocators with the members.
   ~impl() {
-    try {
-      if (side) side->wait();
-      context.wait();
-    } catch (...) {  // a GPU in error: its memory goes with it
+    for (device_context* c : {side ? &*side : nullptr, &context}) {
+      try {
+        if (c) c->wait();
+      } catch (...) {  // a GPU in error: its memory goes with it
+      }
     }
     if (account) account->close();
   }

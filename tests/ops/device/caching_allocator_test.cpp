@@ -98,12 +98,22 @@ TEST_CASE("a full device takes back another allocator's cache when told how", "[
   void* held = b.allocate(6144);
   b.deallocate(held);  // b's cache holds 6144 of the device's 8192
   CHECK_THROWS_WITH(a.allocate(4096), Catch::Contains("out of memory"));
-  a.set_reclaim([&] { b.release_cached(); });
+  // Each may ask the other; the hook runs without the asking allocator's lock (a.stats() in it
+  // would otherwise never return).
+  a.set_reclaim([&] {
+    CHECK(a.stats().in_use == 0);
+    b.release_cached();
+  });
+  b.set_reclaim([&] { a.release_cached(); });
   void* p = a.allocate(4096);
   CHECK(p != nullptr);
   CHECK(b.stats().held == 0);
   CHECK(a.stats().held == 4096);
-  a.deallocate(p);
+  a.deallocate(p);  // cached by a now: b, short of room, takes it back
+  void* q = b.allocate(6144);
+  CHECK(q != nullptr);
+  CHECK(a.stats().held == 0);
+  b.deallocate(q);
 }
 
 TEST_CASE("a memory limit refuses a block past it, naming the holder and the limit", "[ops][device]") {
