@@ -8,11 +8,11 @@
 using namespace pipeworks;
 using namespace pipeworks::testing;
 
-TEST_CASE("bfs p=2 m=2 v=2: all microbatches through chunk 0, then chunk 1", "[runtime]") {
+TEST_CASE("bfs p=2 m=2 v=2: all microbatches through chunk 0, then chunk 1, backwards oldest first", "[runtime]") {
   auto s = breadth_first({2, 2, 2, 1, 1});
   REQUIRE(s.ok());
-  CHECK(to_string(s->programs[0]) == "0F0 0F1 2F0 2F1 2B1 2B0 2STEP 0B1 0B0 0STEP");
-  CHECK(to_string(s->programs[1]) == "1F0 1F1 3F0 3F1 3B1 3B0 3STEP 1B1 1B0 1STEP");
+  CHECK(to_string(s->programs[0]) == "0F0 0F1 2F0 2F1 2B0 2B1 2STEP 0B0 0B1 0STEP");
+  CHECK(to_string(s->programs[1]) == "1F0 1F1 3F0 3F1 3B0 3B1 3STEP 1B0 1B1 1STEP");
 }
 
 TEST_CASE("bfs invariants over several m and v", "[runtime]") {
