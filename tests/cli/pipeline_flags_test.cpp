@@ -45,18 +45,6 @@ TEST_CASE("train --schedule 2bw --stages 3: the summary has per-stage peaks", "[
   CHECK(std::isfinite(last["final_loss"].get<double>()));
 }
 
-TEST_CASE("train with a flush schedule gives the loss of --schedule none", "[cli]") {
-  // --clip 0: a pipelined run clips each stage on its own, one device the global norm.
-  const cli_result none = run_cli(mlp_args({"--schedule", "none", "--clip", "0"}));
-  const cli_result piped =
-      run_cli(mlp_args({"--schedule", "1f1b", "--stages", "2", "--split", "0,2", "--clip", "0"}));
-  INFO(none.err << piped.err);
-  REQUIRE(none.exit_code == 0);
-  REQUIRE(piped.exit_code == 0);
-  const double a = json_lines(none).back()["final_loss"], b = json_lines(piped).back()["final_loss"];
-  CHECK(b == Approx(a).epsilon(1e-5));
-}
-
 TEST_CASE("train --trace --compare-sim writes the measured and the simulated trace", "[cli]") {
   scratch_dir dir;
   const std::string trace = dir / "run.json";
