@@ -291,8 +291,10 @@ void frame_guard::loop() {
       char drain[64];
       [[maybe_unused]] ssize_t d = ::read(wake_[0], drain, sizeof drain);
     }
-    if (close_refused_.exchange(false))
-      for (auto r = relays.begin(); r != relays.end();) r = r->refusing ? close_relay(r, "") : std::next(r);
+    // fds[2 + 2k] and fds[3 + 2k] are the polled events of the list's k-th relay, for the first
+    // `polled` relays: one accepted below is polled from the next round on, and relays are
+    // closed on request only after this round's events have been read.
+    const std::size_t polled = relays.size();
     if (fds[1].revents & POLLIN) {
       sockaddr_storage from{};
       socklen_t len = sizeof from;
@@ -323,8 +325,8 @@ void frame_guard::loop() {
         }
       }
     }
-    std::size_t i = 2;
-    for (auto r = relays.begin(); r != relays.end(); i += 2) {
+    auto r = relays.begin();
+    for (std::size_t k = 0, i = 2; k < polled; ++k, i += 2) {
       const short out_ev = fds[i].revents, in_ev = fds[i + 1].revents;
       std::string why;
       bool closed = false;
@@ -352,6 +354,8 @@ void frame_guard::loop() {
       if (closed || !why.empty()) r = close_relay(r, why);
       else ++r;
     }
+    if (close_refused_.exchange(false))
+      for (auto q = relays.begin(); q != relays.end();) q = q->refusing ? close_relay(q, "") : std::next(q);
   }
   for (auto r = relays.begin(); r != relays.end();) r = close_relay(r, "");
 }
