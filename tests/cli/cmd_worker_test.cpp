@@ -68,8 +68,8 @@ TEST_CASE("a driver and two workers reach the in-process weights for every sched
     std::vector<std::string> more;
   };
   std::vector<run_case> cases;
-  for (const char* k : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "pipedream",
-                        "pipedream-vs", "2bw", "cyclic"})
+  for (const char* k : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "bfs", "zbv", "v-half",
+                        "v-min", "dualpipev", "pipedream", "pipedream-vs", "2bw", "cyclic"})
     cases.push_back({k, {}});
   // w = 2: ranks 0,1 (replica 0) on worker 1, ranks 2,3 (replica 1) on worker 2.
   cases.push_back({"1f1b", {"--replicas", "2"}});

@@ -1,13 +1,17 @@
 // `pipeworks train --device cuda` keeps the bits it promises, in fp32, TF32 and bf16: every flush
-// schedule ends with --schedule none's saved bytes, a run repeats itself, and --recompute and --zero
-// change nothing. Where there is no GPU, each case checks that the GPU is named as unusable (exit 1).
+// schedule ends with --schedule none's saved bytes, a run repeats itself, --recompute and --zero
+// change nothing, a run killed after a checkpoint resumes to the same bytes, and GPU ranks on two
+// worker processes end as in one. Where there is no GPU, each case checks that the GPU is named as
+// unusable (exit 1), or skips saying so.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "background_cli.hpp"
 #include "fixtures.hpp"
 #include "ops/device/device.hpp"
 #include "run_cli.hpp"
+#include "worker_cli.hpp"
 
 using namespace pipeworks::cli_test;
 using nlohmann::json;
@@ -26,10 +30,11 @@ struct gpu_run {
   std::string bytes;
   json report;
 };
-std::optional<gpu_run> train_on_gpu(const scratch_dir& dir, args more, const std::string& name) {
+std::optional<gpu_run> train_on_gpu(const scratch_dir& dir, args more, const std::string& name,
+                                    int steps = 3) {
   const std::string file = dir / (name + ".safetensors");
   more.insert(more.end(), {"--device", "cuda", "--eval-windows", "1", "--json", "--save", file});
-  const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 3, more));
+  const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", steps, more));
   INFO(name << ": " << r.err);
   if (pipeworks::find_gpus().count == 0) {
     CHECK(r.exit_code == 1);
@@ -115,5 +120,59 @@ TEST_CASE("train on a GPU with zero 1 and 2 ends with the bits of zero 0", "[cli
         CHECK(run->bytes == whole->bytes);
         CHECK(run->report["final_loss"] == whole->report["final_loss"]);
       }
+    }
+}
+
+TEST_CASE("train on a GPU resumes after SIGKILL bit for bit in each precision", "[cli][cuda][checkpoint]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text(60000));
+  constexpr int steps = 8;
+  const std::vector<args> layouts{{"--schedule", "none", "--microbatches", "2"},
+                                  {"--schedule", "1f1b", "--stages", "2", "--microbatches", "4"}};
+  for (const args& precision : precisions)
+    for (const args& layout : layouts) {
+      INFO(layout[1] << ", " << precision_name(precision));
+      const args common = with(layout, precision);
+      const auto whole = train_on_gpu(dir, common, "whole", steps);
+      if (!whole) return;
+      const std::string ckpt = dir / (layout[1] + precision_name(precision));
+      {
+        background_cli run(gpt_tiny_train(
+            dir / "text.txt", steps,
+            with(common, {"--device", "cuda", "--eval-windows", "1", "--save-every", "2",
+                          "--checkpoint-dir", ckpt})));
+        REQUIRE(run.wait_for([&] { return has_manifest(ckpt, 2); }));
+        run.kill();
+        run.wait();
+      }
+      const std::string file = dir / "resumed.safetensors";
+      const cli_result resumed = run_cli({"train", "--resume", ckpt, "--save", file, "--sample", "0",
+                                          "--eval-windows", "1"});
+      INFO(resumed.err);
+      REQUIRE(resumed.exit_code == 0);
+      CHECK(read_file(file) == whole->bytes);
+    }
+}
+
+TEST_CASE("GPU ranks on two worker processes end with the bits of one process", "[cli][cuda][workers]") {
+  if (pipeworks::find_gpus().count == 0) {
+    WARN("skipped: no GPU: " << pipeworks::find_gpus().why);
+    return;
+  }
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text(60000));
+  worker_cli w1, w2;
+  const std::string workers = w1.address() + "," + w2.address();
+  const std::vector<args> layouts{{"--schedule", "1f1b", "--stages", "2", "--microbatches", "4"},
+                                  {"--schedule", "2bw", "--stages", "2", "--microbatches", "4"},
+                                  {"--schedule", "1f1b", "--stages", "2", "--replicas", "2",
+                                   "--microbatches", "2"}};
+  for (const args& precision : precisions)
+    for (const args& layout : layouts) {
+      INFO(layout[1] << " with " << layout.size() / 2 << " flags, " << precision_name(precision));
+      const auto local = train_on_gpu(dir, with(layout, precision), "local");
+      const auto remote = train_on_gpu(dir, with(with(layout, precision), {"--workers", workers}), "remote");
+      CHECK(remote->bytes == local->bytes);
+      CHECK(remote->report["final_loss"] == local->report["final_loss"]);
     }
 }

@@ -73,12 +73,11 @@ TEST_CASE("a flush schedule's snapshots re-cut for another layout resume bit for
   auto joined = join_params(whole->weights);
   REQUIRE(joined.ok());
   const param_set& want = *joined;
-  // (Breadth-first adds a step's microbatch gradients in another order than 1F1B, so its weights
-  // are not 1F1B's bits even uninterrupted; it is left out here.)
   int ran = 0;
   for (const layout& to : {layout{schedule_kind::gpipe, 4, 1}, layout{schedule_kind::one_f_one_b, 3, 1},
                            layout{schedule_kind::interleaved, 2, 2}, layout{schedule_kind::zb_h1, 4, 1},
-                           layout{schedule_kind::zb_h2, 2, 1}}) {
+                           layout{schedule_kind::zb_h2, 2, 1}, layout{schedule_kind::bfs, 2, 2},
+                           layout{schedule_kind::zbv, 2, 2}, layout{schedule_kind::dualpipev, 2, 2}}) {
     INFO("to " << schedule_name(to.kind) << " p=" << to.p << " v=" << to.v);
     const lowered_run target = lowered(to, mdl.size());
     auto states = reshard(mdl, source, at, target);
@@ -91,7 +90,7 @@ TEST_CASE("a flush schedule's snapshots re-cut for another layout resume bit for
     CHECK(same_bits(*join_params(resumed->weights), want));
     ++ran;
   }
-  CHECK(ran == 5);
+  CHECK(ran == 8);
 }
 
 TEST_CASE("an asynchronous schedule's snapshots are refused naming the rank", "[runtime][reshard]") {
