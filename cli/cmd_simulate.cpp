@@ -138,7 +138,8 @@ int run_simulate(const simulate_flags& o) {
   require_time("--fwd", o.fwd);
   require_time("--bwd", o.bwd);
   require_time("--wgrad", o.wgrad);
-  check_outputs({{o.trace, "--trace"}, {o.svg, "--svg"}}, {{o.costs, "--costs"}});
+  check_outputs({{o.trace, "--trace"}, {o.svg, "--svg"}},
+                {{o.costs, "--costs"}, {o.file, "--schedule-file"}});
   const schedule_params params = params_of(o);
   pipeworks::simulate_options sopt;
   sopt.record_timeline = o.text || !o.trace.empty() || !o.svg.empty();

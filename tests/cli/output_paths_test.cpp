@@ -117,6 +117,34 @@ TEST_CASE("one path named by two outputs, or an output that is an input, is refu
   CHECK(read_file(dir / "text.txt") == small_text());
 }
 
+TEST_CASE("an output naming the schedule file is refused and the file is left as it was", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const cli_result shown = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2", "--microbatches", "4"});
+  REQUIRE(shown.exit_code == 0);
+  const std::string file = dir / "1f1b.txt";
+  write_file(file, shown.out);
+  const std::vector<std::string> train{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
+                                       "--steps", "1", "--eval-windows", "1", "--schedule-file", file};
+  const std::vector<std::string> simulate{"simulate", "--schedule-file", file};
+  for (const auto& [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {with(train, {"--trace", file}), "--trace"},
+           {with(train, {"--save", file}), "--save"},
+           {with(train, {"--metrics", file}), "--metrics"},
+           {with(simulate, {"--trace", file}), "--trace"},
+           {with(simulate, {"--svg", file}), "--svg"}}) {
+    const cli_result r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, flag));
+    CHECK(contains(r.err, "is the --schedule-file input"));
+    CHECK(read_file(file) == shown.out);
+  }
+  // The file itself still trains and simulates.
+  CHECK(run_cli(with(train, {"--trace", dir / "t.json"})).exit_code == 0);
+  CHECK(run_cli(with(simulate, {"--svg", dir / "s.svg"})).exit_code == 0);
+}
+
 TEST_CASE("writing an output leaves a file named like its temporary alone and leaves no temporary",
           "[cli]") {
   scratch_dir dir;
