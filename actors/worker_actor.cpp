@@ -15,6 +15,7 @@
 #include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
+#include "runtime/exec/compute_timer.hpp"
 #include "runtime/exec/rank_setup.hpp"
 
 namespace pipeworks {
@@ -236,6 +237,7 @@ class worker_state {
     }
     if (next.ranks.empty()) return r;
     run_ = std::move(next);
+    cut_throttled_sleeps(false);  // its throttled ranks sleep their whole stretch
     self_->monitor(run_.driver);
     log(run_.link ? "hosting ranks of a run for its driver (tensors over UCX)"
                   : "hosting ranks of a run for its driver (tensors inside CAF messages)");
@@ -246,6 +248,7 @@ class worker_state {
 
   void end_run(bool ok, const std::string& why) {
     if (!run_.driver) return;
+    cut_throttled_sleeps(true);  // a rank asleep in its stretch would hold the end until it woke
     self_->demonitor(run_.driver);
     for (auto& r : run_.ranks) self_->send_exit(r, caf::exit_reason::user_shutdown);
     for (auto& r : run_.shards) self_->send_exit(r, caf::exit_reason::user_shutdown);

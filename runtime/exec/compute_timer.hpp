@@ -6,6 +6,15 @@
 
 namespace pipeworks {
 
+// How a throttled rank sleeps by default: until `seconds` have passed, or at once when this
+// process's throttled sleeps are cut (a run is stopping, failing or ending: what the throttle
+// stretches no longer matters, and a device of speed 1e-6 would otherwise hold a stopping run for
+// hours). Returns whether it was cut short.
+bool throttled_sleep(double seconds);
+// Cuts every throttled sleep of this process short, now and until allowed again (true), or lets
+// them sleep again (false, when a run starts). Safe from any thread.
+void cut_throttled_sleeps(bool cut);
+
 class compute_timer {
  public:
   // clock: seconds since the run started (may be empty); timed: the trace wants times.

@@ -64,7 +64,7 @@ struct executor_setup {
   // (tests inject a fake); empty: as above.
   std::function<double()> cpu_clock;
   // How a throttled rank sleeps, in seconds (tests inject one that advances a fake clock);
-  // empty: std::this_thread::sleep_for.
+  // empty: throttled_sleep, which a stopping run cuts short (cut_throttled_sleeps).
   std::function<void(double)> sleep;
   // The oneTBB threads of the rank's device context (its kernels run inside that arena); 0: the
   // caller's own threads.

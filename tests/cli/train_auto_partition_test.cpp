@@ -11,6 +11,7 @@
 #include "partition/auto_partition.hpp"
 #include "fixtures.hpp"
 #include "base/cpu_count.hpp"
+#include "background_cli.hpp"
 #include "run_cli.hpp"
 
 using namespace pipeworks::cli_test;
@@ -398,4 +399,22 @@ TEST_CASE("train --auto-partition with a V schedule plans it with the V planner 
   const cli_result flat = run_cli(auto_args({"--schedule", "v-half", "--planner", "pipedream"}));
   CHECK(flat.exit_code == 2);
   CHECK(contains(flat.err, "--planner"));
+}
+
+TEST_CASE("SIGTERM ends a run of very slow throttled devices without waiting out their stretch", "[cli]") {
+  // Devices of speed 1e-6 stretch each action a million times: one of gpt-tiny's is about 17
+  // minutes. A stop cuts the stretch: the run saves what it has and exits 143.
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  write_file(dir / "slow.json", R"({"devices": [{"name": "a", "speed": 1e-6}, {"name": "b", "speed": 1e-6}]})");
+  background_cli run({"train", "--model", "gpt-tiny", "--data", dir / "text.txt", "--steps", "1",
+                      "--sample", "0", "--eval-windows", "1", "--auto-partition", "--cluster",
+                      dir / "slow.json", "--save", dir / "w.safetensors"});
+  REQUIRE(run.wait_for([&] { return contains(run.output_so_far(), "predicted step"); }));
+  run.kill(SIGTERM);
+  REQUIRE(run.wait_exit(std::chrono::seconds(120)));  // the stretch alone is hours
+  const cli_result r = run.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 143);
+  CHECK(contains(r.err, "interrupted by SIGTERM"));
 }
