@@ -2,9 +2,9 @@
 // whose activation memory is 1/2 and 1/3 of 1F1B's, built as the paper's reference code does.
 #include <algorithm>
 #include <array>
-#include <map>
+#include <functional>
+#include <queue>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "runtime/schedules/builder.hpp"
@@ -69,20 +69,17 @@ void put_w(device_times& d, bool split) {
 }
 
 // A device's peak activation count in its slot order: F and f hold one, W frees one (without W in
-// the plan, each free slot after an I frees one).
+// the plan, each free slot after an I frees one). A device's actions hold distinct slots. The
+// reordering asks this once per slot it tries, so it reads the slots from one array.
 int peak_memory(const device_times& d) {
   const bool has_w = d.size() > 4;
-  const int bound = last_slot(d), inf = bound + 1;
-  std::vector<std::size_t> next(d.size(), 0);
+  thread_local std::vector<signed char> type_at;  // the type in each slot; -1: free
+  type_at.assign(static_cast<std::size_t>(last_slot(d)) + 1, -1);
+  for (std::size_t t = 0; t < d.size(); ++t)
+    for (int slot : d[t]) type_at[static_cast<std::size_t>(slot)] = static_cast<signed char>(t);
   int pending = 0, now = 0, peak = 0;
-  for (int i = 0; i <= bound; ++i) {
-    int when = inf, type = 0;
-    for (std::size_t t = 0; t < d.size(); ++t) {
-      const int at = next[t] < d[t].size() ? d[t][next[t]] : inf;
-      if (at < when) when = at, type = static_cast<int>(t);
-    }
-    if (when == i) {
-      ++next[type];
+  for (const signed char type : type_at) {
+    if (type >= 0) {
       if (type < 2) ++now;
       if (type >= 4) --now;
       if (type == 2 || type == 3) ++pending;
@@ -95,23 +92,29 @@ int peak_memory(const device_times& d) {
   return peak;
 }
 
-// The next action of all devices in slot order (ties: lower device, then lower type).
+// The next action of all devices in slot order (ties: lower device, then lower type). Only an
+// action already taken has its slot changed (reorder moves it), so each (device, type)'s next
+// action waits in a heap under the slot it had when its predecessor was taken.
 struct cursor {
+  using due = std::array<int, 3>;  // {slot, device, type}
   std::vector<std::vector<std::size_t>> next;  // [device][type]
+  std::priority_queue<due, std::vector<due>, std::greater<due>> heap;
   explicit cursor(const std::vector<device_times>& plan)
-      : next(plan.size(), std::vector<std::size_t>(plan[0].size(), 0)) {}
+      : next(plan.size(), std::vector<std::size_t>(plan[0].size(), 0)) {
+    for (std::size_t d = 0; d < plan.size(); ++d)
+      for (std::size_t t = 0; t < plan[d].size(); ++t)
+        if (!plan[d][t].empty()) heap.push({plan[d][t][0], static_cast<int>(d), static_cast<int>(t)});
+  }
   // {slot, device, type, k}; slot is -1 when every action is taken.
   std::array<int, 4> take(const std::vector<device_times>& plan) {
-    std::array<int, 4> best{-1, 0, 0, 0};
-    for (std::size_t d = 0; d < plan.size(); ++d)
-      for (std::size_t t = 0; t < plan[d].size(); ++t) {
-        if (next[d][t] >= plan[d][t].size()) continue;
-        const int at = plan[d][t][next[d][t]];
-        if (best[0] < 0 || at < best[0])
-          best = {at, static_cast<int>(d), static_cast<int>(t), static_cast<int>(next[d][t])};
-      }
-    if (best[0] >= 0) ++next[best[1]][best[2]];
-    return best;
+    if (heap.empty()) return {-1, 0, 0, 0};
+    const auto [slot, d, t] = heap.top();
+    heap.pop();
+    std::size_t& k = next[static_cast<std::size_t>(d)][static_cast<std::size_t>(t)];
+    const auto& times = plan[static_cast<std::size_t>(d)][static_cast<std::size_t>(t)];
+    const int taken = static_cast<int>(k++);
+    if (k < times.size()) heap.push({times[k], d, t});
+    return {slot, d, t, taken};
   }
 };
 
@@ -120,12 +123,15 @@ struct cursor {
 result<std::vector<device_times>> squeeze(const std::vector<device_times>& plan,
                                           std::vector<std::vector<std::pair<int, int>>>* order) {
   const int devices = static_cast<int>(plan.size());
-  std::map<std::tuple<int, int, int>, int> end;  // (device, type, k) -> end slot
   std::vector<std::pair<int, int>> last(devices, {-1, -1});
-  std::vector<device_times> start(devices);
+  std::vector<device_times> start(devices), end(devices);  // end: -1 until the action is placed
   for (int d = 0; d < devices; ++d) {
     start[d].resize(plan[d].size());
-    for (std::size_t t = 0; t < plan[d].size(); ++t) start[d][t].resize(plan[d][t].size());
+    end[d].resize(plan[d].size());
+    for (std::size_t t = 0; t < plan[d].size(); ++t) {
+      start[d][t].resize(plan[d][t].size());
+      end[d][t].assign(plan[d][t].size(), -1);
+    }
   }
   if (order) order->assign(devices, {});
   cursor c(plan);
@@ -133,9 +139,13 @@ result<std::vector<device_times>> squeeze(const std::vector<device_times>& plan,
     const int d = a[1], type = a[2], k = a[3];
     int ready = 0;
     auto after = [&](int dd, int tt, int kk) {
-      const auto it = end.find({dd, tt, kk});
-      if (it == end.end()) return false;
-      ready = std::max(ready, it->second);
+      const auto& ends = end[static_cast<std::size_t>(dd)];
+      if (static_cast<std::size_t>(tt) >= ends.size() ||
+          static_cast<std::size_t>(kk) >= ends[static_cast<std::size_t>(tt)].size())
+        return false;
+      const int e = ends[static_cast<std::size_t>(tt)][static_cast<std::size_t>(kk)];
+      if (e < 0) return false;
+      ready = std::max(ready, e);
       return true;
     };
     bool ok = true;
@@ -148,7 +158,7 @@ result<std::vector<device_times>> squeeze(const std::vector<device_times>& plan,
       return make_error("V schedule: the slot plan runs an action before its dependence (device " +
                         std::to_string(d) + ", type " + std::to_string(type) + ", microbatch " +
                         std::to_string(k) + ")");
-    end[{d, type, k}] = ready + 1;
+    end[d][type][k] = ready + 1;
     start[d][type][k] = ready;
     last[d] = {type, k};
     if (order) (*order)[d].push_back({type, k});
@@ -231,10 +241,20 @@ result<std::vector<std::vector<std::pair<int, int>>>> controllable_order(bool ha
   return order;
 }
 
+// The most p²·m the greedy reordering is given: its work grows about so (each of its 6·p·m
+// actions tries slots of a device's plan, p·m long); 2^26 is p = m = 406, or p = 64 with
+// m = 16384, and takes seconds.
+constexpr double max_reorder_work = double{1 << 26};
+
 result<schedule> v_schedule(schedule_kind kind, const schedule_params& params) {
   const std::string name(schedule_name(kind));
   if (auto ok = schedules::check_v_params(name, params); !ok) return error{ok.message()};
   const int p = params.stages, m = params.microbatches;
+  if (const double work = double{1.0} * p * p * m; work > max_reorder_work)
+    return error{name + ": p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                 " is too large for its generator (the paper's greedy reordering), whose work grows "
+                 "as p*p*m: at most 2^26 = 67108864, here " + std::to_string(static_cast<long long>(work)) +
+                 "; lower --stages or --microbatches, or use zbv, whose V has no reordering"};
   auto order = controllable_order(kind == schedule_kind::v_half, p, m);
   if (!order) return error{name + ": " + order.message()};
   schedule s = schedules::start_schedule(kind, params);

@@ -204,3 +204,14 @@ TEST_CASE("OVERLAP_F_B parses, prints and is checked by the validator", "[runtim
   const std::string why = validate(broken).message();
   CHECK(why.find("OVERLAP_F_B must be followed at once by an F") != std::string::npos);
 }
+
+TEST_CASE("v-half and v-min refuse a size past their generator's bound naming what to lower", "[runtime]") {
+  for (schedule_kind k : {schedule_kind::v_half, schedule_kind::v_min}) {
+    INFO(schedule_name(k));
+    auto s = make_schedule(k, schedule_params{1000, 1000, 2, 1, 1});
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.message(), Catch::Contains("too large for its generator"));
+    CHECK_THAT(s.message(), Catch::Contains("lower --stages or --microbatches"));
+    CHECK(make_schedule(k, schedule_params{16, 64, 2, 1, 1}).ok());
+  }
+}
