@@ -175,6 +175,10 @@ result<model_profile> parse_profile(const std::string& json_text) {
     return make_error(prefix + "\"layers\" must be a non-empty array of layer objects, not " +
                       ls.dump());
   }
+  if (ls.size() > max_profile_layers)
+    return make_error(prefix + "\"layers\" has " + std::to_string(ls.size()) +
+                      " entries; the planners split at most " + std::to_string(max_profile_layers) +
+                      " layers (a model's blocks): profile a model of fewer blocks");
   for (std::size_t i = 0; i < ls.size(); ++i) {
     json_where at{prefix, "layers[" + std::to_string(i) + "]"};
     const json& lj = ls[i];

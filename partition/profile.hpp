@@ -2,6 +2,7 @@
 // optimizer-state bytes at one microbatch size; the planners' input, read from and written to
 // profile.json.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -35,6 +36,10 @@ struct layer_profile {
   // profile of one mode. Every layer carries the same modes, never the profile's own.
   std::map<recompute_mode, mode_figures> other_modes;
 };
+
+// The most layers a profile may hold: the planners' exact searches grow with L² and more (a 2000-layer
+// profile under a memory limit took 2BW's planner 20 s, 5000 hours).
+inline constexpr std::size_t max_profile_layers = 1024;
 
 struct model_profile {
   std::string model;

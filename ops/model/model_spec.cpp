@@ -4,6 +4,7 @@
 
 #include "base/json_read.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,7 +28,9 @@ constexpr double max_params = 2147483647.0;
 
 status check_size(double params, const std::string& where, const char* lower) {
   if (params <= max_params) return {};
-  return make_error(where + ": about " + std::to_string(static_cast<long long>(params)) +
+  char about[32];
+  std::snprintf(about, sizeof about, params < 1e15 ? "%.0f" : "%.3g", params);
+  return make_error(where + ": about " + std::string(about) +
                     " parameters, more than the 2147483647 pipeworks trains; lower " + lower);
 }
 

@@ -319,3 +319,11 @@ TEST_CASE("profile: merge_modes puts other profiles' figures beside the first's"
   REQUIRE_FALSE(shorter.ok());
   CHECK_THAT(shorter.message(), Contains("layers"));
 }
+
+TEST_CASE("profile: more layers than the planners split is refused naming the count", "[partition]") {
+  std::string layers;
+  for (std::size_t i = 0; i <= max_profile_layers; ++i) layers += (i ? ", " : "") + std::string(good_layer);
+  const std::string err = error_of(R"({"model": "m", "microbatch": 2, "layers": [)" + layers + "]}");
+  CHECK_THAT(err, Catch::Contains("\"layers\" has 1025 entries"));
+  CHECK_THAT(err, Catch::Contains("at most 1024"));
+}

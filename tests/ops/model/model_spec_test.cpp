@@ -55,6 +55,9 @@ TEST_CASE("JSON specs too large to index, or with widths past int, are refused",
   // 2^20 layers of width 2^20: about 1.4e19 parameters, which overflows an int64 count.
   REQUIRE_THAT(bad(R"({"type": "gpt", "width": 1048576, "layers": 1048576})"),
                Catch::Contains("parameters") && Catch::Contains("lower width"));
+  // ... and says so as a positive count, not one wrapped to a negative.
+  REQUIRE_THAT(bad(R"({"type": "gpt", "width": 1048576, "layers": 1048576})"),
+               Catch::Contains("about 1.38e+19 parameters") && !Catch::Contains("about -"));
   // 2^32 + 1 must not wrap to a hidden width of 1.
   REQUIRE_THAT(bad(R"({"type": "mlp", "hidden": [4294967297]})"),
                Catch::Contains("hidden") && Catch::Contains("4294967297"));
