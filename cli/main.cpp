@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/options.hpp"
 #include "runtime/transport/ucx_transport.hpp"
 #include "ops/blas_core.hpp"
 #include "ops/cpu_threads.hpp"
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
       ~end_transports() { ucx_transport::end_process_transports(); }
     } at_the_end;
     try {
+      cli::refuse_empty_values(*sub);
       return run();
     } catch (const CLI::ParseError& e) {
       std::cerr << "pipeworks " << sub->get_name() << ": " << e.what() << "\n";

@@ -180,4 +180,17 @@ void add_threads_option(CLI::App& sub, int& threads) {
       ->capture_default_str();
 }
 
+void refuse_empty_values(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0) continue;
+    for (const std::string& value : opt->results())
+      if (value.empty()) {
+        const std::string name =
+            opt->get_lnames().empty() ? opt->get_name() : "--" + opt->get_lnames().front();
+        throw CLI::ValidationError(name, "is empty: give a value (see --help)");
+      }
+  }
+  for (const CLI::App* sub : app.get_subcommands()) refuse_empty_values(*sub);
+}
+
 }  // namespace pipeworks::cli

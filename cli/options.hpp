@@ -54,4 +54,9 @@ void check_outputs(const std::vector<flag_path>& outputs, const std::vector<flag
 // --threads: CPU threads, 0 for all cores.
 void add_threads_option(CLI::App& sub, int& threads);
 
+// Throws CLI::ValidationError naming the first flag or argument of `app` (and of the subcommands
+// parsed under it) given an empty value: no flag takes "" (`--save ""` would write nothing,
+// `--data ""` read the default, `--split ""` mean no split).
+void refuse_empty_values(const CLI::App& app);
+
 }  // namespace pipeworks::cli

@@ -38,6 +38,9 @@ void check_flags_against_plan(const train_options& o, const run_plan& plan) {
   const pipeline_flags& f = o.pipe;
   if (o.epochs > 0 && plan.model.is_gpt())
     throw CLI::ValidationError("--epochs", "--epochs is for mlp; use --steps for gpt");
+  if (o.epochs > 0 && f.given.count("--steps"))
+    throw CLI::ValidationError("--epochs", "sets the steps from the data (epochs x training images "
+                                           "/ --batch), and --steps sets them too: give one");
   if (!plan.model.is_gpt())
     for (const char* flag : {"--sample", "--temperature", "--eval-windows"})
       if (f.given.count(flag))

@@ -139,6 +139,10 @@ std::optional<plan_issue> check_single_device(const run_plan& p) {
     return issue("runtime.recompute", "recomputes a pipeline stage's stash from its input, and "
                                       "none has one stage holding every block's: pick a schedule "
                                       "(e.g. 1f1b) with {schedule.stages} of 2 or more, or drop it");
+  if (p.zero > 0)
+    return issue("runtime.zero", "shards the optimizer state over a stage's replicas, and none "
+                                 "runs one replica on one device: pick a schedule (e.g. 1f1b) "
+                                 "with {schedule.replicas} of 2 or more, or drop it");
   return std::nullopt;
 }
 

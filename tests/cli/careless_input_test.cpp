@@ -171,3 +171,41 @@ TEST_CASE("plan on a cluster too large to search says so at once and how many de
   CHECK(run_cli({"plan", "--profile", dir / "four.json", "--cluster", "dgx-h100x8192"}).exit_code ==
         0);
 }
+
+TEST_CASE("an empty value for a flag or an argument is refused naming it", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::vector<std::string> gpt{"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
+                                     "--steps", "1", "--eval-windows", "1"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& more) {
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  struct empty_case {
+    std::vector<std::string> args;
+    std::string named;
+  };
+  // --save "" wrote nothing, --data "" read the default data, --split "" meant no split, and
+  // export's --out "" failed in a rename.
+  for (const empty_case& c : std::vector<empty_case>{
+           {with(gpt, {"--save", ""}), "--save"},
+           {{"train", "--model", "gpt-tiny", "--data", "", "--steps", "1"}, "--data"},
+           {with(gpt, {"--schedule", "1f1b", "--stages", "2", "--split", ""}), "--split"},
+           {{"checkpoint", "export", dir / "ck", "--out", ""}, "--out"},
+           {{"checkpoint", "export", "", "--out", dir / "w.safetensors"}, "dir"},
+           {{"simulate", "--schedule", "1f1b", "--stages", "2", "--microbatches", "2", "--trace", ""},
+            "--trace"}}) {
+    const cli_result r = run_cli(c.args);
+    INFO(c.named << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, c.named + ": is empty"));
+  }
+}
+
+TEST_CASE("train --epochs with --steps is refused naming both", "[cli]") {
+  const cli_result r = run_cli(mlp_train({"--epochs", "1"}));  // mlp_train gives --steps 1
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--epochs"));
+  CHECK(contains(r.err, "--steps sets them too"));
+}

@@ -159,4 +159,10 @@ TEST_CASE("train --zero without replicas or out of range exits 2 naming it", "[c
   INFO(three.err);
   CHECK(three.exit_code == 2);
   CHECK(contains(three.err, "--zero"));
+  // One device has no replicas to shard over either.
+  const cli_result none = run_cli(zero_args(dir, {"--schedule", "none", "--zero", "2"}));
+  INFO(none.err);
+  CHECK(none.exit_code == 2);
+  CHECK(contains(none.err, "--zero"));
+  CHECK(contains(none.err, "--replicas"));
 }
