@@ -25,7 +25,7 @@ CLI::App* add_export_subcommand(CLI::App& checkpoint, export_options& o) {
 }
 
 int run_export(const export_options& o) {
-  check_outputs({{o.out, "--out"}}, {}, {{o.dir, "dir"}});
+  check_outputs({{o.out, "--out"}}, {}, {{o.dir, "checkpoint"}});
   std::optional<param_set> weights;
   model_spec spec;
   // A run pruning the directory meanwhile makes read_checkpoint read the newest one again.

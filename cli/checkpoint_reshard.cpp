@@ -194,7 +194,7 @@ int run_reshard(const reshard_options& o) {
   if (!got) throw pipeworks_error(got.message());
   if (!got->read) throw pipeworks_error(got->read.message());
   const std::int64_t step = got->checkpoint.step;
-  if (status s = prepare_checkpoint_dir(o.out, false); !s) throw CLI::ValidationError("--out", s.message());
+  if (status s = prepare_checkpoint_dir(o.out, false, "--out"); !s) throw CLI::ValidationError("--out", s.message());
   if (status s = prepare_step_dir(o.out, step); !s) throw pipeworks_error(s.message());
   std::vector<checkpoint_file> files;
   for (const rank_state& st : to_states) {

@@ -138,7 +138,7 @@ int run_train(train_options& o) {
 
   const loaded_data data = load_data(plan, o.eval_windows, f.given.count("--eval-windows") > 0);
   fit_plan_to_images(o, data.images ? std::optional(data.images->size()) : std::nullopt, plan);
-  const checked_plan checked = check_plan_flags(plan, net.size());  // the run's one check
+  const checked_plan checked = check_plan_flags(plan, net.size(), f.schedule_file);  // the run's one check
   // The flag's limit, or a plan file's (runtime.memory_limit): predicted first, then enforced.
   if (checked.get().memory_limit > 0)
     check_memory_limit(checked.get(), net, checked.get().memory_limit);

@@ -113,6 +113,12 @@ param_set load_init_weights(const std::string& path, const model<float>& net, st
     if (!got) throw pipeworks_error("--init: " + got.message());
     if (!got->read) throw pipeworks_error("--init: " + got->read.message());
   }
+  // Weights that hold a NaN or an infinity train to a non-finite loss at the first step: say which.
+  if (const param_entry* broken = whole.first_non_finite())
+    throw CLI::ValidationError(flag, path + ": " + broken->name +
+                                         " holds NaN or infinite values, so training from it "
+                                         "cannot give a finite loss; these weights come from a run "
+                                         "that diverged: start from an earlier checkpoint");
   const std::vector<std::string> bad = misfits(whole, fit, path);
   if (bad.empty()) return whole;
   if (!partial)

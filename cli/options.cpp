@@ -98,11 +98,17 @@ void check_memory(const model<float>& net, int param_copies, std::int64_t sample
   const double need = params * param_copies + data_bytes +
                       static_cast<double>(samples_per_pass) * (per_sample + 2 * widest);
   const double have = physical_memory_bytes();
-  if (have > 0 && need > have)
-    throw CLI::ValidationError(flag, net.name() + " at " + std::to_string(samples_per_pass) +
-                                         " samples per pass needs about " + gib(need) +
-                                         " of memory, more than this machine's " + gib(have) +
-                                         "; " + hint);
+  if (have > 0 && need > have) {
+    // When one sample per pass is already too much, fewer samples cannot help: the model can.
+    const double one = params * param_copies + data_bytes + per_sample + 2 * widest;
+    throw CLI::ValidationError(
+        one > have ? "--model" : flag, net.name() + " at " + std::to_string(samples_per_pass) +
+                  " samples per pass needs about " + gib(need) + " of memory, more than this "
+                  "machine's " + gib(have) + "; " +
+                  (one > have ? "even one sample needs " + gib(one) +
+                                    ": choose a smaller model (its width, layers or context)"
+                              : hint));
+  }
 }
 
 void check_output_path(const std::string& path, const std::string& flag) {

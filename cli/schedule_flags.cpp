@@ -11,10 +11,11 @@ void add_schedule_flags(CLI::App& sub, schedule_flags& f) {
   sub.add_option("--schedule", f.kind,
                  "gpipe, 1f1b, interleaved, zb-h1, zb-h2, bfs, zbv, v-half, v-min, dualpipev, "
                  "dualpipe, pipedream, pipedream-vs, 2bw or cyclic (or --schedule-file)");
-  sub.add_option("--stages", f.stages, "p: devices in one pipeline (with --schedule-file: the "
-                                       "file's rows)");
-  sub.add_option("--microbatches", f.microbatches,
-                 "m: microbatches per step, per replica (dualpipe: half from each end)");
+  f.stages_flag = sub.add_option("--stages", f.stages, "p: devices in one pipeline (with "
+                                                       "--schedule-file: the file's rows)");
+  f.microbatches_flag = sub.add_option("--microbatches", f.microbatches,
+                                       "m: microbatches per step, per replica (dualpipe: half "
+                                       "from each end)");
   f.chunks_flag = sub.add_option("--chunks", f.chunks,
                                  "v: virtual stages per device (interleaved, bfs; 2 for zbv, "
                                  "v-half, v-min, dualpipev and dualpipe)")
@@ -52,8 +53,10 @@ void require_at_least_one(const char* flag, int value) {
 
 schedule_kind checked_kind(const schedule_flags& f) {
   if (f.kind.empty()) throw CLI::ValidationError("--schedule", "is required (or --schedule-file)");
-  if (f.stages == 0) throw CLI::ValidationError("--stages", "is required with --schedule");
-  if (f.microbatches == 0)
+  auto given = [](const CLI::Option* o) { return o && o->count() > 0; };
+  if (f.stages == 0 && !given(f.stages_flag))
+    throw CLI::ValidationError("--stages", "is required with --schedule");
+  if (f.microbatches == 0 && !given(f.microbatches_flag))
     throw CLI::ValidationError("--microbatches", "is required with --schedule");
   auto kind = parse_schedule_kind(f.kind);
   if (!kind) throw CLI::ValidationError("--schedule", kind.message());

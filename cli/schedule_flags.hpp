@@ -15,8 +15,10 @@ struct schedule_flags {
   int stages = 0, microbatches = 0, chunks = 1, replicas = 1, steps = 1;
   std::string file, versions;  // --schedule-file, --schedule-versions
   std::string reduce = "collective";  // --reduce collective|p2p
-  const CLI::Option* chunks_flag = nullptr;  // to tell a given --chunks or --steps from the default
+  const CLI::Option* chunks_flag = nullptr;  // to tell a given flag from its default
   const CLI::Option* steps_flag = nullptr;
+  const CLI::Option* stages_flag = nullptr;
+  const CLI::Option* microbatches_flag = nullptr;
 };
 
 // Adds the flags to sub, writing into flags (which must outlive the parse).

@@ -114,8 +114,11 @@ std::string flag_of(std::string_view field) {
   return std::string(field);
 }
 
-checked_plan check_plan_flags(const run_plan& plan, int blocks) {
-  auto checked = check_plan(plan, blocks, [](std::string_view f) { return flag_of(f); });
+checked_plan check_plan_flags(const run_plan& plan, int blocks, const std::string& schedule_file) {
+  auto checked = check_plan(plan, blocks, [&](std::string_view f) {
+    const std::string flag = flag_of(f);
+    return flag == "--schedule-file" && !schedule_file.empty() ? flag + " " + schedule_file : flag;
+  });
   if (!checked) throw CLI::ValidationError(checked.message());
   return std::move(*checked);
 }

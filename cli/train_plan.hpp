@@ -45,6 +45,7 @@ std::string flag_of(std::string_view field);
 
 // The run's one check of its plan (check_plan), for a model of `blocks` blocks: throws
 // CLI::ValidationError with the plan's first problem, written with flag names.
-checked_plan check_plan_flags(const run_plan& plan, int blocks);
+// `schedule_file`: the --schedule-file given (named with the flag in an error about its programs).
+checked_plan check_plan_flags(const run_plan& plan, int blocks, const std::string& schedule_file = "");
 
 }  // namespace pipeworks::cli

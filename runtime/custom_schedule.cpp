@@ -61,18 +61,18 @@ result<std::vector<int>> placement_from_forwards(const std::vector<program>& pro
 result<schedule> schedule_from_programs(std::vector<program> programs, int devices, int chunks,
                                         int replicas, bool lowered, bool infer_placement) {
   if (devices < 1 || chunks < 1 || replicas < 1)
-    return make_error("schedule_from_programs: devices, chunks and replicas must be at least 1 "
+    return make_error("devices, chunks and replicas must be at least 1 "
                       "(got " + std::to_string(devices) + ", " + std::to_string(chunks) + ", " +
                       std::to_string(replicas) + ")");
   const long long ranks = static_cast<long long>(devices) * replicas;
   if (static_cast<long long>(programs.size()) != ranks)
-    return make_error("schedule_from_programs: " + std::to_string(programs.size()) +
+    return make_error(std::to_string(programs.size()) +
                       " programs for " + std::to_string(devices) + " devices x " +
                       std::to_string(replicas) + " replicas; give one program per rank (" +
                       std::to_string(ranks) + ")");
   const long long virtual_stages = static_cast<long long>(devices) * chunks;
   if (virtual_stages > (1 << 24))
-    return make_error("schedule_from_programs: " + std::to_string(virtual_stages) +
+    return make_error(std::to_string(virtual_stages) +
                       " virtual stages (devices x chunks) is too many");
   // Every microbatch needs an F on every stage, so an id at or above the number of actions
   // cannot belong to a complete schedule; rejecting it bounds the tables sized by the ids.
@@ -84,7 +84,7 @@ result<schedule> schedule_from_programs(std::vector<program> programs, int devic
       const action& a = programs[r][pos];
       if (!has_microbatch(a.kind)) continue;
       if (a.microbatch < 0 || a.microbatch >= actions)
-        return make_error("schedule_from_programs: " + to_string(a) + " (rank " +
+        return make_error(to_string(a) + " (rank " +
                           std::to_string(r) + ", action " + std::to_string(pos) +
                           ") names microbatch " + std::to_string(a.microbatch) +
                           ", but the programs hold only " + std::to_string(actions) +
@@ -103,7 +103,7 @@ result<schedule> schedule_from_programs(std::vector<program> programs, int devic
   }
   const std::int64_t total = std::max<std::int64_t>(max_mb + 1, 1);
   if (steps > 0 && total % steps != 0)
-    return make_error("schedule_from_programs: microbatch ids 0.." + std::to_string(total - 1) +
+    return make_error("microbatch ids 0.." + std::to_string(total - 1) +
                       " do not divide into " + std::to_string(steps) +
                       " steps (the STEP count per stage); every step needs the same number of "
                       "microbatches, so use a multiple of " + std::to_string(steps) + " ids");

@@ -1,11 +1,19 @@
 // Fashion-MNIST loading: two IDX files per split, checked against each other.
 #include "ops/data/fashion_mnist.hpp"
 
+#include <filesystem>
+#include <system_error>
+
 #include "ops/data/idx.hpp"
 
 namespace pipeworks {
 
 result<image_dataset> load_fashion_mnist(dataset_split split, const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir, ec))
+    return make_error("Fashion-MNIST is read from a directory of IDX files, and " + dir +
+                      " is a file: give that directory (an mlp trains on Fashion-MNIST; a text "
+                      "file trains a gpt model, --model gpt-tiny for one)");
   const std::string prefix = dir + "/" + (split == dataset_split::train ? "train" : "t10k");
   const std::string images_path = prefix + "-images-idx3-ubyte.gz";
   const std::string labels_path = prefix + "-labels-idx1-ubyte.gz";

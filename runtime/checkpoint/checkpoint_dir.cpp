@@ -295,11 +295,11 @@ status write_manifest(const std::string& dir, const checkpoint_manifest& m) {
   return {};
 }
 
-status prepare_checkpoint_dir(const std::string& dir, bool resuming) {
+status prepare_checkpoint_dir(const std::string& dir, bool resuming, const std::string& flag) {
   std::error_code ec;
   const auto st = fs::status(dir, ec);
   if (st.type() != fs::file_type::not_found && st.type() != fs::file_type::directory && !ec)
-    return make_error(dir + " exists and is not a directory: choose another --checkpoint-dir");
+    return make_error(dir + " exists and is not a directory: choose another " + flag);
   fs::create_directories(dir, ec);
   if (ec) return make_error("cannot create checkpoint directory " + dir + ": " + ec.message());
   if (resuming) return {};  // read from; run_checkpoints probes it when it will be written to
@@ -312,7 +312,7 @@ status prepare_checkpoint_dir(const std::string& dir, bool resuming) {
   if (!any_manifest(dir, *dirs)) return make_error(nothing_to_resume(dir, *dirs));
   return make_error(dir + " already holds checkpoints (" + name_list(*dirs) +
                     "): continue that run with --resume " + dir +
-                    ", or choose another --checkpoint-dir");
+                    ", or choose another " + flag);
 }
 
 status prepare_step_dir(const std::string& dir, std::int64_t step) {

@@ -39,7 +39,9 @@ status write_manifest(const std::string& dir, const checkpoint_manifest& m);
 
 // Creates dir and its parents. Unless resuming, refuses a dir that already holds a step
 // directory (complete or not), so a new run never mixes with an old one. Refuses a file.
-status prepare_checkpoint_dir(const std::string& dir, bool resuming);
+// `flag` names the directory in errors (--checkpoint-dir, or reshard's --out).
+status prepare_checkpoint_dir(const std::string& dir, bool resuming,
+                              const std::string& flag = "--checkpoint-dir");
 // Creates step_dir(dir, step). One left without a manifest (a checkpoint cut short) loses
 // pipeworks' own files first (see prune_checkpoints); anything else in it stays. One with a
 // manifest is an error: a complete checkpoint is never overwritten.

@@ -302,7 +302,10 @@ TEST_CASE("bad worker flags are refused naming the flag", "[cli][workers]") {
   CHECK(contains(beat.err, "--peer-timeout-ms"));
   const cli_result empty = run_cli(gpt_args(text, "1f1b", 2, {"--workers", ""}));
   CHECK(empty.exit_code == 2);
-  CHECK(contains(empty.err, "--workers: names no worker"));
+  CHECK(contains(empty.err, "--workers: is empty"));
+  const cli_result commas = run_cli(gpt_args(text, "1f1b", 2, {"--workers", ","}));
+  CHECK(commas.exit_code == 2);
+  CHECK(contains(commas.err, "--workers: names no worker"));
   const cli_result both = run_cli(gpt_args(text, "1f1b", 2, {"--workers", "127.0.0.1:7", "--rendezvous",
                                                              "127.0.0.1:8", "--world-size", "1"}));
   CHECK(both.exit_code == 2);

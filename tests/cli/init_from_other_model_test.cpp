@@ -115,3 +115,24 @@ TEST_CASE("init-partial without --init is refused", "[cli]") {
   CHECK(contains(r.err, "--init-partial"));
   CHECK(contains(r.err, "give --init"));
 }
+
+TEST_CASE("init from weights holding a NaN is refused naming the tensor", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::string saved = dir / "w.safetensors";
+  REQUIRE(run_cli(gpt_tiny_train(dir / "text.txt", 1, {"--eval-windows", "1", "--save", saved}))
+              .exit_code == 0);
+  // The first value after the header becomes a quiet NaN (0x7fc00000, little-endian).
+  std::string bytes = read_file(saved);
+  REQUIRE(bytes.size() > 16);
+  std::uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>(bytes[i]);
+  REQUIRE(8 + header + 4 <= bytes.size());
+  bytes.replace(8 + header, 4, std::string("\x00\x00\xc0\x7f", 4));
+  write_file(saved, bytes);
+  const cli_result r = run_cli(gpt_tiny_train(dir / "text.txt", 1, {"--init", saved}));
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--init"));
+  CHECK(contains(r.err, "holds NaN or infinite values"));
+}

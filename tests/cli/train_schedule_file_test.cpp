@@ -122,7 +122,7 @@ TEST_CASE("train refuses a schedule file that deadlocks or does not fit, exit 2"
   const cli_result r = run_cli(tiny(dir, {"--schedule-file", csv}));
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("--schedule-file: do not make a valid schedule: deadlock"));
+  CHECK_THAT(r.err, Catch::Contains("--schedule-file " + csv + ": do not make a valid schedule: deadlock"));
   CHECK_THAT(r.err, Catch::Contains("<-- stuck"));
   const std::string backward_first = dir / "backward_first.csv";
   write_file(backward_first, "0F0,0F1,0B0,0B1\n1B0,1F0,1F1,1B1\n");
@@ -133,7 +133,7 @@ TEST_CASE("train refuses a schedule file that deadlocks or does not fit, exit 2"
   write_file(ok, "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
   const cli_result m = run_cli(tiny(dir, {"--schedule-file", ok, "--microbatches", "4"}));
   CHECK(m.exit_code == 2);
-  CHECK_THAT(m.err, Catch::Contains("--microbatches: is 4, but --schedule-file has 2"));
+  CHECK_THAT(m.err, Catch::Contains("--microbatches: is 4, but --schedule-file " + ok + " has 2"));
 }
 
 TEST_CASE("a run from a V-shaped schedule file resumes bit for bit without the file", "[cli]") {

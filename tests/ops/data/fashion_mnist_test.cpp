@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "ops/data/fashion_mnist.hpp"
@@ -61,6 +62,12 @@ TEST_CASE("Fashion-MNIST errors name the file and the package", "[ops][data]") {
   auto missing = load_fashion_mnist(dataset_split::train, dir.string());
   REQUIRE_THAT(missing.message(), Catch::Contains("train-images-idx3-ubyte.gz") &&
                                       Catch::Contains("dataset-fashion-mnist"));
+  // A file where the directory belongs (a text file given to an mlp) is named as such, not as a
+  // missing package.
+  std::ofstream(dir / "text.txt") << "some text";
+  REQUIRE_THAT(load_fashion_mnist(dataset_split::train, (dir / "text.txt").string()).message(),
+               Catch::Contains("is a file: give that directory") &&
+                   !Catch::Contains("dataset-fashion-mnist"));
 
   std::vector<unsigned char> pixels(3 * 784, 255);
   write_idx_gz(dir / "t10k-images-idx3-ubyte.gz", 0x00000803, {3, 28, 28}, pixels);
