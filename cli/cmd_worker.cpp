@@ -122,7 +122,7 @@ int run_worker(const worker_options& o) {
   std::optional<launch_place> place;
   if (joins) {
     auto p = find_place(o.launch, getenv_of);
-    if (!p) throw CLI::ValidationError("--driver", p.message());
+    if (!p) throw CLI::ValidationError(p.message());  // it names the flag or the variable
     place = *p;
   }
   const std::string listen = !o.listen.empty() ? o.listen : joins ? "0.0.0.0:0" : "127.0.0.1:0";

@@ -80,6 +80,17 @@ int main(int argc, char** argv) {
     // failed to give or lists it among the arguments it did not expect (with its value).
     std::string what = e.what();
     const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // named by its app
+    // A command of commands (checkpoint) given none, or one it does not have: name them.
+    if (!cmd.empty() && what.find("A subcommand is required") != std::string::npos)
+      for (CLI::App* s : app.get_subcommands({}))
+        if (s->get_name() == cmd) {
+          std::string known;
+          for (const CLI::App* c : s->get_subcommands({}))
+            known += (known.empty() ? "" : ", ") + c->get_name();
+          what = argc > 2 && argv[2][0] != '-'
+                     ? "unknown " + cmd + " command '" + argv[2] + "'; known: " + known
+                     : "needs a command: " + known;
+        }
     if ((e.get_name() == "RequiredError" || extras) && !cmd.empty()) {
       std::string unknown;
       for (CLI::App* sub : app.get_subcommands())

@@ -192,7 +192,12 @@ TEST_CASE("a manifest that lists fewer files than its plan has ranks is named by
 }
 
 TEST_CASE("checkpoint with bad flags exits 2", "[cli]") {
-  CHECK(run_cli({"checkpoint"}).exit_code == 2);
+  const cli_result none = run_cli({"checkpoint"});
+  CHECK(none.exit_code == 2);
+  CHECK(contains(none.err, "needs a command: inspect, export, reshard"));
+  const cli_result unknown = run_cli({"checkpoint", "prune", "/tmp"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(contains(unknown.err, "unknown checkpoint command 'prune'; known: inspect, export, reshard"));
   CHECK(run_cli({"checkpoint", "inspect"}).exit_code == 2);
   CHECK(run_cli({"checkpoint", "inspect", "/tmp", "--step", "-3"}).exit_code == 2);
   CHECK(run_cli({"checkpoint", "inspect", "/tmp", "--frobnicate"}).exit_code == 2);

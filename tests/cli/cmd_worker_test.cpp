@@ -595,3 +595,11 @@ TEST_CASE("a driver whose own clock saw a stop names it and blames no worker it 
   CHECK(contains(r.err, "the workers were not at fault"));
   CHECK_FALSE(contains(r.err, "was lost"));
 }
+
+TEST_CASE("a worker's bad driver address is named once", "[cli][workers]") {
+  const cli_result r = run_cli({"worker", "--driver", "nohost"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--driver: \"nohost\" is not HOST:PORT"));
+  CHECK_FALSE(contains(r.err, "--driver: --driver:"));
+}
