@@ -80,6 +80,21 @@ int main(int argc, char** argv) {
     // failed to give or lists it among the arguments it did not expect (with its value).
     std::string what = e.what();
     const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // named by its app
+    // A value that does not convert (a number past its type, a word for a number): name the
+    // flag, the value and what the flag takes.
+    if (dynamic_cast<const CLI::ConversionError*>(&e) && !cmd.empty()) {
+      const std::string head = "Could not convert: ";
+      const auto eq = what.find(" = ");
+      if (what.rfind(head, 0) == 0 && eq != std::string::npos) {
+        const std::string flag = what.substr(head.size(), eq - head.size());
+        std::string type;
+        for (CLI::App* s : app.get_subcommands({}))
+          if (s->get_name() == cmd)
+            if (const CLI::Option* opt = s->get_option_no_throw(flag)) type = opt->get_type_name();
+        what = flag + ": " + what.substr(eq + 3) + " is not a value it takes" +
+               (type.empty() ? "" : " (" + type + ", a number within its type's range)");
+      }
+    }
     // A command of commands (checkpoint) given none, or one it does not have: name them.
     if (!cmd.empty() && what.find("A subcommand is required") != std::string::npos)
       for (CLI::App* s : app.get_subcommands({}))

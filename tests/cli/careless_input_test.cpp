@@ -209,3 +209,16 @@ TEST_CASE("train --epochs with --steps is refused naming both", "[cli]") {
   CHECK(contains(r.err, "--epochs"));
   CHECK(contains(r.err, "--steps sets them too"));
 }
+
+TEST_CASE("a number past its flag's type and two output formats at once are refused by name", "[cli]") {
+  const cli_result big = run_cli({"schedule", "--schedule", "1f1b", "--stages", "1000000000000",
+                                  "--microbatches", "2"});
+  INFO(big.err);
+  CHECK(big.exit_code == 2);
+  CHECK(contains(big.err, "--stages: 1000000000000 is not a value it takes"));
+  const cli_result both = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
+                                   "--microbatches", "2", "--pytorch", "--csv"});
+  INFO(both.err);
+  CHECK(both.exit_code == 2);
+  CHECK(contains(both.err, "--csv excludes --pytorch"));
+}
