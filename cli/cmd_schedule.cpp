@@ -185,7 +185,7 @@ const bool registered = register_command(
     [](CLI::App& sub) -> command_runner {
       auto o = std::make_shared<schedule_options>();
       add_schedule_flags(sub, *o);
-      CLI::Option* csv = sub.add_flag("--csv", o->csv,
+      sub.add_flag("--csv", o->csv,
                    "print pipeworks' CSV: one row per rank of every replica (w * p rows), every "
                    "step, with REDUCE and STEP; the library's parse_csv reads it back, PyTorch "
                    "does not");
@@ -197,7 +197,6 @@ const bool registered = register_command(
                    "compute_comms: SEND/RECV and REDUCE_GRAD included. Data parallelism and the "
                    "optimizer step stay outside PyTorch's CSV. Schedules without a flush "
                    "(pipedream, 2bw, ...) only with --steps 1");
-      pytorch->excludes(csv);  // two formats: one would be printed and the other dropped
       sub.add_option("--for-replica", o->for_replica,
                      "with --pytorch: the replica whose pipeline to print (default 0)")
           ->check(CLI::NonNegativeNumber)

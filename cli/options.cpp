@@ -100,7 +100,8 @@ void check_memory(const model<float>& net, int param_copies, std::int64_t sample
   const double have = physical_memory_bytes();
   if (have > 0 && need > have) {
     // When one sample per pass is already too much, fewer samples cannot help: the model can.
-    const double one = params * param_copies + data_bytes + per_sample + 2 * widest;
+    // (The data's bytes are left out: they grow with the batch, which the hint lowers.)
+    const double one = params * param_copies + per_sample + 2 * widest;
     throw CLI::ValidationError(
         one > have ? "--model" : flag, net.name() + " at " + std::to_string(samples_per_pass) +
                   " samples per pass needs about " + gib(need) + " of memory, more than this "

@@ -234,6 +234,14 @@ void check_pipeline_flags(const pipeline_flags& f) {
   if (f.given.count("--workers") && f.given.count("--rendezvous"))
     throw CLI::ValidationError("--rendezvous", "--workers names the workers and --rendezvous waits "
                                                "for workers to join: give one of them");
+  // How processes talk means nothing when every rank is in this one (a plan may name workers).
+  if (!f.given.count("--workers") && !f.given.count("--rendezvous") && f.plan.empty() &&
+      f.resume.empty())
+    for (const char* flag : {"--transport", "--heartbeat-ms", "--peer-timeout-ms", "--connect-timeout-ms"})
+      if (f.given.count(flag))
+        throw CLI::ValidationError(flag, std::string("concerns processes that talk, and without "
+                                                     "--workers (or --rendezvous) every rank runs in "
+                                                     "this process: drop ") + flag);
   if (f.compare_sim && f.trace.empty())
     throw CLI::ValidationError("--compare-sim", "--compare-sim writes two traces: give --trace FILE");
   if (f.compare_sim && f.schedule == "none" && f.schedule_file.empty() && f.plan.empty() &&

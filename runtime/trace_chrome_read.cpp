@@ -29,9 +29,16 @@ bool whole(const json& j, const char* key, std::int64_t& out, std::int64_t min =
 result<timeline> parse_chrome_trace(std::string_view text, const std::string& name) {
   auto doc = parse_json(text, name);
   if (!doc) {
-    // A pipeworks trace ends with "]}": one that fails to parse and ends otherwise was cut short.
+    // A pipeworks trace starts with '{' and ends with "]}": one that fails to parse and starts so
+    // but ends otherwise was cut short; one that does not start so is no trace at all.
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos || text[first] != '{')
+      return make_error(name + " is not a trace: a trace is a JSON object, and this file " +
+                        (first == std::string_view::npos ? std::string("is empty")
+                                                         : "does not start with '{'") +
+                        advice);
     const auto last = text.find_last_not_of(" \t\r\n");
-    if (last == std::string_view::npos || text[last] != '}')
+    if (text[last] != '}')
       return make_error(name + " ends before its JSON does after " + std::to_string(text.size()) +
                         " bytes (a truncated trace? the run may have stopped while writing it)" +
                         advice);

@@ -210,15 +210,23 @@ TEST_CASE("train --epochs with --steps is refused naming both", "[cli]") {
   CHECK(contains(r.err, "--steps sets them too"));
 }
 
-TEST_CASE("a number past its flag's type and two output formats at once are refused by name", "[cli]") {
+TEST_CASE("a number past its flag's type is refused naming the flag the value and the type", "[cli]") {
   const cli_result big = run_cli({"schedule", "--schedule", "1f1b", "--stages", "1000000000000",
                                   "--microbatches", "2"});
   INFO(big.err);
   CHECK(big.exit_code == 2);
-  CHECK(contains(big.err, "--stages: 1000000000000 is not a value it takes"));
-  const cli_result both = run_cli({"schedule", "--schedule", "1f1b", "--stages", "2",
-                                   "--microbatches", "2", "--pytorch", "--csv"});
-  INFO(both.err);
-  CHECK(both.exit_code == 2);
-  CHECK(contains(both.err, "--csv excludes --pytorch"));
+  CHECK(contains(big.err, "--stages: 1000000000000 is not a value it takes (INT"));
+}
+
+TEST_CASE("a flag for processes that talk is refused when every rank runs in this process", "[cli]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  for (const char* flag : {"--transport", "--heartbeat-ms"}) {
+    const std::string value = std::string(flag) == "--transport" ? "caf" : "500";
+    const cli_result r = run_cli({"train", "--model", "gpt-tiny", "--data", dir / "text.txt",
+                                  "--steps", "1", "--schedule", "1f1b", "--stages", "2", flag, value});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, std::string(flag) + ": concerns processes that talk"));
+  }
 }

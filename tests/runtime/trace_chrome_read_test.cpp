@@ -98,6 +98,11 @@ TEST_CASE("parse_chrome_trace refuses another tool's trace, a cut one and broken
   CHECK(refused(R"({"traceEvents":[{"ph":"X","name":"matmul","pid":0,"tid":0,"ts":0,"dur":1}]})")
             .find("t.json is not a pipeworks trace") != std::string::npos);
   CHECK(refused(R"([1, 2])").find("is not a Chrome trace") != std::string::npos);
+  // A text file is no trace at all, not a truncated one.
+  CHECK(refused("Once upon a time\n").find("is not a trace: a trace is a JSON object, and this "
+                                           "file does not start with '{'") != std::string::npos);
+  CHECK(refused("  \n").find("is not a trace: a trace is a JSON object, and this file is empty") !=
+        std::string::npos);
   const std::string whole = to_chrome_trace(simulated(schedule_kind::one_f_one_b, 2, 2));
   CHECK(refused(whole.substr(0, whole.size() / 2)).find("ends before its JSON does") !=
         std::string::npos);
