@@ -18,7 +18,6 @@
 #include "actors/type_ids.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
 #include "runtime/checkpoint/run_checkpoints.hpp"
-#include "runtime/exec/compute_timer.hpp"
 #include "runtime/exec/rank_setup.hpp"
 #include "runtime/plan_schedule.hpp"
 
@@ -145,7 +144,6 @@ class driver_state {
   void wire(pipeline_wiring w) {
     if (!w.run) return fail("the partition actor sent no plan");
     lowered_ = std::move(w.run);
-    cut_throttled_sleeps(false);  // throttled ranks of this run sleep their whole stretch
     report_ = std::move(w.report);
     summary_ = std::move(w.summary);
     const run_plan& p = run().plan;
@@ -289,7 +287,9 @@ class driver_state {
       return;
     }
     stop_.asked = true;
-    cut_throttled_sleeps(true);  // the ranks answer at once instead of after their stretch
+    // The ranks of this process answer at once instead of after their stretch (a worker's stop
+    // sleeping when their run ends, at the latest when the driver gives up waiting below).
+    if (spec_->sleeps) spec_->sleeps->cut();
     const int p = run().plan.stages;
     stop_.replies_left = p;
     for (int d = 0; d < p; ++d) self_->send(ranks_.at(static_cast<std::size_t>(d)), weights_atom::value);
@@ -488,7 +488,7 @@ class driver_state {
     ended_ = true;
     // A throttled rank of this process asleep in its stretch would hold the run's end (and a stop
     // signal) until it wakes: the stretch no longer matters.
-    cut_throttled_sleeps(true);
+    if (spec_->sleeps) spec_->sleeps->cut();
     for (const auto& r : ranks_) self_->send_exit(r, caf::exit_reason::user_shutdown);
     for (const auto& r : reducers_)
       if (r) self_->send_exit(r, caf::exit_reason::user_shutdown);

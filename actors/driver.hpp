@@ -23,6 +23,7 @@ namespace pipeworks {
 struct driver_spec {
   data_factory data;
   pipeline_callbacks callbacks;
+  std::shared_ptr<throttle_sleeps> sleeps;  // its ranks' in this process, cut when it stops or ends
   bool record_trace = false;
   std::int64_t resume_samples = 0;        // samples seen before a resumed run's position
   std::chrono::milliseconds poll_interval{50};

@@ -125,9 +125,13 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
                                          std::chrono::milliseconds(procs.timeout_ms));
     }
     auto board = std::make_shared<rank_board>();
+    // The run's throttled sleeps in this process: its driver cuts them when it stops or ends.
+    pipeline_hooks run_hooks = hooks;
+    if (!run_hooks.sleeps) run_hooks.sleeps = std::make_shared<throttle_sleeps>();
     auto ds = std::make_shared<driver_spec>();
     ds->data = data;
     ds->callbacks = cb;
+    ds->sleeps = run_hooks.sleeps;
     ds->record_trace = hooks.record_trace;
     ds->resume_samples = resume ? resume->samples : 0;
     ds->start = t0;
@@ -147,7 +151,7 @@ result<pipeline_result> train_actors(const model<T>& net, const param_set& initi
     ps->initial = &initial;
     ps->plan = plan;
     ps->data = data;
-    ps->hooks = hooks;
+    ps->hooks = run_hooks;
     if (resume) ps->resume = resume->manifest;
     ps->start = t0;
     ps->board = board;

@@ -178,9 +178,10 @@ class stage_state {
     const metadata_map identity = identity_;
     const std::string where = own_checkpoint_dir_ ? dir : std::string();
     writer_->post([state, dir, file, driver, rank, identity, where] {
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      auto written = write_rank_file((std::filesystem::path(dir) / file).string(), *state, identity);
+      auto written = [&]() -> result<written_file> {
+        if (status made = make_own_step_dir(dir); !made) return make_error(made.message());
+        return write_rank_file((std::filesystem::path(dir) / file).string(), *state, identity);
+      }();
       if (!written) {
         caf::anon_send(driver, stage_failure{"rank " + std::to_string(rank) +
                                              ": writing its checkpoint of step " +
@@ -329,6 +330,7 @@ std::shared_ptr<stage_spec<T>> make_stage_spec(const lowered_run& run, int rank,
   };
   es.record_trace = hooks.record_trace;
   es.fault = hooks.fault;
+  if (hooks.sleeps) es.sleep = [sleeps = hooks.sleeps](double s) { sleeps->sleep(s); };
   return st;
 }
 

@@ -15,7 +15,6 @@
 #include "actors/stage_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "runtime/checkpoint/checkpoint_dir.hpp"
-#include "runtime/exec/compute_timer.hpp"
 #include "runtime/exec/rank_setup.hpp"
 
 namespace pipeworks {
@@ -33,6 +32,7 @@ struct hosted_run {
   std::shared_ptr<wire_link> link;  // when tensors go over UCX
   std::vector<caf::actor> ranks;  // each holds the model it runs (stage_spec::keep)
   std::string checkpoint_dir;     // this run's part of the worker's own checkpoint directory
+  std::shared_ptr<throttle_sleeps> sleeps;  // its throttled ranks', cut when the run ends
 };
 
 template <class T>
@@ -95,6 +95,7 @@ caf::result<host_reply> host(caf::actor_system& sys, host_request& q, const std:
   pipeline_hooks hooks;
   hooks.fault = q.fault;
   hooks.record_trace = q.record_trace;
+  hooks.sleeps = out.sleeps = std::make_shared<throttle_sleeps>();
   for (std::size_t i = 0; i < q.ranks.size(); ++i) {
     const int r = q.ranks[i];
     auto st = make_stage_spec<T>(*run, r, net.get(), start, hooks, std::make_shared<rank_board>(),
@@ -237,7 +238,6 @@ class worker_state {
     }
     if (next.ranks.empty()) return r;
     run_ = std::move(next);
-    cut_throttled_sleeps(false);  // its throttled ranks sleep their whole stretch
     self_->monitor(run_.driver);
     log(run_.link ? "hosting ranks of a run for its driver (tensors over UCX)"
                   : "hosting ranks of a run for its driver (tensors inside CAF messages)");
@@ -248,7 +248,7 @@ class worker_state {
 
   void end_run(bool ok, const std::string& why) {
     if (!run_.driver) return;
-    cut_throttled_sleeps(true);  // a rank asleep in its stretch would hold the end until it woke
+    if (run_.sleeps) run_.sleeps->cut();  // a rank asleep in its stretch would hold the end
     self_->demonitor(run_.driver);
     for (auto& r : run_.ranks) self_->send_exit(r, caf::exit_reason::user_shutdown);
     for (auto& r : run_.shards) self_->send_exit(r, caf::exit_reason::user_shutdown);

@@ -194,7 +194,10 @@ void refuse_empty_values(const CLI::App& app) {
       if (value.empty()) {
         const std::string name =
             opt->get_lnames().empty() ? opt->get_name() : "--" + opt->get_lnames().front();
-        throw CLI::ValidationError(name, "is empty: give a value (see --help)");
+        throw CLI::ValidationError(name, opt->results().size() > 1 || opt->get_delimiter() != '\0'
+                                             ? "has an empty item (a comma too many?): give each "
+                                               "a value (see --help)"
+                                             : "is empty: give a value (see --help)");
       }
   }
   for (const CLI::App* sub : app.get_subcommands()) refuse_empty_values(*sub);

@@ -235,8 +235,9 @@ void check_pipeline_flags(const pipeline_flags& f) {
     throw CLI::ValidationError("--rendezvous", "--workers names the workers and --rendezvous waits "
                                                "for workers to join: give one of them");
   // How processes talk means nothing when every rank is in this one (a plan may name workers).
+  // (A plan written with --print-plan may be run later with --workers.)
   if (!f.given.count("--workers") && !f.given.count("--rendezvous") && f.plan.empty() &&
-      f.resume.empty())
+      f.resume.empty() && f.print_plan.empty())
     for (const char* flag : {"--transport", "--heartbeat-ms", "--peer-timeout-ms", "--connect-timeout-ms"})
       if (f.given.count(flag))
         throw CLI::ValidationError(flag, std::string("concerns processes that talk, and without "

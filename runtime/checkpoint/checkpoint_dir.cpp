@@ -302,6 +302,19 @@ status prepare_checkpoint_dir(const std::string& dir, bool resuming, const std::
     return make_error(dir + " exists and is not a directory: choose another " + flag);
   fs::create_directories(dir, ec);
   if (ec) return make_error("cannot create checkpoint directory " + dir + ": " + ec.message());
+  // A symbolic link or a file named like a step directory is no checkpoint pipeworks wrote, and
+  // a checkpoint must never be written through it (into whatever it points at).
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!step_of(name)) continue;
+    std::error_code type_ec;
+    const auto type = it->symlink_status(type_ec).type();
+    if (type != fs::file_type::directory)
+      return make_error((fs::path(dir) / name).string() + " is " +
+                        (type == fs::file_type::symlink ? "a symbolic link" : "not a directory") +
+                        ", named like a checkpoint's step directory but not one pipeworks wrote: "
+                        "move it out of " + dir + ", or choose another " + flag);
+  }
   if (resuming) return {};  // read from; run_checkpoints probes it when it will be written to
   if (status s = probe_writable_dir(dir); !s) return s;  // found now, not at the first checkpoint
   auto dirs = step_dirs(dir);
@@ -313,6 +326,19 @@ status prepare_checkpoint_dir(const std::string& dir, bool resuming, const std::
   return make_error(dir + " already holds checkpoints (" + name_list(*dirs) +
                     "): continue that run with --resume " + dir +
                     ", or choose another " + flag);
+}
+
+status make_own_step_dir(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0)
+    return make_error("cannot create " + path + (ec ? ": " + ec.message() : std::string()));
+  if (!S_ISDIR(st.st_mode))
+    return make_error(path + " is " + (S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory") +
+                      " (pipeworks did not make it); move it out of the checkpoint directory and "
+                      "resume from the latest complete checkpoint");
+  return {};
 }
 
 status prepare_step_dir(const std::string& dir, std::int64_t step) {

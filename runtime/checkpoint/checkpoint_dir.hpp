@@ -42,6 +42,11 @@ status write_manifest(const std::string& dir, const checkpoint_manifest& m);
 // `flag` names the directory in errors (--checkpoint-dir, or reshard's --out).
 status prepare_checkpoint_dir(const std::string& dir, bool resuming,
                               const std::string& flag = "--checkpoint-dir");
+// Creates the step directory `path` where a rank writes its file, and makes sure it is a real
+// directory: a symbolic link (or a file) named like it, planted there, is refused, never written
+// through.
+status make_own_step_dir(const std::string& path);
+
 // Creates step_dir(dir, step). One left without a manifest (a checkpoint cut short) loses
 // pipeworks' own files first (see prune_checkpoints); anything else in it stays. One with a
 // manifest is an error: a complete checkpoint is never overwritten.

@@ -6,42 +6,25 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+#include <thread>
 
 namespace pipeworks {
 
-namespace {
-
-struct sleep_cut {
-  std::mutex mu;
-  std::condition_variable wake;
-  bool cut = false;
-};
-
-sleep_cut& cuts() {
-  static sleep_cut c;
-  return c;
-}
-
-}  // namespace
-
-bool throttled_sleep(double seconds) {
-  sleep_cut& c = cuts();
-  std::unique_lock lock(c.mu);
+bool throttle_sleeps::sleep(double seconds) {
+  std::unique_lock lock(mu_);
+  if (!(seconds > 0)) return cut_;  // nothing to sleep (or NaN)
   const auto until = std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(std::min(seconds, 1e9)));
-  return c.wake.wait_until(lock, until, [&] { return c.cut; });
+  return wake_.wait_until(lock, until, [&] { return cut_; });
 }
 
-void cut_throttled_sleeps(bool cut) {
-  sleep_cut& c = cuts();
+void throttle_sleeps::cut() {
   {
-    std::lock_guard lock(c.mu);
-    c.cut = cut;
+    std::lock_guard lock(mu_);
+    cut_ = true;
   }
-  if (cut) c.wake.notify_all();
+  wake_.notify_all();
 }
 
 compute_timer::compute_timer(double speed, std::function<double()> clock, bool timed,
@@ -54,7 +37,8 @@ compute_timer::compute_timer(double speed, std::function<double()> clock, bool t
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
   }
-  if (throttled_ && !sleep_) sleep_ = [](double s) { throttled_sleep(s); };
+  if (throttled_ && !sleep_)
+    sleep_ = [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); };
 }
 
 double compute_timer::now() const { return (timed_ || throttled_) && clock_ ? clock_() : 0.0; }

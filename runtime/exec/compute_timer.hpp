@@ -2,18 +2,27 @@
 // the device's speed (a device of speed s < 1 sleeps (1/s - 1)·t after an action that took t, so
 // the action lasts t/s and leaves the core free meanwhile). See executor_setup::speed.
 #pragma once
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 
 namespace pipeworks {
 
-// How a throttled rank sleeps by default: until `seconds` have passed, or at once when this
-// process's throttled sleeps are cut (a run is stopping, failing or ending: what the throttle
-// stretches no longer matters, and a device of speed 1e-6 would otherwise hold a stopping run for
-// hours). Returns whether it was cut short.
-bool throttled_sleep(double seconds);
-// Cuts every throttled sleep of this process short, now and until allowed again (true), or lets
-// them sleep again (false, when a run starts). Safe from any thread.
-void cut_throttled_sleeps(bool cut);
+// The throttled sleeps of one run's ranks in one process, which the run cuts short when it stops,
+// fails or ends: what the throttle stretches no longer matters then, and a device of speed 1e-6
+// would otherwise hold a stopping run for hours. Shared by the run's ranks; safe from any thread.
+class throttle_sleeps {
+ public:
+  // Sleeps `seconds`, or until cut; returns whether it was cut short (at once once cut).
+  bool sleep(double seconds);
+  // Ends every sleep of the run, now and later.
+  void cut();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool cut_ = false;
+};
 
 class compute_timer {
  public:

@@ -63,8 +63,9 @@ struct executor_setup {
   // Stands for the CPU-time clock (seconds): when set, a throttled rank always measures t with it
   // (tests inject a fake); empty: as above.
   std::function<double()> cpu_clock;
-  // How a throttled rank sleeps, in seconds (tests inject one that advances a fake clock);
-  // empty: throttled_sleep, which a stopping run cuts short (cut_throttled_sleeps).
+  // How a throttled rank sleeps, in seconds (tests inject one that advances a fake clock; a run on
+  // actors, its throttle_sleeps, which it cuts short when it stops or ends); empty:
+  // std::this_thread::sleep_for.
   std::function<void(double)> sleep;
   // The oneTBB threads of the rank's device context (its kernels run inside that arena); 0: the
   // caller's own threads.

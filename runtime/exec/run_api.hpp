@@ -11,6 +11,7 @@
 
 #include "base/result.hpp"
 #include "ops/train/trainer.hpp"
+#include "runtime/exec/compute_timer.hpp"
 #include "runtime/exec/driver_core.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/run_plan.hpp"
@@ -49,6 +50,9 @@ struct pipeline_hooks {
   // Tests only: with workers, the driver's own clock reports a stop this long that has just
   // ended whenever it is asked (actors/stall_clock.hpp), as a driver stopped that long would see.
   std::chrono::milliseconds driver_stopped{0};
+  // The run's throttled sleeps (its ranks in this process sleep through it), cut when the run
+  // stops or ends; the run makes its own when none is given.
+  std::shared_ptr<throttle_sleeps> sleeps;
 };
 
 // The hooks against the plan: a fault must name a replica, a virtual stage and an action of its

@@ -1,13 +1,14 @@
 // `pipeworks train --device cuda` keeps the bits it promises, in fp32, TF32 and bf16: every flush
 // schedule ends with --schedule none's saved bytes, a run repeats itself, --recompute and --zero
-// change nothing, a run killed after a checkpoint resumes to the same bytes, and GPU ranks on two
+// change nothing, a run resumed from an earlier checkpoint ends with the same bytes, and GPU ranks on two
 // worker processes end as in one. Where there is no GPU, each case checks that the GPU is named as
 // unusable (exit 1), or skips saying so.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <cstdio>
+#include <filesystem>
 #include <optional>
 
-#include "background_cli.hpp"
 #include "fixtures.hpp"
 #include "ops/device/device.hpp"
 #include "run_cli.hpp"
@@ -123,7 +124,9 @@ TEST_CASE("train on a GPU with zero 1 and 2 ends with the bits of zero 0", "[cli
     }
 }
 
-TEST_CASE("train on a GPU resumes after SIGKILL bit for bit in each precision", "[cli][cuda][checkpoint]") {
+TEST_CASE("train on a GPU resumes from an earlier checkpoint bit for bit in each precision", "[cli][cuda][checkpoint]") {
+  // The run keeps every checkpoint; all but step 2's are then removed, as if it had been killed
+  // right after step 2's (on a GPU a killed run could finish first, and no resume be tested).
   scratch_dir dir;
   write_file(dir / "text.txt", small_text(60000));
   constexpr int steps = 8;
@@ -136,20 +139,20 @@ TEST_CASE("train on a GPU resumes after SIGKILL bit for bit in each precision", 
       const auto whole = train_on_gpu(dir, common, "whole", steps);
       if (!whole) return;
       const std::string ckpt = dir / (layout[1] + precision_name(precision));
-      {
-        background_cli run(gpt_tiny_train(
-            dir / "text.txt", steps,
-            with(common, {"--device", "cuda", "--eval-windows", "1", "--save-every", "2",
-                          "--checkpoint-dir", ckpt})));
-        REQUIRE(run.wait_for([&] { return has_manifest(ckpt, 2); }));
-        run.kill();
-        run.wait();
+      REQUIRE(train_on_gpu(dir, with(common, {"--save-every", "2", "--keep", "0", "--checkpoint-dir", ckpt}),
+                           "saving", steps));
+      for (int step = 4; step <= steps; step += 2) {
+        char name[32];
+        std::snprintf(name, sizeof name, "step-%08d", step);
+        REQUIRE(std::filesystem::remove_all(std::filesystem::path(ckpt) / name) > 0);
       }
+      REQUIRE(has_manifest(ckpt, 2));
       const std::string file = dir / "resumed.safetensors";
       const cli_result resumed = run_cli({"train", "--resume", ckpt, "--save", file, "--sample", "0",
                                           "--eval-windows", "1"});
       INFO(resumed.err);
       REQUIRE(resumed.exit_code == 0);
+      CHECK(contains(resumed.err + resumed.out, "step 3"));  // it trained from step 3 on
       CHECK(read_file(file) == whole->bytes);
     }
 }

@@ -255,3 +255,36 @@ TEST_CASE("write_manifest makes the step directory when every file is elsewhere"
   CHECK(read_manifest(d.str(), 30).value().files.at(0).host == "10.0.0.2");
   CHECK(complete_steps(d.str()).value() == std::vector<std::int64_t>{30});
 }
+
+TEST_CASE("a symbolic link or a file named like a step directory is refused, never written through",
+          "[runtime][checkpoint]") {
+  test::scratch_dir scratch;
+  const fs::path root = scratch.path();
+  fs::create_directories(root / "other");
+  std::ofstream(root / "other" / "rank-0.safetensors") << "precious";
+  // A new run's directory holding a link to another directory, named like step 2: refused before
+  // anything is written, and the files it points at are left as they were.
+  fs::create_directories(root / "ck");
+  fs::create_directory_symlink(root / "other", root / "ck" / "step-00000002");
+  const status linked = prepare_checkpoint_dir((root / "ck").string(), false);
+  REQUIRE_FALSE(linked.ok());
+  CHECK_THAT(linked.message(), Catch::Contains("step-00000002 is a symbolic link") &&
+                                   Catch::Contains("--checkpoint-dir"));
+  CHECK_FALSE(prepare_checkpoint_dir((root / "ck").string(), true).ok());  // resuming too
+  // Where a rank writes its file: the same link is refused at that moment too.
+  const status own = make_own_step_dir((root / "ck" / "step-00000002").string());
+  REQUIRE_FALSE(own.ok());
+  CHECK_THAT(own.message(), Catch::Contains("is a symbolic link"));
+  std::ifstream in(root / "other" / "rank-0.safetensors");
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(kept == "precious");
+  // A plain file so named: refused by name, not found when step 4 is written.
+  fs::create_directories(root / "ck2");
+  std::ofstream(root / "ck2" / "step-00000004") << "mine";
+  const status file = prepare_checkpoint_dir((root / "ck2").string(), false, "--out");
+  REQUIRE_FALSE(file.ok());
+  CHECK_THAT(file.message(), Catch::Contains("step-00000004 is not a directory") &&
+                                 Catch::Contains("--out"));
+  CHECK(make_own_step_dir((root / "ck2" / "step-00000006").string()).ok());
+  CHECK(fs::is_directory(root / "ck2" / "step-00000006"));
+}

@@ -1,5 +1,5 @@
-// runtime/exec/compute_timer: a throttled rank's default sleep ends at once when this process's
-// throttled sleeps are cut (a run stopping or ending), and sleeps again once they are allowed.
+// runtime/exec/compute_timer: a run's throttle_sleeps end at once when the run cuts them (it
+// stops or ends), and a throttled compute timer sleeps through the sleep it is given.
 #include <catch2/catch.hpp>
 #include <future>
 
@@ -7,25 +7,31 @@
 
 using namespace pipeworks;
 
-TEST_CASE("a throttled sleep of an hour ends at once when throttled sleeps are cut", "[runtime]") {
-  cut_throttled_sleeps(true);
-  CHECK(throttled_sleep(3600));  // cut already: returns at once, cut short
-  cut_throttled_sleeps(false);
-  CHECK_FALSE(throttled_sleep(0.001));  // allowed again: sleeps its whole (short) stretch
+TEST_CASE("a throttled sleep of an hour ends at once when its run cuts its sleeps", "[runtime]") {
+  throttle_sleeps run;
+  CHECK_FALSE(run.sleep(0.001));  // not cut: sleeps its whole (short) stretch
   // A sleeper already asleep is woken by the cut (without it, this test would outlast ctest's
-  // timeout by the hour).
-  auto sleeper = std::async(std::launch::async, [] { return throttled_sleep(3600); });
-  cut_throttled_sleeps(true);
+  // timeout by the hour), and a later sleep returns at once.
+  auto sleeper = std::async(std::launch::async, [&] { return run.sleep(3600); });
+  run.cut();
   CHECK(sleeper.get());
-  cut_throttled_sleeps(false);
+  CHECK(run.sleep(3600));
+  // Another run's sleeps are its own.
+  throttle_sleeps other;
+  CHECK_FALSE(other.sleep(0.001));
 }
 
-TEST_CASE("a throttled compute timer sleeps through throttled_sleep unless a sleep is injected", "[runtime]") {
-  cut_throttled_sleeps(true);  // so that the stretch below is cut at once
+TEST_CASE("a throttled compute timer sleeps through the sleep it is given", "[runtime]") {
+  throttle_sleeps run;
+  run.cut();  // so that the stretch below ends at once
+  int slept = 0;
   double cpu = 0;
-  compute_timer timer(1e-6, {}, false, [&] { return cpu; }, {});
+  compute_timer timer(1e-6, {}, false, [&] { return cpu; }, [&](double s) {
+    ++slept;
+    run.sleep(s);
+  });
   const double t0 = timer.begin();
   cpu += 1.0;  // an action of one CPU second: a stretch of about 11.6 days at speed 1e-6
   CHECK(timer.end(t0) >= t0);
-  cut_throttled_sleeps(false);
+  CHECK(slept == 1);
 }
