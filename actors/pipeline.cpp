@@ -254,6 +254,8 @@ result<pipeline_result> train_pipeline(const model<T>& m, const param_set& initi
   if (*resume) {
     auto saved = parse_run_plan((*resume)->manifest.plan.dump(), "the checkpoint's plan", m.size());
     if (!saved) return saved.err();
+    if (saved->data.path != plan.data.path)  // the same words name the same path, as before
+      saved->data.path = checkpoint_data_path((*resume)->manifest, saved->data.path);
     auto merged = resume_plan(*saved, plan, hooks.resume_on_other_data);
     if (!merged) return make_error(step_dir(plan.checkpoint.dir, plan.data.position) + ": " + merged.message());
     if (to_json_text(*merged) != to_json_text(plan))  // the checkpoint's partitioning, say

@@ -175,7 +175,8 @@ void check_resumed_checkpoint(const train_options& o, const run_plan& plan) {
   };
   if (f.resume_on_other_data) return;  // another path, or other bytes: recorded in the manifests
   if (saved.contains("data") && saved["data"].contains("path") && saved["data"]["path"].is_string() &&
-      !same_file(saved["data"]["path"].get<std::string>(), plan.data.path))
+      saved["data"]["path"].get<std::string>() != plan.data.path &&
+      !same_file(checkpoint_data_path(*m, saved["data"]["path"].get<std::string>()), plan.data.path))
     throw CLI::ValidationError(
         flag, "data.path " + plan.data.path + " is not the checkpoint's data.path " +
                   saved["data"]["path"].get<std::string>() + " (" + dir + "): a resumed run keeps "

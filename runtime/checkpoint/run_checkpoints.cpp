@@ -131,6 +131,13 @@ void note_run_data(const run_plan& plan, const checkpoint_manifest* resumed) {
   set_run_data(plan.checkpoint.dir, std::move(r));
 }
 
+std::string checkpoint_data_path(const checkpoint_manifest& m, const std::string& plan_path) {
+  if (m.data && !m.data->fingerprint.path.empty() && !plan_path.empty() &&
+      std::filesystem::path(plan_path).is_relative())
+    return m.data->fingerprint.path;
+  return plan_path;
+}
+
 status check_resume_data(const checkpoint_manifest& m, const run_plan& plan) {
   if (!m.data || plan.data.source == data_source::callback) return {};
   auto now = fingerprint_data(plan.data.path);

@@ -34,6 +34,11 @@ result<checkpoint_manifest> read_checked_manifest(const std::string& dir, std::i
 // prepare_checkpoints, under the lock, refuses such a directory in any case.
 status check_resume_dir(const run_plan& plan);
 
+// The data path of the checkpoint m's plan, `plan_path`, made absolute by what m recorded: a
+// relative path was relative to where its run started, and m holds the data's absolute path, so a
+// resume from another directory reads the same data. Otherwise `plan_path` as it is.
+std::string checkpoint_data_path(const checkpoint_manifest& m, const std::string& plan_path);
+
 // Whether plan.data.path is the data the checkpoint m was trained on (data_changes): an error naming
 // the path and what changed. No error when the plan's data comes from the program (callback).
 status check_resume_data(const checkpoint_manifest& m, const run_plan& plan);

@@ -388,3 +388,38 @@ TEST_CASE("resume on another data path with the flag reads it and records what i
   CHECK(m["data"]["replaced"]["bytes"] == 20000);
   CHECK(m["data"]["replaced"]["step"] == 3);
 }
+
+TEST_CASE("a run resumed from another directory reads the data its checkpoint recorded", "[cli][checkpoint]") {
+  scratch_dir dir;
+  write_file(dir / "data.txt", small_text());
+  // The run is started where its data is, naming it (and everything else) relatively.
+  struct in_dir {
+    std::filesystem::path was = std::filesystem::current_path();
+    explicit in_dir(const std::filesystem::path& p) { std::filesystem::current_path(p); }
+    ~in_dir() { std::filesystem::current_path(was); }
+  };
+  {
+    in_dir there(dir.path());
+    const cli_result whole = run_cli({"train", "--model", "gpt-tiny", "--data", "data.txt", "--steps", "4",
+                                      "--schedule", "1f1b", "--stages", "2", "--microbatches", "2",
+                                      "--batch", "8", "--sample", "0", "--eval-windows", "1",
+                                      "--save-every", "2", "--keep", "0", "--checkpoint-dir", "ck",
+                                      "--save", "whole.safetensors"});
+    INFO(whole.err);
+    REQUIRE(whole.exit_code == 0);
+  }
+  const std::string want = read_file(dir / "whole.safetensors");
+  // From the test's own directory, as if the run had been killed after step 2; then again with
+  // --data naming the same file absolutely.
+  for (const bool name_data : {false, true}) {
+    INFO((name_data ? "with --data, absolute" : "without --data"));
+    std::filesystem::remove_all(dir / "ck/step-00000004");
+    std::vector<std::string> args{"train", "--resume", dir / "ck", "--save", dir / "resumed.safetensors",
+                                  "--sample", "0", "--eval-windows", "1"};
+    if (name_data) args.insert(args.end(), {"--data", dir / "data.txt"});
+    const cli_result r = run_cli(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(read_file(dir / "resumed.safetensors") == want);
+  }
+}
