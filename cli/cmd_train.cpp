@@ -73,11 +73,14 @@ run_plan make_plan(train_options& o) {
     auto saved = parse_run_plan(got->checkpoint.manifest.plan.dump(), dir + "/" + manifest_name);
     if (!saved) throw pipeworks_error("--resume: " + saved.message());
     saved->checkpoint.dir = f.resume;
-    // A relative data path is relative to where the run started; the manifest recorded the data
-    // by its absolute path, so a resume from another directory reads the same data (and --data
-    // may name it in any spelling).
-    saved->data.path = checkpoint_data_path(got->checkpoint.manifest, saved->data.path);
     run_plan given = plan_from_flags(o, *saved, false, threads, 0);
+    // A relative data path is relative to where the run started; the manifest recorded the data
+    // by its absolute path, so a resume from another directory reads the same data, and --data
+    // may name that file in any spelling. Other data given is compared as given (its own check).
+    const std::string recorded = checkpoint_data_path(got->checkpoint.manifest, saved->data.path);
+    std::error_code same_ec;
+    if (!f.given.count("--data") || std::filesystem::equivalent(given.data.path, recorded, same_ec))
+      saved->data.path = given.data.path = recorded;
     keep_checkpoint_data_path(*saved, given);
     // The processes are this run's: the workers given now (none: all ranks in this process).
     if (!f.given.count("--workers") && !f.given.count("--rendezvous")) {

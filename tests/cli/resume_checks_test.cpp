@@ -77,7 +77,9 @@ TEST_CASE("a relative --data resumed from another directory exits 2 naming the p
   scratch_dir dir;
   train_in_a(dir);
   const auto before = files_under(dir / "a/ck");
-  const cli_result r = run_in(dir / "b", resume_args("../a/ck"));
+  // --data txt given in b names b/txt: not the checkpoint's data. (Without --data a resume reads
+  // the checkpoint's own, a/txt, by the absolute path its manifest recorded: below.)
+  const cli_result r = run_in(dir / "b", resume_args("../a/ck", {"--data", "txt"}));
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK(contains(r.err, "--resume: the data txt is not what the checkpoint of step 6 was trained on"));
@@ -90,7 +92,7 @@ TEST_CASE("a relative --data resumed from another directory exits 2 naming the p
 
   // The same bytes at the other path are still another path: refused, naming only the path.
   write_file(dir / "b/txt", small_text(20000));
-  const cli_result same = run_in(dir / "b", resume_args("../a/ck"));
+  const cli_result same = run_in(dir / "b", resume_args("../a/ck", {"--data", "txt"}));
   CHECK(same.exit_code == 2);
   CHECK(contains(same.err, "its path is " + dir / "b/txt"));
   CHECK_FALSE(contains(same.err, "sha256 is"));
@@ -109,7 +111,11 @@ TEST_CASE("a relative --data resumed from another directory exits 2 naming the p
   CHECK(data["sha256"] == h.hex_digest());
   CHECK_FALSE(data.contains("replaced"));
 
-  // From its own directory it resumes.
+  // From another directory without --data it reads the checkpoint's own data and resumes, as
+  // from its own directory.
+  const cli_result elsewhere = run_in(dir / "b", resume_args("../a/ck"));
+  INFO(elsewhere.err);
+  CHECK(elsewhere.exit_code == 0);
   const cli_result home = run_in(dir / "a", resume_args("ck"));
   INFO(home.err);
   CHECK(home.exit_code == 0);
@@ -122,7 +128,7 @@ TEST_CASE("a resume on other data with its flag goes on and every new manifest r
   // Resume from step 3 (a copy without step 6), so that the resumed run writes step 6 again.
   fs::copy(dir / "a/ck", dir / "a/ck3", fs::copy_options::recursive);
   fs::remove_all(dir / "a/ck3/step-00000006");
-  const cli_result r = run_in(dir / "b", resume_args("../a/ck3", {"--resume-on-other-data"}));
+  const cli_result r = run_in(dir / "b", resume_args("../a/ck3", {"--resume-on-other-data", "--data", "txt"}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json six = manifest_of(dir / "a/ck3", 6);
@@ -159,7 +165,8 @@ TEST_CASE("data changed in place is refused naming its sha256 and a file only to
   const cli_result changed = run_in(dir / "a", resume_args("ck"));
   INFO(changed.err);
   CHECK(changed.exit_code == 2);
-  CHECK(contains(changed.err, "the data txt is not what the checkpoint of step 6 was trained on: its sha256 is"));
+  // Named by the absolute path the checkpoint recorded (the run read it there).
+  CHECK(contains(changed.err, "the data " + data + " is not what the checkpoint of step 6 was trained on: its sha256 is"));
   CHECK_FALSE(contains(changed.err, "its size"));
   CHECK_FALSE(contains(changed.err, "its path"));
   CHECK(files_under(dir / "a/ck") == before);
