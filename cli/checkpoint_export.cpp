@@ -3,6 +3,7 @@
 #include "cli/checkpoint_export.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/command.hpp"
 #include "cli/init_weights.hpp"
@@ -42,6 +43,13 @@ int run_export(const export_options& o) {
   });
   if (!got) throw pipeworks_error(got.message());
   if (!got->read) throw pipeworks_error(got->read.message());
+  // The data the checkpoint's run read is an input too: the model is not written over it.
+  if (const auto& d = got->checkpoint.manifest.data; d && !d->fingerprint.path.empty()) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(o.out, d->fingerprint.path, ec))
+      throw CLI::ValidationError("--out", o.out + " is the data the checkpoint's run trained on "
+                                          "(its manifest's data.path): choose another path");
+  }
   const std::int64_t step = got->checkpoint.step;
   const metadata_map meta{{"pipeworks.model", to_json(spec).dump()},
                           {"pipeworks.steps", std::to_string(step)},

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "ops/checkpoint/safetensors.hpp"
+#include "runtime/checkpoint/rank_identity.hpp"
 #include "runtime/checkpoint/read_checkpoint.hpp"
 
 namespace pipeworks::cli {
@@ -64,9 +65,11 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-// Verifies the checkpoint's files and loads every weight they hold that fits the model.
+// Verifies the checkpoint's files (their bytes, and that each is the rank file of this step and
+// rank its manifest lists, as resume checks) and loads every weight they hold that fits the model.
 status take_checkpoint(const chosen_checkpoint& c, param_set& whole, init_fit& fit) {
   if (status s = verify_files(c.manifest, c.dir); !s) return s;
+  if (status s = check_rank_files(c.manifest, c.dir); !s) return s;
   for (const checkpoint_file& f : c.manifest.files) {
     if (!f.dir.empty() && !std::filesystem::exists(f.dir))  // another host's: say which
       return verify_file(f, c.dir);

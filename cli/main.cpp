@@ -114,6 +114,8 @@ int main(int argc, char** argv) {
       // Extras are the parent's: the first argument that looks like a flag the command lacks.
       CLI::App* sub = nullptr;
       for (CLI::App* s : app.get_subcommands({})) sub = s->get_name() == cmd ? s : sub;
+      // A command of commands: its flags are the parsed command's (checkpoint reshard's).
+      while (sub && !sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
       if (unknown.empty() && sub)
         for (int i = 2; i < argc && unknown.empty(); ++i) {
           const std::string a = argv[i];

@@ -146,3 +146,15 @@ TEST_CASE("checkpoint export of a ZeRO checkpoint writes the model of the unshar
     CHECK(meta == want_meta);
   }
 }
+
+TEST_CASE("export refuses to write over the data its checkpoint's run trained on", "[cli][checkpoint]") {
+  scratch_dir dir;
+  write_file(dir / "text.txt", small_text());
+  const std::string ck = pipelined_checkpoints(dir);
+  const cli_result r = run_cli({"checkpoint", "export", ck, "--out", dir / "text.txt"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "--out"));
+  CHECK(contains(r.err, "the data the checkpoint's run trained on"));
+  CHECK(read_file(dir / "text.txt") == small_text());
+}

@@ -195,6 +195,10 @@ TEST_CASE("checkpoint with bad flags exits 2", "[cli]") {
   const cli_result none = run_cli({"checkpoint"});
   CHECK(none.exit_code == 2);
   CHECK(contains(none.err, "needs a command: inspect, export, reshard"));
+  // A flag of a command of checkpoint, without a required one, is not called unknown.
+  const cli_result no_out = run_cli({"checkpoint", "reshard", "/tmp", "--stages", "1"});
+  CHECK(no_out.exit_code == 2);
+  CHECK(contains(no_out.err, "--out is required"));
   const cli_result unknown = run_cli({"checkpoint", "prune", "/tmp"});
   CHECK(unknown.exit_code == 2);
   CHECK(contains(unknown.err, "unknown checkpoint command 'prune'; known: inspect, export, reshard"));

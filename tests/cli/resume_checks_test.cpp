@@ -265,6 +265,16 @@ TEST_CASE("a rank file of another step is named with both steps before any rank 
   CHECK(shown.exit_code == 1);
   CHECK(contains(shown.err, named));
   CHECK_FALSE(contains(shown.out, "all 2 files verified"));
+  // Export and --init read the same checkpoint: they refuse it too (export wrote a model marked
+  // step 6 holding stage 1's weights of step 3).
+  const cli_result exported = run_in(dir / "a", {"checkpoint", "export", "ck", "--out", dir / "w.safetensors"});
+  CHECK(exported.exit_code != 0);
+  CHECK(contains(exported.err, named));
+  CHECK_FALSE(fs::exists(dir / "w.safetensors"));
+  const cli_result init = run_in(dir / "a", {"train", "--model", "gpt-tiny", "--data", "txt", "--steps", "1",
+                                             "--init", "ck", "--sample", "0", "--eval-windows", "1"});
+  CHECK(init.exit_code != 0);
+  CHECK(contains(init.err, named));
   CHECK(files_under(ck) == before);
 }
 
