@@ -126,7 +126,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
         host_request& q = requests[static_cast<std::size_t>(process - 1)];
         q.ranks.push_back(r);
         if (spec.resume) {
-          q.resume.push_back(spec.resume->files.at(static_cast<std::size_t>(r)));
+          q.resume.push_back(file_of_rank(*spec.resume, r));
         } else {
           std::vector<param_snapshot> mine;
           for (param_set& p : initial) mine.push_back(std::make_shared<const param_set>(std::move(p)));
@@ -138,7 +138,7 @@ result<pending_wiring> build(caf::actor_system& sys, partition_spec<T>& spec) {
       st->link = spec.link;
       if (spec.resume) {
         st->resume_dir = step_dir(plan.checkpoint.dir, spec.resume->step);
-        st->resume = spec.resume->files.at(static_cast<std::size_t>(r));
+        st->resume = file_of_rank(*spec.resume, r);
       } else {
         st->initial = std::move(initial);
       }

@@ -272,6 +272,13 @@ result<checkpoint_manifest> parse_manifest(std::string_view text, const std::str
   return m;
 }
 
+const checkpoint_file& file_of_rank(const checkpoint_manifest& m, int rank) {
+  for (const checkpoint_file& f : m.files)
+    if (f.rank == rank) return f;
+  throw pipeworks_error("the checkpoint of step " + std::to_string(m.step) + " lists no file of rank " +
+                        std::to_string(rank));
+}
+
 std::string file_dir(const checkpoint_file& file, const std::string& step_dir) {
   return file.dir.empty() ? step_dir : file.dir;
 }

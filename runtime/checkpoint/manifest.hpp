@@ -57,6 +57,10 @@ std::string to_json(const checkpoint_manifest& m);
 // The sha256 of the manifest's content: of to_json's text without its manifest_sha256 field.
 std::string manifest_digest(const checkpoint_manifest& m);
 
+// Rank `rank`'s file, wherever the manifest lists it (its list may be in any order: each rank
+// once, check_ranks). Throws pipeworks_error when it lists none.
+const checkpoint_file& file_of_rank(const checkpoint_manifest& m, int rank);
+
 // Refuses unknown and missing fields, wrong types, another format or version, duplicate or
 // missing ranks, file paths that are not plain names in the step directory and sha256 values that
 // are not 64 hex digits (upper case is read as lower case). Every message starts with `source`

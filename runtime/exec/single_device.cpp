@@ -37,7 +37,7 @@ result<pipeline_result> train_single(const model<T>& net, const param_set& initi
   const std::vector<int> whole{0, net.size()};
   if (resume) {
     auto state = load_rank_checkpoint(step_dir(plan.checkpoint.dir, resume->manifest.step),
-                                      resume->manifest.files.at(0), net, whole,
+                                      file_of_rank(resume->manifest, 0), net, whole,
                                       rank_identity(plan, 0), resume->manifest.step);
     if (!state) return state.err();
     stage_state& st = state->stages.at(0);

@@ -440,3 +440,23 @@ TEST_CASE("a run resumed from another directory reads the data its checkpoint re
     CHECK(read_file(dir / "resumed.safetensors") == want);
   }
 }
+
+TEST_CASE("a manifest listing its rank files in another order resumes each rank from its own file",
+          "[cli][checkpoint]") {
+  scratch_dir dir;
+  train_in_a(dir);
+  // The same checkpoint twice, one with its files listed rank 1 first (each entry keeps its rank
+  // and path) and resealed: both resume to the same bytes.
+  fs::copy(dir / "a/ck", dir / "a/reordered", fs::copy_options::recursive);
+  edit_manifest(dir / "a/reordered/step-00000006/manifest.json", [](nlohmann::ordered_json& m) {
+    std::swap(m["files"][0], m["files"][1]);
+  }, true);
+  const cli_result listed = run_in(dir / "a", {"checkpoint", "inspect", "reordered"});
+  CHECK(listed.exit_code == 0);
+  const cli_result a = run_in(dir / "a", resume_args("ck", {"--save", "a.safetensors"}));
+  const cli_result b = run_in(dir / "a", resume_args("reordered", {"--save", "b.safetensors"}));
+  INFO(a.err << b.err);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(read_file(dir / "a/b.safetensors") == read_file(dir / "a/a.safetensors"));
+}
