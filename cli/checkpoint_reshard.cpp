@@ -92,7 +92,19 @@ run_plan new_layout(const reshard_options& o, const run_plan& from, const model<
   }
   to.checkpoint.dir = o.out;
   to.checkpoint.run.clear();
-  if (status s = check(to, net.size()); !s) throw CLI::ValidationError(s.message());
+  // Named by reshard's own flags where it has one (the checkpoint's fields otherwise).
+  if (auto issue = first_issue(to, net.size()))
+    throw CLI::ValidationError(render(*issue, [](std::string_view field) {
+      for (const auto& [f, flag] : {std::pair{"schedule.kind", "--schedule"},
+                                    {"schedule.stages", "--stages"},
+                                    {"schedule.chunks", "--chunks"},
+                                    {"schedule.replicas", "--replicas"},
+                                    {"schedule.microbatches", "--microbatches"},
+                                    {"split", "--split"},
+                                    {"runtime.zero", "--zero"}})
+        if (field == f) return std::string(flag);
+      return std::string(field);
+    }));
   auto resolved = resolve_plan(std::move(to), net, nullptr);  // an even split unless given
   if (!resolved) throw CLI::ValidationError("--stages", resolved.message());
   return std::move(resolved->plan);

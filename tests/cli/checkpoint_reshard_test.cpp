@@ -111,6 +111,13 @@ TEST_CASE("checkpoint reshard refuses what cannot be re-cut and writes nothing",
                                     "2", "--split", "0,9"});
   CHECK(split.exit_code == 2);
   CHECK(contains(split.err, "--split"));
+  // More stages than the model has blocks: named by the flag, not the plan's field.
+  const cli_result many = run_cli({"checkpoint", "reshard", ck, "--out", dir / "d", "--stages", "5"});
+  INFO(many.err);
+  CHECK(many.exit_code == 2);
+  CHECK(contains(many.err, "--stages"));
+  CHECK_FALSE(contains(many.err, "schedule.stages"));
+  CHECK(!std::filesystem::exists(dir / "d"));
   // --resume on another layout points at reshard for a flush checkpoint, at --init otherwise.
   const cli_result flush = run_cli({"train", "--resume", ck, "--stages", "4"});
   CHECK(flush.exit_code == 2);
