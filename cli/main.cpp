@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
     // failed to give or lists it among the arguments it did not expect (with its value).
     std::string what = e.what();
     const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // named by its app
+    CLI::App* command = nullptr;  // the command named on the line
+    for (CLI::App* s : app.get_subcommands({})) command = s->get_name() == cmd ? s : command;
     // A value that does not convert (a number past its type, a word for a number): name the
     // flag, the value and what the flag takes.
     if (dynamic_cast<const CLI::ConversionError*>(&e) && !cmd.empty()) {
@@ -88,32 +90,28 @@ int main(int argc, char** argv) {
       if (what.rfind(head, 0) == 0 && eq != std::string::npos) {
         const std::string flag = what.substr(head.size(), eq - head.size());
         std::string type;
-        for (CLI::App* s : app.get_subcommands({}))
-          if (s->get_name() == cmd)
-            if (const CLI::Option* opt = s->get_option_no_throw(flag)) type = opt->get_type_name();
+        if (command)
+          if (const CLI::Option* opt = command->get_option_no_throw(flag)) type = opt->get_type_name();
         what = flag + ": " + what.substr(eq + 3) + " is not a value it takes" +
                (type.empty() ? "" : " (" + type + ", a number within its type's range)");
       }
     }
     // A command of commands (checkpoint) given none, or one it does not have: name them.
-    if (!cmd.empty() && what.find("A subcommand is required") != std::string::npos)
-      for (CLI::App* s : app.get_subcommands({}))
-        if (s->get_name() == cmd) {
-          std::string known;
-          for (const CLI::App* c : s->get_subcommands({}))
-            known += (known.empty() ? "" : ", ") + c->get_name();
-          what = argc > 2 && argv[2][0] != '-'
-                     ? "unknown " + cmd + " command '" + argv[2] + "'; known: " + known
-                     : "needs a command: " + known;
-        }
+    if (command && what.find("A subcommand is required") != std::string::npos) {
+      std::string known;
+      for (const CLI::App* c : command->get_subcommands({}))
+        known += (known.empty() ? "" : ", ") + c->get_name();
+      what = argc > 2 && argv[2][0] != '-'
+                 ? "unknown " + cmd + " command '" + argv[2] + "'; known: " + known
+                 : "needs a command: " + known;
+    }
     if ((e.get_name() == "RequiredError" || extras) && !cmd.empty()) {
       std::string unknown;
       for (CLI::App* sub : app.get_subcommands())
         for (const std::string& a : sub->remaining())
           if (unknown.empty() && a.size() > 1 && a[0] == '-') unknown = a.substr(0, a.find('='));
       // Extras are the parent's: the first argument that looks like a flag the command lacks.
-      CLI::App* sub = nullptr;
-      for (CLI::App* s : app.get_subcommands({})) sub = s->get_name() == cmd ? s : sub;
+      CLI::App* sub = command;
       // A command of commands: its flags are the parsed command's (checkpoint reshard's).
       while (sub && !sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
       if (unknown.empty() && sub)
